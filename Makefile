@@ -1,0 +1,32 @@
+# The two commands: `make run` (or `make demo`) and `make test`. See README.md.
+CARGO ?= cargo
+
+.PHONY: all build run demo test lint fmt clean
+
+all: build
+
+build:
+	$(CARGO) build --workspace --bins
+
+## Start the four services (and the stand-in model when OPENAI_API_KEY is unset); Ctrl-C stops them.
+run: build
+	scripts/stack.sh run
+
+## Run one prompt through the stack and show its stream (starts the stack if it is not running).
+demo: build
+	scripts/stack.sh demo
+
+## Every test: unit tests of each crate and the end-to-end suite against the real services.
+test:
+	$(CARGO) test --workspace --locked --no-fail-fast
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean
+	rm -rf .run

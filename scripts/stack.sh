@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Starts the local stack from the built binaries: tool-host, classic-executor, prompt-gateway,
+# and the stand-in model when no OPENAI_API_KEY is set. Data lives in .run/ (SQLite files).
+#   scripts/stack.sh run    start everything in the foreground; Ctrl-C stops it
+#   scripts/stack.sh demo   run one prompt through the stack (starting it if needed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=target/debug
+data=.run
+mkdir -p "$data"
+gateway_url="${AGENTIC_SERVER:-http://127.0.0.1:50051}"
+pids=()
+
+stop_all() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+
+start() {
+    local name=$1; shift
+    "$@" >"$data/$name.log" 2>&1 &
+    pids+=("$!")
+}
+
+gateway_up() {
+    "$bin/agentic" --server "$gateway_url" modes >/dev/null 2>&1
+}
+
+start_stack() {
+    if [[ -z "${OPENAI_API_KEY:-}" ]]; then
+        echo "OPENAI_API_KEY is not set: using the STAND-IN MODEL (scripted answers, not a real LLM)." >&2
+        start stand-in-model "$bin/stand-in-model" --listen 127.0.0.1:8089
+        export OPENAI_API_KEY=stand-in OPENAI_BASE_URL=http://127.0.0.1:8089/v1
+    else
+        echo "using the LLM at ${OPENAI_BASE_URL:-https://api.openai.com/v1}" >&2
+    fi
+    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,demo}" \
+        TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" "$bin/tool-host"
+    start classic-executor env CLASSIC_EXECUTOR_LISTEN=127.0.0.1:50052 TOOL_HOST_URL=http://127.0.0.1:50054 \
+        "$bin/classic-executor"
+    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_MODES=classic=http://127.0.0.1:50052 \
+        GATEWAY_DATABASE_URL="sqlite://$data/gateway.db?mode=rwc" "$bin/prompt-gateway"
+    for _ in $(seq 1 100); do
+        if gateway_up; then
+            echo "agentic is up: gateway $gateway_url (logs in $data/*.log)" >&2
+            "$bin/agentic" --server "$gateway_url" modes >&2
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "the stack did not come up; last log lines:" >&2
+    tail -n 5 "$data"/*.log >&2
+    stop_all
+    exit 1
+}
+
+case "${1:-run}" in
+    run)
+        trap stop_all EXIT INT TERM
+        start_stack
+        echo "try: $bin/agentic prompt \"Remember that I like tea\"   (Ctrl-C stops the stack)" >&2
+        wait -n "${pids[@]}" || true
+        echo "a service stopped; see $data/*.log" >&2
+        ;;
+    demo)
+        if ! gateway_up; then
+            trap stop_all EXIT INT TERM
+            start_stack
+        fi
+        echo "\$ agentic prompt \"Remember that the demo ran today\"" >&2
+        "$bin/agentic" --server "$gateway_url" prompt "Remember that the demo ran today"
+        ;;
+    *)
+        echo "usage: $0 run|demo" >&2
+        exit 2
+        ;;
+esac

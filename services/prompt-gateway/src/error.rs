@@ -1,0 +1,53 @@
+//! Errors of the gateway and the kind each one is for callers.
+
+use agentic_rpc::{ErrorKind, ServiceError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("Unknown execution mode: {0:?}")]
+    UnknownMode(String),
+    #[error("prompt not found: {0}")]
+    PromptNotFound(String),
+    #[error("{0}")]
+    Unauthenticated(String),
+    #[error("execution mode {mode:?} is unavailable: {reason}")]
+    ModeUnavailable { mode: String, reason: String },
+    #[error("{0}")]
+    FailedPrecondition(String),
+    #[error("{0}")]
+    Unimplemented(String),
+    /// The executor broke the Execute protocol (e.g. updated an output that does not exist).
+    #[error("executor protocol violation: {0}")]
+    Protocol(String),
+    #[error("configuration error: {0}")]
+    Config(String),
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    #[error("stored record is corrupt")]
+    Corrupt(#[from] prost::DecodeError),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ServiceError for GatewayError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            GatewayError::InvalidArgument(_) | GatewayError::UnknownMode(_) => ErrorKind::InvalidArgument,
+            GatewayError::PromptNotFound(_) => ErrorKind::NotFound,
+            GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
+            GatewayError::ModeUnavailable { .. } => ErrorKind::Unavailable,
+            GatewayError::FailedPrecondition(_) => ErrorKind::FailedPrecondition,
+            GatewayError::Unimplemented(_) => ErrorKind::Unimplemented,
+            GatewayError::Protocol(_)
+            | GatewayError::Config(_)
+            | GatewayError::Database(_)
+            | GatewayError::Migration(_)
+            | GatewayError::Corrupt(_)
+            | GatewayError::Internal(_) => ErrorKind::Internal,
+        }
+    }
+}

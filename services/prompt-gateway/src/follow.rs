@@ -1,0 +1,105 @@
+//! `StreamPrompt`: replays stored events after a sequence, then follows live ones, gap-free.
+//!
+//! The stream subscribes to the hub *before* reading the database, so an event is either in
+//! the replay or arrives live (or both: duplicates are skipped by sequence). Whenever the live
+//! channel shows a gap or lags, the missing events are read back from the database.
+
+use agentic_proto::v1::{PromptEvent, PromptState, prompt_event};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Status;
+
+use crate::error::GatewayError;
+use crate::hub::Hub;
+use crate::store::Store;
+
+const REPLAY_BATCH: u32 = 500;
+
+/// Events buffered towards one client before the follower waits for it.
+const CLIENT_BUFFER: usize = 64;
+
+pub type EventStream = ReceiverStream<Result<PromptEvent, Status>>;
+
+pub fn follow(store: Store, hub: Hub, prompt_id: String, after_sequence: u64) -> EventStream {
+    let (sender, receiver) = mpsc::channel(CLIENT_BUFFER);
+    tokio::spawn(async move {
+        if let Err(error) = forward(&store, &hub, &prompt_id, after_sequence, &sender).await {
+            let _ = sender.send(Err(agentic_rpc::to_status(error))).await;
+        }
+    });
+    ReceiverStream::new(receiver)
+}
+
+/// Why forwarding stopped early without an error.
+enum Stop {
+    /// A terminal event was sent, or the client went away.
+    Done,
+}
+
+async fn forward(
+    store: &Store,
+    hub: &Hub,
+    prompt_id: &str,
+    after_sequence: u64,
+    sender: &mpsc::Sender<Result<PromptEvent, Status>>,
+) -> Result<(), GatewayError> {
+    let mut subscription = hub.subscribe(prompt_id);
+    let mut last = after_sequence;
+    loop {
+        // Catch up from the database.
+        loop {
+            let batch = store.events_after(prompt_id, last, REPLAY_BATCH).await?;
+            if batch.is_empty() {
+                break;
+            }
+            for event in batch {
+                last = event.sequence;
+                if let Err(Stop::Done) = send(sender, event).await {
+                    return Ok(());
+                }
+            }
+        }
+        // Nothing more is stored: a prompt that no longer runs has nothing more to say.
+        match store.state(prompt_id).await? {
+            Some(state) if state != PromptState::Running => return Ok(()),
+            None => return Ok(()),
+            Some(_) => {}
+        }
+        // Follow live until a gap or lag sends us back to the database.
+        loop {
+            match subscription.receiver.recv().await {
+                Ok(event) if event.sequence <= last => {}
+                Ok(event) if event.sequence == last + 1 => {
+                    last = event.sequence;
+                    if let Err(Stop::Done) = send(sender, event).await {
+                        return Ok(());
+                    }
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => return Ok(()),
+            }
+        }
+    }
+}
+
+async fn send(sender: &mpsc::Sender<Result<PromptEvent, Status>>, event: PromptEvent) -> Result<(), Stop> {
+    let terminal = is_terminal(&event);
+    if sender.send(Ok(event)).await.is_err() || terminal {
+        return Err(Stop::Done);
+    }
+    Ok(())
+}
+
+/// Streams end after these: the prompt no longer runs.
+pub fn is_terminal(event: &PromptEvent) -> bool {
+    matches!(
+        event.kind,
+        Some(
+            prompt_event::Kind::Completed(_)
+                | prompt_event::Kind::Error(_)
+                | prompt_event::Kind::Cancelled(_)
+                | prompt_event::Kind::Waiting(_)
+        )
+    )
+}

@@ -1,0 +1,136 @@
+//! Prompt use cases: create and start, read, list, cancel. Validated input in, domain
+//! errors out; the gRPC edge converts both.
+
+use agentic_proto::json::now;
+use agentic_proto::v1::{ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState, Usage};
+
+use crate::error::GatewayError;
+use crate::hub::Hub;
+use crate::modes::ModeRegistry;
+use crate::runner::Runner;
+use crate::store::Store;
+
+/// The mode a prompt runs in when the request names none.
+pub const DEFAULT_MODE: &str = "classic";
+
+/// Longest accepted prompt input, in bytes.
+pub const MAX_INPUT_BYTES: usize = 256 * 1024;
+
+/// Highest per-prompt round limit a caller may ask for.
+pub const MAX_ROUNDS_LIMIT: u32 = 100;
+
+pub const MAX_LIST_LIMIT: u32 = 500;
+const DEFAULT_LIST_LIMIT: u32 = 50;
+
+/// A validated request to create a prompt.
+pub struct NewPrompt {
+    pub user_id: String,
+    pub input: String,
+    pub mode: Option<String>,
+    pub model: ModelTier,
+    pub state: Option<prost_types::Struct>,
+    pub max_rounds: u32,
+}
+
+#[derive(Clone)]
+pub struct Prompts {
+    pub store: Store,
+    pub hub: Hub,
+    pub runner: Runner,
+    pub modes: ModeRegistry,
+}
+
+impl Prompts {
+    /// Stores a RUNNING prompt and starts it on its mode's executor. Nothing is stored when
+    /// the mode is unknown or its executor cannot be reached.
+    pub async fn create(&self, request: NewPrompt) -> Result<Prompt, GatewayError> {
+        if request.input.trim().is_empty() {
+            return Err(GatewayError::InvalidArgument("input must not be empty".into()));
+        }
+        if request.input.len() > MAX_INPUT_BYTES {
+            return Err(GatewayError::InvalidArgument(format!("input is longer than {MAX_INPUT_BYTES} bytes")));
+        }
+        if request.max_rounds > MAX_ROUNDS_LIMIT {
+            return Err(GatewayError::InvalidArgument(format!("max_rounds must be at most {MAX_ROUNDS_LIMIT}")));
+        }
+        let mode_id = request.mode.unwrap_or_else(|| DEFAULT_MODE.to_owned());
+        let mode = self.modes.get(&mode_id).ok_or(GatewayError::UnknownMode(mode_id))?;
+        let created_at = now();
+        let prompt = Prompt {
+            id: uuid::Uuid::now_v7().to_string(),
+            user_id: request.user_id.clone(),
+            conversation_id: String::new(),
+            mode: mode.id.clone(),
+            model: request.model as i32,
+            visible: true,
+            state: PromptState::Running as i32,
+            input: request.input,
+            output: Vec::new(),
+            usage: Some(Usage::default()),
+            error: String::new(),
+            created_at: Some(created_at),
+            updated_at: Some(created_at),
+            max_rounds: request.max_rounds,
+            state_data: request.state.clone(),
+        };
+        let start = ExecuteStart {
+            prompt: Some(prompt.clone()),
+            history: Vec::new(),
+            state: request.state,
+            limits: Some(ExecuteLimits { max_rounds: request.max_rounds, run_timeout_ms: 0 }),
+            user_id: request.user_id,
+            decisions: Vec::new(),
+        };
+        let run = self.runner.open(&mode, start).await?;
+        let created = self.store.insert_prompt(&prompt).await?;
+        self.hub.publish(&created);
+        self.runner.spawn(&prompt, run);
+        Ok(prompt)
+    }
+
+    pub async fn get(&self, user_id: &str, prompt_id: &str) -> Result<Prompt, GatewayError> {
+        self.store.prompt(user_id, prompt_id).await?.ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_owned()))
+    }
+
+    pub async fn list(&self, user_id: &str, conversation_id: Option<&str>, limit: u32) -> Result<Vec<Prompt>, GatewayError> {
+        let limit = if limit == 0 { DEFAULT_LIST_LIMIT } else { limit.min(MAX_LIST_LIMIT) };
+        self.store.list_prompts(user_id, conversation_id, limit).await
+    }
+
+    /// Ends a running or waiting prompt as CANCELLED. The executor's stream is closed, which
+    /// stops its LLM call and tool calls.
+    pub async fn cancel(&self, user_id: &str, prompt_id: &str, reason: String) -> Result<Prompt, GatewayError> {
+        let prompt = self.get(user_id, prompt_id).await?;
+        let reason = if reason.trim().is_empty() { "cancelled by the user".to_owned() } else { reason };
+        match PromptState::try_from(prompt.state) {
+            Ok(PromptState::Running) => match self.runner.cancel(prompt_id, reason.clone()).await {
+                Some(result) => result,
+                // No run of it is active here: it finished meanwhile, or its run was lost.
+                None => match self.store.state(prompt_id).await? {
+                    Some(PromptState::Running) => self.runner.finish(prompt_id, PromptState::Cancelled, reason).await,
+                    _ => Err(already_ended(&self.get(user_id, prompt_id).await?)),
+                },
+            },
+            Ok(PromptState::WaitingForApproval) => self.runner.finish(prompt_id, PromptState::Cancelled, reason).await,
+            _ => Err(already_ended(&prompt)),
+        }
+    }
+
+    /// Fails prompts left RUNNING by a gateway that stopped mid-run: their executor streams
+    /// died with it, so nothing would ever finish them.
+    pub async fn fail_orphaned(&self) -> Result<usize, GatewayError> {
+        let orphaned = self.store.running_prompt_ids().await?;
+        for prompt_id in &orphaned {
+            tracing::warn!(prompt_id, "failing a prompt left running by a previous gateway process");
+            self.runner
+                .finish(prompt_id, PromptState::Failed, "the gateway restarted while this prompt was running".into())
+                .await?;
+        }
+        Ok(orphaned.len())
+    }
+}
+
+fn already_ended(prompt: &Prompt) -> GatewayError {
+    let state = PromptState::try_from(prompt.state).map(|state| state.as_str_name()).unwrap_or("UNKNOWN");
+    GatewayError::FailedPrecondition(format!("prompt {} has already ended ({state})", prompt.id))
+}

@@ -1,0 +1,277 @@
+//! The gateway's database: prompts, their outputs and their ordered event log.
+//!
+//! Timeline entries and events are stored as encoded protobuf messages: the log keeps exactly
+//! the bytes clients receive, so replay cannot drift from what was delivered live. That makes
+//! the proto contract also a storage format: changes to it must stay wire-compatible.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use agentic_proto::json::{json_to_struct, now, struct_to_json, timestamp_from_millis, timestamp_millis};
+use agentic_proto::v1::{Prompt, PromptEvent, PromptOutput, PromptState, Usage, prompt_event};
+use prost::Message;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool, Sqlite, Transaction};
+
+use crate::error::GatewayError;
+
+/// A change to the prompt row that is committed together with one event.
+#[derive(Debug)]
+pub enum Change {
+    None,
+    AddOutput { index: u32, output: PromptOutput },
+    UpdateOutput { index: u32, output: PromptOutput },
+    /// The prompt leaves RUNNING; the event carries the resulting prompt.
+    Finish { state: PromptState, error: String },
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if missing) the database at `url` and runs the migrations.
+    pub async fn connect(url: &str) -> Result<Store, GatewayError> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|error| GatewayError::Config(format!("invalid database url {url:?}: {error}")))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    /// Inserts a new RUNNING prompt together with its `created` event (sequence 1).
+    pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
+        let created = prompt.created_at.as_ref().map(timestamp_millis).unwrap_or_default();
+        let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
+            .map_err(|error| GatewayError::Internal(error.to_string()))?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
+             max_rounds, state_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&prompt.id)
+        .bind(&prompt.user_id)
+        .bind(&prompt.conversation_id)
+        .bind(&prompt.mode)
+        .bind(prompt.model)
+        .bind(prompt.visible)
+        .bind(prompt.state)
+        .bind(&prompt.input)
+        .bind(i64::from(prompt.max_rounds))
+        .bind(state_data)
+        .bind(created)
+        .bind(created)
+        .execute(&mut *tx)
+        .await?;
+        let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated { prompt: Some(prompt.clone()) });
+        let event = append(&mut tx, &prompt.id, kind).await?;
+        tx.commit().await?;
+        Ok(event)
+    }
+
+    /// Applies `change` and appends the event built by `kind` in one transaction, so the
+    /// event is durable (and numbered gap-free) before anyone can see it.
+    pub async fn record(
+        &self,
+        prompt_id: &str,
+        change: Change,
+        kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+    ) -> Result<PromptEvent, GatewayError> {
+        let mut tx = self.pool.begin().await?;
+        let final_prompt = match change {
+            Change::None => None,
+            Change::AddOutput { index, output } => {
+                sqlx::query("INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES (?, ?, ?)")
+                    .bind(prompt_id)
+                    .bind(i64::from(index))
+                    .bind(output.encode_to_vec())
+                    .execute(&mut *tx)
+                    .await?;
+                None
+            }
+            Change::UpdateOutput { index, output } => {
+                let updated = sqlx::query("UPDATE prompt_outputs SET payload = ? WHERE prompt_id = ? AND position = ?")
+                    .bind(output.encode_to_vec())
+                    .bind(prompt_id)
+                    .bind(i64::from(index))
+                    .execute(&mut *tx)
+                    .await?;
+                if updated.rows_affected() == 0 {
+                    return Err(GatewayError::Protocol(format!("output {index} does not exist")));
+                }
+                None
+            }
+            Change::Finish { state, error } => {
+                sqlx::query("UPDATE prompts SET state = ?, error = ?, updated_at = ? WHERE id = ?")
+                    .bind(state as i32)
+                    .bind(&error)
+                    .bind(timestamp_millis(&now()))
+                    .bind(prompt_id)
+                    .execute(&mut *tx)
+                    .await?;
+                load_prompt(&mut tx, prompt_id).await?
+            }
+        };
+        let event = append(&mut tx, prompt_id, kind(final_prompt)).await?;
+        tx.commit().await?;
+        Ok(event)
+    }
+
+    pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
+        sqlx::query(
+            "UPDATE prompts SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, \
+             total_tokens = total_tokens + ? WHERE id = ?",
+        )
+        .bind(saturating_i64(usage.input_tokens))
+        .bind(saturating_i64(usage.output_tokens))
+        .bind(saturating_i64(usage.total_tokens))
+        .bind(prompt_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The prompt if it exists and belongs to `user_id`.
+    pub async fn prompt(&self, user_id: &str, prompt_id: &str) -> Result<Option<Prompt>, GatewayError> {
+        let mut conn = self.pool.acquire().await?;
+        let prompt = load_prompt(&mut conn, prompt_id).await?;
+        Ok(prompt.filter(|prompt| prompt.user_id == user_id))
+    }
+
+    /// The user's prompts, newest first, optionally of one conversation.
+    pub async fn list_prompts(
+        &self,
+        user_id: &str,
+        conversation_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Prompt>, GatewayError> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM prompts WHERE user_id = ? AND (? IS NULL OR conversation_id = ?) \
+             ORDER BY created_at DESC, id DESC LIMIT ?",
+        )
+        .bind(user_id)
+        .bind(conversation_id)
+        .bind(conversation_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut conn = self.pool.acquire().await?;
+        let mut prompts = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(prompt) = load_prompt(&mut conn, &id).await? {
+                prompts.push(prompt);
+            }
+        }
+        Ok(prompts)
+    }
+
+    /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
+    pub async fn events_after(&self, prompt_id: &str, after: u64, limit: u32) -> Result<Vec<PromptEvent>, GatewayError> {
+        let rows = sqlx::query("SELECT payload FROM prompt_events WHERE prompt_id = ? AND sequence > ? ORDER BY sequence LIMIT ?")
+            .bind(prompt_id)
+            .bind(saturating_i64(after))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| PromptEvent::decode(row.get::<&[u8], _>("payload")).map_err(GatewayError::from))
+            .collect()
+    }
+
+    /// The prompt's state, without ownership checks (callers checked ownership already).
+    pub async fn state(&self, prompt_id: &str) -> Result<Option<PromptState>, GatewayError> {
+        let state: Option<i32> = sqlx::query_scalar("SELECT state FROM prompts WHERE id = ?")
+            .bind(prompt_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(state.map(|state| PromptState::try_from(state).unwrap_or(PromptState::Unspecified)))
+    }
+
+    /// Ids of prompts still RUNNING, e.g. left behind by a gateway that stopped mid-run.
+    pub async fn running_prompt_ids(&self) -> Result<Vec<String>, GatewayError> {
+        Ok(sqlx::query_scalar("SELECT id FROM prompts WHERE state = ?")
+            .bind(PromptState::Running as i32)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+}
+
+/// Appends one event with the next sequence of the prompt. The sequence is bumped first,
+/// so the transaction takes SQLite's write lock on its first statement and waits for it
+/// (a read first could fail with SQLITE_BUSY when another writer commits in between).
+async fn append(
+    tx: &mut Transaction<'_, Sqlite>,
+    prompt_id: &str,
+    kind: prompt_event::Kind,
+) -> Result<PromptEvent, GatewayError> {
+    let at = now();
+    let sequence: i64 =
+        sqlx::query_scalar("UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = ? WHERE id = ? RETURNING last_sequence")
+            .bind(timestamp_millis(&at))
+            .bind(prompt_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    let event = PromptEvent {
+        sequence: u64::try_from(sequence).unwrap_or_default(),
+        prompt_id: prompt_id.to_owned(),
+        at: Some(at),
+        kind: Some(kind),
+    };
+    sqlx::query("INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES (?, ?, ?, ?)")
+        .bind(prompt_id)
+        .bind(sequence)
+        .bind(event.at.as_ref().map(timestamp_millis).unwrap_or_default())
+        .bind(event.encode_to_vec())
+        .execute(&mut **tx)
+        .await?;
+    Ok(event)
+}
+
+async fn load_prompt(conn: &mut sqlx::SqliteConnection, prompt_id: &str) -> Result<Option<Prompt>, GatewayError> {
+    let Some(row) = sqlx::query("SELECT * FROM prompts WHERE id = ?").bind(prompt_id).fetch_optional(&mut *conn).await? else {
+        return Ok(None);
+    };
+    let outputs = sqlx::query("SELECT payload FROM prompt_outputs WHERE prompt_id = ? ORDER BY position")
+        .bind(prompt_id)
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| PromptOutput::decode(row.get::<&[u8], _>("payload")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let state_data: serde_json::Value = serde_json::from_str(row.get::<&str, _>("state_data")).unwrap_or_default();
+    Ok(Some(Prompt {
+        id: row.get("id"),
+        user_id: row.get("user_id"),
+        conversation_id: row.get("conversation_id"),
+        mode: row.get("mode"),
+        model: row.get("model"),
+        visible: row.get("visible"),
+        state: row.get("state"),
+        input: row.get("input"),
+        output: outputs,
+        usage: Some(Usage {
+            input_tokens: unsigned(row.get("input_tokens")),
+            output_tokens: unsigned(row.get("output_tokens")),
+            total_tokens: unsigned(row.get("total_tokens")),
+        }),
+        error: row.get("error"),
+        created_at: Some(timestamp_from_millis(row.get("created_at"))),
+        updated_at: Some(timestamp_from_millis(row.get("updated_at"))),
+        max_rounds: u32::try_from(row.get::<i64, _>("max_rounds")).unwrap_or_default(),
+        state_data: Some(json_to_struct(&state_data)),
+    }))
+}
+
+fn unsigned(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+fn saturating_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}

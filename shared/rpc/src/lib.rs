@@ -1,0 +1,94 @@
+//! The common gRPC edge of every agentic service: serving with health and reflection on a
+//! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`.
+
+mod error;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tonic::transport::server::{Router, TcpIncoming};
+use tonic::transport::{Channel, Endpoint, Server};
+use tonic_health::server::HealthReporter;
+
+pub use error::{ErrorKind, ServiceError, to_status};
+
+/// Largest message any service accepts or sends (tonic's default receive limit is 4 MiB and
+/// its send limit is unbounded; both are set explicitly).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A server builder with `grpc.health.v1` and reflection mounted. Add the service's own
+/// services to the router, mark them serving on the reporter, then call [`serve`].
+pub fn router() -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
+    let (reporter, health) = tonic_health::server::health_reporter();
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(agentic_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let router = Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .add_service(health)
+        .add_service(reflection);
+    Ok((router, reporter))
+}
+
+/// Serves `router` on an already bound listener until `shutdown` resolves.
+///
+/// Nodelay is set on the incoming stream because `Server::tcp_nodelay` is ignored for
+/// incoming listeners, which otherwise stalls responses by about 40 ms.
+pub async fn serve(
+    router: Router,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error> {
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    router.serve_with_incoming_shutdown(incoming, shutdown).await
+}
+
+/// A lazily connecting channel to another service. `address` is `http://host:port`.
+pub fn channel(address: &str) -> Result<Channel, tonic::transport::Error> {
+    Ok(Endpoint::from_shared(address.to_owned())?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_while_idle(true)
+        .connect_lazy())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+/// How long a stopping service waits for open calls (e.g. long prompt streams) to end.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Drives a service's `run` future from `main`; after a shutdown signal, open calls get
+/// [`SHUTDOWN_GRACE`] to finish before the process stops anyway.
+pub async fn run_until_signal<E>(service: impl Future<Output = Result<(), E>>) -> Result<(), E> {
+    tokio::pin!(service);
+    tokio::select! {
+        result = &mut service => result,
+        () = async { shutdown_signal().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            tracing::warn!("open calls did not finish within the shutdown grace period; stopping anyway");
+            Ok(())
+        }
+    }
+}

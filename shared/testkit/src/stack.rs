@@ -1,0 +1,229 @@
+//! The stack sandbox: the real four services wired together in one process, for tests,
+//! demos and benchmarks.
+//!
+//! Every listener is bound on port 0 before any service starts, so nothing waits or retries
+//! to connect. Each service runs on a runtime of its own, so a test can kill one outright
+//! (sockets and in-flight calls die with it) the way a crashed process would.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use agentic_llm::LlmConfig;
+use tokio::runtime::Runtime;
+
+use crate::model::{Rule, StandInModel};
+
+/// What to start; `StackOptions::default()` is the usual test stack.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    /// Enable the tool-host's `demo` plugin (echo, sleep, fail, dangerous).
+    pub demo_plugin: bool,
+    /// Round limit of the classic executor (its own default when `None`).
+    pub classic_max_rounds: Option<u32>,
+    /// Retries after a failed LLM call.
+    pub llm_max_retries: u32,
+    /// Where the services keep their databases; a fresh temporary folder when `None`.
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        StackOptions { demo_plugin: true, classic_max_rounds: None, llm_max_retries: 2, data_dir: None }
+    }
+}
+
+/// One service on a runtime of its own.
+struct Service {
+    runtime: Option<Runtime>,
+}
+
+impl Service {
+    fn start<F, Fut>(name: &str, listener: std::net::TcpListener, run: F) -> anyhow::Result<Service>
+    where
+        F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("stack-{name}"))
+            .enable_all()
+            .build()?;
+        listener.set_nonblocking(true)?;
+        let name = name.to_owned();
+        runtime.spawn(async move {
+            let result = match tokio::net::TcpListener::from_std(listener) {
+                Ok(listener) => run(listener).await,
+                Err(error) => Err(error.into()),
+            };
+            if let Err(error) = result {
+                eprintln!("stack: {name} stopped with an error: {error:#}");
+            }
+        });
+        Ok(Service { runtime: Some(runtime) })
+    }
+
+    /// Stops the service at once, as if its process died.
+    fn kill(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The running stack. Dropping it stops every service.
+pub struct Stack {
+    pub model: StandInModel,
+    pub gateway_address: SocketAddr,
+    pub classic_address: SocketAddr,
+    pub tool_host_address: SocketAddr,
+    gateway: Service,
+    classic: Service,
+    tool_host: Service,
+    options: StackOptions,
+    data_dir: PathBuf,
+    _temp_dir: Option<tempfile::TempDir>,
+}
+
+fn bind() -> anyhow::Result<(std::net::TcpListener, SocketAddr)> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let address = listener.local_addr()?;
+    Ok((listener, address))
+}
+
+fn sqlite_url(dir: &Path, name: &str) -> String {
+    format!("sqlite://{}?mode=rwc", dir.join(name).display())
+}
+
+impl Stack {
+    /// The usual test stack, with the stand-in model answering by `rules`.
+    pub async fn start(rules: Vec<Rule>) -> anyhow::Result<Stack> {
+        Stack::start_with(rules, StackOptions::default()).await
+    }
+
+    pub async fn start_with(rules: Vec<Rule>, options: StackOptions) -> anyhow::Result<Stack> {
+        let model = StandInModel::start(rules).await?;
+        let (temp_dir, data_dir) = match &options.data_dir {
+            Some(dir) => (None, dir.clone()),
+            None => {
+                let temp = tempfile::tempdir()?;
+                let path = temp.path().to_owned();
+                (Some(temp), path)
+            }
+        };
+        let (tool_host_listener, tool_host_address) = bind()?;
+        let (classic_listener, classic_address) = bind()?;
+        let (gateway_listener, gateway_address) = bind()?;
+
+        let tool_host = Stack::start_tool_host(&options, &data_dir, tool_host_listener)?;
+        let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
+        let gateway = Stack::start_gateway(&data_dir, classic_address, gateway_listener)?;
+        Ok(Stack {
+            model,
+            gateway_address,
+            classic_address,
+            tool_host_address,
+            gateway,
+            classic,
+            tool_host,
+            options,
+            data_dir,
+            _temp_dir: temp_dir,
+        })
+    }
+
+    fn start_tool_host(options: &StackOptions, data_dir: &Path, listener: std::net::TcpListener) -> anyhow::Result<Service> {
+        let mut plugins = vec!["artifact".to_owned()];
+        if options.demo_plugin {
+            plugins.push("demo".to_owned());
+        }
+        let config = tool_host::Config {
+            listen: listener.local_addr()?,
+            database_url: sqlite_url(data_dir, "tool-host.db"),
+            plugins,
+        };
+        Service::start("tool-host", listener, move |listener| tool_host::run(config, listener, std::future::pending()))
+    }
+
+    fn start_classic(
+        options: &StackOptions,
+        model: &StandInModel,
+        tool_host: SocketAddr,
+        listener: std::net::TcpListener,
+    ) -> anyhow::Result<Service> {
+        let config = classic_executor::Config {
+            listen: listener.local_addr()?,
+            tool_host_url: format!("http://{tool_host}"),
+            max_rounds: options.classic_max_rounds.unwrap_or(25),
+            llm: llm_config(model, options),
+        };
+        Service::start("classic-executor", listener, move |listener| {
+            classic_executor::run(config, listener, std::future::pending())
+        })
+    }
+
+    fn start_gateway(data_dir: &Path, classic: SocketAddr, listener: std::net::TcpListener) -> anyhow::Result<Service> {
+        let config = prompt_gateway::Config {
+            listen: listener.local_addr()?,
+            database_url: sqlite_url(data_dir, "gateway.db"),
+            modes: vec![prompt_gateway::ModeSpec { id: "classic".into(), endpoint: format!("http://{classic}") }],
+        };
+        Service::start("prompt-gateway", listener, move |listener| {
+            prompt_gateway::run(config, listener, std::future::pending())
+        })
+    }
+
+    /// `http://127.0.0.1:PORT` of the gateway.
+    pub fn gateway_url(&self) -> String {
+        format!("http://{}", self.gateway_address)
+    }
+
+    /// A client SDK connection on behalf of `user`.
+    pub async fn client(&self, user: &str) -> anyhow::Result<agentic_client::Client> {
+        Ok(agentic_client::Client::connect(&self.gateway_url(), user).await?)
+    }
+
+    /// Kills the classic executor outright, mid-call, as a crashed process would die.
+    pub fn kill_classic_executor(&mut self) {
+        self.classic.kill();
+    }
+
+    /// Kills the gateway and starts a new one on the same database (a new port).
+    pub fn restart_gateway(&mut self) -> anyhow::Result<()> {
+        self.gateway.kill();
+        let (listener, address) = bind()?;
+        self.gateway = Stack::start_gateway(&self.data_dir, self.classic_address, listener)?;
+        self.gateway_address = address;
+        Ok(())
+    }
+
+    pub fn options(&self) -> &StackOptions {
+        &self.options
+    }
+
+    /// Stops everything now (also done on drop).
+    pub fn stop(&mut self) {
+        self.gateway.kill();
+        self.classic.kill();
+        self.tool_host.kill();
+    }
+}
+
+/// LLM settings that point the executors at the stand-in model with fast retries.
+pub fn llm_config(model: &StandInModel, options: &StackOptions) -> LlmConfig {
+    LlmConfig {
+        openai_api_key: Some("stand-in".into()),
+        openai_base_url: model.base_url(),
+        model_normal: "stand-in-normal".into(),
+        model_high: "stand-in-high".into(),
+        llm_max_retries: options.llm_max_retries,
+        llm_retry_base_ms: 10,
+        llm_timeout_secs: 30,
+    }
+}

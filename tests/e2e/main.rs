@@ -1,0 +1,10 @@
+//! Cross-service tests: one binary, real services on port-0 listeners, real databases, and
+//! the stand-in model for all LLM traffic.
+
+mod classic;
+mod faults;
+mod gateway;
+mod model;
+mod streams;
+mod support;
+mod tool_host;

@@ -1,0 +1,118 @@
+//! Helpers shared by the end-to-end tests.
+
+use std::time::Duration;
+
+use agentic_client::Client;
+use agentic_proto::v1::{Prompt, PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result};
+use agentic_testkit::model::{Match, Reply, Rule, ScriptedCall};
+use serde_json::Value;
+
+/// Upper bound for anything a test waits for; generous for a loaded 2-core CI machine.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Reads a prompt's stream from `after` until the server ends it.
+pub async fn collect(client: &Client, prompt_id: &str, after: u64) -> Vec<PromptEvent> {
+    let mut stream = client.stream_prompt(prompt_id, after).await.expect("stream opens");
+    let mut events = Vec::new();
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(event) = stream.message().await.expect("stream delivers") {
+            events.push(event);
+        }
+    })
+    .await
+    .expect("the stream ends in time");
+    events
+}
+
+/// The kind of each event, with runs of `stream` deltas folded into one entry.
+pub fn kinds(events: &[PromptEvent]) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for event in events {
+        let kind = kind(event);
+        if kind == "stream" && kinds.last() == Some(&"stream") {
+            continue;
+        }
+        kinds.push(kind);
+    }
+    kinds
+}
+
+pub fn kind(event: &PromptEvent) -> &'static str {
+    match &event.kind {
+        Some(prompt_event::Kind::Created(_)) => "created",
+        Some(prompt_event::Kind::Output(_)) => "output",
+        Some(prompt_event::Kind::OutputUpdated(_)) => "output_updated",
+        Some(prompt_event::Kind::Stream(_)) => "stream",
+        Some(prompt_event::Kind::ApprovalRequested(_)) => "approval_requested",
+        Some(prompt_event::Kind::Completed(_)) => "completed",
+        Some(prompt_event::Kind::Error(_)) => "error",
+        Some(prompt_event::Kind::Cancelled(_)) => "cancelled",
+        Some(prompt_event::Kind::Waiting(_)) => "waiting",
+        None => "none",
+    }
+}
+
+pub fn sequences(events: &[PromptEvent]) -> Vec<u64> {
+    events.iter().map(|event| event.sequence).collect()
+}
+
+pub fn streamed_text(events: &[PromptEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            Some(prompt_event::Kind::Stream(delta)) => Some(delta.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn text_of(output: &PromptOutput) -> Option<&str> {
+    match &output.kind {
+        Some(prompt_output::Kind::Text(text)) => Some(&text.content),
+        _ => None,
+    }
+}
+
+/// `(function, Ok(output) | Err(error))` of a finished tool output.
+pub fn tool_of(output: &PromptOutput) -> Option<(&str, Result<Value, String>)> {
+    let Some(prompt_output::Kind::Tool(tool)) = &output.kind else { return None };
+    let result = match tool.result.as_ref().and_then(|result| result.result.as_ref()) {
+        Some(tool_result::Result::Success(success)) => Ok(agentic_proto::json::from_proto_opt(success.output.as_ref())),
+        Some(tool_result::Result::Error(error)) => Err(error.error.clone()),
+        Some(tool_result::Result::Pending(pending)) => Err(format!("still pending: {}", pending.reason)),
+        None => Err("no result".to_owned()),
+    };
+    Some((tool.function.as_str(), result))
+}
+
+/// The final prompt carried by a terminal event.
+pub fn terminal_prompt(event: &PromptEvent) -> Option<&Prompt> {
+    match &event.kind {
+        Some(prompt_event::Kind::Completed(completed)) => completed.prompt.as_ref(),
+        Some(prompt_event::Kind::Error(failed)) => failed.prompt.as_ref(),
+        Some(prompt_event::Kind::Cancelled(cancelled)) => cancelled.prompt.as_ref(),
+        Some(prompt_event::Kind::Waiting(waiting)) => waiting.prompt.as_ref(),
+        _ => None,
+    }
+}
+
+pub fn call(name: &str, arguments: Value) -> ScriptedCall {
+    ScriptedCall { name: name.to_owned(), arguments, raw_arguments: None }
+}
+
+pub fn calls(when: Match, calls: Vec<ScriptedCall>) -> Rule {
+    Rule::new(when, Reply::ToolCalls { content: None, calls })
+}
+
+pub fn text(when: Match, text: &str) -> Rule {
+    Rule::new(when, Reply::Text(text.to_owned()))
+}
+
+/// Polls `condition` until it holds, for at most [`PATIENCE`].
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
