@@ -1,0 +1,44 @@
+//! The tool-host's error type and how each variant reaches a caller.
+
+use agentic_rpc::{ErrorKind, ServiceError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0} is required")]
+    Required(&'static str),
+    #[error("invalid {field}: {reason}")]
+    InvalidField { field: &'static str, reason: String },
+    #[error("unknown tool: \"{0}\"")]
+    UnknownTool(String),
+    #[error("artifact not found: {0}")]
+    ArtifactNotFound(String),
+    #[error("unknown plugin: \"{name}\" (known plugins: {known})")]
+    UnknownPlugin { name: String, known: String },
+    #[error("tool {tool} is not valid: {reason}")]
+    InvalidTool { tool: String, reason: String },
+    #[error("artifact {id} holds unreadable data")]
+    CorruptArtifact {
+        id: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+}
+
+impl ServiceError for Error {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Required(_) | Error::InvalidField { .. } | Error::UnknownPlugin { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            Error::UnknownTool(_) | Error::ArtifactNotFound(_) => ErrorKind::NotFound,
+            Error::InvalidTool { .. }
+            | Error::CorruptArtifact { .. }
+            | Error::Database(_)
+            | Error::Migration(_) => ErrorKind::Internal,
+        }
+    }
+}

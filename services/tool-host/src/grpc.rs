@@ -1,0 +1,269 @@
+//! The gRPC edge: the `ToolHost` and `ArtifactStore` services. Proto <-> domain conversion
+//! happens here and nowhere else; every error leaves through `agentic_rpc::to_status`.
+
+use std::sync::Arc;
+
+use agentic_proto::json;
+use agentic_proto::v1 as pb;
+use agentic_rpc::{MAX_MESSAGE_BYTES, to_status};
+use pb::artifact_store_server::{ArtifactStore, ArtifactStoreServer};
+use pb::tool_host_server::{ToolHost, ToolHostServer};
+use serde_json::Value;
+use tonic::{Request, Response, Status};
+
+use crate::error::Error;
+use crate::plugin::{
+    CallContext, ContextItem, PrepareContext, SandboxModule, ToolFailure, ToolOutcome, ToolSpec,
+};
+use crate::registry::Registry;
+use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, NewArtifact, Store};
+
+/// The `ToolHost` service with explicit message limits.
+pub fn tool_host_server(registry: Arc<Registry>) -> ToolHostServer<ToolHostService> {
+    ToolHostServer::new(ToolHostService { registry })
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+}
+
+/// The `ArtifactStore` service with explicit message limits.
+pub fn artifact_store_server(store: Store) -> ArtifactStoreServer<ArtifactStoreService> {
+    ArtifactStoreServer::new(ArtifactStoreService { store })
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+}
+
+pub struct ToolHostService {
+    registry: Arc<Registry>,
+}
+
+#[tonic::async_trait]
+impl ToolHost for ToolHostService {
+    async fn prepare(
+        &self,
+        request: Request<pb::PrepareRequest>,
+    ) -> Result<Response<pb::PrepareResponse>, Status> {
+        let ctx = PrepareContext::try_from(request.into_inner()).map_err(to_status)?;
+        let context = self.registry.context(&ctx).await;
+        Ok(Response::new(pb::PrepareResponse {
+            tools: self.registry.tools().map(tool_definition).collect(),
+            context: context.into_iter().map(context_item).collect(),
+            modules: self
+                .registry
+                .modules()
+                .into_iter()
+                .map(sandbox_module)
+                .collect(),
+        }))
+    }
+
+    /// Runs the tool inside this handler's future: when the caller hangs up, tonic drops the
+    /// future and the tool with it.
+    async fn invoke_tool(
+        &self,
+        request: Request<pb::InvokeToolRequest>,
+    ) -> Result<Response<pb::InvokeToolResponse>, Status> {
+        let call = ToolCall::try_from(request.into_inner()).map_err(to_status)?;
+        let answer = self
+            .registry
+            .invoke(&call.tool_id, call.input, &call.ctx)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(invoke_tool_response(answer)))
+    }
+}
+
+pub struct ArtifactStoreService {
+    store: Store,
+}
+
+#[tonic::async_trait]
+impl ArtifactStore for ArtifactStoreService {
+    /// Answers with the stored artifact's metadata; `data` and `content` are left empty since
+    /// the caller already has them.
+    async fn store_artifact(
+        &self,
+        request: Request<pb::StoreArtifactRequest>,
+    ) -> Result<Response<pb::Artifact>, Status> {
+        let new = NewArtifact::try_from(request.into_inner()).map_err(to_status)?;
+        let meta = self.store.insert(new).await.map_err(to_status)?;
+        Ok(Response::new(artifact_proto(meta, None)))
+    }
+
+    async fn get_artifact(
+        &self,
+        request: Request<pb::GetArtifactRequest>,
+    ) -> Result<Response<pb::Artifact>, Status> {
+        let request = request.into_inner();
+        let user_id = required("user_id", request.user_id).map_err(to_status)?;
+        let artifact_id = required("artifact_id", request.artifact_id).map_err(to_status)?;
+        let Artifact { meta, body } = self
+            .store
+            .get(&user_id, &artifact_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(artifact_proto(meta, Some(body))))
+    }
+
+    async fn list_artifacts(
+        &self,
+        request: Request<pb::ListArtifactsRequest>,
+    ) -> Result<Response<pb::ListArtifactsResponse>, Status> {
+        let request = request.into_inner();
+        let user_id = required("user_id", request.user_id).map_err(to_status)?;
+        let conversation_id = Some(request.conversation_id.as_str()).filter(|id| !id.is_empty());
+        let limit = if request.limit == 0 {
+            DEFAULT_LIST_LIMIT
+        } else {
+            request.limit
+        };
+        let artifacts = self
+            .store
+            .list(&user_id, conversation_id, limit)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListArtifactsResponse {
+            artifacts: artifacts
+                .into_iter()
+                .map(|meta| artifact_proto(meta, None))
+                .collect(),
+        }))
+    }
+}
+
+/// An `InvokeTool` request in domain terms.
+struct ToolCall {
+    tool_id: String,
+    input: Value,
+    ctx: CallContext,
+}
+
+impl TryFrom<pb::InvokeToolRequest> for ToolCall {
+    type Error = Error;
+
+    fn try_from(request: pb::InvokeToolRequest) -> Result<Self, Error> {
+        Ok(ToolCall {
+            tool_id: required("tool_id", request.tool_id)?,
+            // A missing input is JSON null, which the tool's object schema then rejects.
+            input: json::from_proto_opt(request.input.as_ref()),
+            ctx: CallContext {
+                user_id: required("user_id", request.user_id)?,
+                prompt_id: request.prompt_id,
+                conversation_id: request.conversation_id,
+                tool_call_id: request.tool_call_id,
+                state: json::struct_to_json(request.state.as_ref()),
+            },
+        })
+    }
+}
+
+impl TryFrom<pb::PrepareRequest> for PrepareContext {
+    type Error = Error;
+
+    fn try_from(request: pb::PrepareRequest) -> Result<Self, Error> {
+        Ok(PrepareContext {
+            user_id: required("user_id", request.user_id)?,
+            conversation_id: request.conversation_id,
+            state: json::struct_to_json(request.state.as_ref()),
+        })
+    }
+}
+
+impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
+    type Error = Error;
+
+    fn try_from(request: pb::StoreArtifactRequest) -> Result<Self, Error> {
+        let user_id = required("user_id", request.user_id)?;
+        let body = match (request.data, request.content.is_empty()) {
+            (Some(_), false) => {
+                return Err(Error::InvalidField {
+                    field: "content",
+                    reason: "an artifact holds either data or content, not both".into(),
+                });
+            }
+            (Some(data), true) => ArtifactBody::Json(json::from_proto(&data)),
+            (None, false) => ArtifactBody::Bytes(request.content),
+            (None, true) => return Err(Error::Required("data or content")),
+        };
+        Ok(NewArtifact {
+            user_id,
+            conversation_id: request.conversation_id,
+            description: request.description,
+            filename: request.filename,
+            mime_type: request.mime_type,
+            body,
+        })
+    }
+}
+
+fn required(field: &'static str, value: String) -> Result<String, Error> {
+    if value.is_empty() {
+        return Err(Error::Required(field));
+    }
+    Ok(value)
+}
+
+fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeToolResponse {
+    use pb::invoke_tool_response::Result as Answer;
+    match answer {
+        Ok(ToolOutcome { output, files }) => pb::InvokeToolResponse {
+            result: Some(Answer::Output(json::to_proto(&output))),
+            files: files
+                .into_iter()
+                .map(|file| pb::ToolFile {
+                    filename: file.filename,
+                    mime_type: file.mime_type,
+                    size: file.size,
+                    artifact_id: file.artifact_id,
+                })
+                .collect(),
+        },
+        Err(ToolFailure(message)) => pb::InvokeToolResponse {
+            result: Some(Answer::Error(message)),
+            files: Vec::new(),
+        },
+    }
+}
+
+fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {
+    pb::ToolDefinition {
+        id: spec.id.clone(),
+        description: spec.description.clone(),
+        input_schema: Some(json::to_proto(&spec.input_schema)),
+        requires_approval: spec.requires_approval,
+    }
+}
+
+fn context_item(item: ContextItem) -> pb::ContextItem {
+    pb::ContextItem {
+        name: item.name,
+        content: item.content,
+    }
+}
+
+fn sandbox_module(module: SandboxModule) -> pb::SandboxModule {
+    pb::SandboxModule {
+        name: module.name,
+        source: module.source,
+    }
+}
+
+/// The artifact as a message; without a body (listing, storing) `data` and `content` stay empty.
+fn artifact_proto(meta: ArtifactMeta, body: Option<ArtifactBody>) -> pb::Artifact {
+    let (data, content) = match body {
+        Some(ArtifactBody::Json(value)) => (Some(json::to_proto(&value)), Vec::new()),
+        Some(ArtifactBody::Bytes(bytes)) => (None, bytes),
+        None => (None, Vec::new()),
+    };
+    pb::Artifact {
+        id: meta.id,
+        user_id: meta.user_id,
+        description: meta.description,
+        filename: meta.filename,
+        mime_type: meta.mime_type,
+        size: meta.size,
+        created_at: Some(json::timestamp_from_millis(meta.created_at_millis)),
+        data,
+        content,
+        conversation_id: meta.conversation_id,
+    }
+}

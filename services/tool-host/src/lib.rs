@@ -1,0 +1,94 @@
+//! The tool-host: answers tool, context and artifact calls from every executor, and owns the
+//! plugins and their data (its own SQLite database; no other service reads it).
+//!
+//! Code map: `grpc` is the edge (proto <-> domain), `registry` holds every enabled tool and
+//! validates input against its JSON Schema, `plugin` is the interface plugins implement,
+//! `plugins` the built-in ones, `store` the artifact repository.
+
+mod error;
+mod grpc;
+pub mod plugin;
+mod plugins;
+mod registry;
+mod store;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agentic_proto::v1::artifact_store_server::ArtifactStoreServer;
+use agentic_proto::v1::tool_host_server::ToolHostServer;
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::plugins::BuiltIn;
+use crate::registry::Registry;
+
+/// Settings of the tool-host, from flags with environment fallbacks.
+#[derive(clap::Parser, Debug, Clone)]
+#[command(name = "tool-host", version, about)]
+pub struct Config {
+    /// Address to listen on (used by the binary; `run` takes a bound listener).
+    #[arg(long, env = "TOOL_HOST_LISTEN", default_value = "0.0.0.0:50054")]
+    pub listen: SocketAddr,
+
+    /// SQLite database holding the plugins' data; the file is created if missing.
+    #[arg(
+        long,
+        env = "TOOL_HOST_DATABASE_URL",
+        default_value = "sqlite://tool-host.db?mode=rwc"
+    )]
+    pub database_url: String,
+
+    /// Plugins to enable, comma separated (known: artifact, demo).
+    #[arg(
+        long,
+        env = "TOOL_HOST_PLUGINS",
+        value_delimiter = ',',
+        default_value = "artifact"
+    )]
+    pub plugins: Vec<String>,
+}
+
+/// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus
+/// health and reflection) on `listener` until `shutdown` resolves.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let enabled = BuiltIn::parse_list(&config.plugins)?;
+    let store = store::Store::open(&config.database_url)
+        .await
+        .with_context(|| format!("opening the database {}", config.database_url))?;
+    let plugins = enabled
+        .into_iter()
+        .map(|plugin| plugin.build(&store))
+        .collect();
+    let registry = Arc::new(Registry::new(plugins)?);
+    if registry.tools().next().is_none() {
+        tracing::warn!("no plugins enabled: executors will see no tools");
+    }
+    tracing::info!(
+        plugins = ?registry.plugin_names(),
+        tools = registry.tools().count(),
+        "plugins loaded"
+    );
+
+    let (router, reporter) = agentic_rpc::router()?;
+    let tool_host = grpc::tool_host_server(registry);
+    let artifact_store = grpc::artifact_store_server(store.clone());
+    reporter
+        .set_serving::<ToolHostServer<grpc::ToolHostService>>()
+        .await;
+    reporter
+        .set_serving::<ArtifactStoreServer<grpc::ArtifactStoreService>>()
+        .await;
+    let router = router.add_service(tool_host).add_service(artifact_store);
+
+    tracing::info!(address = %listener.local_addr()?, "tool-host serving");
+    agentic_rpc::serve(router, listener, shutdown).await?;
+    store.close().await;
+    tracing::info!("tool-host stopped");
+    Ok(())
+}

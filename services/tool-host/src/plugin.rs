@@ -1,0 +1,123 @@
+//! The plugin interface: what a plugin contributes to a conversation (tools, context items,
+//! sandbox modules) and how its tools are called. Domain types only; `grpc.rs` converts.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// A bundle of tools, context items and sandbox modules.
+#[async_trait]
+pub trait Plugin: Send + Sync {
+    /// The name used to enable the plugin (`--plugins`) and the namespace of its tool ids.
+    fn name(&self) -> &'static str;
+
+    /// Every tool the plugin offers. Called once at start, when the registry compiles schemas.
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Facts for the model about the caller's situation. Async because useful context (how
+    /// many artifacts the user has) lives in the plugin's data.
+    async fn context(&self, _ctx: &PrepareContext) -> Vec<ContextItem> {
+        Vec::new()
+    }
+
+    /// ES modules the plugin contributes to the code sandbox.
+    fn modules(&self) -> Vec<SandboxModule> {
+        Vec::new()
+    }
+
+    /// Runs one of the plugin's tools. `input` has already passed the tool's JSON Schema.
+    async fn invoke(
+        &self,
+        tool_id: &str,
+        input: Value,
+        ctx: &CallContext,
+    ) -> Result<ToolOutcome, ToolFailure>;
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Dotted id whose first segment is the plugin name, e.g. `artifact.store`.
+    pub id: String,
+    pub description: String,
+    /// JSON Schema of the input object.
+    pub input_schema: Value,
+    pub requires_approval: bool,
+}
+
+/// Who is asking for tools and context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrepareContext {
+    pub user_id: String,
+    pub conversation_id: String,
+    pub state: Value,
+}
+
+/// Who is calling a tool, and on behalf of which prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallContext {
+    pub user_id: String,
+    pub prompt_id: String,
+    pub conversation_id: String,
+    pub tool_call_id: String,
+    pub state: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextItem {
+    pub name: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxModule {
+    pub name: String,
+    pub source: String,
+}
+
+/// What a successful tool call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    pub output: Value,
+    /// Files the call created; each becomes a file output of the prompt.
+    pub files: Vec<ToolFile>,
+}
+
+impl ToolOutcome {
+    pub fn output(output: Value) -> Self {
+        ToolOutcome {
+            output,
+            files: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFile {
+    pub filename: String,
+    pub mime_type: String,
+    pub size: u64,
+    pub artifact_id: String,
+}
+
+/// A tool call that ran and failed. The message is written for the model, which sees it as
+/// the tool's error result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure(pub String);
+
+impl ToolFailure {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolFailure(message.into())
+    }
+
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -1,0 +1,112 @@
+//! Deterministic tools for tests and walkthroughs: echo, sleep, fail, and a tool that needs
+//! approval. Off unless `--plugins` lists `demo`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
+
+pub struct DemoPlugin;
+
+#[async_trait]
+impl Plugin for DemoPlugin {
+    fn name(&self) -> &'static str {
+        "demo"
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![
+            ToolSpec {
+                id: "demo.echo".into(),
+                description: "Returns its input unchanged, as {echo: input}.".into(),
+                input_schema: json!({
+                    "type": "object",
+                    "description": "Any object; it comes back unchanged.",
+                    "properties": {},
+                    "required": [],
+                    "additionalProperties": true,
+                }),
+                requires_approval: false,
+            },
+            ToolSpec {
+                id: "demo.sleep".into(),
+                description: "Waits the given number of milliseconds, then returns {slept_ms}.".into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "ms": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 60000,
+                            "description": "How long to wait, in milliseconds (at most one minute).",
+                        },
+                    },
+                    "required": ["ms"],
+                    "additionalProperties": false,
+                }),
+                requires_approval: false,
+            },
+            ToolSpec {
+                id: "demo.fail".into(),
+                description: "Always fails, with the given message as its error.".into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "message": {"type": "string", "description": "The error message to fail with."},
+                    },
+                    "required": ["message"],
+                    "additionalProperties": false,
+                }),
+                requires_approval: false,
+            },
+            ToolSpec {
+                id: "demo.dangerous".into(),
+                description: "Pretends to do something risky; a person must approve each call. Returns {done: action}."
+                    .into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "description": "What to pretend to do."},
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false,
+                }),
+                requires_approval: true,
+            },
+        ]
+    }
+
+    async fn invoke(
+        &self,
+        tool_id: &str,
+        input: Value,
+        _ctx: &CallContext,
+    ) -> Result<ToolOutcome, ToolFailure> {
+        match tool_id {
+            "demo.echo" => Ok(ToolOutcome::output(json!({"echo": input}))),
+            "demo.sleep" => {
+                let ms = input
+                    .get("ms")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| ToolFailure::new("ms is required"))?;
+                // Dropping the call drops this future, so a cancelled sleep ends at once.
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(ToolOutcome::output(json!({"slept_ms": ms})))
+            }
+            "demo.fail" => Err(ToolFailure::new(string_field(&input, "message")?)),
+            "demo.dangerous" => Ok(ToolOutcome::output(
+                json!({"done": string_field(&input, "action")?}),
+            )),
+            _ => Err(ToolFailure::new(format!("demo has no tool {tool_id}"))),
+        }
+    }
+}
+
+fn string_field<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolFailure> {
+    input
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolFailure::new(format!("{field} is required")))
+}

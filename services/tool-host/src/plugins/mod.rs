@@ -1,0 +1,85 @@
+//! The built-in plugins and the names `--plugins` enables them by.
+
+mod artifact;
+mod demo;
+
+use std::sync::Arc;
+
+pub use artifact::ArtifactPlugin;
+pub use demo::DemoPlugin;
+
+use crate::error::Error;
+use crate::plugin::Plugin;
+use crate::store::Store;
+
+/// Every plugin name `--plugins` accepts.
+pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo"];
+
+/// A built-in plugin, named but not yet built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltIn {
+    Artifact,
+    Demo,
+}
+
+impl BuiltIn {
+    /// The plugins named in `names`, in that order. Blank names and repeats are skipped; an
+    /// unknown name is an error that names it. Checked before anything is opened, so a typo
+    /// in the configuration leaves no trace.
+    pub fn parse_list(names: &[String]) -> Result<Vec<BuiltIn>, Error> {
+        let mut plugins = Vec::new();
+        for name in names
+            .iter()
+            .map(|name| name.trim())
+            .filter(|name| !name.is_empty())
+        {
+            let plugin = match name {
+                "artifact" => BuiltIn::Artifact,
+                "demo" => BuiltIn::Demo,
+                _ => {
+                    return Err(Error::UnknownPlugin {
+                        name: name.to_owned(),
+                        known: KNOWN_PLUGINS.join(", "),
+                    });
+                }
+            };
+            if !plugins.contains(&plugin) {
+                plugins.push(plugin);
+            }
+        }
+        Ok(plugins)
+    }
+
+    pub fn build(self, store: &Store) -> Arc<dyn Plugin> {
+        match self {
+            BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
+            BuiltIn::Demo => Arc::new(DemoPlugin),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn plugin_lists_skip_blanks_and_repeats() -> Result<(), Error> {
+        let parsed = BuiltIn::parse_list(&names(&["demo", " artifact ", "", "demo"]))?;
+        assert_eq!(parsed, [BuiltIn::Demo, BuiltIn::Artifact]);
+        Ok(())
+    }
+
+    #[test]
+    fn an_unknown_plugin_is_named_in_the_error() {
+        let error = BuiltIn::parse_list(&names(&["artifact", "weather"])).err();
+        let message = error.map(|error| error.to_string()).unwrap_or_default();
+        assert_eq!(
+            message,
+            "unknown plugin: \"weather\" (known plugins: artifact, demo)"
+        );
+    }
+}

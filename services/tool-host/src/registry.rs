@@ -1,0 +1,311 @@
+//! Every tool of the enabled plugins, looked up by id. Input schemas are compiled once at
+//! start, so a broken schema stops the service instead of failing calls later, and every
+//! call is validated before its plugin sees it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::error::Error;
+use crate::plugin::{
+    CallContext, ContextItem, Plugin, PrepareContext, SandboxModule, ToolFailure, ToolOutcome,
+    ToolSpec,
+};
+
+/// Longest validation message kept per error: messages quote the offending value, which can
+/// be an arbitrarily large piece of the input.
+const MAX_VALIDATION_MESSAGE_CHARS: usize = 200;
+
+pub struct Registry {
+    plugins: Vec<Arc<dyn Plugin>>,
+    /// In plugin order, then in the order each plugin lists its tools.
+    tools: Vec<RegisteredTool>,
+    index_by_id: HashMap<String, usize>,
+}
+
+struct RegisteredTool {
+    spec: ToolSpec,
+    plugin: Arc<dyn Plugin>,
+    validator: jsonschema::Validator,
+}
+
+impl Registry {
+    /// Collects and checks the tools of `plugins`: ids are unique and namespaced by their
+    /// plugin's name, and every input schema is a valid JSON Schema for an object.
+    pub fn new(plugins: Vec<Arc<dyn Plugin>>) -> Result<Self, Error> {
+        let mut tools = Vec::new();
+        let mut index_by_id = HashMap::new();
+        for plugin in &plugins {
+            for spec in plugin.tools() {
+                check_namespace(plugin.name(), &spec)?;
+                let validator = compile_schema(&spec)?;
+                if index_by_id.insert(spec.id.clone(), tools.len()).is_some() {
+                    return Err(invalid_tool(&spec, "another tool has the same id"));
+                }
+                tools.push(RegisteredTool {
+                    spec,
+                    plugin: Arc::clone(plugin),
+                    validator,
+                });
+            }
+        }
+        Ok(Registry {
+            plugins,
+            tools,
+            index_by_id,
+        })
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.iter().map(|tool| &tool.spec)
+    }
+
+    pub fn plugin_names(&self) -> Vec<&'static str> {
+        self.plugins.iter().map(|plugin| plugin.name()).collect()
+    }
+
+    /// Context items of every plugin, in plugin order.
+    pub async fn context(&self, ctx: &PrepareContext) -> Vec<ContextItem> {
+        let mut items = Vec::new();
+        for plugin in &self.plugins {
+            items.extend(plugin.context(ctx).await);
+        }
+        items
+    }
+
+    pub fn modules(&self) -> Vec<SandboxModule> {
+        self.plugins
+            .iter()
+            .flat_map(|plugin| plugin.modules())
+            .collect()
+    }
+
+    /// Validates `input` against the tool's schema, then runs the tool. The outer error is for
+    /// the caller (no such tool); the inner one is the tool's answer for the model, which
+    /// includes input that does not match the schema.
+    ///
+    /// The tool runs inside the returned future: dropping it (a caller that hangs up) stops
+    /// the tool at its next await point and leaves nothing running.
+    pub async fn invoke(
+        &self,
+        tool_id: &str,
+        input: Value,
+        ctx: &CallContext,
+    ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
+        let Some(&index) = self.index_by_id.get(tool_id) else {
+            return Err(Error::UnknownTool(tool_id.to_owned()));
+        };
+        let tool = &self.tools[index];
+        if let Err(failure) = validate(tool, &input) {
+            tracing::debug!(tool_id, error = %failure, "tool input rejected by its schema");
+            return Ok(Err(failure));
+        }
+        let span = tracing::info_span!(
+            "execute_tool",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool_id,
+            gen_ai.tool.call.id = %ctx.tool_call_id,
+            prompt_id = %ctx.prompt_id,
+        );
+        let outcome = tool
+            .plugin
+            .invoke(tool_id, input, ctx)
+            .instrument(span)
+            .await;
+        if let Err(failure) = &outcome {
+            tracing::debug!(tool_id, error = %failure, "tool failed");
+        }
+        Ok(outcome)
+    }
+}
+
+fn check_namespace(plugin_name: &str, spec: &ToolSpec) -> Result<(), Error> {
+    match spec.id.split_once('.') {
+        Some((namespace, name)) if namespace == plugin_name && !name.is_empty() => Ok(()),
+        _ => Err(invalid_tool(
+            spec,
+            format!("the id must look like \"{plugin_name}.<name>\""),
+        )),
+    }
+}
+
+fn compile_schema(spec: &ToolSpec) -> Result<jsonschema::Validator, Error> {
+    if spec.input_schema.get("type") != Some(&Value::from("object")) {
+        return Err(invalid_tool(
+            spec,
+            "the input schema must have \"type\": \"object\"",
+        ));
+    }
+    jsonschema::validator_for(&spec.input_schema)
+        .map_err(|error| invalid_tool(spec, format!("the input schema does not compile: {error}")))
+}
+
+fn invalid_tool(spec: &ToolSpec, reason: impl Into<String>) -> Error {
+    Error::InvalidTool {
+        tool: spec.id.clone(),
+        reason: reason.into(),
+    }
+}
+
+/// Every validation error with the JSON pointer of the value it is about, so the model can
+/// tell which field to fix.
+fn validate(tool: &RegisteredTool, input: &Value) -> Result<(), ToolFailure> {
+    let errors: Vec<String> = tool
+        .validator
+        .iter_errors(input)
+        .map(|error| {
+            let pointer = error.instance_path().as_str();
+            let location = if pointer.is_empty() {
+                "(root)"
+            } else {
+                pointer
+            };
+            format!("{location}: {}", truncate(error.to_string()))
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(ToolFailure(format!(
+        "invalid input for {}: {}",
+        tool.spec.id,
+        errors.join("; ")
+    )))
+}
+
+fn truncate(mut message: String) -> String {
+    if let Some((cut, _)) = message.char_indices().nth(MAX_VALIDATION_MESSAGE_CHARS) {
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use serde_json::json;
+
+    use super::*;
+
+    struct Fixture {
+        tools: Vec<ToolSpec>,
+    }
+
+    #[async_trait]
+    impl Plugin for Fixture {
+        fn name(&self) -> &'static str {
+            "fixture"
+        }
+
+        fn tools(&self) -> Vec<ToolSpec> {
+            self.tools.clone()
+        }
+
+        async fn invoke(
+            &self,
+            _: &str,
+            input: Value,
+            _: &CallContext,
+        ) -> Result<ToolOutcome, ToolFailure> {
+            Ok(ToolOutcome::output(input))
+        }
+    }
+
+    fn tool(id: &str, input_schema: Value) -> ToolSpec {
+        ToolSpec {
+            id: id.to_owned(),
+            description: String::new(),
+            input_schema,
+            requires_approval: false,
+        }
+    }
+
+    fn registry(tools: Vec<ToolSpec>) -> Result<Registry, Error> {
+        Registry::new(vec![Arc::new(Fixture { tools })])
+    }
+
+    fn ctx() -> CallContext {
+        CallContext {
+            user_id: "u".into(),
+            prompt_id: "p".into(),
+            conversation_id: "c".into(),
+            tool_call_id: "t".into(),
+            state: json!({}),
+        }
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_stops_the_start() {
+        let result = registry(vec![tool(
+            "fixture.x",
+            json!({"type": "object", "properties": {"a": {"type": 5}}}),
+        )]);
+        assert!(matches!(result, Err(Error::InvalidTool { tool, .. }) if tool == "fixture.x"));
+    }
+
+    #[test]
+    fn a_tool_outside_its_plugin_namespace_stops_the_start() {
+        let result = registry(vec![tool("other.x", json!({"type": "object"}))]);
+        assert!(matches!(result, Err(Error::InvalidTool { .. })));
+    }
+
+    #[test]
+    fn two_tools_with_one_id_stop_the_start() {
+        let spec = tool("fixture.x", json!({"type": "object"}));
+        assert!(matches!(
+            registry(vec![spec.clone(), spec]),
+            Err(Error::InvalidTool { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn every_validation_error_is_reported_with_its_path() -> anyhow::Result<()> {
+        let schema = json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "limit": {"type": "integer", "maximum": 10}},
+            "required": ["name"],
+            "additionalProperties": false,
+        });
+        let registry = registry(vec![tool("fixture.x", schema)])?;
+        let answer = registry
+            .invoke("fixture.x", json!({"limit": 11}), &ctx())
+            .await?;
+        let Err(ToolFailure(message)) = answer else {
+            anyhow::bail!("invalid input was accepted")
+        };
+        assert!(
+            message.starts_with("invalid input for fixture.x: "),
+            "{message}"
+        );
+        assert!(
+            message.contains("(root): \"name\" is a required property"),
+            "{message}"
+        );
+        assert!(
+            message.contains("/limit: 11 is greater than the maximum of 10"),
+            "{message}"
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn valid_input_reaches_the_plugin() -> anyhow::Result<()> {
+        let registry = registry(vec![tool("fixture.x", json!({"type": "object"}))])?;
+        let answer = registry
+            .invoke("fixture.x", json!({"a": 1}), &ctx())
+            .await?;
+        assert_eq!(answer, Ok(ToolOutcome::output(json!({"a": 1}))));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_unknown_tool_is_an_error_for_the_caller() -> anyhow::Result<()> {
+        let registry = registry(vec![])?;
+        let result = registry.invoke("fixture.nope", json!({}), &ctx()).await;
+        assert!(matches!(result, Err(Error::UnknownTool(id)) if id == "fixture.nope"));
+        Ok(())
+    }
+}

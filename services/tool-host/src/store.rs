@@ -1,0 +1,355 @@
+//! The artifact repository: user-owned stored data in the tool-host's own SQLite database.
+//! Every read is scoped to a user; another user's artifact does not exist for the caller.
+
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+
+use crate::error::Error;
+
+/// Listing returns at most this many artifacts, whatever the caller asks for.
+pub const MAX_LIST_LIMIT: u32 = 100;
+/// Listing returns this many artifacts when the caller does not say.
+pub const DEFAULT_LIST_LIMIT: u32 = 50;
+
+/// How long a write waits for another connection's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+const MAX_CONNECTIONS: u32 = 8;
+
+const METADATA_COLUMNS: &str =
+    "id, user_id, conversation_id, description, filename, mime_type, size, created_at";
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+/// What an artifact holds: a JSON value or raw bytes (a file).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArtifactBody {
+    Json(Value),
+    Bytes(Vec<u8>),
+}
+
+impl ArtifactBody {
+    fn default_mime_type(&self) -> &'static str {
+        match self {
+            ArtifactBody::Json(_) => "application/json",
+            ArtifactBody::Bytes(_) => "application/octet-stream",
+        }
+    }
+}
+
+/// An artifact to store. An empty `mime_type` gets the body's default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewArtifact {
+    pub user_id: String,
+    pub conversation_id: String,
+    pub description: String,
+    pub filename: String,
+    pub mime_type: String,
+    pub body: ArtifactBody,
+}
+
+/// Everything about an artifact except what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactMeta {
+    pub id: String,
+    pub user_id: String,
+    pub conversation_id: String,
+    pub description: String,
+    pub filename: String,
+    pub mime_type: String,
+    /// Byte length of the content, or of the serialized JSON.
+    pub size: u64,
+    pub created_at_millis: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub meta: ArtifactMeta,
+    pub body: ArtifactBody,
+}
+
+impl Store {
+    /// Opens (creating if missing) the database at `database_url` and applies migrations.
+    pub async fn open(database_url: &str) -> Result<Self, Error> {
+        let options = SqliteConnectOptions::from_str(database_url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!().run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    /// Waits for open connections to finish and closes them.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub async fn insert(&self, new: NewArtifact) -> Result<ArtifactMeta, Error> {
+        let (data, content) = match &new.body {
+            ArtifactBody::Json(value) => (Some(value.to_string()), None),
+            ArtifactBody::Bytes(bytes) => (None, Some(bytes.as_slice())),
+        };
+        let size = match (&data, content) {
+            (Some(text), _) => text.len(),
+            (None, bytes) => bytes.map_or(0, <[u8]>::len),
+        } as u64;
+        let mime_type = if new.mime_type.is_empty() {
+            new.body.default_mime_type().to_owned()
+        } else {
+            new.mime_type
+        };
+        let meta = ArtifactMeta {
+            id: uuid::Uuid::now_v7().to_string(),
+            user_id: new.user_id,
+            conversation_id: new.conversation_id,
+            description: new.description,
+            filename: new.filename,
+            mime_type,
+            size,
+            created_at_millis: now_millis(),
+        };
+        sqlx::query(
+            "INSERT INTO artifacts \
+             (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&meta.id)
+        .bind(&meta.user_id)
+        .bind(&meta.conversation_id)
+        .bind(&meta.description)
+        .bind(&meta.filename)
+        .bind(&meta.mime_type)
+        .bind(i64::try_from(meta.size).unwrap_or(i64::MAX))
+        .bind(meta.created_at_millis)
+        .bind(data)
+        .bind(content)
+        .execute(&self.pool)
+        .await?;
+        Ok(meta)
+    }
+
+    /// The artifact `id` if `user_id` owns it.
+    pub async fn get(&self, user_id: &str, id: &str) -> Result<Artifact, Error> {
+        let row = sqlx::query(&format!(
+            "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = ? AND user_id = ?"
+        ))
+        .bind(id)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
+        let meta = meta_from_row(&row)?;
+        let data: Option<String> = row.try_get("data")?;
+        let body = match data {
+            Some(text) => ArtifactBody::Json(serde_json::from_str(&text).map_err(|source| {
+                Error::CorruptArtifact {
+                    id: meta.id.clone(),
+                    source,
+                }
+            })?),
+            None => ArtifactBody::Bytes(
+                row.try_get::<Option<Vec<u8>>, _>("content")?
+                    .unwrap_or_default(),
+            ),
+        };
+        Ok(Artifact { meta, body })
+    }
+
+    /// The user's artifacts, newest first, optionally only those of one conversation.
+    /// `limit` is clamped to `1..=MAX_LIST_LIMIT`.
+    pub async fn list(
+        &self,
+        user_id: &str,
+        conversation_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<ArtifactMeta>, Error> {
+        let limit = limit.clamp(1, MAX_LIST_LIMIT);
+        let rows = match conversation_id {
+            Some(conversation_id) => {
+                sqlx::query(&format!(
+                    "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = ? AND conversation_id = ? \
+                     ORDER BY created_at DESC, id DESC LIMIT ?"
+                ))
+                .bind(user_id)
+                .bind(conversation_id)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = ? \
+                     ORDER BY created_at DESC, id DESC LIMIT ?"
+                ))
+                .bind(user_id)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        rows.iter().map(meta_from_row).collect()
+    }
+
+    pub async fn count(&self, user_id: &str) -> Result<u64, Error> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM artifacts WHERE user_id = ?")
+            .bind(user_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+}
+
+fn meta_from_row(row: &SqliteRow) -> Result<ArtifactMeta, Error> {
+    let size: i64 = row.try_get("size")?;
+    Ok(ArtifactMeta {
+        id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        conversation_id: row.try_get("conversation_id")?,
+        description: row.try_get("description")?,
+        filename: row.try_get("filename")?,
+        mime_type: row.try_get("mime_type")?,
+        size: u64::try_from(size).unwrap_or_default(),
+        created_at_millis: row.try_get("created_at")?,
+    })
+}
+
+fn now_millis() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A fresh database file per test, removed when the guard drops.
+    struct TempDatabase {
+        path: std::path::PathBuf,
+    }
+
+    impl TempDatabase {
+        fn new() -> Self {
+            let path =
+                std::env::temp_dir().join(format!("tool-host-test-{}.db", uuid::Uuid::now_v7()));
+            TempDatabase { path }
+        }
+
+        fn url(&self) -> String {
+            format!("sqlite://{}?mode=rwc", self.path.display())
+        }
+    }
+
+    impl Drop for TempDatabase {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut path = self.path.clone().into_os_string();
+                path.push(suffix);
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    fn json_artifact(user_id: &str, data: Value) -> NewArtifact {
+        NewArtifact {
+            user_id: user_id.to_owned(),
+            conversation_id: String::new(),
+            description: String::new(),
+            filename: String::new(),
+            mime_type: String::new(),
+            body: ArtifactBody::Json(data),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stored_artifact_comes_back_only_for_its_owner() -> anyhow::Result<()> {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url()).await?;
+        let meta = store
+            .insert(json_artifact("alice", json!({"rows": [1, 2]})))
+            .await?;
+        assert_eq!(meta.mime_type, "application/json");
+        assert_eq!(meta.size, r#"{"rows":[1,2]}"#.len() as u64);
+
+        let artifact = store.get("alice", &meta.id).await?;
+        assert_eq!(artifact.body, ArtifactBody::Json(json!({"rows": [1, 2]})));
+        assert_eq!(artifact.meta, meta);
+        assert!(
+            matches!(store.get("bob", &meta.id).await, Err(Error::ArtifactNotFound(id)) if id == meta.id)
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn bytes_keep_their_size_and_mime_type() -> anyhow::Result<()> {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url()).await?;
+        let new = NewArtifact {
+            mime_type: "text/csv".into(),
+            body: ArtifactBody::Bytes(b"a,b\n1,2\n".to_vec()),
+            ..json_artifact("alice", Value::Null)
+        };
+        let meta = store.insert(new).await?;
+        assert_eq!((meta.size, meta.mime_type.as_str()), (8, "text/csv"));
+        assert_eq!(
+            store.get("alice", &meta.id).await?.body,
+            ArtifactBody::Bytes(b"a,b\n1,2\n".to_vec())
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn listing_is_newest_first_per_user_and_per_conversation() -> anyhow::Result<()> {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url()).await?;
+        let first = store.insert(json_artifact("alice", json!(1))).await?;
+        let second = store
+            .insert(NewArtifact {
+                conversation_id: "c1".into(),
+                ..json_artifact("alice", json!(2))
+            })
+            .await?;
+        store.insert(json_artifact("bob", json!(3))).await?;
+
+        let ids =
+            |list: Vec<ArtifactMeta>| list.into_iter().map(|meta| meta.id).collect::<Vec<_>>();
+        let (first, second) = (first.id.as_str(), second.id.as_str());
+        assert_eq!(ids(store.list("alice", None, 10).await?), [second, first]);
+        assert_eq!(ids(store.list("alice", None, 1).await?), [second]);
+        assert_eq!(ids(store.list("alice", Some("c1"), 10).await?), [second]);
+        assert_eq!(store.count("alice").await?, 2);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn reopening_a_database_keeps_its_artifacts() -> anyhow::Result<()> {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url()).await?;
+        let meta = store.insert(json_artifact("alice", json!("kept"))).await?;
+        store.close().await;
+
+        let reopened = Store::open(&database.url()).await?;
+        assert_eq!(
+            reopened.get("alice", &meta.id).await?.body,
+            ArtifactBody::Json(json!("kept"))
+        );
+        Ok(())
+    }
+}
