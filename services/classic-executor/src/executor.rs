@@ -1,0 +1,440 @@
+//! The round loop of classic mode: ask the model (streaming its text), run the tools it
+//! calls concurrently, feed the results back, until it answers without tools, a call needs
+//! approval, or the round limit is reached. Every step becomes an event; nothing is kept
+//! after the run.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier, ToolCall};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use tokio::sync::mpsc;
+
+use crate::error::{RunFailure, ToolHostError};
+use crate::messages;
+use crate::timeline::{
+    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
+    ToolCallOutput, ToolResult,
+};
+use crate::tool_host::{RunScope, ToolHost};
+use crate::tools::{ToolCatalogue, Verdict};
+
+/// What every run of this service shares.
+pub struct Executor {
+    pub model: Arc<dyn ChatModel>,
+    pub tool_host: ToolHost,
+    /// Rounds allowed when the request names no limit.
+    pub default_max_rounds: u32,
+}
+
+/// Where a run's events go. Sending fails once the gateway dropped the stream, which stops
+/// the run.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    sender: mpsc::Sender<Event>,
+}
+
+impl EventSink {
+    pub fn new(sender: mpsc::Sender<Event>) -> EventSink {
+        EventSink { sender }
+    }
+
+    async fn send(&self, event: Event) -> Result<(), Halt> {
+        self.sender.send(event).await.map_err(|_| Halt::Cancelled)
+    }
+}
+
+impl Executor {
+    /// Runs one prompt to its end (finished or failed), sending every step to `events`.
+    /// Returns early, sending nothing more, when the event stream is gone.
+    pub async fn run(&self, request: RunRequest, events: EventSink) {
+        let prompt_id = request.prompt_id.clone();
+        match self.try_run(request, &events).await {
+            Ok(finish) => tracing::info!(prompt_id, ?finish, "run finished"),
+            Err(Halt::Cancelled) => tracing::info!(prompt_id, "event stream closed, run stopped"),
+            Err(Halt::Failed(failure)) => {
+                tracing::warn!(prompt_id, error = %failure, "run failed");
+                let _ = events.send(Event::Failed(failure.to_string())).await;
+            }
+        }
+    }
+
+    async fn try_run(&self, request: RunRequest, events: &EventSink) -> Result<Finish, Halt> {
+        let scope = Arc::new(RunScope {
+            user_id: request.user_id,
+            prompt_id: request.prompt_id,
+            conversation_id: request.conversation_id,
+            state: request.state,
+        });
+        let prepared = self
+            .tool_host
+            .prepare(&scope)
+            .await
+            .map_err(|error| RunFailure::ToolHostUnavailable(error.to_string()))?;
+        let call_ids = request
+            .outputs
+            .iter()
+            .filter_map(|output| match output {
+                Output::Tool(call) => Some(call.id.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut run = Run {
+            executor: self,
+            events,
+            scope,
+            tier: request.tier,
+            input: request.input,
+            history: request.history,
+            system_prompt: messages::system_prompt(&prepared.context),
+            catalogue: ToolCatalogue::new(prepared.tools),
+            outputs: request.outputs,
+            call_ids,
+        };
+        let max_rounds = request.max_rounds.unwrap_or(self.default_max_rounds).max(1);
+        let finish = run.go(max_rounds, &request.decisions).await?;
+        events.send(Event::Finished(finish)).await?;
+        Ok(finish)
+    }
+}
+
+/// Why a run stopped before finishing.
+enum Halt {
+    /// The gateway is gone; there is nobody to tell.
+    Cancelled,
+    Failed(RunFailure),
+}
+
+impl From<RunFailure> for Halt {
+    fn from(failure: RunFailure) -> Halt {
+        Halt::Failed(failure)
+    }
+}
+
+/// One run in progress. `outputs` mirrors `Prompt.output` as the gateway stores it, so
+/// indexes sent in events are absolute positions.
+struct Run<'a> {
+    executor: &'a Executor,
+    events: &'a EventSink,
+    scope: Arc<RunScope>,
+    tier: Tier,
+    input: String,
+    history: Vec<PastPrompt>,
+    system_prompt: String,
+    catalogue: ToolCatalogue,
+    outputs: Vec<Output>,
+    /// Tool call ids used in this prompt; approvals name calls by them, so they stay unique.
+    call_ids: HashSet<String>,
+}
+
+impl Run<'_> {
+    async fn go(&mut self, max_rounds: u32, decisions: &[Decision]) -> Result<Finish, Halt> {
+        if self.settle_approvals(decisions).await? == Settled::StillWaiting {
+            return Ok(Finish::WaitingForApproval);
+        }
+        // Rounds before a pause count too, so approvals cannot extend the limit.
+        let mut rounds = messages::tool_rounds(&self.outputs);
+        loop {
+            if rounds >= max_rounds as usize {
+                let text = format!(
+                    "Stopped after reaching the limit of {max_rounds} rounds without a final answer."
+                );
+                self.add(Output::Text(text)).await?;
+                return Ok(Finish::Completed);
+            }
+            let reply = self.ask_model().await?;
+            self.events.send(Event::Usage(reply.usage)).await?;
+            if !reply.content.is_empty() {
+                self.add(Output::Text(reply.content)).await?;
+            }
+            if reply.tool_calls.is_empty() {
+                return Ok(Finish::Completed);
+            }
+            rounds += 1;
+            let round = self.start_calls(reply.tool_calls).await?;
+            let ready = round
+                .ready
+                .into_iter()
+                .map(|index| (index, Approval::new(ApprovalState::NotRequired)))
+                .collect();
+            self.invoke_all(ready).await?;
+            if round.waiting_for_approval {
+                return Ok(Finish::WaitingForApproval);
+            }
+        }
+    }
+
+    /// Streams one model reply; each text fragment becomes a `text_delta` event as it arrives.
+    async fn ask_model(&self) -> Result<ChatResponse, Halt> {
+        let function_name = |tool_id: &str| self.catalogue.function_name(tool_id);
+        let messages = messages::build(
+            &self.system_prompt,
+            &self.history,
+            &self.input,
+            &self.outputs,
+            &function_name,
+        );
+        let request = ChatRequest {
+            tier: self.tier,
+            messages,
+            tools: self.catalogue.definitions(),
+            response_format: None,
+        };
+        let (sender, mut deltas) = mpsc::unbounded_channel();
+        let mut reply = std::pin::pin!(self.executor.model.chat(request, Some(sender)));
+        let mut deltas_open = true;
+        let result = loop {
+            tokio::select! {
+                biased;
+                delta = deltas.recv(), if deltas_open => match delta {
+                    Some(text) => self.events.send(Event::TextDelta(text)).await?,
+                    None => deltas_open = false,
+                },
+                result = &mut reply => break result,
+            }
+        };
+        while let Ok(text) = deltas.try_recv() {
+            self.events.send(Event::TextDelta(text)).await?;
+        }
+        Ok(result.map_err(RunFailure::Llm)?)
+    }
+
+    /// Adds a tool output for each call. Invalid calls get their error at once, calls that
+    /// need approval are announced; the indexes of calls ready to run are returned.
+    async fn start_calls(&mut self, calls: Vec<ToolCall>) -> Result<Round, Halt> {
+        // One start time for the whole round: messages.rs tells rounds apart by it.
+        let start = Some(SystemTime::now());
+        let mut round = Round {
+            ready: Vec::new(),
+            waiting_for_approval: false,
+        };
+        for call in calls {
+            let checked = self.catalogue.check(&call);
+            let mut output = ToolCallOutput {
+                id: self.unique_call_id(&call.id),
+                function: checked.tool_id,
+                input: checked.input,
+                result: ToolResult::Pending {
+                    reason: "running".into(),
+                },
+                start,
+                end: None,
+                approval: Approval::new(ApprovalState::NotRequired),
+            };
+            match checked.verdict {
+                Verdict::Ready => round.ready.push(self.add(Output::Tool(output)).await?),
+                Verdict::Invalid(error) => {
+                    let index = self.add(Output::Tool(output)).await?;
+                    self.finish_call(index, ToolResult::Error { error }, None)
+                        .await?;
+                }
+                Verdict::NeedsApproval => {
+                    output.result = ToolResult::Pending {
+                        reason: "waiting for approval".into(),
+                    };
+                    output.approval = Approval::new(ApprovalState::Pending);
+                    let (tool_call_id, tool_id, input) = (
+                        output.id.clone(),
+                        output.function.clone(),
+                        output.input.clone(),
+                    );
+                    let index = self.add(Output::Tool(output)).await?;
+                    self.events
+                        .send(Event::ApprovalRequested {
+                            tool_call_id,
+                            tool_id,
+                            input,
+                            index: wire_index(index),
+                        })
+                        .await?;
+                    round.waiting_for_approval = true;
+                }
+            }
+        }
+        Ok(round)
+    }
+
+    /// Applies the decisions for calls that wait for approval: rejected calls get their error,
+    /// approved ones run. Calls still without a decision keep the prompt waiting.
+    async fn settle_approvals(&mut self, decisions: &[Decision]) -> Result<Settled, Halt> {
+        let waiting: Vec<(usize, String)> = self
+            .outputs
+            .iter()
+            .enumerate()
+            .filter_map(|(index, output)| match output {
+                Output::Tool(call) if call.approval.state == ApprovalState::Pending => {
+                    Some((index, call.id.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        for decision in decisions {
+            if !waiting.iter().any(|(_, id)| *id == decision.tool_call_id) {
+                tracing::warn!(tool_call_id = %decision.tool_call_id, "decision for a call that is not waiting, ignored");
+            }
+        }
+        let mut approved = Vec::new();
+        let mut settled = Settled::Ready;
+        for (index, id) in waiting {
+            match decisions
+                .iter()
+                .find(|decision| decision.tool_call_id == id)
+            {
+                None => settled = Settled::StillWaiting,
+                Some(decision) if decision.approved => {
+                    approved.push((
+                        index,
+                        Approval {
+                            state: ApprovalState::Approved,
+                            reason: decision.reason.clone(),
+                        },
+                    ));
+                }
+                Some(decision) => {
+                    let reason = decision.reason.trim();
+                    let error = if reason.is_empty() {
+                        "rejected by the user".to_owned()
+                    } else {
+                        format!("rejected by the user: {reason}")
+                    };
+                    let approval = Approval {
+                        state: ApprovalState::Rejected,
+                        reason: reason.to_owned(),
+                    };
+                    self.finish_call(index, ToolResult::Error { error }, Some(approval))
+                        .await?;
+                }
+            }
+        }
+        self.invoke_all(approved).await?;
+        Ok(settled)
+    }
+
+    /// Invokes the calls at these indexes all at once and records each result as it comes.
+    /// A tool-host that cannot be reached fails the run once every call has an answer.
+    async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), Halt> {
+        let mut running: FuturesUnordered<_> = calls
+            .into_iter()
+            .filter_map(|(index, approval)| {
+                let Some(Output::Tool(call)) = self.outputs.get(index) else {
+                    return None;
+                };
+                let (tool_id, input, call_id) =
+                    (call.function.clone(), call.input.clone(), call.id.clone());
+                let (tool_host, scope) = (self.executor.tool_host.clone(), Arc::clone(&self.scope));
+                Some(async move {
+                    let invoked = tool_host.invoke(&scope, &tool_id, &input, &call_id).await;
+                    (index, approval, invoked)
+                })
+            })
+            .collect();
+        let mut unavailable = None;
+        while let Some((index, approval, invoked)) = running.next().await {
+            let (result, files) = match invoked {
+                Ok(invoked) => match invoked.result {
+                    Ok(output) => (ToolResult::Success { output }, invoked.files),
+                    Err(error) => (ToolResult::Error { error }, invoked.files),
+                },
+                Err(ToolHostError::Unavailable(message)) => {
+                    let error = format!("tool-host unavailable: {message}");
+                    unavailable.get_or_insert(message);
+                    (ToolResult::Error { error }, Vec::new())
+                }
+                Err(error @ ToolHostError::Refused(_)) => (
+                    ToolResult::Error {
+                        error: error.to_string(),
+                    },
+                    Vec::new(),
+                ),
+            };
+            self.finish_call(index, result, Some(approval)).await?;
+            for file in files {
+                let id = format!("file_{}", uuid::Uuid::new_v4().simple());
+                let file = FileOutput {
+                    id,
+                    filename: file.filename,
+                    mime_type: file.mime_type,
+                    size: file.size,
+                    artifact_id: file.artifact_id,
+                };
+                self.add(Output::File(file)).await?;
+            }
+        }
+        match unavailable {
+            Some(message) => Err(RunFailure::ToolHostUnavailable(message).into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the end of the call at `index`: its result, end time and, when given, approval.
+    async fn finish_call(
+        &mut self,
+        index: usize,
+        result: ToolResult,
+        approval: Option<Approval>,
+    ) -> Result<(), Halt> {
+        let Some(Output::Tool(call)) = self.outputs.get(index) else {
+            return Ok(());
+        };
+        let mut call = call.clone();
+        call.result = result;
+        call.end = Some(SystemTime::now());
+        if let Some(approval) = approval {
+            call.approval = approval;
+        }
+        self.update(index, Output::Tool(call)).await
+    }
+
+    /// The model's call id, unless it is empty or already used in this prompt (stand-in
+    /// models and some servers repeat ids across rounds).
+    fn unique_call_id(&mut self, id: &str) -> String {
+        if !id.is_empty() && self.call_ids.insert(id.to_owned()) {
+            return id.to_owned();
+        }
+        let id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        self.call_ids.insert(id.clone());
+        id
+    }
+
+    async fn add(&mut self, output: Output) -> Result<usize, Halt> {
+        let index = self.outputs.len();
+        self.outputs.push(output.clone());
+        self.events
+            .send(Event::OutputAdded {
+                index: wire_index(index),
+                output,
+            })
+            .await?;
+        Ok(index)
+    }
+
+    async fn update(&mut self, index: usize, output: Output) -> Result<(), Halt> {
+        if let Some(slot) = self.outputs.get_mut(index) {
+            *slot = output.clone();
+        }
+        self.events
+            .send(Event::OutputUpdated {
+                index: wire_index(index),
+                output,
+            })
+            .await
+    }
+}
+
+struct Round {
+    ready: Vec<usize>,
+    waiting_for_approval: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    Ready,
+    StillWaiting,
+}
+
+/// Output indexes travel as `uint32`; a prompt never holds four billion outputs.
+fn wire_index(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
+}

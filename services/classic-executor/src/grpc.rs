@@ -1,0 +1,356 @@
+//! The gRPC edge: the `Executor` service. Converts the start of a run from protobuf, runs it
+//! in a task tied to the stream, and converts the run's events back.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use agentic_llm::Tier;
+use agentic_proto::json;
+use agentic_proto::v1 as pb;
+use agentic_proto::v1::{execute_event, execute_input, prompt_output, tool_result};
+use agentic_rpc::to_status;
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_stream::StreamExt as _;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+use tracing::Instrument as _;
+
+use crate::error::ExecuteError;
+use crate::executor::{EventSink, Executor};
+use crate::timeline::{
+    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
+    ToolCallOutput, ToolResult,
+};
+
+pub const MODE_ID: &str = "classic";
+pub const MODE_NAME: &str = "Classic tool calling";
+
+/// Events waiting for the gateway; a slow gateway slows the run instead of growing memory.
+const EVENT_BUFFER: usize = 64;
+
+pub struct ExecutorService {
+    executor: Arc<Executor>,
+}
+
+impl ExecutorService {
+    pub fn new(executor: Executor) -> ExecutorService {
+        ExecutorService {
+            executor: Arc::new(executor),
+        }
+    }
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<pb::ExecuteEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::executor_server::Executor for ExecutorService {
+    type ExecuteStream = EventStream;
+
+    async fn execute(
+        &self,
+        request: Request<Streaming<pb::ExecuteInput>>,
+    ) -> Result<Response<EventStream>, Status> {
+        let mut inputs = request.into_inner();
+        let start = match inputs.message().await? {
+            Some(pb::ExecuteInput {
+                kind: Some(execute_input::Kind::Start(start)),
+            }) => start,
+            _ => return Err(to_status(ExecuteError::MissingStart)),
+        };
+        let run = RunRequest::try_from(start).map_err(to_status)?;
+        let (sender, receiver) = mpsc::channel(EVENT_BUFFER);
+        let span = tracing::info_span!("execute", mode = MODE_ID, prompt_id = %run.prompt_id);
+        tokio::spawn(supervise(Arc::clone(&self.executor), run, inputs, sender).instrument(span));
+        let events = ReceiverStream::new(receiver).map(|event| Ok(pb::ExecuteEvent::from(event)));
+        Ok(Response::new(Box::pin(events)))
+    }
+
+    async fn describe(
+        &self,
+        _request: Request<pb::DescribeRequest>,
+    ) -> Result<Response<pb::DescribeResponse>, Status> {
+        Ok(Response::new(pb::DescribeResponse {
+            mode_id: MODE_ID.into(),
+            name: MODE_NAME.into(),
+        }))
+    }
+}
+
+/// Runs one prompt for as long as the stream lives. Whichever comes first ends it: the run
+/// finishing, a `cancel` or a broken input stream, the gateway dropping the event stream, or
+/// the run's time limit. Dropping the run future drops the LLM request and the tool calls
+/// in flight with it; nothing outlives this task.
+async fn supervise(
+    executor: Arc<Executor>,
+    run: RunRequest,
+    inputs: Streaming<pb::ExecuteInput>,
+    sender: mpsc::Sender<Event>,
+) {
+    let run_timeout = run.run_timeout;
+    let events = EventSink::new(sender.clone());
+    tokio::select! {
+        () = executor.run(run, events) => {}
+        reason = cancellation(inputs) => tracing::info!(%reason, "run cancelled"),
+        () = sender.closed() => tracing::info!("gateway dropped the event stream, run stopped"),
+        () = deadline(run_timeout) => {
+            let limit = run_timeout.unwrap_or_default().as_millis();
+            tracing::warn!(limit_ms = %limit, "run exceeded its time limit");
+            let _ = sender.send(Event::Failed(format!("the run exceeded its time limit of {limit} ms"))).await;
+        }
+    }
+}
+
+/// Resolves when the gateway cancels the run. A cleanly closed input side is not a cancel:
+/// classic mode needs nothing after `start`.
+async fn cancellation(mut inputs: Streaming<pb::ExecuteInput>) -> String {
+    loop {
+        match inputs.message().await {
+            Ok(Some(pb::ExecuteInput {
+                kind: Some(execute_input::Kind::Cancel(cancel)),
+            })) => {
+                return format!("cancel requested: {}", cancel.reason);
+            }
+            Ok(Some(_)) => tracing::debug!(
+                "ignoring an input after start: classic mode reads decisions only at start"
+            ),
+            Ok(None) => return std::future::pending().await,
+            Err(status) => return format!("input stream failed: {}", status.message()),
+        }
+    }
+}
+
+async fn deadline(limit: Option<Duration>) {
+    match limit {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
+    }
+}
+
+// ---- protobuf -> domain ----
+
+impl TryFrom<pb::ExecuteStart> for RunRequest {
+    type Error = ExecuteError;
+
+    fn try_from(start: pb::ExecuteStart) -> Result<RunRequest, ExecuteError> {
+        let prompt = start
+            .prompt
+            .ok_or_else(|| invalid("start.prompt", "is missing"))?;
+        // The current prompt's outputs are addressed by index, so none may be skipped.
+        let outputs = prompt
+            .output
+            .iter()
+            .enumerate()
+            .map(|(index, output)| {
+                output_from_proto(output)
+                    .ok_or_else(|| invalid(format!("start.prompt.output[{index}]"), "has no kind"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // History is only read; an unreadable old output is skipped rather than blocking the conversation.
+        let history = start
+            .history
+            .iter()
+            .map(|past| PastPrompt {
+                input: past.input.clone(),
+                outputs: past.output.iter().filter_map(output_from_proto).collect(),
+            })
+            .collect();
+        let limits = start.limits.unwrap_or_default();
+        let tier = match pb::ModelTier::try_from(prompt.model) {
+            Ok(pb::ModelTier::High) => Tier::High,
+            _ => Tier::Normal,
+        };
+        let state = start.state.as_ref().or(prompt.state_data.as_ref());
+        Ok(RunRequest {
+            prompt_id: prompt.id,
+            conversation_id: prompt.conversation_id,
+            user_id: if start.user_id.is_empty() {
+                prompt.user_id
+            } else {
+                start.user_id
+            },
+            input: prompt.input,
+            tier,
+            outputs,
+            history,
+            state: state.map(json::struct_to_map).unwrap_or_default(),
+            max_rounds: [limits.max_rounds, prompt.max_rounds]
+                .into_iter()
+                .find(|&rounds| rounds > 0),
+            run_timeout: (limits.run_timeout_ms > 0)
+                .then(|| Duration::from_millis(u64::from(limits.run_timeout_ms))),
+            decisions: start
+                .decisions
+                .into_iter()
+                .map(|decision| Decision {
+                    tool_call_id: decision.tool_call_id,
+                    approved: decision.approved,
+                    reason: decision.reason,
+                })
+                .collect(),
+        })
+    }
+}
+
+fn invalid(field: impl Into<String>, reason: &str) -> ExecuteError {
+    ExecuteError::InvalidField {
+        field: field.into(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn output_from_proto(output: &pb::PromptOutput) -> Option<Output> {
+    Some(match output.kind.as_ref()? {
+        prompt_output::Kind::Text(text) => Output::Text(text.content.clone()),
+        prompt_output::Kind::Tool(tool) => Output::Tool(ToolCallOutput {
+            id: tool.id.clone(),
+            function: tool.function.clone(),
+            input: json::from_proto_opt(tool.input.as_ref()),
+            result: result_from_proto(tool.result.as_ref()),
+            start: tool
+                .start
+                .and_then(|stamp| SystemTime::try_from(stamp).ok()),
+            end: tool.end.and_then(|stamp| SystemTime::try_from(stamp).ok()),
+            approval: approval_from_proto(tool.approval.as_ref()),
+        }),
+        prompt_output::Kind::File(file) => Output::File(FileOutput {
+            id: file.id.clone(),
+            filename: file.filename.clone(),
+            mime_type: file.mime_type.clone(),
+            size: file.size,
+            artifact_id: file.artifact_id.clone(),
+        }),
+    })
+}
+
+fn result_from_proto(result: Option<&pb::ToolResult>) -> ToolResult {
+    match result.and_then(|result| result.result.as_ref()) {
+        Some(tool_result::Result::Success(success)) => ToolResult::Success {
+            output: json::from_proto_opt(success.output.as_ref()),
+        },
+        Some(tool_result::Result::Error(error)) => ToolResult::Error {
+            error: error.error.clone(),
+        },
+        Some(tool_result::Result::Pending(pending)) => ToolResult::Pending {
+            reason: pending.reason.clone(),
+        },
+        None => ToolResult::Pending {
+            reason: String::new(),
+        },
+    }
+}
+
+fn approval_from_proto(approval: Option<&pb::ToolApproval>) -> Approval {
+    let Some(approval) = approval else {
+        return Approval::new(ApprovalState::NotRequired);
+    };
+    let state = match pb::ApprovalState::try_from(approval.state) {
+        Ok(pb::ApprovalState::Pending) => ApprovalState::Pending,
+        Ok(pb::ApprovalState::Approved) => ApprovalState::Approved,
+        Ok(pb::ApprovalState::Rejected) => ApprovalState::Rejected,
+        _ => ApprovalState::NotRequired,
+    };
+    Approval {
+        state,
+        reason: approval.reason.clone(),
+    }
+}
+
+// ---- domain -> protobuf ----
+
+impl From<Event> for pb::ExecuteEvent {
+    fn from(event: Event) -> pb::ExecuteEvent {
+        let kind = match event {
+            Event::OutputAdded { index, output } => {
+                execute_event::Kind::OutputAdded(pb::OutputAdded {
+                    index,
+                    output: Some(output_to_proto(output)),
+                })
+            }
+            Event::OutputUpdated { index, output } => {
+                execute_event::Kind::OutputUpdated(pb::OutputUpdated {
+                    index,
+                    output: Some(output_to_proto(output)),
+                })
+            }
+            Event::TextDelta(text) => execute_event::Kind::TextDelta(pb::TextDelta { text }),
+            Event::ApprovalRequested {
+                tool_call_id,
+                tool_id,
+                input,
+                index,
+            } => execute_event::Kind::ApprovalRequested(pb::ApprovalRequested {
+                tool_call_id,
+                tool_id,
+                input: Some(json::to_proto(&input)),
+                index,
+            }),
+            Event::Usage(usage) => execute_event::Kind::Usage(pb::Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                total_tokens: usage.total_tokens,
+            }),
+            Event::Finished(finish) => {
+                let state = match finish {
+                    Finish::Completed => pb::PromptState::Completed,
+                    Finish::WaitingForApproval => pb::PromptState::WaitingForApproval,
+                };
+                execute_event::Kind::Finished(pb::ExecuteFinished {
+                    state: state.into(),
+                })
+            }
+            Event::Failed(message) => execute_event::Kind::Failed(pb::ExecuteFailed { message }),
+        };
+        pb::ExecuteEvent { kind: Some(kind) }
+    }
+}
+
+fn output_to_proto(output: Output) -> pb::PromptOutput {
+    let kind = match output {
+        Output::Text(content) => prompt_output::Kind::Text(pb::TextOutput { content }),
+        Output::Tool(call) => prompt_output::Kind::Tool(pb::ToolOutput {
+            id: call.id,
+            function: call.function,
+            input: Some(json::to_proto(&call.input)),
+            result: Some(result_to_proto(call.result)),
+            start: call.start.map(prost_types::Timestamp::from),
+            end: call.end.map(prost_types::Timestamp::from),
+            approval: Some(approval_to_proto(call.approval)),
+        }),
+        Output::File(file) => prompt_output::Kind::File(pb::FileOutput {
+            id: file.id,
+            filename: file.filename,
+            mime_type: file.mime_type,
+            size: file.size,
+            artifact_id: file.artifact_id,
+        }),
+    };
+    pb::PromptOutput { kind: Some(kind) }
+}
+
+fn result_to_proto(result: ToolResult) -> pb::ToolResult {
+    let result = match result {
+        ToolResult::Pending { reason } => tool_result::Result::Pending(pb::ToolPending { reason }),
+        ToolResult::Success { output } => tool_result::Result::Success(pb::ToolSuccess {
+            output: Some(json::to_proto(&output)),
+        }),
+        ToolResult::Error { error } => tool_result::Result::Error(pb::ToolError { error }),
+    };
+    pb::ToolResult {
+        result: Some(result),
+    }
+}
+
+fn approval_to_proto(approval: Approval) -> pb::ToolApproval {
+    let state = match approval.state {
+        ApprovalState::NotRequired => pb::ApprovalState::NotRequired,
+        ApprovalState::Pending => pb::ApprovalState::Pending,
+        ApprovalState::Approved => pb::ApprovalState::Approved,
+        ApprovalState::Rejected => pb::ApprovalState::Rejected,
+    };
+    pb::ToolApproval {
+        state: state.into(),
+        reason: approval.reason,
+    }
+}

@@ -1,0 +1,293 @@
+//! The conversation as the model reads it: a system prompt with the plugins' context, the
+//! history prompts, the input, and the prompt's outputs so far. Outputs of any mode are
+//! read the same way, so a history written by code mode (a `code.execute` call) is just
+//! another tool call here.
+
+use agentic_llm::{ChatMessage, ToolCall};
+use serde_json::{Value as Json, json};
+
+use crate::timeline::{Output, PastPrompt, ToolCallOutput, ToolResult};
+use crate::tool_host::ContextItem;
+
+const SYSTEM_PROMPT: &str = "You are a helpful assistant. Use the tools when they help; \
+calls you make in the same turn run concurrently, so only combine calls that do not depend \
+on each other. A tool answers with JSON; when it answers with an error, read it and correct \
+the call or tell the user what went wrong. Once you have what you need, answer in plain \
+language without calling tools.";
+
+pub fn system_prompt(context: &[ContextItem]) -> String {
+    let mut prompt = SYSTEM_PROMPT.to_owned();
+    if !context.is_empty() {
+        prompt.push_str("\n\nContext:");
+        for item in context {
+            prompt.push_str(&format!("\n{}: {}", item.name, item.content));
+        }
+    }
+    prompt
+}
+
+/// The whole request: system prompt, each history prompt (input, then what was done for it),
+/// the current input, then the current prompt's outputs. `function_name` maps a dotted tool
+/// id to the name the model knows it by.
+pub fn build(
+    system_prompt: &str,
+    history: &[PastPrompt],
+    input: &str,
+    outputs: &[Output],
+    function_name: &dyn Fn(&str) -> String,
+) -> Vec<ChatMessage> {
+    let mut messages = vec![ChatMessage::System(system_prompt.to_owned())];
+    for past in history {
+        messages.push(ChatMessage::User(past.input.clone()));
+        messages.extend(from_outputs(&past.outputs, function_name));
+    }
+    messages.push(ChatMessage::User(input.to_owned()));
+    messages.extend(from_outputs(outputs, function_name));
+    messages
+}
+
+/// Groups outputs into assistant turns: text followed by the tool calls of that round is
+/// one assistant message with content and tool calls, then one tool message per call.
+/// Calls of one round share their start time (the executor stamps them together), so a call
+/// whose start differs from the previous call's begins a new turn. File outputs are
+/// reported by the tool results that made them and add nothing here.
+pub fn from_outputs(
+    outputs: &[Output],
+    function_name: &dyn Fn(&str) -> String,
+) -> Vec<ChatMessage> {
+    let mut messages = Vec::new();
+    for turn in turns(outputs) {
+        let tool_calls = turn
+            .calls
+            .iter()
+            .map(|call| ToolCall {
+                id: call.id.clone(),
+                name: function_name(&call.function),
+                arguments: arguments(&call.input),
+            })
+            .collect();
+        messages.push(ChatMessage::Assistant {
+            content: turn.texts.join("\n\n"),
+            tool_calls,
+        });
+        for call in turn.calls {
+            messages.push(ChatMessage::Tool {
+                tool_call_id: call.id.clone(),
+                content: tool_message(&call.result),
+            });
+        }
+    }
+    messages
+}
+
+/// How many rounds with tool calls the outputs record.
+pub fn tool_rounds(outputs: &[Output]) -> usize {
+    turns(outputs)
+        .iter()
+        .filter(|turn| !turn.calls.is_empty())
+        .count()
+}
+
+/// What the model reads as a tool's answer: its JSON output, or `{"error": "…"}`.
+pub fn tool_message(result: &ToolResult) -> String {
+    match result {
+        ToolResult::Success { output } => output.to_string(),
+        ToolResult::Error { error } => json!({ "error": error }).to_string(),
+        ToolResult::Pending { reason } => {
+            json!({ "error": format!("no result ({reason})") }).to_string()
+        }
+    }
+}
+
+#[derive(Default)]
+struct Turn<'a> {
+    texts: Vec<&'a str>,
+    calls: Vec<&'a ToolCallOutput>,
+}
+
+fn turns(outputs: &[Output]) -> Vec<Turn<'_>> {
+    let mut turns = Vec::new();
+    let mut current = Turn::default();
+    for output in outputs {
+        match output {
+            Output::Text(text) if text.is_empty() => {}
+            Output::Text(text) => {
+                if !current.calls.is_empty() {
+                    turns.push(std::mem::take(&mut current));
+                }
+                current.texts.push(text);
+            }
+            Output::Tool(call) => {
+                if current
+                    .calls
+                    .last()
+                    .is_some_and(|previous| previous.start != call.start)
+                {
+                    turns.push(std::mem::take(&mut current));
+                }
+                current.calls.push(call);
+            }
+            Output::File(_) => {}
+        }
+    }
+    if !current.texts.is_empty() || !current.calls.is_empty() {
+        turns.push(current);
+    }
+    turns
+}
+
+/// The arguments text of a recorded call. Input that was not JSON was kept as a JSON string
+/// of the raw text, which is given back as it was.
+fn arguments(input: &Json) -> String {
+    match input {
+        Json::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::timeline::{Approval, ApprovalState, FileOutput};
+
+    fn at(seconds: u64) -> Option<SystemTime> {
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
+    }
+
+    fn tool(id: &str, function: &str, start: Option<SystemTime>, result: ToolResult) -> Output {
+        Output::Tool(ToolCallOutput {
+            id: id.into(),
+            function: function.into(),
+            input: json!({"q": id}),
+            result,
+            start,
+            end: start,
+            approval: Approval::new(ApprovalState::NotRequired),
+        })
+    }
+
+    fn success(value: Json) -> ToolResult {
+        ToolResult::Success { output: value }
+    }
+
+    fn dotted_to_function(tool_id: &str) -> String {
+        tool_id.replace('.', "__")
+    }
+
+    fn call(id: &str, name: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: format!("{{\"q\":\"{id}\"}}"),
+        }
+    }
+
+    fn tool_reply(id: &str, content: &str) -> ChatMessage {
+        ChatMessage::Tool {
+            tool_call_id: id.into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn outputs_group_into_assistant_turns_with_their_tool_messages() {
+        let outputs = vec![
+            Output::Text("Looking.".into()),
+            tool("a", "demo.echo", at(1), success(json!({"echo": 1}))),
+            tool(
+                "b",
+                "artifact.get",
+                at(1),
+                ToolResult::Error {
+                    error: "not found".into(),
+                },
+            ),
+            Output::File(FileOutput {
+                id: "f".into(),
+                filename: "x.txt".into(),
+                mime_type: "text/plain".into(),
+                size: 1,
+                artifact_id: "art".into(),
+            }),
+            // A round without text: its different start time separates it from the round above.
+            tool(
+                "c",
+                "demo.echo",
+                at(2),
+                ToolResult::Pending {
+                    reason: "waiting for approval".into(),
+                },
+            ),
+            Output::Text("Done.".into()),
+        ];
+        let messages = from_outputs(&outputs, &dotted_to_function);
+        assert_eq!(
+            messages,
+            vec![
+                ChatMessage::Assistant {
+                    content: "Looking.".into(),
+                    tool_calls: vec![call("a", "demo__echo"), call("b", "artifact__get")],
+                },
+                tool_reply("a", r#"{"echo":1}"#),
+                tool_reply("b", r#"{"error":"not found"}"#),
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("c", "demo__echo")]
+                },
+                tool_reply("c", r#"{"error":"no result (waiting for approval)"}"#),
+                ChatMessage::Assistant {
+                    content: "Done.".into(),
+                    tool_calls: vec![]
+                },
+            ]
+        );
+        assert_eq!(tool_rounds(&outputs), 2);
+    }
+
+    #[test]
+    fn code_mode_history_reads_as_tool_calls() {
+        let history = vec![PastPrompt {
+            input: "sum it".into(),
+            outputs: vec![
+                tool("run1", "code.execute", at(5), success(json!(3))),
+                Output::Text("It is 3.".into()),
+            ],
+        }];
+        let messages = build("system", &history, "and now?", &[], &dotted_to_function);
+        assert_eq!(
+            messages,
+            vec![
+                ChatMessage::System("system".into()),
+                ChatMessage::User("sum it".into()),
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call("run1", "code__execute")]
+                },
+                tool_reply("run1", "3"),
+                ChatMessage::Assistant {
+                    content: "It is 3.".into(),
+                    tool_calls: vec![]
+                },
+                ChatMessage::User("and now?".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn raw_arguments_that_were_not_json_are_given_back_verbatim() {
+        assert_eq!(arguments(&json!("{oops")), "{oops");
+        assert_eq!(arguments(&json!({"a": [1, 2]})), r#"{"a":[1,2]}"#);
+    }
+
+    #[test]
+    fn context_items_are_listed_in_the_system_prompt() {
+        let prompt = system_prompt(&[ContextItem {
+            name: "today".into(),
+            content: "2025-01-01".into(),
+        }]);
+        assert!(prompt.starts_with("You are a helpful assistant."));
+        assert!(prompt.ends_with("\n\nContext:\ntoday: 2025-01-01"));
+    }
+}

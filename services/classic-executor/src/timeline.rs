@@ -1,0 +1,131 @@
+//! The executor's own view of a run: what it starts from, the prompt's output timeline, and
+//! the events it emits. `grpc.rs` converts these to and from protobuf; nothing below that
+//! line sees a proto type.
+
+use std::time::{Duration, SystemTime};
+
+use agentic_llm::Tier;
+use serde_json::{Map, Value as Json};
+
+/// Everything one `Execute` stream starts from.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub prompt_id: String,
+    pub conversation_id: String,
+    pub user_id: String,
+    pub input: String,
+    pub tier: Tier,
+    /// The prompt's outputs so far: empty for a new prompt, the whole timeline on resume.
+    pub outputs: Vec<Output>,
+    /// Previous prompts of the conversation, oldest first, written by any mode.
+    pub history: Vec<PastPrompt>,
+    pub state: Map<String, Json>,
+    /// `None`: the executor's default.
+    pub max_rounds: Option<u32>,
+    /// `None`: no limit beyond the LLM and tool timeouts.
+    pub run_timeout: Option<Duration>,
+    /// Decisions for calls that waited for approval when the prompt paused.
+    pub decisions: Vec<Decision>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PastPrompt {
+    pub input: String,
+    pub outputs: Vec<Output>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub tool_call_id: String,
+    pub approved: bool,
+    pub reason: String,
+}
+
+/// One entry of `Prompt.output`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Text(String),
+    Tool(ToolCallOutput),
+    File(FileOutput),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallOutput {
+    /// Unique within the prompt; approvals name the call by it.
+    pub id: String,
+    /// The dotted tool id (`artifact.store`), or the model's raw name for an unknown tool.
+    pub function: String,
+    pub input: Json,
+    pub result: ToolResult,
+    pub start: Option<SystemTime>,
+    pub end: Option<SystemTime>,
+    pub approval: Approval,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolResult {
+    Pending { reason: String },
+    Success { output: Json },
+    Error { error: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    pub state: ApprovalState,
+    pub reason: String,
+}
+
+impl Approval {
+    pub fn new(state: ApprovalState) -> Approval {
+        Approval {
+            state,
+            reason: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalState {
+    NotRequired,
+    Pending,
+    Approved,
+    Rejected,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOutput {
+    pub id: String,
+    pub filename: String,
+    pub mime_type: String,
+    pub size: u64,
+    pub artifact_id: String,
+}
+
+/// What the executor tells the gateway, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    OutputAdded {
+        index: u32,
+        output: Output,
+    },
+    OutputUpdated {
+        index: u32,
+        output: Output,
+    },
+    TextDelta(String),
+    ApprovalRequested {
+        tool_call_id: String,
+        tool_id: String,
+        input: Json,
+        index: u32,
+    },
+    Usage(agentic_llm::Usage),
+    Finished(Finish),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    Completed,
+    WaitingForApproval,
+}

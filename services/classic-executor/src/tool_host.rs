@@ -1,0 +1,169 @@
+//! The outbound edge: `ToolHost.Prepare` and `ToolHost.InvokeTool`, converted to and from
+//! the executor's own types.
+
+use std::time::Duration;
+
+use agentic_proto::json;
+use agentic_proto::v1::tool_host_client::ToolHostClient;
+use agentic_proto::v1::{InvokeToolRequest, PrepareRequest, invoke_tool_response};
+use serde_json::{Map, Value as Json};
+use tonic::transport::Channel;
+use tonic::{Code, Status};
+
+use crate::error::ToolHostError;
+
+/// Prepare only lists tools and context; a tool-host that takes longer is not well.
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+pub struct ToolHost {
+    client: ToolHostClient<Channel>,
+}
+
+/// What the tool-host offers this run.
+#[derive(Debug, Clone, Default)]
+pub struct Prepared {
+    pub tools: Vec<ToolSpec>,
+    pub context: Vec<ContextItem>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub id: String,
+    pub description: String,
+    /// JSON Schema of the input; `null` when the tool-host sent none.
+    pub input_schema: Json,
+    pub requires_approval: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextItem {
+    pub name: String,
+    pub content: String,
+}
+
+/// Who a tool runs for.
+#[derive(Debug, Clone)]
+pub struct RunScope {
+    pub user_id: String,
+    pub prompt_id: String,
+    pub conversation_id: String,
+    pub state: Map<String, Json>,
+}
+
+/// A tool that ran: its output, or the error the model should see, plus any files it made.
+#[derive(Debug, Clone)]
+pub struct Invoked {
+    pub result: Result<Json, String>,
+    pub files: Vec<ToolFile>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolFile {
+    pub filename: String,
+    pub mime_type: String,
+    pub size: u64,
+    pub artifact_id: String,
+}
+
+impl ToolHost {
+    pub fn new(channel: Channel) -> ToolHost {
+        let client = ToolHostClient::new(channel)
+            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+        ToolHost { client }
+    }
+
+    pub async fn prepare(&self, scope: &RunScope) -> Result<Prepared, ToolHostError> {
+        let mut request = tonic::Request::new(PrepareRequest {
+            user_id: scope.user_id.clone(),
+            conversation_id: scope.conversation_id.clone(),
+            state: Some(json::map_to_struct(&scope.state)),
+        });
+        request.set_timeout(PREPARE_TIMEOUT);
+        // Any failure here leaves the run without tools, so every status counts as unavailable.
+        let response = self
+            .client
+            .clone()
+            .prepare(request)
+            .await
+            .map_err(|status| ToolHostError::Unavailable(status_text(&status)))?
+            .into_inner();
+        let tools = response
+            .tools
+            .into_iter()
+            .map(|tool| ToolSpec {
+                input_schema: json::from_proto_opt(tool.input_schema.as_ref()),
+                id: tool.id,
+                description: tool.description,
+                requires_approval: tool.requires_approval,
+            })
+            .collect();
+        let context = response
+            .context
+            .into_iter()
+            .map(|item| ContextItem {
+                name: item.name,
+                content: item.content,
+            })
+            .collect();
+        Ok(Prepared { tools, context })
+    }
+
+    pub async fn invoke(
+        &self,
+        scope: &RunScope,
+        tool_id: &str,
+        input: &Json,
+        tool_call_id: &str,
+    ) -> Result<Invoked, ToolHostError> {
+        let request = InvokeToolRequest {
+            tool_id: tool_id.to_owned(),
+            input: Some(json::to_proto(input)),
+            user_id: scope.user_id.clone(),
+            prompt_id: scope.prompt_id.clone(),
+            conversation_id: scope.conversation_id.clone(),
+            state: Some(json::map_to_struct(&scope.state)),
+            tool_call_id: tool_call_id.to_owned(),
+        };
+        let response = self
+            .client
+            .clone()
+            .invoke_tool(request)
+            .await
+            .map_err(invoke_error)?
+            .into_inner();
+        let result = match response.result {
+            Some(invoke_tool_response::Result::Output(output)) => Ok(json::from_proto(&output)),
+            Some(invoke_tool_response::Result::Error(error)) => Err(error),
+            None => Ok(Json::Null),
+        };
+        let files = response
+            .files
+            .into_iter()
+            .map(|file| ToolFile {
+                filename: file.filename,
+                mime_type: file.mime_type,
+                size: file.size,
+                artifact_id: file.artifact_id,
+            })
+            .collect();
+        Ok(Invoked { result, files })
+    }
+}
+
+/// A tool-host that cannot be reached (or broke the connection mid-call) ends the run; any
+/// other status is an answer about this one call.
+fn invoke_error(status: Status) -> ToolHostError {
+    match status.code() {
+        Code::Unavailable | Code::Unknown => ToolHostError::Unavailable(status_text(&status)),
+        _ => ToolHostError::Refused(status_text(&status)),
+    }
+}
+
+fn status_text(status: &Status) -> String {
+    if status.message().is_empty() {
+        return format!("{:?}", status.code());
+    }
+    status.message().to_owned()
+}

@@ -1,0 +1,370 @@
+//! The tools of one run: the tool-host's catalogue as the model sees it (function names it
+//! accepts, schemas), and the checks a requested call must pass before it is invoked.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use agentic_llm::{ToolCall, ToolDef};
+use serde_json::{Value as Json, json};
+
+use crate::tool_host::ToolSpec;
+
+/// OpenAI function names must match `^[a-zA-Z0-9_-]{1,64}$`.
+const MAX_FUNCTION_NAME_CHARS: usize = 64;
+
+/// The catalogue of one run, built once from `Prepare`.
+pub struct ToolCatalogue {
+    tools: Vec<CatalogueTool>,
+    names: FunctionNames,
+}
+
+struct CatalogueTool {
+    spec: ToolSpec,
+    function_name: String,
+    /// `None` when the tool has no schema or its schema does not compile; the tool-host
+    /// validates again before running it either way.
+    validator: Option<jsonschema::Validator>,
+}
+
+/// A call the model asked for, resolved against the catalogue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedCall {
+    /// The dotted tool id, or the model's raw name when no tool has that name.
+    pub tool_id: String,
+    /// The parsed arguments, or the raw text as a JSON string when it is not JSON.
+    pub input: Json,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Ready,
+    NeedsApproval,
+    /// The call cannot run; the text is what the model gets as the tool's answer.
+    Invalid(String),
+}
+
+impl ToolCatalogue {
+    pub fn new(specs: Vec<ToolSpec>) -> ToolCatalogue {
+        let mut unique_specs: Vec<ToolSpec> = Vec::with_capacity(specs.len());
+        for spec in specs {
+            if unique_specs.iter().any(|known| known.id == spec.id) {
+                tracing::warn!(tool_id = %spec.id, "tool-host listed a tool twice, keeping the first");
+                continue;
+            }
+            unique_specs.push(spec);
+        }
+        let names = FunctionNames::new(unique_specs.iter().map(|spec| spec.id.as_str()));
+        let tools = unique_specs
+            .into_iter()
+            .map(|spec| CatalogueTool {
+                function_name: names.function_name(&spec.id).unwrap_or_default().to_owned(),
+                validator: compile_schema(&spec),
+                spec,
+            })
+            .collect();
+        ToolCatalogue { tools, names }
+    }
+
+    /// The tools as offered to the model.
+    pub fn definitions(&self) -> Vec<ToolDef> {
+        self.tools
+            .iter()
+            .map(|tool| ToolDef {
+                name: tool.function_name.clone(),
+                description: tool.spec.description.clone(),
+                parameters: match &tool.spec.input_schema {
+                    Json::Null => json!({"type": "object", "properties": {}}),
+                    schema => schema.clone(),
+                },
+            })
+            .collect()
+    }
+
+    /// The function name the model knows a tool by. Tools outside this run's catalogue (a
+    /// history call to `code.execute`, a tool since removed) get the same treatment, unregistered.
+    pub fn function_name(&self, tool_id: &str) -> String {
+        match self.names.function_name(tool_id) {
+            Some(name) => name.to_owned(),
+            None => sanitize(tool_id),
+        }
+    }
+
+    pub fn check(&self, call: &ToolCall) -> CheckedCall {
+        let tool = self
+            .names
+            .tool_id(&call.name)
+            .and_then(|tool_id| self.tools.iter().find(|tool| tool.spec.id == tool_id));
+        let input = parse_arguments(&call.arguments);
+        let Some(tool) = tool else {
+            let tool_id = if call.name.is_empty() {
+                "(unnamed)".to_owned()
+            } else {
+                call.name.clone()
+            };
+            let error = format!(
+                "unknown tool {:?}; call one of the tools you were given",
+                call.name
+            );
+            return CheckedCall {
+                tool_id,
+                input: input.unwrap_or_else(|(raw, _)| raw),
+                verdict: Verdict::Invalid(error),
+            };
+        };
+        let tool_id = tool.spec.id.clone();
+        let input = match input {
+            Ok(input) => input,
+            Err((raw, error)) => {
+                let error = format!("the arguments for {tool_id:?} are not valid JSON: {error}");
+                return CheckedCall {
+                    tool_id,
+                    input: raw,
+                    verdict: Verdict::Invalid(error),
+                };
+            }
+        };
+        if let Some(violations) = tool
+            .validator
+            .as_ref()
+            .and_then(|validator| schema_violations(validator, &input))
+        {
+            let error = format!("the input for {tool_id:?} does not match its schema:{violations}");
+            return CheckedCall {
+                tool_id,
+                input,
+                verdict: Verdict::Invalid(error),
+            };
+        }
+        let verdict = if tool.spec.requires_approval {
+            Verdict::NeedsApproval
+        } else {
+            Verdict::Ready
+        };
+        CheckedCall {
+            tool_id,
+            input,
+            verdict,
+        }
+    }
+}
+
+/// Arguments as JSON; an empty string means no arguments. On failure: the raw text as a
+/// JSON string, and the parse error.
+fn parse_arguments(arguments: &str) -> Result<Json, (Json, serde_json::Error)> {
+    if arguments.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(arguments).map_err(|error| (Json::String(arguments.to_owned()), error))
+}
+
+fn compile_schema(spec: &ToolSpec) -> Option<jsonschema::Validator> {
+    if spec.input_schema.is_null() {
+        return None;
+    }
+    match jsonschema::validator_for(&spec.input_schema) {
+        Ok(validator) => Some(validator),
+        Err(error) => {
+            tracing::warn!(tool_id = %spec.id, %error, "tool schema does not compile, input is not checked here");
+            None
+        }
+    }
+}
+
+/// Each violation on its own line with the path it is at; `None` when the input is valid.
+fn schema_violations(validator: &jsonschema::Validator, input: &Json) -> Option<String> {
+    let mut text = String::new();
+    for error in validator.iter_errors(input) {
+        let path = error.instance_path().as_str();
+        let path = if path.is_empty() { "(root)" } else { path };
+        let _ = write!(text, "\n- at {path}: {error}");
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// The per-run, two-way table between dotted tool ids and function names the model accepts.
+#[derive(Debug, Default)]
+pub struct FunctionNames {
+    by_tool_id: HashMap<String, String>,
+    by_function_name: HashMap<String, String>,
+}
+
+impl FunctionNames {
+    /// Names tools in order; a name already taken gets a numeric suffix (`_2`, `_3`, …).
+    pub fn new<'a>(tool_ids: impl IntoIterator<Item = &'a str>) -> FunctionNames {
+        let mut names = FunctionNames::default();
+        for tool_id in tool_ids {
+            if names.by_tool_id.contains_key(tool_id) {
+                continue;
+            }
+            let base = sanitize(tool_id);
+            let mut name = base.clone();
+            let mut suffix = 2;
+            while names.by_function_name.contains_key(&name) {
+                let suffix_text = format!("_{suffix}");
+                let keep = MAX_FUNCTION_NAME_CHARS - suffix_text.len();
+                name = format!("{}{suffix_text}", &base[..base.len().min(keep)]);
+                suffix += 1;
+            }
+            names.by_tool_id.insert(tool_id.to_owned(), name.clone());
+            names.by_function_name.insert(name, tool_id.to_owned());
+        }
+        names
+    }
+
+    pub fn function_name(&self, tool_id: &str) -> Option<&str> {
+        self.by_tool_id.get(tool_id).map(String::as_str)
+    }
+
+    pub fn tool_id(&self, function_name: &str) -> Option<&str> {
+        self.by_function_name.get(function_name).map(String::as_str)
+    }
+}
+
+/// `.` becomes `__`, any other character outside `[a-zA-Z0-9_-]` becomes `_`, cut to 64
+/// characters. The result is ASCII, so byte and character lengths agree.
+pub fn sanitize(tool_id: &str) -> String {
+    let mut name = String::with_capacity(tool_id.len() + 4);
+    for character in tool_id.chars() {
+        match character {
+            '.' => name.push_str("__"),
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' => name.push(character),
+            _ => name.push('_'),
+        }
+    }
+    if name.is_empty() {
+        name.push_str("tool");
+    }
+    name.truncate(MAX_FUNCTION_NAME_CHARS);
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(id: &str, schema: Json, requires_approval: bool) -> ToolSpec {
+        ToolSpec {
+            id: id.into(),
+            description: format!("{id} tool"),
+            input_schema: schema,
+            requires_approval,
+        }
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn is_valid_function_name(name: &str) -> bool {
+        (1..=64).contains(&name.len())
+            && name.chars().all(|character| {
+                character.is_ascii_alphanumeric() || character == '_' || character == '-'
+            })
+    }
+
+    #[test]
+    fn dotted_ids_become_valid_function_names_and_map_back_exactly() {
+        let ids = [
+            "artifact.get",
+            "artifact_get",
+            "artifact__get",
+            "demo.echo",
+            "weird id/ü",
+            "",
+            &"x".repeat(80),
+        ];
+        let names = FunctionNames::new(ids);
+        let mut seen = std::collections::HashSet::new();
+        for id in ids {
+            let name = names.function_name(id).expect("every id is named");
+            assert!(
+                is_valid_function_name(name),
+                "{name:?} is not a valid function name"
+            );
+            assert!(seen.insert(name.to_owned()), "{name:?} is used twice");
+            assert_eq!(names.tool_id(name), Some(id), "{name:?} maps back");
+        }
+        assert_eq!(names.function_name("artifact.get"), Some("artifact__get"));
+        assert_eq!(
+            names.function_name("artifact__get"),
+            Some("artifact__get_2")
+        );
+        assert_eq!(names.function_name("weird id/ü"), Some("weird_id__"));
+    }
+
+    #[test]
+    fn colliding_long_names_keep_their_suffix_within_64_characters() {
+        let long_a = format!("{}.a", "x".repeat(70));
+        let long_b = format!("{}.b", "x".repeat(70));
+        let names = FunctionNames::new([long_a.as_str(), long_b.as_str()]);
+        let b = names.function_name(&long_b).expect("named");
+        assert_eq!(b.len(), 64);
+        assert!(b.ends_with("_2"));
+        assert_eq!(names.tool_id(b), Some(long_b.as_str()));
+    }
+
+    #[test]
+    fn calls_are_resolved_parsed_and_validated() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}, "count": {"type": "integer"}},
+            "required": ["text"],
+        });
+        let catalogue = ToolCatalogue::new(vec![
+            spec("demo.echo", schema, false),
+            spec("demo.approve", Json::Null, true),
+        ]);
+
+        let ready = catalogue.check(&call("demo__echo", r#"{"text": "hi"}"#));
+        assert_eq!(
+            ready,
+            CheckedCall {
+                tool_id: "demo.echo".into(),
+                input: json!({"text": "hi"}),
+                verdict: Verdict::Ready
+            }
+        );
+
+        let approval = catalogue.check(&call("demo__approve", ""));
+        assert_eq!(approval.verdict, Verdict::NeedsApproval);
+        assert_eq!(approval.input, json!({}));
+
+        let unknown = catalogue.check(&call("nope", "{}"));
+        assert_eq!(unknown.tool_id, "nope");
+        assert!(
+            matches!(unknown.verdict, Verdict::Invalid(ref error) if error.contains("unknown tool \"nope\""))
+        );
+
+        let not_json = catalogue.check(&call("demo__echo", "{text: hi"));
+        assert_eq!(not_json.input, json!("{text: hi"));
+        assert!(
+            matches!(not_json.verdict, Verdict::Invalid(ref error) if error.contains("not valid JSON"))
+        );
+
+        let invalid = catalogue.check(&call("demo__echo", r#"{"count": "three"}"#));
+        let Verdict::Invalid(error) = invalid.verdict else {
+            panic!("schema violations are invalid")
+        };
+        assert!(error.contains("at /count:"), "{error}");
+        assert!(
+            error.contains("at (root):") && error.contains("text"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn tools_without_a_schema_are_offered_as_empty_objects() {
+        let catalogue = ToolCatalogue::new(vec![spec("demo.approve", Json::Null, true)]);
+        let definitions = catalogue.definitions();
+        assert_eq!(definitions[0].name, "demo__approve");
+        assert_eq!(
+            definitions[0].parameters,
+            json!({"type": "object", "properties": {}})
+        );
+    }
+}

@@ -1,0 +1,406 @@
+//! [`ChatModel`] over an OpenAI-compatible HTTP endpoint.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use openai_api_rs::v1::api::OpenAIClient;
+use openai_api_rs::v1::chat_completion::chat_completion::{
+    ChatCompletionRequest, ChatCompletionResponse,
+};
+use openai_api_rs::v1::chat_completion::{
+    self as api, ChatCompletionMessage, Content, MessageRole,
+};
+use openai_api_rs::v1::error::APIError;
+use reqwest::StatusCode;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::error::AttemptError;
+use crate::sse::{SseParser, Step, StreamAccumulator};
+use crate::{
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, LlmConfig, LlmError, Tier, ToolCall,
+    ToolDef, Usage,
+};
+
+/// Longest wait between two attempts, however many retries are configured.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Talks to any OpenAI-compatible `/chat/completions` endpoint.
+///
+/// Plain requests (no tools, no streaming) go through openai-api-rs. Streaming and tool
+/// requests are sent with our own reqwest client and SSE reader, because openai-api-rs 10
+/// drops streamed tool-call fragments that lack `id`/`type` (every argument fragment OpenAI
+/// sends), never reports usage in streams, cannot carry an arbitrary JSON Schema as tool
+/// parameters, and keeps HTTP statuses only inside error strings.
+pub struct OpenAiChatModel {
+    config: LlmConfig,
+    library: OpenAIClient,
+    /// One pooled client for every streaming and tool request.
+    http: reqwest::Client,
+    completions_url: String,
+}
+
+impl OpenAiChatModel {
+    pub fn new(config: LlmConfig) -> Result<OpenAiChatModel, LlmError> {
+        let mut builder = OpenAIClient::builder().with_endpoint(config.openai_base_url.clone());
+        if let Some(key) = &config.openai_api_key {
+            builder = builder.with_api_key(key.clone());
+        }
+        let library = builder.build().map_err(|error| LlmError::Setup {
+            message: error.to_string(),
+        })?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| LlmError::Setup {
+                message: error.to_string(),
+            })?;
+        let completions_url = endpoint_url(&config.openai_base_url, "chat/completions");
+        Ok(OpenAiChatModel {
+            config,
+            library,
+            http,
+            completions_url,
+        })
+    }
+
+    fn model(&self, tier: Tier) -> &str {
+        match tier {
+            Tier::Normal => &self.config.model_normal,
+            Tier::High => &self.config.model_high,
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.config.llm_timeout_secs)
+    }
+
+    fn backoff(&self, retry: u32) -> Duration {
+        let factor = 2u64.saturating_pow(retry.saturating_sub(1));
+        Duration::from_millis(self.config.llm_retry_base_ms.saturating_mul(factor)).min(MAX_BACKOFF)
+    }
+
+    /// One non-streaming request without tools, through openai-api-rs.
+    async fn plain_attempt(
+        &self,
+        request: &ChatCompletionRequest,
+    ) -> Result<ChatResponse, AttemptError> {
+        let response = self
+            .library
+            .chat_completion(request.clone())
+            .await
+            .map_err(from_library_error)?;
+        Ok(from_library_response(response.inner))
+    }
+
+    /// One streamed request, sent and read by us. Sets `forwarded` once a delta went out.
+    async fn streamed_attempt(
+        &self,
+        body: &[u8],
+        deltas: Option<&UnboundedSender<String>>,
+        forwarded: &mut bool,
+    ) -> Result<ChatResponse, AttemptError> {
+        let mut request = self
+            .http
+            .post(&self.completions_url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = &self.config.openai_api_key {
+            request = request.header(AUTHORIZATION, format!("Bearer {key}"));
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| AttemptError::from_reqwest(&error))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            return Err(AttemptError::from_answer(status, &body));
+        }
+
+        let mut parser = SseParser::default();
+        let mut accumulator = StreamAccumulator::default();
+        let mut forward = |step: Step| match step {
+            Step::Delta(text) => {
+                if let Some(deltas) = deltas
+                    && deltas.send(text).is_ok()
+                {
+                    *forwarded = true;
+                }
+                false
+            }
+            Step::Continue => false,
+            Step::Done => true,
+        };
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|error| AttemptError::from_reqwest(&error))?;
+            for payload in parser.push(&chunk) {
+                let step = accumulator
+                    .apply(&payload)
+                    .map_err(AttemptError::InvalidResponse)?;
+                if forward(step) {
+                    return Ok(accumulator.into_response());
+                }
+            }
+        }
+        for payload in parser.finish() {
+            let step = accumulator
+                .apply(&payload)
+                .map_err(AttemptError::InvalidResponse)?;
+            if forward(step) {
+                return Ok(accumulator.into_response());
+            }
+        }
+        if accumulator.saw_finish_reason() {
+            return Ok(accumulator.into_response());
+        }
+        Err(AttemptError::Connection(
+            "the stream ended before the answer was complete".into(),
+        ))
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for OpenAiChatModel {
+    async fn chat(
+        &self,
+        request: ChatRequest,
+        deltas: Option<UnboundedSender<String>>,
+    ) -> Result<ChatResponse, LlmError> {
+        let model = self.model(request.tier).to_owned();
+        let messages: Vec<ChatCompletionMessage> =
+            request.messages.iter().map(to_library_message).collect();
+        // openai-api-rs cannot stream usable tool calls or carry tool schemas (see the type's docs).
+        let prepared = if deltas.is_some() || !request.tools.is_empty() {
+            Prepared::Streamed(stream_body(
+                &model,
+                &messages,
+                &request.tools,
+                request.response_format.as_ref(),
+            ))
+        } else {
+            let mut plain = ChatCompletionRequest::new(model.clone(), messages);
+            plain.response_format = request.response_format;
+            Prepared::Plain(Box::new(plain))
+        };
+
+        let max_attempts = self.config.llm_max_retries.saturating_add(1);
+        let mut forwarded = false;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let outcome = match &prepared {
+                Prepared::Plain(plain) => {
+                    tokio::time::timeout(self.timeout(), self.plain_attempt(plain)).await
+                }
+                Prepared::Streamed(body) => {
+                    tokio::time::timeout(
+                        self.timeout(),
+                        self.streamed_attempt(body, deltas.as_ref(), &mut forwarded),
+                    )
+                    .await
+                }
+            };
+            let error = match outcome {
+                Ok(Ok(response)) => return Ok(response),
+                Ok(Err(error)) => error,
+                Err(_elapsed) => AttemptError::Timeout,
+            };
+            // Text already shown to the caller cannot be taken back, so a broken stream is final.
+            if !error.is_retryable() || forwarded || attempt >= max_attempts {
+                return Err(error.into_llm_error(attempt, self.config.llm_timeout_secs));
+            }
+            let delay = self.backoff(attempt);
+            tracing::warn!(
+                %model,
+                attempt,
+                max_attempts,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                %error,
+                "llm request failed, retrying"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+/// A request ready to send, once per attempt.
+enum Prepared {
+    Plain(Box<ChatCompletionRequest>),
+    Streamed(Vec<u8>),
+}
+
+/// `base` plus `path`, keeping a query string on the base (Azure-style `?api-version=`).
+fn endpoint_url(base: &str, path: &str) -> String {
+    match base.split_once('?') {
+        Some((base, query)) => format!("{}/{path}?{query}", base.trim_end_matches('/')),
+        None => format!("{}/{path}", base.trim_end_matches('/')),
+    }
+}
+
+fn stream_body(
+    model: &str,
+    messages: &[ChatCompletionMessage],
+    tools: &[ToolDef],
+    response_format: Option<&Value>,
+) -> Vec<u8> {
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !tools.is_empty() {
+        body["tools"] = tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+                })
+            })
+            .collect();
+    }
+    if let Some(format) = response_format {
+        body["response_format"] = format.clone();
+    }
+    body.to_string().into_bytes()
+}
+
+fn to_library_message(message: &ChatMessage) -> ChatCompletionMessage {
+    let plain = |role, content: &str| ChatCompletionMessage {
+        role,
+        content: Content::Text(content.to_owned()),
+        name: None,
+        tool_calls: None,
+        tool_call_id: None,
+    };
+    match message {
+        ChatMessage::System(content) => plain(MessageRole::system, content),
+        ChatMessage::User(content) => plain(MessageRole::user, content),
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => ChatCompletionMessage {
+            tool_calls: (!tool_calls.is_empty())
+                .then(|| tool_calls.iter().map(to_library_tool_call).collect()),
+            ..plain(MessageRole::assistant, content)
+        },
+        ChatMessage::Tool {
+            tool_call_id,
+            content,
+        } => ChatCompletionMessage {
+            tool_call_id: Some(tool_call_id.clone()),
+            ..plain(MessageRole::tool, content)
+        },
+    }
+}
+
+fn to_library_tool_call(call: &ToolCall) -> api::ToolCall {
+    api::ToolCall {
+        id: call.id.clone(),
+        r#type: "function".into(),
+        function: api::ToolCallFunction {
+            name: Some(call.name.clone()),
+            arguments: Some(call.arguments.clone()),
+        },
+    }
+}
+
+fn from_library_response(response: ChatCompletionResponse) -> ChatResponse {
+    let usage = Usage {
+        input_tokens: u64::try_from(response.usage.prompt_tokens).unwrap_or(0),
+        output_tokens: u64::try_from(response.usage.completion_tokens).unwrap_or(0),
+        total_tokens: u64::try_from(response.usage.total_tokens).unwrap_or(0),
+    };
+    let Some(choice) = response.choices.into_iter().next() else {
+        return ChatResponse {
+            usage,
+            ..ChatResponse::default()
+        };
+    };
+    let tool_calls = choice
+        .message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|call| ToolCall {
+            id: call.id,
+            name: call.function.name.unwrap_or_default(),
+            arguments: call.function.arguments.unwrap_or_default(),
+        })
+        .collect();
+    ChatResponse {
+        content: choice.message.content.unwrap_or_default(),
+        tool_calls,
+        usage,
+    }
+}
+
+/// openai-api-rs reports an error answer as the text `"<status>: <body>"`; the status is
+/// read back from there.
+fn from_library_error(error: APIError) -> AttemptError {
+    match error {
+        APIError::ReqwestError(error) => AttemptError::from_reqwest(&error),
+        APIError::CustomError { message } => {
+            let status = message
+                .split_whitespace()
+                .next()
+                .and_then(|code| code.parse::<u16>().ok())
+                .and_then(|code| StatusCode::from_u16(code).ok());
+            match (status, message.split_once(": ")) {
+                (Some(status), Some((_, body))) => AttemptError::from_answer(status, body),
+                _ => AttemptError::InvalidResponse(message),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_errors_keep_their_status() {
+        let error = from_library_error(APIError::CustomError {
+            message: r#"429 Too Many Requests: {"error":{"message":"slow down"}}"#.into(),
+        });
+        assert!(error.is_retryable());
+        assert_eq!(
+            error.to_string(),
+            "answered 429 Too Many Requests: slow down"
+        );
+        let error = from_library_error(APIError::CustomError {
+            message: "Failed to parse JSON: eof".into(),
+        });
+        assert!(!error.is_retryable());
+    }
+
+    #[test]
+    fn endpoint_urls_keep_the_query_string() {
+        assert_eq!(
+            endpoint_url("http://x/v1/", "chat/completions"),
+            "http://x/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint_url("http://x/v1?api-version=1", "chat/completions"),
+            "http://x/v1/chat/completions?api-version=1"
+        );
+    }
+
+    #[test]
+    fn tools_are_sent_with_their_schema_verbatim() {
+        let schema = json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
+        let tools = [ToolDef {
+            name: "demo__echo".into(),
+            description: "Echo".into(),
+            parameters: schema.clone(),
+        }];
+        let body: Value =
+            serde_json::from_slice(&stream_body("m", &[], &tools, None)).expect("json body");
+        assert_eq!(body["tools"][0]["function"]["parameters"], schema);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+}
