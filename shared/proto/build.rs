@@ -23,7 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let descriptors = protox::compile(&files, [&root])?;
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out_dir.join("agentic_descriptor.bin"), descriptors.encode_to_vec())?;
+    std::fs::write(
+        out_dir.join("agentic_descriptor.bin"),
+        descriptors.encode_to_vec(),
+    )?;
     tonic_prost_build::configure().compile_fds(descriptors)?;
     Ok(())
 }

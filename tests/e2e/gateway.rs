@@ -20,7 +20,12 @@ fn status(error: agentic_client::ClientError) -> tonic::Status {
 async fn an_unknown_mode_is_an_invalid_argument_that_names_it() {
     let stack = Stack::start(vec![]).await.unwrap();
     let client = stack.client("alice").await.unwrap();
-    let error = status(client.create_prompt(NewPrompt::new("hi").mode("x")).await.unwrap_err());
+    let error = status(
+        client
+            .create_prompt(NewPrompt::new("hi").mode("x"))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(error.code(), Code::InvalidArgument);
     assert_eq!(error.message(), r#"Unknown execution mode: "x""#);
 }
@@ -29,7 +34,12 @@ async fn an_unknown_mode_is_an_invalid_argument_that_names_it() {
 async fn an_empty_input_is_an_invalid_argument() {
     let stack = Stack::start(vec![]).await.unwrap();
     let client = stack.client("alice").await.unwrap();
-    let error = status(client.create_prompt(NewPrompt::new("   ")).await.unwrap_err());
+    let error = status(
+        client
+            .create_prompt(NewPrompt::new("   "))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(error.code(), Code::InvalidArgument);
     assert!(error.message().contains("input"), "{}", error.message());
     assert_eq!(stack.model.request_count(), 0);
@@ -37,7 +47,9 @@ async fn an_empty_input_is_an_invalid_argument() {
 
 #[tokio::test]
 async fn a_missing_prompt_and_another_users_prompt_are_both_not_found() {
-    let stack = Stack::start(vec![text(Match::Any, "Private answer.")]).await.unwrap();
+    let stack = Stack::start(vec![text(Match::Any, "Private answer.")])
+        .await
+        .unwrap();
     let alice = stack.client("alice").await.unwrap();
     let bob = stack.client("bob").await.unwrap();
     let prompt = alice.create_prompt(NewPrompt::new("secret")).await.unwrap();
@@ -47,7 +59,10 @@ async fn a_missing_prompt_and_another_users_prompt_are_both_not_found() {
     assert_eq!(missing.code(), Code::NotFound);
     let foreign = status(bob.get_prompt(&prompt.id).await.unwrap_err());
     assert_eq!(foreign.code(), Code::NotFound);
-    assert_eq!(foreign.message(), missing.message().replace("no-such-prompt", &prompt.id));
+    assert_eq!(
+        foreign.message(),
+        missing.message().replace("no-such-prompt", &prompt.id)
+    );
     let foreign_stream = status(bob.stream_prompt(&prompt.id, 0).await.unwrap_err());
     assert_eq!(foreign_stream.code(), Code::NotFound);
 }
@@ -59,7 +74,9 @@ async fn a_registered_mode_whose_executor_is_down_is_unavailable() {
     let dead_address = dead.local_addr().unwrap();
     drop(dead);
 
-    let mut gateway = PromptGatewayClient::connect(stack.gateway_url()).await.unwrap();
+    let mut gateway = PromptGatewayClient::connect(stack.gateway_url())
+        .await
+        .unwrap();
     let registered = gateway
         .register_mode(RegisterModeRequest {
             id: "ghost".into(),
@@ -70,23 +87,47 @@ async fn a_registered_mode_whose_executor_is_down_is_unavailable() {
         .unwrap()
         .into_inner();
     assert!(!registered.healthy);
-    let modes = gateway.list_modes(ListModesRequest {}).await.unwrap().into_inner().modes;
-    let health: Vec<(String, bool)> = modes.into_iter().map(|mode| (mode.id, mode.healthy)).collect();
-    assert_eq!(health, [("classic".to_owned(), true), ("ghost".to_owned(), false)]);
+    let modes = gateway
+        .list_modes(ListModesRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .modes;
+    let health: Vec<(String, bool)> = modes
+        .into_iter()
+        .map(|mode| (mode.id, mode.healthy))
+        .collect();
+    assert_eq!(
+        health,
+        [("classic".to_owned(), true), ("ghost".to_owned(), false)]
+    );
 
     let client = stack.client("alice").await.unwrap();
-    let error = status(client.create_prompt(NewPrompt::new("hi").mode("ghost")).await.unwrap_err());
+    let error = status(
+        client
+            .create_prompt(NewPrompt::new("hi").mode("ghost"))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(error.code(), Code::Unavailable);
     assert!(error.message().contains("ghost"), "{}", error.message());
-    assert!(client.list_prompts(None).await.unwrap().is_empty(), "nothing was stored for the failed create");
+    assert!(
+        client.list_prompts(None).await.unwrap().is_empty(),
+        "nothing was stored for the failed create"
+    );
 }
 
 #[tokio::test]
 async fn a_request_without_a_user_is_unauthenticated() {
     let stack = Stack::start(vec![]).await.unwrap();
-    let mut gateway = PromptGatewayClient::connect(stack.gateway_url()).await.unwrap();
+    let mut gateway = PromptGatewayClient::connect(stack.gateway_url())
+        .await
+        .unwrap();
     let error = gateway
-        .create_prompt(agentic_proto::v1::CreatePromptRequest { input: "hi".into(), ..Default::default() })
+        .create_prompt(agentic_proto::v1::CreatePromptRequest {
+            input: "hi".into(),
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(error.code(), Code::Unauthenticated);

@@ -4,6 +4,7 @@
 mod classic;
 mod faults;
 mod gateway;
+mod health;
 mod model;
 mod streams;
 mod support;

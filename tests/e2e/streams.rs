@@ -9,7 +9,10 @@ use crate::support::*;
 
 fn sleepy_rules() -> Vec<agentic_testkit::model::Rule> {
     vec![
-        calls(Match::NoToolResults, vec![call("demo__sleep", json!({"ms": 300}))]),
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__sleep", json!({"ms": 300}))],
+        ),
         text(Match::HasToolResults, "Slept well, thank you."),
     ]
 }
@@ -26,7 +29,12 @@ async fn streaming_a_finished_prompt_after_a_sequence_returns_exactly_the_rest()
         let rest = collect(&client, &prompt.id, after).await;
         assert_eq!(rest, all[after as usize..].to_vec(), "after {after}");
     }
-    assert!(collect(&client, &prompt.id, all.len() as u64).await.is_empty(), "nothing after the last event");
+    assert!(
+        collect(&client, &prompt.id, all.len() as u64)
+            .await
+            .is_empty(),
+        "nothing after the last event"
+    );
 }
 
 #[tokio::test]
@@ -43,12 +51,20 @@ async fn streaming_a_running_prompt_after_a_sequence_returns_exactly_the_rest() 
     }
     drop(first);
     let state = client.get_prompt(&prompt.id).await.unwrap().state;
-    assert_eq!(state, agentic_proto::v1::PromptState::Running as i32, "the prompt is still running");
+    assert_eq!(
+        state,
+        agentic_proto::v1::PromptState::Running as i32,
+        "the prompt is still running"
+    );
     let rest = collect(&client, &prompt.id, 2).await;
 
     let all = collect(&client, &prompt.id, 0).await;
     assert_eq!(seen, all[..2].to_vec());
-    assert_eq!(rest, all[2..].to_vec(), "no duplicates, no gaps across the reconnect");
+    assert_eq!(
+        rest,
+        all[2..].to_vec(),
+        "no duplicates, no gaps across the reconnect"
+    );
 }
 
 #[tokio::test]
@@ -56,7 +72,10 @@ async fn two_concurrent_streams_of_one_prompt_see_identical_sequences() {
     let stack = Stack::start(sleepy_rules()).await.unwrap();
     let client = stack.client("alice").await.unwrap();
     let prompt = client.create_prompt(NewPrompt::new("sleep")).await.unwrap();
-    let (one, two) = tokio::join!(collect(&client, &prompt.id, 0), collect(&client, &prompt.id, 0));
+    let (one, two) = tokio::join!(
+        collect(&client, &prompt.id, 0),
+        collect(&client, &prompt.id, 0)
+    );
     assert_eq!(one, two);
     assert_eq!(sequences(&one), (1..=one.len() as u64).collect::<Vec<_>>());
     assert_eq!(kind(one.last().unwrap()), "completed");
@@ -64,17 +83,25 @@ async fn two_concurrent_streams_of_one_prompt_see_identical_sequences() {
 
 #[tokio::test]
 async fn many_prompts_at_once_each_get_their_own_gap_free_log() {
-    let stack = Stack::start(vec![text(Match::Any, "Hello there, {last_user}.")]).await.unwrap();
+    let stack = Stack::start(vec![text(Match::Any, "Hello there, {last_user}.")])
+        .await
+        .unwrap();
     let client = stack.client("alice").await.unwrap();
     let runs = (0..8).map(|n| {
         let client = client.clone();
         async move {
-            let prompt = client.create_prompt(NewPrompt::new(format!("prompt {n}"))).await.unwrap();
+            let prompt = client
+                .create_prompt(NewPrompt::new(format!("prompt {n}")))
+                .await
+                .unwrap();
             (n, collect(&client, &prompt.id, 0).await)
         }
     });
     for (n, events) in futures::future::join_all(runs).await {
-        assert_eq!(sequences(&events), (1..=events.len() as u64).collect::<Vec<_>>());
+        assert_eq!(
+            sequences(&events),
+            (1..=events.len() as u64).collect::<Vec<_>>()
+        );
         assert_eq!(streamed_text(&events), format!("Hello there, prompt {n}."));
     }
 }

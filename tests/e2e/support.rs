@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use agentic_client::Client;
-use agentic_proto::v1::{Prompt, PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result};
+use agentic_proto::v1::{
+    Prompt, PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result,
+};
 use agentic_testkit::model::{Match, Reply, Rule, ScriptedCall};
 use serde_json::Value;
 
@@ -12,7 +14,10 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Reads a prompt's stream from `after` until the server ends it.
 pub async fn collect(client: &Client, prompt_id: &str, after: u64) -> Vec<PromptEvent> {
-    let mut stream = client.stream_prompt(prompt_id, after).await.expect("stream opens");
+    let mut stream = client
+        .stream_prompt(prompt_id, after)
+        .await
+        .expect("stream opens");
     let mut events = Vec::new();
     tokio::time::timeout(PATIENCE, async {
         while let Some(event) = stream.message().await.expect("stream delivers") {
@@ -75,11 +80,21 @@ pub fn text_of(output: &PromptOutput) -> Option<&str> {
 
 /// `(function, Ok(output) | Err(error))` of a finished tool output.
 pub fn tool_of(output: &PromptOutput) -> Option<(&str, Result<Value, String>)> {
-    let Some(prompt_output::Kind::Tool(tool)) = &output.kind else { return None };
-    let result = match tool.result.as_ref().and_then(|result| result.result.as_ref()) {
-        Some(tool_result::Result::Success(success)) => Ok(agentic_proto::json::from_proto_opt(success.output.as_ref())),
+    let Some(prompt_output::Kind::Tool(tool)) = &output.kind else {
+        return None;
+    };
+    let result = match tool
+        .result
+        .as_ref()
+        .and_then(|result| result.result.as_ref())
+    {
+        Some(tool_result::Result::Success(success)) => {
+            Ok(agentic_proto::json::from_proto_opt(success.output.as_ref()))
+        }
         Some(tool_result::Result::Error(error)) => Err(error.error.clone()),
-        Some(tool_result::Result::Pending(pending)) => Err(format!("still pending: {}", pending.reason)),
+        Some(tool_result::Result::Pending(pending)) => {
+            Err(format!("still pending: {}", pending.reason))
+        }
         None => Err("no result".to_owned()),
     };
     Some((tool.function.as_str(), result))
@@ -97,11 +112,21 @@ pub fn terminal_prompt(event: &PromptEvent) -> Option<&Prompt> {
 }
 
 pub fn call(name: &str, arguments: Value) -> ScriptedCall {
-    ScriptedCall { name: name.to_owned(), arguments, raw_arguments: None }
+    ScriptedCall {
+        name: name.to_owned(),
+        arguments,
+        raw_arguments: None,
+    }
 }
 
 pub fn calls(when: Match, calls: Vec<ScriptedCall>) -> Rule {
-    Rule::new(when, Reply::ToolCalls { content: None, calls })
+    Rule::new(
+        when,
+        Reply::ToolCalls {
+            content: None,
+            calls,
+        },
+    )
 }
 
 pub fn text(when: Match, text: &str) -> Rule {
@@ -112,7 +137,10 @@ pub fn text(when: Match, text: &str) -> Rule {
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -72,7 +72,8 @@ pub async fn run_with_model(
     let service = ExecutorServer::new(ExecutorService::new(executor))
         .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-    let (router, health) = agentic_rpc::router().context("building the gRPC router")?;
+    let (router, health) = agentic_rpc::router(&[agentic_proto::v1::executor_server::SERVICE_NAME])
+        .context("building the gRPC router")?;
     health
         .set_serving::<ExecutorServer<ExecutorService>>()
         .await;

@@ -14,6 +14,8 @@ pub fn caller(metadata: &MetadataMap) -> Result<String, GatewayError> {
         .and_then(|value| value.to_str().ok())
         .map(str::trim)
         .filter(|user| !user.is_empty() && user.len() <= 256)
-        .ok_or_else(|| GatewayError::Unauthenticated(format!("missing or invalid {USER_HEADER} metadata")))?;
+        .ok_or_else(|| {
+            GatewayError::Unauthenticated(format!("missing or invalid {USER_HEADER} metadata"))
+        })?;
     Ok(user.to_owned())
 }

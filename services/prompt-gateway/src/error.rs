@@ -36,7 +36,9 @@ pub enum GatewayError {
 impl ServiceError for GatewayError {
     fn kind(&self) -> ErrorKind {
         match self {
-            GatewayError::InvalidArgument(_) | GatewayError::UnknownMode(_) => ErrorKind::InvalidArgument,
+            GatewayError::InvalidArgument(_) | GatewayError::UnknownMode(_) => {
+                ErrorKind::InvalidArgument
+            }
             GatewayError::PromptNotFound(_) => ErrorKind::NotFound,
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
             GatewayError::ModeUnavailable { .. } => ErrorKind::Unavailable,

@@ -83,7 +83,10 @@ async fn forward(
     }
 }
 
-async fn send(sender: &mpsc::Sender<Result<PromptEvent, Status>>, event: PromptEvent) -> Result<(), Stop> {
+async fn send(
+    sender: &mpsc::Sender<Result<PromptEvent, Status>>,
+    event: PromptEvent,
+) -> Result<(), Stop> {
     let terminal = is_terminal(&event);
     if sender.send(Ok(event)).await.is_err() || terminal {
         return Err(Stop::Done);

@@ -2,11 +2,12 @@
 
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest, CreatePromptRequest, File,
-    GetConversationRequest, GetFileRequest, GetPromptRequest, ListConversationFilesRequest,
-    ListConversationFilesResponse, ListConversationsRequest, ListConversationsResponse, ListModesRequest,
-    ListModesResponse, ListPromptsRequest, ListPromptsResponse, Mode, ModelTier, Prompt, RegisterModeRequest,
-    RejectToolCallRequest, StreamPromptRequest,
+    ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
+    CreatePromptRequest, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
+    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
+    ListPromptsResponse, Mode, ModelTier, Prompt, RegisterModeRequest, RejectToolCallRequest,
+    StreamPromptRequest,
 };
 use agentic_rpc::to_status;
 use tonic::{Request, Response, Status};
@@ -23,7 +24,9 @@ pub struct GatewayService {
 type GrpcResult<T> = Result<Response<T>, Status>;
 
 fn not_yet<T>(what: &str) -> GrpcResult<T> {
-    Err(to_status(GatewayError::Unimplemented(format!("{what} is not available in this version of the gateway"))))
+    Err(to_status(GatewayError::Unimplemented(format!(
+        "{what} is not available in this version of the gateway"
+    ))))
 }
 
 fn non_empty(value: String) -> Option<String> {
@@ -42,7 +45,12 @@ impl PromptGateway for GatewayService {
         let model = match ModelTier::try_from(request.model) {
             Ok(ModelTier::Unspecified) => ModelTier::Normal,
             Ok(tier) => tier,
-            Err(_) => return Err(to_status(GatewayError::InvalidArgument(format!("unknown model tier {}", request.model)))),
+            Err(_) => {
+                return Err(to_status(GatewayError::InvalidArgument(format!(
+                    "unknown model tier {}",
+                    request.model
+                ))));
+            }
         };
         let prompt = self
             .prompts
@@ -61,11 +69,17 @@ impl PromptGateway for GatewayService {
 
     type StreamPromptStream = EventStream;
 
-    async fn stream_prompt(&self, request: Request<StreamPromptRequest>) -> GrpcResult<EventStream> {
+    async fn stream_prompt(
+        &self,
+        request: Request<StreamPromptRequest>,
+    ) -> GrpcResult<EventStream> {
         let user_id = caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         // Ownership first: another user's prompt does not exist.
-        self.prompts.get(&user_id, &request.prompt_id).await.map_err(to_status)?;
+        self.prompts
+            .get(&user_id, &request.prompt_id)
+            .await
+            .map_err(to_status)?;
         let stream = follow(
             self.prompts.store.clone(),
             self.prompts.hub.clone(),
@@ -77,62 +91,109 @@ impl PromptGateway for GatewayService {
 
     async fn get_prompt(&self, request: Request<GetPromptRequest>) -> GrpcResult<Prompt> {
         let user_id = caller(request.metadata()).map_err(to_status)?;
-        let prompt = self.prompts.get(&user_id, &request.into_inner().prompt_id).await.map_err(to_status)?;
+        let prompt = self
+            .prompts
+            .get(&user_id, &request.into_inner().prompt_id)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(prompt))
     }
 
-    async fn list_prompts(&self, request: Request<ListPromptsRequest>) -> GrpcResult<ListPromptsResponse> {
+    async fn list_prompts(
+        &self,
+        request: Request<ListPromptsRequest>,
+    ) -> GrpcResult<ListPromptsResponse> {
         let user_id = caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let conversation = non_empty(request.conversation_id);
-        let prompts = self.prompts.list(&user_id, conversation.as_deref(), request.limit).await.map_err(to_status)?;
+        let prompts = self
+            .prompts
+            .list(&user_id, conversation.as_deref(), request.limit)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(ListPromptsResponse { prompts }))
     }
 
     async fn cancel_prompt(&self, request: Request<CancelPromptRequest>) -> GrpcResult<Prompt> {
         let user_id = caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
-        let prompt = self.prompts.cancel(&user_id, &request.prompt_id, request.reason).await.map_err(to_status)?;
+        let prompt = self
+            .prompts
+            .cancel(&user_id, &request.prompt_id, request.reason)
+            .await
+            .map_err(to_status)?;
         Ok(Response::new(prompt))
     }
 
-    async fn approve_tool_call(&self, _request: Request<ApproveToolCallRequest>) -> GrpcResult<Prompt> {
+    async fn approve_tool_call(
+        &self,
+        _request: Request<ApproveToolCallRequest>,
+    ) -> GrpcResult<Prompt> {
         not_yet("approving tool calls")
     }
 
-    async fn reject_tool_call(&self, _request: Request<RejectToolCallRequest>) -> GrpcResult<Prompt> {
+    async fn reject_tool_call(
+        &self,
+        _request: Request<RejectToolCallRequest>,
+    ) -> GrpcResult<Prompt> {
         not_yet("rejecting tool calls")
     }
 
-    async fn list_modes(&self, _request: Request<ListModesRequest>) -> GrpcResult<ListModesResponse> {
+    async fn list_modes(
+        &self,
+        _request: Request<ListModesRequest>,
+    ) -> GrpcResult<ListModesResponse> {
         let modes = self
             .prompts
             .modes
             .statuses()
             .await
             .into_iter()
-            .map(|status| Mode { id: status.id, name: status.name, endpoint: status.endpoint, healthy: status.healthy })
+            .map(|status| Mode {
+                id: status.id,
+                name: status.name,
+                endpoint: status.endpoint,
+                healthy: status.healthy,
+            })
             .collect();
         Ok(Response::new(ListModesResponse { modes }))
     }
 
     async fn register_mode(&self, request: Request<RegisterModeRequest>) -> GrpcResult<Mode> {
         let request = request.into_inner();
-        let mode = self.prompts.modes.register(request.id.trim(), &request.name, request.endpoint.trim()).map_err(to_status)?;
+        let mode = self
+            .prompts
+            .modes
+            .register(request.id.trim(), &request.name, request.endpoint.trim())
+            .map_err(to_status)?;
         tracing::info!(mode = %mode.id, endpoint = %mode.endpoint, "mode registered");
         let status = self.prompts.modes.status(&mode).await;
-        Ok(Response::new(Mode { id: status.id, name: status.name, endpoint: status.endpoint, healthy: status.healthy }))
+        Ok(Response::new(Mode {
+            id: status.id,
+            name: status.name,
+            endpoint: status.endpoint,
+            healthy: status.healthy,
+        }))
     }
 
-    async fn create_conversation(&self, _request: Request<CreateConversationRequest>) -> GrpcResult<Conversation> {
+    async fn create_conversation(
+        &self,
+        _request: Request<CreateConversationRequest>,
+    ) -> GrpcResult<Conversation> {
         not_yet("conversations")
     }
 
-    async fn get_conversation(&self, _request: Request<GetConversationRequest>) -> GrpcResult<Conversation> {
+    async fn get_conversation(
+        &self,
+        _request: Request<GetConversationRequest>,
+    ) -> GrpcResult<Conversation> {
         not_yet("conversations")
     }
 
-    async fn list_conversations(&self, _request: Request<ListConversationsRequest>) -> GrpcResult<ListConversationsResponse> {
+    async fn list_conversations(
+        &self,
+        _request: Request<ListConversationsRequest>,
+    ) -> GrpcResult<ListConversationsResponse> {
         not_yet("conversations")
     }
 

@@ -40,15 +40,26 @@ impl Hub {
         let sender = channels
             .entry(prompt_id.to_owned())
             .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0);
-        Subscription { hub: self.clone(), prompt_id: prompt_id.to_owned(), receiver: sender.subscribe() }
+        Subscription {
+            hub: self.clone(),
+            prompt_id: prompt_id.to_owned(),
+            receiver: sender.subscribe(),
+        }
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        let mut channels = self.hub.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut channels = self
+            .hub
+            .channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         // Our own receiver is still alive here, so "last one" means a count of one.
-        if channels.get(&self.prompt_id).is_some_and(|sender| sender.receiver_count() <= 1) {
+        if channels
+            .get(&self.prompt_id)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
             channels.remove(&self.prompt_id);
         }
     }

@@ -35,28 +35,55 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_LISTEN", default_value = "0.0.0.0:50051")]
     pub listen: SocketAddr,
     /// The gateway's own database (SQLite file by default).
-    #[arg(long, env = "GATEWAY_DATABASE_URL", default_value = "sqlite://gateway.db?mode=rwc")]
+    #[arg(
+        long,
+        env = "GATEWAY_DATABASE_URL",
+        default_value = "sqlite://gateway.db?mode=rwc"
+    )]
     pub database_url: String,
     /// Execution modes as MODE=URL, comma separated. More can register at run time.
-    #[arg(long, env = "GATEWAY_MODES", value_delimiter = ',', default_value = "classic=http://127.0.0.1:50052")]
+    #[arg(
+        long,
+        env = "GATEWAY_MODES",
+        value_delimiter = ',',
+        default_value = "classic=http://127.0.0.1:50052"
+    )]
     pub modes: Vec<ModeSpec>,
 }
 
 /// Serves the gateway on `listener` until `shutdown` resolves.
-pub async fn run(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let store = Store::connect(&config.database_url).await?;
     let hub = Hub::default();
     let runner = Runner::new(store.clone(), hub.clone());
     let modes = ModeRegistry::from_specs(&config.modes)?;
-    let prompts = Prompts { store, hub, runner, modes };
+    let prompts = Prompts {
+        store,
+        hub,
+        runner,
+        modes,
+    };
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
-        tracing::warn!(orphaned, "failed prompts left running by a previous gateway process");
+        tracing::warn!(
+            orphaned,
+            "failed prompts left running by a previous gateway process"
+        );
     }
-    tracing::warn!(header = USER_HEADER, "no auth tokens configured: trusting the user id the caller sends (dev mode)");
+    tracing::warn!(
+        header = USER_HEADER,
+        "no auth tokens configured: trusting the user id the caller sends (dev mode)"
+    );
 
-    let (router, health) = agentic_rpc::router()?;
-    health.set_serving::<PromptGatewayServer<GatewayService>>().await;
+    let (router, health) =
+        agentic_rpc::router(&[agentic_proto::v1::prompt_gateway_server::SERVICE_NAME])?;
+    health
+        .set_serving::<PromptGatewayServer<GatewayService>>()
+        .await;
     let gateway = PromptGatewayServer::new(GatewayService { prompts })
         .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);

@@ -45,16 +45,25 @@ impl Prompts {
     /// the mode is unknown or its executor cannot be reached.
     pub async fn create(&self, request: NewPrompt) -> Result<Prompt, GatewayError> {
         if request.input.trim().is_empty() {
-            return Err(GatewayError::InvalidArgument("input must not be empty".into()));
+            return Err(GatewayError::InvalidArgument(
+                "input must not be empty".into(),
+            ));
         }
         if request.input.len() > MAX_INPUT_BYTES {
-            return Err(GatewayError::InvalidArgument(format!("input is longer than {MAX_INPUT_BYTES} bytes")));
+            return Err(GatewayError::InvalidArgument(format!(
+                "input is longer than {MAX_INPUT_BYTES} bytes"
+            )));
         }
         if request.max_rounds > MAX_ROUNDS_LIMIT {
-            return Err(GatewayError::InvalidArgument(format!("max_rounds must be at most {MAX_ROUNDS_LIMIT}")));
+            return Err(GatewayError::InvalidArgument(format!(
+                "max_rounds must be at most {MAX_ROUNDS_LIMIT}"
+            )));
         }
         let mode_id = request.mode.unwrap_or_else(|| DEFAULT_MODE.to_owned());
-        let mode = self.modes.get(&mode_id).ok_or(GatewayError::UnknownMode(mode_id))?;
+        let mode = self
+            .modes
+            .get(&mode_id)
+            .ok_or(GatewayError::UnknownMode(mode_id))?;
         let created_at = now();
         let prompt = Prompt {
             id: uuid::Uuid::now_v7().to_string(),
@@ -77,7 +86,10 @@ impl Prompts {
             prompt: Some(prompt.clone()),
             history: Vec::new(),
             state: request.state,
-            limits: Some(ExecuteLimits { max_rounds: request.max_rounds, run_timeout_ms: 0 }),
+            limits: Some(ExecuteLimits {
+                max_rounds: request.max_rounds,
+                run_timeout_ms: 0,
+            }),
             user_id: request.user_id,
             decisions: Vec::new(),
         };
@@ -89,29 +101,60 @@ impl Prompts {
     }
 
     pub async fn get(&self, user_id: &str, prompt_id: &str) -> Result<Prompt, GatewayError> {
-        self.store.prompt(user_id, prompt_id).await?.ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_owned()))
+        self.store
+            .prompt(user_id, prompt_id)
+            .await?
+            .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_owned()))
     }
 
-    pub async fn list(&self, user_id: &str, conversation_id: Option<&str>, limit: u32) -> Result<Vec<Prompt>, GatewayError> {
-        let limit = if limit == 0 { DEFAULT_LIST_LIMIT } else { limit.min(MAX_LIST_LIMIT) };
-        self.store.list_prompts(user_id, conversation_id, limit).await
+    pub async fn list(
+        &self,
+        user_id: &str,
+        conversation_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Prompt>, GatewayError> {
+        let limit = if limit == 0 {
+            DEFAULT_LIST_LIMIT
+        } else {
+            limit.min(MAX_LIST_LIMIT)
+        };
+        self.store
+            .list_prompts(user_id, conversation_id, limit)
+            .await
     }
 
     /// Ends a running or waiting prompt as CANCELLED. The executor's stream is closed, which
     /// stops its LLM call and tool calls.
-    pub async fn cancel(&self, user_id: &str, prompt_id: &str, reason: String) -> Result<Prompt, GatewayError> {
+    pub async fn cancel(
+        &self,
+        user_id: &str,
+        prompt_id: &str,
+        reason: String,
+    ) -> Result<Prompt, GatewayError> {
         let prompt = self.get(user_id, prompt_id).await?;
-        let reason = if reason.trim().is_empty() { "cancelled by the user".to_owned() } else { reason };
+        let reason = if reason.trim().is_empty() {
+            "cancelled by the user".to_owned()
+        } else {
+            reason
+        };
         match PromptState::try_from(prompt.state) {
             Ok(PromptState::Running) => match self.runner.cancel(prompt_id, reason.clone()).await {
                 Some(result) => result,
                 // No run of it is active here: it finished meanwhile, or its run was lost.
                 None => match self.store.state(prompt_id).await? {
-                    Some(PromptState::Running) => self.runner.finish(prompt_id, PromptState::Cancelled, reason).await,
+                    Some(PromptState::Running) => {
+                        self.runner
+                            .finish(prompt_id, PromptState::Cancelled, reason)
+                            .await
+                    }
                     _ => Err(already_ended(&self.get(user_id, prompt_id).await?)),
                 },
             },
-            Ok(PromptState::WaitingForApproval) => self.runner.finish(prompt_id, PromptState::Cancelled, reason).await,
+            Ok(PromptState::WaitingForApproval) => {
+                self.runner
+                    .finish(prompt_id, PromptState::Cancelled, reason)
+                    .await
+            }
             _ => Err(already_ended(&prompt)),
         }
     }
@@ -121,9 +164,16 @@ impl Prompts {
     pub async fn fail_orphaned(&self) -> Result<usize, GatewayError> {
         let orphaned = self.store.running_prompt_ids().await?;
         for prompt_id in &orphaned {
-            tracing::warn!(prompt_id, "failing a prompt left running by a previous gateway process");
+            tracing::warn!(
+                prompt_id,
+                "failing a prompt left running by a previous gateway process"
+            );
             self.runner
-                .finish(prompt_id, PromptState::Failed, "the gateway restarted while this prompt was running".into())
+                .finish(
+                    prompt_id,
+                    PromptState::Failed,
+                    "the gateway restarted while this prompt was running".into(),
+                )
                 .await?;
         }
         Ok(orphaned.len())
@@ -131,6 +181,8 @@ impl Prompts {
 }
 
 fn already_ended(prompt: &Prompt) -> GatewayError {
-    let state = PromptState::try_from(prompt.state).map(|state| state.as_str_name()).unwrap_or("UNKNOWN");
+    let state = PromptState::try_from(prompt.state)
+        .map(|state| state.as_str_name())
+        .unwrap_or("UNKNOWN");
     GatewayError::FailedPrecondition(format!("prompt {} has already ended ({state})", prompt.id))
 }

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agentic_proto::v1::executor_client::ExecutorClient;
 use agentic_proto::v1::{
-    CancelExecution, ExecuteEvent, ExecuteInput, ExecuteStart, OutputAdded, OutputUpdated, Prompt, PromptCancelled,
-    PromptCompleted, PromptFailed, PromptState, PromptWaiting, execute_event, execute_input, prompt_event,
+    CancelExecution, ExecuteEvent, ExecuteInput, ExecuteStart, OutputAdded, OutputUpdated, Prompt,
+    PromptCancelled, PromptCompleted, PromptFailed, PromptState, PromptWaiting, execute_event,
+    execute_input, prompt_event,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
@@ -23,6 +24,9 @@ pub struct OpenRun {
     inputs: mpsc::Sender<ExecuteInput>,
     events: Streaming<ExecuteEvent>,
 }
+
+/// Builds the event to store from the prompt as the change left it (for terminal events).
+type EventFor = Box<dyn FnOnce(Option<Prompt>) -> prompt_event::Kind + Send>;
 
 type CancelRequest = (String, oneshot::Sender<Result<Prompt, GatewayError>>);
 
@@ -40,22 +44,34 @@ enum Next {
 
 impl Runner {
     pub fn new(store: Store, hub: Hub) -> Runner {
-        Runner { store, hub, active: Arc::default() }
+        Runner {
+            store,
+            hub,
+            active: Arc::default(),
+        }
     }
 
     /// Opens the executor's `Execute` stream with `start` as its first message. An executor
     /// that cannot be reached is `UNAVAILABLE` here, before any prompt is stored.
     pub async fn open(&self, mode: &Mode, start: ExecuteStart) -> Result<OpenRun, GatewayError> {
         let (inputs, receiver) = mpsc::channel(16);
-        let start = ExecuteInput { kind: Some(execute_input::Kind::Start(start)) };
-        inputs.send(start).await.map_err(|_| GatewayError::Internal("execute input channel closed".into()))?;
+        let start = ExecuteInput {
+            kind: Some(execute_input::Kind::Start(start)),
+        };
+        inputs
+            .send(start)
+            .await
+            .map_err(|_| GatewayError::Internal("execute input channel closed".into()))?;
         let mut client = ExecutorClient::new(mode.channel.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
         let events = client
             .execute(ReceiverStream::new(receiver))
             .await
-            .map_err(|status| GatewayError::ModeUnavailable { mode: mode.id.clone(), reason: status.message().to_owned() })?
+            .map_err(|status| GatewayError::ModeUnavailable {
+                mode: mode.id.clone(),
+                reason: status.message().to_owned(),
+            })?
             .into_inner();
         Ok(OpenRun { inputs, events })
     }
@@ -63,33 +79,66 @@ impl Runner {
     /// Follows an opened run in the background until it finishes, fails or is cancelled.
     pub fn spawn(&self, prompt: &Prompt, run: OpenRun) {
         let (cancel_sender, cancels) = mpsc::channel(1);
-        self.active.lock().unwrap_or_else(PoisonError::into_inner).insert(prompt.id.clone(), cancel_sender);
+        self.active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(prompt.id.clone(), cancel_sender);
         let runner = self.clone();
         let prompt_id = prompt.id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
         tokio::spawn(async move {
-            runner.follow(&prompt_id, &mode, outputs, run, cancels).await;
-            runner.active.lock().unwrap_or_else(PoisonError::into_inner).remove(&prompt_id);
+            runner
+                .follow(&prompt_id, &mode, outputs, run, cancels)
+                .await;
+            runner
+                .active
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&prompt_id);
         });
     }
 
     /// Cancels a run followed by this gateway. `None` when no run of that prompt is active here.
-    pub async fn cancel(&self, prompt_id: &str, reason: String) -> Option<Result<Prompt, GatewayError>> {
-        let sender = self.active.lock().unwrap_or_else(PoisonError::into_inner).get(prompt_id).cloned()?;
+    pub async fn cancel(
+        &self,
+        prompt_id: &str,
+        reason: String,
+    ) -> Option<Result<Prompt, GatewayError>> {
+        let sender = self
+            .active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(prompt_id)
+            .cloned()?;
         let (reply, answer) = oneshot::channel();
         sender.send((reason, reply)).await.ok()?;
         answer.await.ok()
     }
 
     /// Ends a prompt that is not running here (waiting, or orphaned) with a terminal event.
-    pub async fn finish(&self, prompt_id: &str, state: PromptState, message: String) -> Result<Prompt, GatewayError> {
+    pub async fn finish(
+        &self,
+        prompt_id: &str,
+        state: PromptState,
+        message: String,
+    ) -> Result<Prompt, GatewayError> {
         let event = self
             .store
-            .record(prompt_id, Change::Finish { state, error: message.clone() }, |prompt| match state {
-                PromptState::Cancelled => prompt_event::Kind::Cancelled(PromptCancelled { reason: message, prompt }),
-                _ => prompt_event::Kind::Error(PromptFailed { message, prompt }),
-            })
+            .record(
+                prompt_id,
+                Change::Finish {
+                    state,
+                    error: message.clone(),
+                },
+                |prompt| match state {
+                    PromptState::Cancelled => prompt_event::Kind::Cancelled(PromptCancelled {
+                        reason: message,
+                        prompt,
+                    }),
+                    _ => prompt_event::Kind::Error(PromptFailed { message, prompt }),
+                },
+            )
             .await?;
         self.hub.publish(&event);
         final_prompt(event)
@@ -117,7 +166,9 @@ impl Runner {
             };
             let outcome = match next {
                 Ok(Some(event)) => self.apply(prompt_id, &mut outputs, event).await,
-                Ok(None) => Err(GatewayError::Protocol(format!("executor for mode {mode:?} ended the run without finishing it"))),
+                Ok(None) => Err(GatewayError::Protocol(format!(
+                    "executor for mode {mode:?} ended the run without finishing it"
+                ))),
                 Err(status) => Err(GatewayError::ModeUnavailable {
                     mode: mode.to_owned(),
                     reason: format!("executor failed mid-run: {}", status.message()),
@@ -128,7 +179,10 @@ impl Runner {
                 Ok(Next::Done) => return,
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
-                    if let Err(store_error) = self.finish(prompt_id, PromptState::Failed, error.to_string()).await {
+                    if let Err(store_error) = self
+                        .finish(prompt_id, PromptState::Failed, error.to_string())
+                        .await
+                    {
                         tracing::error!(prompt_id, error = %store_error, "could not record the failure of a prompt");
                     }
                     return;
@@ -137,56 +191,108 @@ impl Runner {
         }
     }
 
-    async fn apply(&self, prompt_id: &str, outputs: &mut usize, event: ExecuteEvent) -> Result<Next, GatewayError> {
+    async fn apply(
+        &self,
+        prompt_id: &str,
+        outputs: &mut usize,
+        event: ExecuteEvent,
+    ) -> Result<Next, GatewayError> {
         let Some(kind) = event.kind else {
-            return Err(GatewayError::Protocol("execute event without a kind".into()));
+            return Err(GatewayError::Protocol(
+                "execute event without a kind".into(),
+            ));
         };
-        let (change, kind, next): (Change, Box<dyn FnOnce(Option<Prompt>) -> prompt_event::Kind + Send>, Next) = match kind {
+        let (change, kind, next): (Change, EventFor, Next) = match kind {
             execute_event::Kind::OutputAdded(OutputAdded { index, output }) => {
                 if usize::try_from(index).ok() != Some(*outputs) {
-                    return Err(GatewayError::Protocol(format!("output added at index {index}, expected {outputs}")));
+                    return Err(GatewayError::Protocol(format!(
+                        "output added at index {index}, expected {outputs}"
+                    )));
                 }
-                let output = output.ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
+                let output = output
+                    .ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
                 *outputs += 1;
-                let added = OutputAdded { index, output: Some(output.clone()) };
-                (Change::AddOutput { index, output }, Box::new(move |_| prompt_event::Kind::Output(added)), Next::Continue)
+                let added = OutputAdded {
+                    index,
+                    output: Some(output.clone()),
+                };
+                (
+                    Change::AddOutput { index, output },
+                    Box::new(move |_| prompt_event::Kind::Output(added)),
+                    Next::Continue,
+                )
             }
             execute_event::Kind::OutputUpdated(OutputUpdated { index, output }) => {
                 if usize::try_from(index).map_or(true, |index| index >= *outputs) {
-                    return Err(GatewayError::Protocol(format!("output {index} updated but only {outputs} exist")));
+                    return Err(GatewayError::Protocol(format!(
+                        "output {index} updated but only {outputs} exist"
+                    )));
                 }
-                let output = output.ok_or_else(|| GatewayError::Protocol("output updated without content".into()))?;
-                let updated = OutputUpdated { index, output: Some(output.clone()) };
-                (Change::UpdateOutput { index, output }, Box::new(move |_| prompt_event::Kind::OutputUpdated(updated)), Next::Continue)
+                let output = output.ok_or_else(|| {
+                    GatewayError::Protocol("output updated without content".into())
+                })?;
+                let updated = OutputUpdated {
+                    index,
+                    output: Some(output.clone()),
+                };
+                (
+                    Change::UpdateOutput { index, output },
+                    Box::new(move |_| prompt_event::Kind::OutputUpdated(updated)),
+                    Next::Continue,
+                )
             }
-            execute_event::Kind::TextDelta(delta) => {
-                (Change::None, Box::new(move |_| prompt_event::Kind::Stream(delta)), Next::Continue)
-            }
-            execute_event::Kind::ApprovalRequested(request) => {
-                (Change::None, Box::new(move |_| prompt_event::Kind::ApprovalRequested(request)), Next::Continue)
-            }
+            execute_event::Kind::TextDelta(delta) => (
+                Change::None,
+                Box::new(move |_| prompt_event::Kind::Stream(delta)),
+                Next::Continue,
+            ),
+            execute_event::Kind::ApprovalRequested(request) => (
+                Change::None,
+                Box::new(move |_| prompt_event::Kind::ApprovalRequested(request)),
+                Next::Continue,
+            ),
             execute_event::Kind::Usage(usage) => {
                 self.store.add_usage(prompt_id, &usage).await?;
                 return Ok(Next::Continue);
             }
-            execute_event::Kind::Finished(finished) => match PromptState::try_from(finished.state) {
-                Ok(PromptState::Completed) => (
-                    Change::Finish { state: PromptState::Completed, error: String::new() },
-                    Box::new(|prompt| prompt_event::Kind::Completed(PromptCompleted { prompt })),
-                    Next::Done,
-                ),
-                Ok(PromptState::WaitingForApproval) => (
-                    Change::Finish { state: PromptState::WaitingForApproval, error: String::new() },
-                    Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt })),
-                    Next::Done,
-                ),
-                _ => return Err(GatewayError::Protocol(format!("run finished in state {}", finished.state))),
-            },
+            execute_event::Kind::Finished(finished) => {
+                match PromptState::try_from(finished.state) {
+                    Ok(PromptState::Completed) => (
+                        Change::Finish {
+                            state: PromptState::Completed,
+                            error: String::new(),
+                        },
+                        Box::new(|prompt| {
+                            prompt_event::Kind::Completed(PromptCompleted { prompt })
+                        }),
+                        Next::Done,
+                    ),
+                    Ok(PromptState::WaitingForApproval) => (
+                        Change::Finish {
+                            state: PromptState::WaitingForApproval,
+                            error: String::new(),
+                        },
+                        Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt })),
+                        Next::Done,
+                    ),
+                    _ => {
+                        return Err(GatewayError::Protocol(format!(
+                            "run finished in state {}",
+                            finished.state
+                        )));
+                    }
+                }
+            }
             execute_event::Kind::Failed(failed) => {
                 let message = failed.message;
                 (
-                    Change::Finish { state: PromptState::Failed, error: message.clone() },
-                    Box::new(move |prompt| prompt_event::Kind::Error(PromptFailed { message, prompt })),
+                    Change::Finish {
+                        state: PromptState::Failed,
+                        error: message.clone(),
+                    },
+                    Box::new(move |prompt| {
+                        prompt_event::Kind::Error(PromptFailed { message, prompt })
+                    }),
                     Next::Done,
                 )
             }
@@ -199,8 +305,16 @@ impl Runner {
 
 fn final_prompt(event: agentic_proto::v1::PromptEvent) -> Result<Prompt, GatewayError> {
     match event.kind {
-        Some(prompt_event::Kind::Cancelled(PromptCancelled { prompt: Some(prompt), .. }))
-        | Some(prompt_event::Kind::Error(PromptFailed { prompt: Some(prompt), .. })) => Ok(prompt),
-        _ => Err(GatewayError::Internal("terminal event without its prompt".into())),
+        Some(prompt_event::Kind::Cancelled(PromptCancelled {
+            prompt: Some(prompt),
+            ..
+        }))
+        | Some(prompt_event::Kind::Error(PromptFailed {
+            prompt: Some(prompt),
+            ..
+        })) => Ok(prompt),
+        _ => Err(GatewayError::Internal(
+            "terminal event without its prompt".into(),
+        )),
     }
 }

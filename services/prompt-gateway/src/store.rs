@@ -7,11 +7,13 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use agentic_proto::json::{json_to_struct, now, struct_to_json, timestamp_from_millis, timestamp_millis};
+use agentic_proto::json::{
+    json_to_struct, now, struct_to_json, timestamp_from_millis, timestamp_millis,
+};
 use agentic_proto::v1::{Prompt, PromptEvent, PromptOutput, PromptState, Usage, prompt_event};
 use prost::Message;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool, Sqlite, Transaction};
+use sqlx::{Row, Sqlite, SqlitePool, Transaction};
 
 use crate::error::GatewayError;
 
@@ -19,10 +21,19 @@ use crate::error::GatewayError;
 #[derive(Debug)]
 pub enum Change {
     None,
-    AddOutput { index: u32, output: PromptOutput },
-    UpdateOutput { index: u32, output: PromptOutput },
+    AddOutput {
+        index: u32,
+        output: PromptOutput,
+    },
+    UpdateOutput {
+        index: u32,
+        output: PromptOutput,
+    },
     /// The prompt leaves RUNNING; the event carries the resulting prompt.
-    Finish { state: PromptState, error: String },
+    Finish {
+        state: PromptState,
+        error: String,
+    },
 }
 
 #[derive(Clone)]
@@ -34,20 +45,29 @@ impl Store {
     /// Opens (creating if missing) the database at `url` and runs the migrations.
     pub async fn connect(url: &str) -> Result<Store, GatewayError> {
         let options = SqliteConnectOptions::from_str(url)
-            .map_err(|error| GatewayError::Config(format!("invalid database url {url:?}: {error}")))?
+            .map_err(|error| {
+                GatewayError::Config(format!("invalid database url {url:?}: {error}"))
+            })?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         Ok(Store { pool })
     }
 
     /// Inserts a new RUNNING prompt together with its `created` event (sequence 1).
     pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
-        let created = prompt.created_at.as_ref().map(timestamp_millis).unwrap_or_default();
+        let created = prompt
+            .created_at
+            .as_ref()
+            .map(timestamp_millis)
+            .unwrap_or_default();
         let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
             .map_err(|error| GatewayError::Internal(error.to_string()))?;
         let mut tx = self.pool.begin().await?;
@@ -69,7 +89,9 @@ impl Store {
         .bind(created)
         .execute(&mut *tx)
         .await?;
-        let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated { prompt: Some(prompt.clone()) });
+        let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
+            prompt: Some(prompt.clone()),
+        });
         let event = append(&mut tx, &prompt.id, kind).await?;
         tx.commit().await?;
         Ok(event)
@@ -87,23 +109,29 @@ impl Store {
         let final_prompt = match change {
             Change::None => None,
             Change::AddOutput { index, output } => {
-                sqlx::query("INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES (?, ?, ?)")
-                    .bind(prompt_id)
-                    .bind(i64::from(index))
-                    .bind(output.encode_to_vec())
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query(
+                    "INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES (?, ?, ?)",
+                )
+                .bind(prompt_id)
+                .bind(i64::from(index))
+                .bind(output.encode_to_vec())
+                .execute(&mut *tx)
+                .await?;
                 None
             }
             Change::UpdateOutput { index, output } => {
-                let updated = sqlx::query("UPDATE prompt_outputs SET payload = ? WHERE prompt_id = ? AND position = ?")
-                    .bind(output.encode_to_vec())
-                    .bind(prompt_id)
-                    .bind(i64::from(index))
-                    .execute(&mut *tx)
-                    .await?;
+                let updated = sqlx::query(
+                    "UPDATE prompt_outputs SET payload = ? WHERE prompt_id = ? AND position = ?",
+                )
+                .bind(output.encode_to_vec())
+                .bind(prompt_id)
+                .bind(i64::from(index))
+                .execute(&mut *tx)
+                .await?;
                 if updated.rows_affected() == 0 {
-                    return Err(GatewayError::Protocol(format!("output {index} does not exist")));
+                    return Err(GatewayError::Protocol(format!(
+                        "output {index} does not exist"
+                    )));
                 }
                 None
             }
@@ -138,7 +166,11 @@ impl Store {
     }
 
     /// The prompt if it exists and belongs to `user_id`.
-    pub async fn prompt(&self, user_id: &str, prompt_id: &str) -> Result<Option<Prompt>, GatewayError> {
+    pub async fn prompt(
+        &self,
+        user_id: &str,
+        prompt_id: &str,
+    ) -> Result<Option<Prompt>, GatewayError> {
         let mut conn = self.pool.acquire().await?;
         let prompt = load_prompt(&mut conn, prompt_id).await?;
         Ok(prompt.filter(|prompt| prompt.user_id == user_id))
@@ -172,7 +204,12 @@ impl Store {
     }
 
     /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
-    pub async fn events_after(&self, prompt_id: &str, after: u64, limit: u32) -> Result<Vec<PromptEvent>, GatewayError> {
+    pub async fn events_after(
+        &self,
+        prompt_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
         let rows = sqlx::query("SELECT payload FROM prompt_events WHERE prompt_id = ? AND sequence > ? ORDER BY sequence LIMIT ?")
             .bind(prompt_id)
             .bind(saturating_i64(after))
@@ -180,7 +217,9 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
         rows.iter()
-            .map(|row| PromptEvent::decode(row.get::<&[u8], _>("payload")).map_err(GatewayError::from))
+            .map(|row| {
+                PromptEvent::decode(row.get::<&[u8], _>("payload")).map_err(GatewayError::from)
+            })
             .collect()
     }
 
@@ -233,18 +272,27 @@ async fn append(
     Ok(event)
 }
 
-async fn load_prompt(conn: &mut sqlx::SqliteConnection, prompt_id: &str) -> Result<Option<Prompt>, GatewayError> {
-    let Some(row) = sqlx::query("SELECT * FROM prompts WHERE id = ?").bind(prompt_id).fetch_optional(&mut *conn).await? else {
+async fn load_prompt(
+    conn: &mut sqlx::SqliteConnection,
+    prompt_id: &str,
+) -> Result<Option<Prompt>, GatewayError> {
+    let Some(row) = sqlx::query("SELECT * FROM prompts WHERE id = ?")
+        .bind(prompt_id)
+        .fetch_optional(&mut *conn)
+        .await?
+    else {
         return Ok(None);
     };
-    let outputs = sqlx::query("SELECT payload FROM prompt_outputs WHERE prompt_id = ? ORDER BY position")
-        .bind(prompt_id)
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|row| PromptOutput::decode(row.get::<&[u8], _>("payload")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let state_data: serde_json::Value = serde_json::from_str(row.get::<&str, _>("state_data")).unwrap_or_default();
+    let outputs =
+        sqlx::query("SELECT payload FROM prompt_outputs WHERE prompt_id = ? ORDER BY position")
+            .bind(prompt_id)
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|row| PromptOutput::decode(row.get::<&[u8], _>("payload")))
+            .collect::<Result<Vec<_>, _>>()?;
+    let state_data: serde_json::Value =
+        serde_json::from_str(row.get::<&str, _>("state_data")).unwrap_or_default();
     Ok(Some(Prompt {
         id: row.get("id"),
         user_id: row.get("user_id"),

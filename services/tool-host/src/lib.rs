@@ -75,7 +75,10 @@ pub async fn run(
         "plugins loaded"
     );
 
-    let (router, reporter) = agentic_rpc::router()?;
+    let (router, reporter) = agentic_rpc::router(&[
+        agentic_proto::v1::tool_host_server::SERVICE_NAME,
+        agentic_proto::v1::artifact_store_server::SERVICE_NAME,
+    ])?;
     let tool_host = grpc::tool_host_server(registry);
     let artifact_store = grpc::artifact_store_server(store.clone());
     reporter

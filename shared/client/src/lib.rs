@@ -13,7 +13,8 @@
 
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
-    CreatePromptRequest, GetPromptRequest, ListModesRequest, ListPromptsRequest, Mode, ModelTier, Prompt, PromptEvent, StreamPromptRequest,
+    CreatePromptRequest, GetPromptRequest, ListModesRequest, ListPromptsRequest, Mode, ModelTier,
+    Prompt, PromptEvent, StreamPromptRequest,
 };
 use tonic::metadata::MetadataValue;
 use tonic::service::Interceptor;
@@ -30,7 +31,9 @@ pub const USER_HEADER: &str = "x-user-id";
 pub enum ClientError {
     #[error("invalid server address {address:?}: {reason}")]
     InvalidAddress { address: String, reason: String },
-    #[error("cannot reach the agentic gateway at {address}: {reason} (is it running? try `make run`)")]
+    #[error(
+        "cannot reach the agentic gateway at {address}: {reason} (is it running? try `make run`)"
+    )]
     Unreachable { address: String, reason: String },
     #[error("invalid user id {0:?}")]
     InvalidUser(String),
@@ -49,7 +52,10 @@ pub struct NewPrompt {
 
 impl NewPrompt {
     pub fn new(input: impl Into<String>) -> NewPrompt {
-        NewPrompt { input: input.into(), ..NewPrompt::default() }
+        NewPrompt {
+            input: input.into(),
+            ..NewPrompt::default()
+        }
     }
 
     pub fn mode(mut self, mode: impl Into<String>) -> NewPrompt {
@@ -81,15 +87,22 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(address: &str, user: &str) -> Result<Client, ClientError> {
-        let user = MetadataValue::try_from(user).map_err(|_| ClientError::InvalidUser(user.to_owned()))?;
+        let user =
+            MetadataValue::try_from(user).map_err(|_| ClientError::InvalidUser(user.to_owned()))?;
         let endpoint = Endpoint::from_shared(address.to_owned())
-            .map_err(|error| ClientError::InvalidAddress { address: address.to_owned(), reason: error.to_string() })?
+            .map_err(|error| ClientError::InvalidAddress {
+                address: address.to_owned(),
+                reason: error.to_string(),
+            })?
             .tcp_nodelay(true)
             .connect_timeout(std::time::Duration::from_secs(5));
         let channel = endpoint
             .connect()
             .await
-            .map_err(|error| ClientError::Unreachable { address: address.to_owned(), reason: source_text(&error) })?;
+            .map_err(|error| ClientError::Unreachable {
+                address: address.to_owned(),
+                reason: source_text(&error),
+            })?;
         let gateway = PromptGatewayClient::with_interceptor(channel, User(user))
             .max_decoding_message_size(16 * 1024 * 1024);
         Ok(Client { gateway })
@@ -103,28 +116,65 @@ impl Client {
             max_rounds: prompt.max_rounds,
             ..CreatePromptRequest::default()
         };
-        Ok(self.gateway.clone().create_prompt(request).await?.into_inner())
+        Ok(self
+            .gateway
+            .clone()
+            .create_prompt(request)
+            .await?
+            .into_inner())
     }
 
     /// Events of a prompt after `after_sequence`: stored ones first, then live ones.
-    pub async fn stream_prompt(&self, prompt_id: &str, after_sequence: u64) -> Result<Streaming<PromptEvent>, ClientError> {
-        let request = StreamPromptRequest { prompt_id: prompt_id.to_owned(), after_sequence };
-        Ok(self.gateway.clone().stream_prompt(request).await?.into_inner())
+    pub async fn stream_prompt(
+        &self,
+        prompt_id: &str,
+        after_sequence: u64,
+    ) -> Result<Streaming<PromptEvent>, ClientError> {
+        let request = StreamPromptRequest {
+            prompt_id: prompt_id.to_owned(),
+            after_sequence,
+        };
+        Ok(self
+            .gateway
+            .clone()
+            .stream_prompt(request)
+            .await?
+            .into_inner())
     }
 
     pub async fn get_prompt(&self, prompt_id: &str) -> Result<Prompt, ClientError> {
-        let request = GetPromptRequest { prompt_id: prompt_id.to_owned() };
+        let request = GetPromptRequest {
+            prompt_id: prompt_id.to_owned(),
+        };
         Ok(self.gateway.clone().get_prompt(request).await?.into_inner())
     }
 
     /// The caller's prompts, newest first, optionally of one conversation.
-    pub async fn list_prompts(&self, conversation_id: Option<&str>) -> Result<Vec<Prompt>, ClientError> {
-        let request = ListPromptsRequest { conversation_id: conversation_id.unwrap_or_default().to_owned(), limit: 0 };
-        Ok(self.gateway.clone().list_prompts(request).await?.into_inner().prompts)
+    pub async fn list_prompts(
+        &self,
+        conversation_id: Option<&str>,
+    ) -> Result<Vec<Prompt>, ClientError> {
+        let request = ListPromptsRequest {
+            conversation_id: conversation_id.unwrap_or_default().to_owned(),
+            limit: 0,
+        };
+        Ok(self
+            .gateway
+            .clone()
+            .list_prompts(request)
+            .await?
+            .into_inner()
+            .prompts)
     }
 
     pub async fn list_modes(&self) -> Result<Vec<Mode>, ClientError> {
-        Ok(self.gateway.clone().list_modes(ListModesRequest {}).await?.into_inner().modes)
+        Ok(self
+            .gateway
+            .clone()
+            .list_modes(ListModesRequest {})
+            .await?
+            .into_inner()
+            .modes)
     }
 }
 

@@ -9,10 +9,18 @@ use agentic_client::{Client, NewPrompt};
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
-#[command(name = "agentic", about = "Run prompts on an agentic gateway and watch them work")]
+#[command(
+    name = "agentic",
+    about = "Run prompts on an agentic gateway and watch them work"
+)]
 struct Cli {
     /// The gateway's address.
-    #[arg(long, global = true, env = "AGENTIC_SERVER", default_value = "http://127.0.0.1:50051")]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTIC_SERVER",
+        default_value = "http://127.0.0.1:50051"
+    )]
     server: String,
     /// Who you are (sent as x-user-id while the gateway runs without auth tokens).
     #[arg(long, global = true, env = "AGENTIC_USER", default_value = "local")]
@@ -71,7 +79,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Modes => {
             for mode in client.list_modes().await? {
-                let health = if mode.healthy { "healthy" } else { "unreachable" };
+                let health = if mode.healthy {
+                    "healthy"
+                } else {
+                    "unreachable"
+                };
                 println!("{}\t{}\t{}\t{health}", mode.id, mode.name, mode.endpoint);
             }
             Ok(ExitCode::SUCCESS)

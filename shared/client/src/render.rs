@@ -30,11 +30,20 @@ pub async fn render(mut events: Streaming<PromptEvent>) -> anyhow::Result<ExitCo
                 }
             }
             Some(prompt_event::Kind::ApprovalRequested(request)) => {
-                eprintln!("? {} needs approval (call {})", request.tool_id, request.tool_call_id);
+                eprintln!(
+                    "? {} needs approval (call {})",
+                    request.tool_id, request.tool_call_id
+                );
             }
             Some(prompt_event::Kind::Completed(completed)) => {
-                let usage = completed.prompt.and_then(|prompt| prompt.usage).unwrap_or_default();
-                eprintln!("[completed: {} tokens in, {} out]", usage.input_tokens, usage.output_tokens);
+                let usage = completed
+                    .prompt
+                    .and_then(|prompt| prompt.usage)
+                    .unwrap_or_default();
+                eprintln!(
+                    "[completed: {} tokens in, {} out]",
+                    usage.input_tokens, usage.output_tokens
+                );
                 return Ok(ExitCode::SUCCESS);
             }
             Some(prompt_event::Kind::Waiting(_)) => {
@@ -65,20 +74,36 @@ fn show_output(output: &PromptOutput, streamed: &mut bool, added: bool) -> anyho
             *streamed = false;
         }
         Some(prompt_output::Kind::Tool(tool)) => {
-            let result = tool.result.as_ref().and_then(|result| result.result.as_ref());
+            let result = tool
+                .result
+                .as_ref()
+                .and_then(|result| result.result.as_ref());
             match result {
                 Some(tool_result::Result::Success(success)) => {
-                    eprintln!("  ✓ {} → {}", tool.function, from_proto_opt(success.output.as_ref()));
+                    eprintln!(
+                        "  ✓ {} → {}",
+                        tool.function,
+                        from_proto_opt(success.output.as_ref())
+                    );
                 }
-                Some(tool_result::Result::Error(error)) => eprintln!("  ✗ {}: {}", tool.function, error.error),
+                Some(tool_result::Result::Error(error)) => {
+                    eprintln!("  ✗ {}: {}", tool.function, error.error)
+                }
                 Some(tool_result::Result::Pending(_)) | None if added => {
-                    eprintln!("  → {} {}", tool.function, from_proto_opt(tool.input.as_ref()));
+                    eprintln!(
+                        "  → {} {}",
+                        tool.function,
+                        from_proto_opt(tool.input.as_ref())
+                    );
                 }
                 Some(tool_result::Result::Pending(_)) | None => {}
             }
         }
         Some(prompt_output::Kind::File(file)) => {
-            eprintln!("  file {} ({}, {} bytes)", file.filename, file.mime_type, file.size);
+            eprintln!(
+                "  file {} ({}, {} bytes)",
+                file.filename, file.mime_type, file.size
+            );
         }
         None => {}
     }

@@ -14,7 +14,9 @@ pub fn to_proto(json: &Json) -> Value {
         Json::Bool(value) => Kind::BoolValue(*value),
         Json::Number(number) => Kind::NumberValue(number.as_f64().unwrap_or(f64::NAN)),
         Json::String(value) => Kind::StringValue(value.clone()),
-        Json::Array(items) => Kind::ListValue(ListValue { values: items.iter().map(to_proto).collect() }),
+        Json::Array(items) => Kind::ListValue(ListValue {
+            values: items.iter().map(to_proto).collect(),
+        }),
         Json::Object(map) => Kind::StructValue(map_to_struct(map)),
     };
     Value { kind: Some(kind) }
@@ -38,11 +40,20 @@ pub fn from_proto_opt(value: Option<&Value>) -> Json {
 }
 
 pub fn map_to_struct(map: &Map<String, Json>) -> Struct {
-    Struct { fields: map.iter().map(|(key, value)| (key.clone(), to_proto(value))).collect() }
+    Struct {
+        fields: map
+            .iter()
+            .map(|(key, value)| (key.clone(), to_proto(value)))
+            .collect(),
+    }
 }
 
 pub fn struct_to_map(fields: &Struct) -> Map<String, Json> {
-    fields.fields.iter().map(|(key, value)| (key.clone(), from_proto(value))).collect()
+    fields
+        .fields
+        .iter()
+        .map(|(key, value)| (key.clone(), from_proto(value)))
+        .collect()
 }
 
 /// A JSON object as a protobuf struct; anything that is not an object becomes an empty struct.
@@ -64,7 +75,9 @@ fn number_to_json(number: f64) -> Json {
         #[allow(clippy::cast_possible_truncation)]
         return Json::Number(Number::from(number as i64));
     }
-    Number::from_f64(number).map(Json::Number).unwrap_or(Json::Null)
+    Number::from_f64(number)
+        .map(Json::Number)
+        .unwrap_or(Json::Null)
 }
 
 pub fn now() -> Timestamp {
@@ -77,7 +90,10 @@ pub fn timestamp_millis(timestamp: &Timestamp) -> i64 {
 }
 
 pub fn timestamp_from_millis(millis: i64) -> Timestamp {
-    Timestamp { seconds: millis.div_euclid(1000), nanos: (millis.rem_euclid(1000) * 1_000_000) as i32 }
+    Timestamp {
+        seconds: millis.div_euclid(1000),
+        nanos: (millis.rem_euclid(1000) * 1_000_000) as i32,
+    }
 }
 
 #[cfg(test)]

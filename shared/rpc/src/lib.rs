@@ -17,14 +17,23 @@ pub use error::{ErrorKind, ServiceError, to_status};
 /// its send limit is unbounded; both are set explicitly).
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// A server builder with `grpc.health.v1` and reflection mounted. Add the service's own
-/// services to the router, mark them serving on the reporter, then call [`serve`].
-pub fn router() -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
+/// A server builder with `grpc.health.v1` and reflection mounted. `services` names the
+/// agentic services this server will serve (e.g. `tool_host_server::SERVICE_NAME`), so that
+/// reflection lists exactly those. Add them to the router, mark them serving on the
+/// reporter, then call [`serve`].
+pub fn router(
+    services: &[&str],
+) -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
     let (reporter, health) = tonic_health::server::health_reporter();
-    let reflection = tonic_reflection::server::Builder::configure()
+    let mut reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(agentic_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+        .with_service_name("grpc.health.v1.Health")
+        .with_service_name("grpc.reflection.v1.ServerReflection");
+    for service in services {
+        reflection = reflection.with_service_name(*service);
+    }
+    let reflection = reflection.build_v1()?;
     let router = Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .add_service(health)
@@ -42,7 +51,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    router.serve_with_incoming_shutdown(incoming, shutdown).await
+    router
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
 }
 
 /// A lazily connecting channel to another service. `address` is `http://host:port`.

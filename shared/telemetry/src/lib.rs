@@ -6,6 +6,9 @@ use tracing_subscriber::EnvFilter;
 /// Installs the global subscriber. Call once, from `main`, never from library code or tests.
 pub fn init(service: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     tracing::info!(service, "starting");
 }

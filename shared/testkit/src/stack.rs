@@ -29,7 +29,12 @@ pub struct StackOptions {
 
 impl Default for StackOptions {
     fn default() -> Self {
-        StackOptions { demo_plugin: true, classic_max_rounds: None, llm_max_retries: 2, data_dir: None }
+        StackOptions {
+            demo_plugin: true,
+            classic_max_rounds: None,
+            llm_max_retries: 2,
+            data_dir: None,
+        }
     }
 }
 
@@ -60,7 +65,9 @@ impl Service {
                 eprintln!("stack: {name} stopped with an error: {error:#}");
             }
         });
-        Ok(Service { runtime: Some(runtime) })
+        Ok(Service {
+            runtime: Some(runtime),
+        })
     }
 
     /// Stops the service at once, as if its process died.
@@ -138,7 +145,11 @@ impl Stack {
         })
     }
 
-    fn start_tool_host(options: &StackOptions, data_dir: &Path, listener: std::net::TcpListener) -> anyhow::Result<Service> {
+    fn start_tool_host(
+        options: &StackOptions,
+        data_dir: &Path,
+        listener: std::net::TcpListener,
+    ) -> anyhow::Result<Service> {
         let mut plugins = vec!["artifact".to_owned()];
         if options.demo_plugin {
             plugins.push("demo".to_owned());
@@ -148,7 +159,9 @@ impl Stack {
             database_url: sqlite_url(data_dir, "tool-host.db"),
             plugins,
         };
-        Service::start("tool-host", listener, move |listener| tool_host::run(config, listener, std::future::pending()))
+        Service::start("tool-host", listener, move |listener| {
+            tool_host::run(config, listener, std::future::pending())
+        })
     }
 
     fn start_classic(
@@ -168,11 +181,18 @@ impl Stack {
         })
     }
 
-    fn start_gateway(data_dir: &Path, classic: SocketAddr, listener: std::net::TcpListener) -> anyhow::Result<Service> {
+    fn start_gateway(
+        data_dir: &Path,
+        classic: SocketAddr,
+        listener: std::net::TcpListener,
+    ) -> anyhow::Result<Service> {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
             database_url: sqlite_url(data_dir, "gateway.db"),
-            modes: vec![prompt_gateway::ModeSpec { id: "classic".into(), endpoint: format!("http://{classic}") }],
+            modes: vec![prompt_gateway::ModeSpec {
+                id: "classic".into(),
+                endpoint: format!("http://{classic}"),
+            }],
         };
         Service::start("prompt-gateway", listener, move |listener| {
             prompt_gateway::run(config, listener, std::future::pending())

@@ -1,0 +1,8 @@
+//! Test and demo support: the scripted stand-in model (an OpenAI-compatible HTTP server) and
+//! the stack sandbox that runs the real services in one process.
+
+pub mod model;
+pub mod stack;
+
+pub use model::{Match, RecordedRequest, Reply, Rule, ScriptedCall, StandInModel};
+pub use stack::{Stack, StackOptions};

@@ -1,0 +1,50 @@
+//! `stand-in-model`: the scripted OpenAI-compatible server, for demos and manual runs.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use agentic_testkit::model::{Rule, StandInModel, demo_rules};
+use anyhow::Context;
+use clap::Parser;
+
+/// Serves scripted Chat Completions answers; not a real LLM.
+#[derive(Debug, Parser)]
+#[command(name = "stand-in-model", version)]
+struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "STAND_IN_MODEL_LISTEN", default_value = "127.0.0.1:8089")]
+    listen: SocketAddr,
+    /// A JSON array of rules; the built-in demo script is used without it.
+    #[arg(long, env = "STAND_IN_MODEL_SCRIPT")]
+    script: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::parse();
+    let rules = match &config.script {
+        Some(path) => load_script(path)?,
+        None => demo_rules(),
+    };
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let model = StandInModel::serve(listener, rules)
+        .await
+        .context("starting the stand-in model")?;
+    eprintln!(
+        "stand-in model listening on {} (scripted answers, not a real LLM)",
+        model.base_url()
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for ctrl-c")?;
+    model.shutdown().await;
+    Ok(())
+}
+
+fn load_script(path: &Path) -> anyhow::Result<Vec<Rule>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading script {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing script {}", path.display()))
+}

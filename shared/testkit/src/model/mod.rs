@@ -1,0 +1,113 @@
+//! The stand-in model: an OpenAI-compatible Chat Completions server that answers from a script.
+//!
+//! No real LLM is reachable from tests, so the services' real HTTP client talks to this server
+//! instead. It speaks the wire format faithfully (streamed chunks, fragmented tool-call
+//! arguments, usage) so client bugs show up here rather than against the real API.
+
+mod request;
+mod script;
+mod server;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use request::RecordedRequest;
+pub use script::{DEFAULT_USAGE, Match, Reply, Rule, ScriptedCall, demo_rules};
+
+use server::ServerState;
+
+/// A running stand-in model. Dropping it shuts the server down; answers still waiting (delayed
+/// or hanging) then end with HTTP 503.
+pub struct StandInModel {
+    address: SocketAddr,
+    state: Arc<ServerState>,
+    shutdown: watch::Sender<()>,
+    server: JoinHandle<()>,
+}
+
+impl StandInModel {
+    /// Starts a server on a free port of 127.0.0.1.
+    pub async fn start(rules: Vec<Rule>) -> std::io::Result<StandInModel> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        StandInModel::serve(listener, rules).await
+    }
+
+    /// Serves on an already bound listener.
+    pub async fn serve(listener: TcpListener, rules: Vec<Rule>) -> std::io::Result<StandInModel> {
+        let address = listener.local_addr()?;
+        let (shutdown, shutdown_signal) = watch::channel(());
+        let state = Arc::new(ServerState::new(rules, shutdown_signal.clone()));
+        let app = server::router(Arc::clone(&state));
+        // Without TCP_NODELAY small streamed chunks can wait ~40 ms for delayed ACKs.
+        let listener = listener.tap_io(|connection| {
+            if let Err(error) = connection.set_nodelay(true) {
+                tracing::debug!(%error, "stand-in model could not set TCP_NODELAY");
+            }
+        });
+        let server = tokio::spawn(async move {
+            let mut shutdown_signal = shutdown_signal;
+            let stopped = async move { while shutdown_signal.changed().await.is_ok() {} };
+            if let Err(error) = axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+            {
+                tracing::warn!(%error, "stand-in model server stopped");
+            }
+        });
+        Ok(StandInModel {
+            address,
+            state,
+            shutdown,
+            server,
+        })
+    }
+
+    /// The OpenAI base URL form, `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Appends a rule; rules are tried in the order they were given.
+    pub fn add_rule(&self, rule: Rule) {
+        self.state.add_rule(rule);
+    }
+
+    /// Every request received so far, in order, including ones answered with errors.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.requests()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.state.request_count()
+    }
+
+    /// Stops accepting, ends waiting answers, and waits for open connections to finish.
+    pub async fn shutdown(self) {
+        drop(self.shutdown);
+        if let Err(error) = self.server.await {
+            tracing::warn!(%error, "stand-in model server task failed");
+        }
+    }
+}
+
+impl std::fmt::Debug for StandInModel {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StandInModel")
+            .field("address", &self.address)
+            .finish_non_exhaustive()
+    }
+}
