@@ -1,6 +1,9 @@
 //! Cross-service tests: one binary, real services on port-0 listeners, real databases, and
 //! the stand-in model for all LLM traffic.
 
+// A test fails by panicking, so unwrapping is the point here.
+#![allow(clippy::unwrap_used)]
+
 mod classic;
 mod faults;
 mod gateway;
