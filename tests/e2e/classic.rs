@@ -229,3 +229,31 @@ async fn a_per_prompt_round_limit_overrides_the_default() {
     collect(&client, &prompt.id, 0).await;
     assert_eq!(stack.model.request_count(), 3);
 }
+
+#[tokio::test]
+async fn the_high_model_tier_asks_the_llm_for_the_high_model() {
+    let stack = Stack::start(vec![text(Match::Any, "Thinking hard.")])
+        .await
+        .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let high = NewPrompt::new("think").model(agentic_proto::v1::ModelTier::High);
+    let prompt = client.create_prompt(high).await.unwrap();
+    collect(&client, &prompt.id, 0).await;
+    let normal = client
+        .create_prompt(NewPrompt::new("think less"))
+        .await
+        .unwrap();
+    collect(&client, &normal.id, 0).await;
+
+    let models: Vec<String> = stack
+        .model
+        .requests()
+        .iter()
+        .map(|request| request.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(models, ["stand-in-high", "stand-in-normal"]);
+    assert_eq!(
+        client.get_prompt(&prompt.id).await.unwrap().model,
+        agentic_proto::v1::ModelTier::High as i32
+    );
+}

@@ -132,3 +132,38 @@ async fn a_request_without_a_user_is_unauthenticated() {
         .unwrap_err();
     assert_eq!(error.code(), Code::Unauthenticated);
 }
+
+#[tokio::test]
+async fn listing_prompts_shows_only_the_callers_own_newest_first() {
+    let stack = Stack::start(vec![text(Match::Any, "Noted.")])
+        .await
+        .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let bob = stack.client("bob").await.unwrap();
+    let mut created = Vec::new();
+    for input in ["first", "second", "third"] {
+        let prompt = alice.create_prompt(NewPrompt::new(input)).await.unwrap();
+        collect(&alice, &prompt.id, 0).await;
+        created.push(prompt.id);
+    }
+    let bobs = bob.create_prompt(NewPrompt::new("bob's")).await.unwrap();
+    collect(&bob, &bobs.id, 0).await;
+
+    let listed: Vec<String> = alice
+        .list_prompts(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|prompt| prompt.id)
+        .collect();
+    created.reverse();
+    assert_eq!(listed, created);
+    let bob_listed = bob.list_prompts(None).await.unwrap();
+    assert_eq!(bob_listed.len(), 1);
+    assert_eq!(bob_listed[0].input, "bob's");
+    assert_eq!(
+        bob_listed[0].output.len(),
+        1,
+        "listed prompts carry their outputs"
+    );
+}

@@ -37,7 +37,7 @@ pub enum ClientError {
     Unreachable { address: String, reason: String },
     #[error("invalid user id {0:?}")]
     InvalidUser(String),
-    #[error("{}: {}", .0.code(), .0.message())]
+    #[error("{} ({:?})", .0.message(), .0.code())]
     Status(#[from] Status),
 }
 
