@@ -1,27 +1,6 @@
-//! Errors of the classic executor: what makes `Execute` refuse a stream, and what ends a run
-//! with a `failed` event.
+//! What ends a classic run with a `failed` event.
 
 use agentic_llm::LlmError;
-use agentic_rpc::{ErrorKind, ServiceError};
-
-/// Why an `Execute` stream was refused before any run started.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecuteError {
-    #[error("the first input of an Execute stream must be `start`")]
-    MissingStart,
-    #[error("invalid {field}: {reason}")]
-    InvalidField { field: String, reason: String },
-}
-
-impl ServiceError for ExecuteError {
-    fn kind(&self) -> ErrorKind {
-        match self {
-            ExecuteError::MissingStart | ExecuteError::InvalidField { .. } => {
-                ErrorKind::InvalidArgument
-            }
-        }
-    }
-}
 
 /// Why a started run failed. The display text is the `failed` event's message.
 #[derive(Debug, thiserror::Error)]
@@ -30,15 +9,4 @@ pub enum RunFailure {
     ToolHostUnavailable(String),
     #[error("LLM request failed: {0}")]
     Llm(#[from] LlmError),
-}
-
-/// A failed call to the tool-host (not a tool that ran and failed: that is a tool result).
-#[derive(Debug, thiserror::Error)]
-pub enum ToolHostError {
-    /// The tool-host cannot be reached; the run cannot go on.
-    #[error("{0}")]
-    Unavailable(String),
-    /// The tool-host answered the call with an error status; the model gets it as the result.
-    #[error("the tool-host refused the call: {0}")]
-    Refused(String),
 }

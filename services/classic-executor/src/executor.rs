@@ -12,14 +12,19 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
-use crate::error::{RunFailure, ToolHostError};
+use agentic_executor::{EventSink, Mode, StreamClosed, ToolHostError};
+
+use crate::error::RunFailure;
 use crate::messages;
-use crate::timeline::{
+use crate::tools::{ToolCatalogue, Verdict};
+use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
     ToolCallOutput, ToolResult,
 };
-use crate::tool_host::{RunScope, ToolHost};
-use crate::tools::{ToolCatalogue, Verdict};
+use agentic_executor::tool_host::{RunScope, ToolHost};
+
+pub const MODE_ID: &str = "classic";
+pub const MODE_NAME: &str = "Classic tool calling";
 
 /// What every run of this service shares.
 pub struct Executor {
@@ -29,27 +34,25 @@ pub struct Executor {
     pub default_max_rounds: u32,
 }
 
-/// Where a run's events go. Sending fails once the gateway dropped the stream, which stops
-/// the run.
-#[derive(Debug, Clone)]
-pub struct EventSink {
-    sender: mpsc::Sender<Event>,
-}
-
-impl EventSink {
-    pub fn new(sender: mpsc::Sender<Event>) -> EventSink {
-        EventSink { sender }
+#[async_trait::async_trait]
+impl Mode for Executor {
+    fn id(&self) -> &'static str {
+        MODE_ID
     }
 
-    async fn send(&self, event: Event) -> Result<(), Halt> {
-        self.sender.send(event).await.map_err(|_| Halt::Cancelled)
+    fn name(&self) -> &'static str {
+        MODE_NAME
     }
-}
 
-impl Executor {
     /// Runs one prompt to its end (finished or failed), sending every step to `events`.
-    /// Returns early, sending nothing more, when the event stream is gone.
-    pub async fn run(&self, request: RunRequest, events: EventSink) {
+    /// Returns early, sending nothing more, when the event stream is gone. Classic mode
+    /// takes decisions only at the start of a run (resume), never live.
+    async fn run(
+        &self,
+        request: RunRequest,
+        events: EventSink,
+        _decisions: mpsc::Receiver<Decision>,
+    ) {
         let prompt_id = request.prompt_id.clone();
         match self.try_run(request, &events).await {
             Ok(finish) => tracing::info!(prompt_id, ?finish, "run finished"),
@@ -60,7 +63,9 @@ impl Executor {
             }
         }
     }
+}
 
+impl Executor {
     async fn try_run(&self, request: RunRequest, events: &EventSink) -> Result<Finish, Halt> {
         let scope = Arc::new(RunScope {
             user_id: request.user_id,
@@ -105,6 +110,12 @@ enum Halt {
     /// The gateway is gone; there is nobody to tell.
     Cancelled,
     Failed(RunFailure),
+}
+
+impl From<StreamClosed> for Halt {
+    fn from(_: StreamClosed) -> Halt {
+        Halt::Cancelled
+    }
 }
 
 impl From<RunFailure> for Halt {
@@ -419,7 +430,8 @@ impl Run<'_> {
                 index: wire_index(index),
                 output,
             })
-            .await
+            .await?;
+        Ok(())
     }
 }
 

@@ -3,26 +3,21 @@
 
 mod error;
 mod executor;
-mod grpc;
 mod messages;
-mod timeline;
-mod tool_host;
 mod tools;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use agentic_executor::tool_host::ToolHost;
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
-use agentic_proto::v1::executor_server::ExecutorServer;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::executor::Executor;
-use crate::grpc::ExecutorService;
-use crate::tool_host::ToolHost;
 
-pub use crate::grpc::{MODE_ID, MODE_NAME};
+pub use crate::executor::{MODE_ID, MODE_NAME};
 
 #[derive(clap::Parser, Debug, Clone)]
 #[command(
@@ -69,18 +64,8 @@ pub async fn run_with_model(
         tool_host: ToolHost::new(channel),
         default_max_rounds: config.max_rounds,
     };
-    let service = ExecutorServer::new(ExecutorService::new(executor))
-        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-    let (router, health) = agentic_rpc::router(&[agentic_proto::v1::executor_server::SERVICE_NAME])
-        .context("building the gRPC router")?;
-    health
-        .set_serving::<ExecutorServer<ExecutorService>>()
-        .await;
-    let router = router.add_service(service);
-    tracing::info!(address = %listener.local_addr()?, tool_host = %config.tool_host_url, "classic executor serving");
-    agentic_rpc::serve(router, listener, shutdown)
+    agentic_executor::serve(executor, listener, shutdown, &[], |router| router)
         .await
-        .context("serving gRPC")?;
+        .context("serving the classic executor")?;
     Ok(())
 }

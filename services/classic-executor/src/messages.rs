@@ -6,8 +6,8 @@
 use agentic_llm::{ChatMessage, ToolCall};
 use serde_json::{Value as Json, json};
 
-use crate::timeline::{Output, PastPrompt, ToolCallOutput, ToolResult};
-use crate::tool_host::ContextItem;
+use agentic_executor::timeline::{Output, PastPrompt, ToolCallOutput, ToolResult};
+use agentic_executor::tool_host::ContextItem;
 
 const SYSTEM_PROMPT: &str = "You are a helpful assistant. Use the tools when they help; \
 calls you make in the same turn run concurrently, so only combine calls that do not depend \
@@ -150,7 +150,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::timeline::{Approval, ApprovalState, FileOutput};
+    use agentic_executor::timeline::{Approval, ApprovalState, FileOutput};
 
     fn at(seconds: u64) -> Option<SystemTime> {
         Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))

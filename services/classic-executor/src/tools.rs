@@ -2,12 +2,12 @@
 //! accepts, schemas), and the checks a requested call must pass before it is invoked.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use agentic_llm::{ToolCall, ToolDef};
 use serde_json::{Value as Json, json};
 
-use crate::tool_host::ToolSpec;
+use agentic_executor::InputCheck;
+use agentic_executor::tool_host::ToolSpec;
 
 /// OpenAI function names must match `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_FUNCTION_NAME_CHARS: usize = 64;
@@ -21,9 +21,8 @@ pub struct ToolCatalogue {
 struct CatalogueTool {
     spec: ToolSpec,
     function_name: String,
-    /// `None` when the tool has no schema or its schema does not compile; the tool-host
-    /// validates again before running it either way.
-    validator: Option<jsonschema::Validator>,
+    /// The tool-host validates again before running it either way.
+    input_check: InputCheck,
 }
 
 /// A call the model asked for, resolved against the catalogue.
@@ -59,7 +58,7 @@ impl ToolCatalogue {
             .into_iter()
             .map(|spec| CatalogueTool {
                 function_name: names.function_name(&spec.id).unwrap_or_default().to_owned(),
-                validator: compile_schema(&spec),
+                input_check: InputCheck::compile(&spec.id, &spec.input_schema),
                 spec,
             })
             .collect();
@@ -124,11 +123,7 @@ impl ToolCatalogue {
                 };
             }
         };
-        if let Some(violations) = tool
-            .validator
-            .as_ref()
-            .and_then(|validator| schema_violations(validator, &input))
-        {
+        if let Some(violations) = tool.input_check.violations(&input) {
             let error = format!("the input for {tool_id:?} does not match its schema:{violations}");
             return CheckedCall {
                 tool_id,
@@ -156,30 +151,6 @@ fn parse_arguments(arguments: &str) -> Result<Json, (Json, serde_json::Error)> {
         return Ok(json!({}));
     }
     serde_json::from_str(arguments).map_err(|error| (Json::String(arguments.to_owned()), error))
-}
-
-fn compile_schema(spec: &ToolSpec) -> Option<jsonschema::Validator> {
-    if spec.input_schema.is_null() {
-        return None;
-    }
-    match jsonschema::validator_for(&spec.input_schema) {
-        Ok(validator) => Some(validator),
-        Err(error) => {
-            tracing::warn!(tool_id = %spec.id, %error, "tool schema does not compile, input is not checked here");
-            None
-        }
-    }
-}
-
-/// Each violation on its own line with the path it is at; `None` when the input is valid.
-fn schema_violations(validator: &jsonschema::Validator, input: &Json) -> Option<String> {
-    let mut text = String::new();
-    for error in validator.iter_errors(input) {
-        let path = error.instance_path().as_str();
-        let path = if path.is_empty() { "(root)" } else { path };
-        let _ = write!(text, "\n- at {path}: {error}");
-    }
-    (!text.is_empty()).then_some(text)
 }
 
 /// The per-run, two-way table between dotted tool ids and function names the model accepts.

@@ -1,5 +1,5 @@
 //! The executor's own view of a run: what it starts from, the prompt's output timeline, and
-//! the events it emits. `grpc.rs` converts these to and from protobuf; nothing below that
+//! the events it emits. `edge.rs` converts these to and from protobuf; nothing below that
 //! line sees a proto type.
 
 use std::time::{Duration, SystemTime};

@@ -25,6 +25,8 @@ pub struct ToolHost {
 pub struct Prepared {
     pub tools: Vec<ToolSpec>,
     pub context: Vec<ContextItem>,
+    /// ES modules for the code sandbox, as `(name, source)`.
+    pub modules: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +109,16 @@ impl ToolHost {
                 content: item.content,
             })
             .collect();
-        Ok(Prepared { tools, context })
+        let modules = response
+            .modules
+            .into_iter()
+            .map(|module| (module.name, module.source))
+            .collect();
+        Ok(Prepared {
+            tools,
+            context,
+            modules,
+        })
     }
 
     pub async fn invoke(

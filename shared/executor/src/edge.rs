@@ -1,5 +1,6 @@
-//! The gRPC edge: the `Executor` service. Converts the start of a run from protobuf, runs it
-//! in a task tied to the stream, and converts the run's events back.
+//! The gRPC edge every mode shares: the `Executor` service. Converts the start of a run from
+//! protobuf, runs it in a task tied to the stream, forwards live approval decisions, and
+//! converts the run's events back.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,26 +19,44 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
 use crate::error::ExecuteError;
-use crate::executor::{EventSink, Executor};
+use crate::sink::EventSink;
 use crate::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
     ToolCallOutput, ToolResult,
 };
 
-pub const MODE_ID: &str = "classic";
-pub const MODE_NAME: &str = "Classic tool calling";
-
 /// Events waiting for the gateway; a slow gateway slows the run instead of growing memory.
 const EVENT_BUFFER: usize = 64;
 
-pub struct ExecutorService {
-    executor: Arc<Executor>,
+/// Decisions waiting for the run that asked for them.
+const DECISION_BUFFER: usize = 16;
+
+/// An execution mode: how one prompt runs. Everything around it (the stream, cancellation,
+/// the time limit, protobuf) is the edge's business.
+#[async_trait::async_trait]
+pub trait Mode: Send + Sync + 'static {
+    /// The mode id prompts name, e.g. `classic`.
+    fn id(&self) -> &'static str;
+    /// A human-readable name for `ListModes`.
+    fn name(&self) -> &'static str;
+    /// Runs one prompt to its end (finished or failed), sending every step to `events`.
+    /// `decisions` carries approval decisions that arrive while the run is live.
+    async fn run(
+        &self,
+        request: RunRequest,
+        events: EventSink,
+        decisions: mpsc::Receiver<Decision>,
+    );
 }
 
-impl ExecutorService {
-    pub fn new(executor: Executor) -> ExecutorService {
+pub struct ExecutorService<M> {
+    mode: Arc<M>,
+}
+
+impl<M: Mode> ExecutorService<M> {
+    pub fn new(mode: M) -> ExecutorService<M> {
         ExecutorService {
-            executor: Arc::new(executor),
+            mode: Arc::new(mode),
         }
     }
 }
@@ -45,7 +64,7 @@ impl ExecutorService {
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::ExecuteEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
-impl pb::executor_server::Executor for ExecutorService {
+impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
     type ExecuteStream = EventStream;
 
     async fn execute(
@@ -61,8 +80,9 @@ impl pb::executor_server::Executor for ExecutorService {
         };
         let run = RunRequest::try_from(start).map_err(to_status)?;
         let (sender, receiver) = mpsc::channel(EVENT_BUFFER);
-        let span = tracing::info_span!("execute", mode = MODE_ID, prompt_id = %run.prompt_id);
-        tokio::spawn(supervise(Arc::clone(&self.executor), run, inputs, sender).instrument(span));
+        let span =
+            tracing::info_span!("execute", mode = self.mode.id(), prompt_id = %run.prompt_id);
+        tokio::spawn(supervise(Arc::clone(&self.mode), run, inputs, sender).instrument(span));
         let events = ReceiverStream::new(receiver).map(|event| Ok(pb::ExecuteEvent::from(event)));
         Ok(Response::new(Box::pin(events)))
     }
@@ -72,8 +92,8 @@ impl pb::executor_server::Executor for ExecutorService {
         _request: Request<pb::DescribeRequest>,
     ) -> Result<Response<pb::DescribeResponse>, Status> {
         Ok(Response::new(pb::DescribeResponse {
-            mode_id: MODE_ID.into(),
-            name: MODE_NAME.into(),
+            mode_id: self.mode.id().into(),
+            name: self.mode.name().into(),
         }))
     }
 }
@@ -82,17 +102,18 @@ impl pb::executor_server::Executor for ExecutorService {
 /// finishing, a `cancel` or a broken input stream, the gateway dropping the event stream, or
 /// the run's time limit. Dropping the run future drops the LLM request and the tool calls
 /// in flight with it; nothing outlives this task.
-async fn supervise(
-    executor: Arc<Executor>,
+async fn supervise<M: Mode>(
+    mode: Arc<M>,
     run: RunRequest,
     inputs: Streaming<pb::ExecuteInput>,
     sender: mpsc::Sender<Event>,
 ) {
     let run_timeout = run.run_timeout;
     let events = EventSink::new(sender.clone());
+    let (decision_sender, decisions) = mpsc::channel(DECISION_BUFFER);
     tokio::select! {
-        () = executor.run(run, events) => {}
-        reason = cancellation(inputs) => tracing::info!(%reason, "run cancelled"),
+        () = mode.run(run, events, decisions) => {}
+        reason = read_inputs(inputs, decision_sender) => tracing::info!(%reason, "run cancelled"),
         () = sender.closed() => tracing::info!("gateway dropped the event stream, run stopped"),
         () = deadline(run_timeout) => {
             let limit = run_timeout.unwrap_or_default().as_millis();
@@ -102,9 +123,12 @@ async fn supervise(
     }
 }
 
-/// Resolves when the gateway cancels the run. A cleanly closed input side is not a cancel:
-/// classic mode needs nothing after `start`.
-async fn cancellation(mut inputs: Streaming<pb::ExecuteInput>) -> String {
+/// Forwards live approval decisions to the run; resolves when the gateway cancels the run.
+/// A cleanly closed input side is not a cancel: a run may need nothing after `start`.
+async fn read_inputs(
+    mut inputs: Streaming<pb::ExecuteInput>,
+    decisions: mpsc::Sender<Decision>,
+) -> String {
     loop {
         match inputs.message().await {
             Ok(Some(pb::ExecuteInput {
@@ -112,9 +136,18 @@ async fn cancellation(mut inputs: Streaming<pb::ExecuteInput>) -> String {
             })) => {
                 return format!("cancel requested: {}", cancel.reason);
             }
-            Ok(Some(_)) => tracing::debug!(
-                "ignoring an input after start: classic mode reads decisions only at start"
-            ),
+            Ok(Some(pb::ExecuteInput {
+                kind: Some(execute_input::Kind::Decision(decision)),
+            })) => {
+                let decision = Decision {
+                    tool_call_id: decision.tool_call_id,
+                    approved: decision.approved,
+                    reason: decision.reason,
+                };
+                // A run that takes no live decisions has dropped its receiver: nothing to do.
+                let _ = decisions.send(decision).await;
+            }
+            Ok(Some(_)) => tracing::debug!("ignoring a second start on a live stream"),
             Ok(None) => return std::future::pending().await,
             Err(status) => return format!("input stream failed: {}", status.message()),
         }

@@ -1,0 +1,60 @@
+//! What every execution mode shares: the `Execute` edge (start, cancellation, time limit,
+//! live decisions, protobuf conversion), the timeline types runs speak in, the tool-host
+//! client, and tool input checks. A mode implements [`Mode`] and calls [`serve`].
+
+mod edge;
+mod error;
+mod schema;
+mod sink;
+pub mod timeline;
+pub mod tool_host;
+
+use std::future::Future;
+
+use agentic_proto::v1::executor_server::ExecutorServer;
+use tokio::net::TcpListener;
+
+pub use edge::{ExecutorService, Mode};
+pub use error::{ExecuteError, ToolHostError};
+pub use schema::InputCheck;
+pub use sink::{EventSink, StreamClosed};
+
+/// Serves `mode` as an `Executor` (with health and reflection, plus `extra` services such as
+/// code mode's `CodeRunner`) on `listener` until `shutdown` resolves.
+pub async fn serve<M: Mode>(
+    mode: M,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    extra_services: &[&str],
+    add_extra: impl FnOnce(tonic::transport::server::Router) -> tonic::transport::server::Router,
+) -> Result<(), ServeError> {
+    let mode_id = mode.id();
+    let service = ExecutorServer::new(ExecutorService::new(mode))
+        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let mut names = vec![agentic_proto::v1::executor_server::SERVICE_NAME];
+    names.extend_from_slice(extra_services);
+    let (router, health) = agentic_rpc::router(&names)?;
+    health
+        .set_serving::<ExecutorServer<ExecutorService<M>>>()
+        .await;
+    for name in extra_services {
+        health
+            .set_service_status(*name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
+    let router = add_extra(router.add_service(service));
+    tracing::info!(mode = mode_id, address = %listener.local_addr()?, "executor serving");
+    agentic_rpc::serve(router, listener, shutdown).await?;
+    Ok(())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("building the reflection service failed")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("reading the listener address failed")]
+    Listener(#[from] std::io::Error),
+    #[error("serving gRPC failed")]
+    Transport(#[from] tonic::transport::Error),
+}
