@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts the local stack from the built binaries: tool-host, classic-executor, prompt-gateway,
-# and the stand-in model when no OPENAI_API_KEY is set. Data lives in .run/ (SQLite files).
+# Starts the local stack from the built binaries: tool-host, classic-executor, code-executor,
+# prompt-gateway, and the stand-in model when no OPENAI_API_KEY is set. Data lives in .run/ (SQLite files).
 #   scripts/stack.sh run    start everything in the foreground; Ctrl-C stops it
 #   scripts/stack.sh demo   run one prompt through the stack (starting it if needed)
 set -euo pipefail
@@ -35,11 +35,13 @@ start_stack() {
     else
         echo "using the LLM at ${OPENAI_BASE_URL:-https://api.openai.com/v1}" >&2
     fi
-    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,demo}" \
-        TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" "$bin/tool-host"
+    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,demo}" \
+        TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" CODE_RUNNER_URL=http://127.0.0.1:50053 "$bin/tool-host"
     start classic-executor env CLASSIC_EXECUTOR_LISTEN=127.0.0.1:50052 TOOL_HOST_URL=http://127.0.0.1:50054 \
         "$bin/classic-executor"
-    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_MODES=classic=http://127.0.0.1:50052 \
+    start code-executor env CODE_EXECUTOR_LISTEN=127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
+        "$bin/code-executor"
+    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053 \
         GATEWAY_DATABASE_URL="sqlite://$data/gateway.db?mode=rwc" "$bin/prompt-gateway"
     for _ in $(seq 1 100); do
         if gateway_up; then

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod classic;
+mod code;
 mod faults;
 mod gateway;
 mod health;

@@ -40,7 +40,7 @@ pub struct Config {
     )]
     pub database_url: String,
 
-    /// Plugins to enable, comma separated (known: artifact, demo).
+    /// Plugins to enable, comma separated (known: artifact, demo, interpreter).
     #[arg(
         long,
         env = "TOOL_HOST_PLUGINS",
@@ -48,6 +48,10 @@ pub struct Config {
         default_value = "artifact"
     )]
     pub plugins: Vec<String>,
+
+    /// code-executor's `CodeRunner`, where the `interpreter` plugin runs code.
+    #[arg(long, env = "CODE_RUNNER_URL", default_value = "http://127.0.0.1:50053")]
+    pub code_runner_url: String,
 }
 
 /// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus
@@ -61,9 +65,11 @@ pub async fn run(
     let store = store::Store::open(&config.database_url)
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
+    let code_runner = agentic_rpc::channel(&config.code_runner_url)
+        .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
     let plugins = enabled
         .into_iter()
-        .map(|plugin| plugin.build(&store))
+        .map(|plugin| plugin.build(&store, &code_runner))
         .collect();
     let registry = Arc::new(Registry::new(plugins)?);
     if registry.tools().next().is_none() {

@@ -21,6 +21,8 @@ pub struct StackOptions {
     pub demo_plugin: bool,
     /// Round limit of the classic executor (its own default when `None`).
     pub classic_max_rounds: Option<u32>,
+    /// Wall-clock budget of one code sandbox run.
+    pub code_run_timeout_ms: u64,
     /// Retries after a failed LLM call.
     pub llm_max_retries: u32,
     /// Where the services keep their databases; a fresh temporary folder when `None`.
@@ -32,6 +34,7 @@ impl Default for StackOptions {
         StackOptions {
             demo_plugin: true,
             classic_max_rounds: None,
+            code_run_timeout_ms: 30_000,
             llm_max_retries: 2,
             data_dir: None,
         }
@@ -89,11 +92,14 @@ pub struct Stack {
     pub model: StandInModel,
     pub gateway_address: SocketAddr,
     pub classic_address: SocketAddr,
+    pub code_address: SocketAddr,
     pub tool_host_address: SocketAddr,
     gateway: Service,
     classic: Service,
+    code: Service,
     tool_host: Service,
     options: StackOptions,
+    modes: Vec<prompt_gateway::ModeSpec>,
     data_dir: PathBuf,
     _temp_dir: Option<tempfile::TempDir>,
 }
@@ -126,19 +132,28 @@ impl Stack {
         };
         let (tool_host_listener, tool_host_address) = bind()?;
         let (classic_listener, classic_address) = bind()?;
+        let (code_listener, code_address) = bind()?;
         let (gateway_listener, gateway_address) = bind()?;
+        let modes = vec![
+            prompt_gateway::ModeSpec { id: "classic".into(), endpoint: format!("http://{classic_address}") },
+            prompt_gateway::ModeSpec { id: "code".into(), endpoint: format!("http://{code_address}") },
+        ];
 
-        let tool_host = Stack::start_tool_host(&options, &data_dir, tool_host_listener)?;
+        let tool_host = Stack::start_tool_host(&options, &data_dir, code_address, tool_host_listener)?;
         let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
-        let gateway = Stack::start_gateway(&data_dir, classic_address, gateway_listener)?;
+        let code = Stack::start_code(&options, &model, tool_host_address, code_listener)?;
+        let gateway = Stack::start_gateway(&data_dir, &modes, gateway_listener)?;
         Ok(Stack {
             model,
             gateway_address,
             classic_address,
+            code_address,
             tool_host_address,
             gateway,
             classic,
+            code,
             tool_host,
+            modes,
             options,
             data_dir,
             _temp_dir: temp_dir,
@@ -148,9 +163,10 @@ impl Stack {
     fn start_tool_host(
         options: &StackOptions,
         data_dir: &Path,
+        code_runner: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Service> {
-        let mut plugins = vec!["artifact".to_owned()];
+        let mut plugins = vec!["artifact".to_owned(), "interpreter".to_owned()];
         if options.demo_plugin {
             plugins.push("demo".to_owned());
         }
@@ -158,6 +174,7 @@ impl Stack {
             listen: listener.local_addr()?,
             database_url: sqlite_url(data_dir, "tool-host.db"),
             plugins,
+            code_runner_url: format!("http://{code_runner}"),
         };
         Service::start("tool-host", listener, move |listener| {
             tool_host::run(config, listener, std::future::pending())
@@ -181,18 +198,35 @@ impl Stack {
         })
     }
 
+    fn start_code(
+        options: &StackOptions,
+        model: &StandInModel,
+        tool_host: SocketAddr,
+        listener: std::net::TcpListener,
+    ) -> anyhow::Result<Service> {
+        let config = code_executor::Config {
+            listen: listener.local_addr()?,
+            tool_host_url: format!("http://{tool_host}"),
+            max_rounds: 10,
+            run_timeout_ms: options.code_run_timeout_ms,
+            memory_limit_mb: 64,
+            max_tool_calls: 200,
+            llm: llm_config(model, options),
+        };
+        Service::start("code-executor", listener, move |listener| {
+            code_executor::run(config, listener, std::future::pending())
+        })
+    }
+
     fn start_gateway(
         data_dir: &Path,
-        classic: SocketAddr,
+        modes: &[prompt_gateway::ModeSpec],
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Service> {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
             database_url: sqlite_url(data_dir, "gateway.db"),
-            modes: vec![prompt_gateway::ModeSpec {
-                id: "classic".into(),
-                endpoint: format!("http://{classic}"),
-            }],
+            modes: modes.to_vec(),
         };
         Service::start("prompt-gateway", listener, move |listener| {
             prompt_gateway::run(config, listener, std::future::pending())
@@ -218,7 +252,7 @@ impl Stack {
     pub fn restart_gateway(&mut self) -> anyhow::Result<()> {
         self.gateway.kill();
         let (listener, address) = bind()?;
-        self.gateway = Stack::start_gateway(&self.data_dir, self.classic_address, listener)?;
+        self.gateway = Stack::start_gateway(&self.data_dir, &self.modes, listener)?;
         self.gateway_address = address;
         Ok(())
     }
@@ -231,6 +265,7 @@ impl Stack {
     pub fn stop(&mut self) {
         self.gateway.kill();
         self.classic.kill();
+        self.code.kill();
         self.tool_host.kill();
     }
 }

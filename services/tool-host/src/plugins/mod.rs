@@ -2,24 +2,29 @@
 
 mod artifact;
 mod demo;
+mod interpreter;
 
 use std::sync::Arc;
 
+use tonic::transport::Channel;
+
 pub use artifact::ArtifactPlugin;
 pub use demo::DemoPlugin;
+pub use interpreter::InterpreterPlugin;
 
 use crate::error::Error;
 use crate::plugin::Plugin;
 use crate::store::Store;
 
 /// Every plugin name `--plugins` accepts.
-pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo"];
+pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo", "interpreter"];
 
 /// A built-in plugin, named but not yet built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuiltIn {
     Artifact,
     Demo,
+    Interpreter,
 }
 
 impl BuiltIn {
@@ -36,6 +41,7 @@ impl BuiltIn {
             let plugin = match name {
                 "artifact" => BuiltIn::Artifact,
                 "demo" => BuiltIn::Demo,
+                "interpreter" => BuiltIn::Interpreter,
                 _ => {
                     return Err(Error::UnknownPlugin {
                         name: name.to_owned(),
@@ -50,10 +56,13 @@ impl BuiltIn {
         Ok(plugins)
     }
 
-    pub fn build(self, store: &Store) -> Arc<dyn Plugin> {
+    /// Builds the plugin. `code_runner` is the (lazily connecting) channel to code-executor's
+    /// `CodeRunner`, which only the interpreter uses.
+    pub fn build(self, store: &Store, code_runner: &Channel) -> Arc<dyn Plugin> {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin),
+            BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(code_runner.clone())),
         }
     }
 }
@@ -79,7 +88,7 @@ mod tests {
         let message = error.map(|error| error.to_string()).unwrap_or_default();
         assert_eq!(
             message,
-            "unknown plugin: \"weather\" (known plugins: artifact, demo)"
+            "unknown plugin: \"weather\" (known plugins: artifact, demo, interpreter)"
         );
     }
 }

@@ -1,0 +1,142 @@
+//! The round loop of code mode: the model writes JavaScript, a fresh sandbox runs it, and
+//! the result (or the error, with its line) goes back to the model until the code calls
+//! `done()`/`complete()` or the round limit is reached.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, ToolResult};
+use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::{EventSink, Mode, StreamClosed};
+use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
+use serde_json::{Map, json};
+use tokio::sync::mpsc;
+
+use crate::host::{PromptHost, Timeline, running, tool_output};
+use crate::prompt::{self, CODE_TOOL};
+use crate::sandbox::{self, Limits, Program};
+use crate::toolbox::Toolbox;
+
+pub const MODE_ID: &str = "code";
+pub const MODE_NAME: &str = "Code (JavaScript sandbox)";
+
+pub struct CodeMode {
+    pub model: Arc<dyn ChatModel>,
+    pub tool_host: ToolHost,
+    pub default_max_rounds: u32,
+    pub limits: Limits,
+}
+
+/// Why a run stopped before finishing.
+enum Halt {
+    /// The gateway dropped the stream: nobody is listening.
+    Closed,
+    /// The run failed; the text is the `failed` event's message.
+    Failed(String),
+}
+
+impl From<StreamClosed> for Halt {
+    fn from(_: StreamClosed) -> Halt {
+        Halt::Closed
+    }
+}
+
+#[async_trait::async_trait]
+impl Mode for CodeMode {
+    fn id(&self) -> &'static str {
+        MODE_ID
+    }
+
+    fn name(&self) -> &'static str {
+        MODE_NAME
+    }
+
+    async fn run(&self, request: RunRequest, events: EventSink, _decisions: mpsc::Receiver<Decision>) {
+        let prompt_id = request.prompt_id.clone();
+        match self.try_run(request, &events).await {
+            Ok(()) => tracing::info!(prompt_id, "run finished"),
+            Err(Halt::Closed) => tracing::info!(prompt_id, "event stream closed, run stopped"),
+            Err(Halt::Failed(message)) => {
+                tracing::warn!(prompt_id, error = %message, "run failed");
+                let _ = events.send(Event::Failed(message)).await;
+            }
+        }
+    }
+}
+
+impl CodeMode {
+    async fn try_run(&self, request: RunRequest, events: &EventSink) -> Result<(), Halt> {
+        let scope = Arc::new(RunScope {
+            user_id: request.user_id.clone(),
+            prompt_id: request.prompt_id.clone(),
+            conversation_id: request.conversation_id.clone(),
+            state: request.state.clone(),
+        });
+        let prepared = self
+            .tool_host
+            .prepare(&scope)
+            .await
+            .map_err(|error| Halt::Failed(format!("tool-host unavailable: {error}")))?;
+        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools);
+        let mut messages = vec![ChatMessage::System(prompt::system(toolbox.specs(), &prepared.modules, &prepared.context))];
+        messages.extend(prompt::history(&request.history));
+        messages.push(ChatMessage::User(request.input.clone()));
+
+        let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
+        let sandbox_tools = toolbox.sandbox_tools();
+        let host = Arc::new(PromptHost { toolbox, timeline: Arc::clone(&timeline), model: Arc::clone(&self.model), tier: request.tier });
+        let max_rounds = request.max_rounds.unwrap_or(self.default_max_rounds).max(1);
+        let mut memory = Map::new();
+
+        for round in 1..=max_rounds {
+            let reply = self
+                .model
+                .chat(ChatRequest::new(request.tier, messages.clone()), None)
+                .await
+                .map_err(|error| Halt::Failed(format!("LLM request failed: {error}")))?;
+            timeline.send(Event::Usage(reply.usage)).await?;
+            let code = prompt::extract_code(&reply.content);
+
+            let call_id = format!("code_{}", uuid::Uuid::now_v7().simple());
+            let start = SystemTime::now();
+            let input = json!({ "code": code });
+            let index = timeline.add(tool_output(&call_id, CODE_TOOL, input.clone(), running(), start, None)).await?;
+            let program = Program {
+                code: code.clone(),
+                tools: sandbox_tools.clone(),
+                modules: prepared.modules.clone(),
+                input: None,
+                memory: std::mem::take(&mut memory),
+            };
+            let outcome = sandbox::run(program, host.clone(), self.limits.clone()).await;
+            memory = outcome.memory.clone();
+            let result = match &outcome.result {
+                Ok(value) => ToolResult::Success { output: value.clone() },
+                Err(error) => ToolResult::Error { error: prompt::describe_error(error) },
+            };
+            timeline.update(index, tool_output(&call_id, CODE_TOOL, input, result, start, Some(SystemTime::now()))).await?;
+
+            if let Some(completion) = &outcome.completion {
+                complete(&timeline, completion).await?;
+                timeline.send(Event::Finished(Finish::Completed)).await?;
+                return Ok(());
+            }
+            messages.push(ChatMessage::Assistant { content: code, tool_calls: Vec::new() });
+            messages.push(ChatMessage::User(prompt::feedback(round, &outcome)));
+        }
+        let closing = format!("Stopped after reaching the limit of {max_rounds} rounds without the code calling done().");
+        timeline.add(Output::Text(closing)).await?;
+        timeline.send(Event::Finished(Finish::Completed)).await?;
+        Ok(())
+    }
+}
+
+/// `complete({response, followUp})`: the response and follow-up become text the user sees,
+/// streamed like `output()`. (`data` is kept once conversations carry state between prompts.)
+async fn complete(timeline: &Timeline, completion: &sandbox::Completion) -> Result<(), Halt> {
+    for text in [&completion.response, &completion.follow_up].into_iter().flatten() {
+        timeline.send(Event::TextDelta(text.clone())).await?;
+        timeline.add(Output::Text(text.clone())).await?;
+    }
+    Ok(())
+}

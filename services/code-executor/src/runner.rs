@@ -1,0 +1,144 @@
+//! `CodeRunner.RunCode`: one piece of JavaScript in a fresh sandbox, outside any prompt's
+//! timeline. The tool-host's `interpreter.run-code` forwards here, so classic mode can drop
+//! into code. Tool calls are reported in the answer instead of being recorded as outputs.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_llm::{ChatModel, Tier};
+use agentic_proto::json;
+use agentic_proto::v1::code_runner_server::CodeRunner;
+use agentic_proto::v1::{CodeError as PbCodeError, CodeToolCall, RunCodeRequest, RunCodeResponse, code_tool_call, run_code_response};
+use agentic_rpc::{ErrorKind, ServiceError, to_status};
+use serde_json::Value as Json;
+use tonic::{Request, Response, Status};
+
+use crate::host::ask;
+use crate::sandbox::{self, Host, Limits, Program};
+use crate::toolbox::Toolbox;
+
+/// The longest run a caller may ask for.
+const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, thiserror::Error)]
+enum RunCodeError {
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("tool-host unavailable: {0}")]
+    ToolHostUnavailable(String),
+}
+
+impl ServiceError for RunCodeError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            RunCodeError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            RunCodeError::ToolHostUnavailable(_) => ErrorKind::Unavailable,
+        }
+    }
+}
+
+pub struct CodeRunnerService {
+    pub model: Arc<dyn ChatModel>,
+    pub tool_host: ToolHost,
+    pub limits: Limits,
+}
+
+#[tonic::async_trait]
+impl CodeRunner for CodeRunnerService {
+    async fn run_code(&self, request: Request<RunCodeRequest>) -> Result<Response<RunCodeResponse>, Status> {
+        let request = request.into_inner();
+        self.run(request).await.map(Response::new).map_err(to_status)
+    }
+}
+
+impl CodeRunnerService {
+    async fn run(&self, request: RunCodeRequest) -> Result<RunCodeResponse, RunCodeError> {
+        if request.code.trim().is_empty() {
+            return Err(RunCodeError::InvalidArgument("code must not be empty".into()));
+        }
+        if request.user_id.is_empty() {
+            return Err(RunCodeError::InvalidArgument("user_id is required".into()));
+        }
+        let scope = Arc::new(RunScope {
+            user_id: request.user_id,
+            prompt_id: request.prompt_id,
+            conversation_id: request.conversation_id,
+            state: request.state.as_ref().map(json::struct_to_map).unwrap_or_default(),
+        });
+        let prepared = self
+            .tool_host
+            .prepare(&scope)
+            .await
+            .map_err(|error| RunCodeError::ToolHostUnavailable(error.to_string()))?;
+        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools);
+        let mut limits = self.limits.clone();
+        if request.timeout_ms > 0 {
+            limits.timeout = Duration::from_millis(u64::from(request.timeout_ms)).min(MAX_TIMEOUT);
+        }
+        let program = Program {
+            code: request.code,
+            tools: toolbox.sandbox_tools(),
+            modules: prepared.modules,
+            input: Some(json::from_proto_opt(request.input.as_ref())),
+            memory: serde_json::Map::new(),
+        };
+        let host = Arc::new(RecordingHost { toolbox, model: Arc::clone(&self.model), calls: Mutex::default(), outputs: Mutex::default() });
+        let outcome = sandbox::run(program, host.clone(), limits).await;
+
+        let mut logs: Vec<String> = std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
+        logs.extend(outcome.logs);
+        let outcome = match outcome.result {
+            Ok(value) => run_code_response::Outcome::Result(json::to_proto(&value)),
+            Err(error) => run_code_response::Outcome::Error(PbCodeError {
+                message: error.message,
+                line: error.line.unwrap_or_default(),
+                column: error.column.unwrap_or_default(),
+                context: error.context.unwrap_or_default(),
+                timeout: error.timeout,
+            }),
+        };
+        let tool_calls = std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
+        Ok(RunCodeResponse { outcome: Some(outcome), logs, tool_calls })
+    }
+}
+
+/// Runs tools for `RunCode` and keeps a record of every call for the answer.
+struct RecordingHost {
+    toolbox: Toolbox,
+    model: Arc<dyn ChatModel>,
+    calls: Mutex<Vec<CodeToolCall>>,
+    outputs: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Host for RecordingHost {
+    async fn call_tool(&self, tool_id: &str, input: Json) -> Result<Json, String> {
+        let result = match self.toolbox.check(tool_id, &input) {
+            Ok(spec) if spec.requires_approval => {
+                Err("this tool requires approval, which code run by a tool cannot ask for".to_owned())
+            }
+            Ok(_) => {
+                let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
+                self.toolbox.invoke(tool_id, &input, &call_id).await.and_then(|invoked| invoked.result)
+            }
+            Err(message) => Err(message),
+        };
+        let recorded = match &result {
+            Ok(output) => code_tool_call::Result::Output(json::to_proto(output)),
+            Err(error) => code_tool_call::Result::Error(error.clone()),
+        };
+        let call = CodeToolCall { tool_id: tool_id.to_owned(), input: Some(json::to_proto(&input)), result: Some(recorded) };
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).push(call);
+        result
+    }
+
+    async fn output(&self, text: String) {
+        self.outputs.lock().unwrap_or_else(PoisonError::into_inner).push(format!("output: {text}"));
+    }
+
+    async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
+        let (content, _usage) = ask(self.model.as_ref(), Tier::Normal, prompt, json).await?;
+        Ok(content)
+    }
+}
