@@ -1,13 +1,11 @@
-//! The classic-executor binary: parse the config, start logging, bind, serve until Ctrl-C
-//! or SIGTERM.
+//! The classic-executor binary: parse the config, start logging, bind, serve until Ctrl-C or SIGTERM.
 
 use anyhow::Context as _;
 use clap::Parser as _;
-use classic_executor::Config;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = Config::parse();
+    let config = classic_executor::Config::parse();
     agentic_telemetry::init("classic-executor");
     if config.llm.openai_api_key.is_none() {
         tracing::warn!(
@@ -18,27 +16,5 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
-    classic_executor::run(config, listener, shutdown_signal()).await
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
-    tracing::info!("shutting down");
+    agentic_rpc::run_until_signal(classic_executor::run(config, listener, agentic_rpc::shutdown_signal())).await
 }

@@ -66,10 +66,13 @@ pub fn channel(address: &str) -> Result<Channel, tonic::transport::Error> {
         .connect_lazy())
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on Ctrl-C, or on SIGTERM (how Kubernetes and docker stop a container).
 pub async fn shutdown_signal() {
     let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
     };
     #[cfg(unix)]
     let terminate = async {
@@ -77,7 +80,10 @@ pub async fn shutdown_signal() {
             Ok(mut signal) => {
                 signal.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
         }
     };
     #[cfg(not(unix))]
@@ -86,6 +92,7 @@ pub async fn shutdown_signal() {
         () = interrupt => {}
         () = terminate => {}
     }
+    tracing::info!("shutting down");
 }
 
 /// How long a stopping service waits for open calls (e.g. long prompt streams) to end.
