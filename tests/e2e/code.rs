@@ -13,7 +13,10 @@ use crate::support::*;
 /// (round 1 has no assistant turn yet).
 fn code_for(input: &str, round: usize, code: &str) -> Rule {
     Rule::new(
-        Match::All(vec![Match::AnyMessageContains(input.to_owned()), Match::AssistantTurns(round - 1)]),
+        Match::All(vec![
+            Match::AnyMessageContains(input.to_owned()),
+            Match::AssistantTurns(round - 1),
+        ]),
         Reply::Text(code.to_owned()),
     )
 }
@@ -30,34 +33,62 @@ const echoed = demoEcho({id: stored.id});
 output("Stored " + echoed.echo.id);
 done();
 "#;
-    let stack = Stack::start(vec![code_for("store a city", 1, code)]).await.unwrap();
+    let stack = Stack::start(vec![code_for("store a city", 1, code)])
+        .await
+        .unwrap();
     let client = stack.client("alice").await.unwrap();
-    let prompt = client.create_prompt(code_prompt("store a city")).await.unwrap();
+    let prompt = client
+        .create_prompt(code_prompt("store a city"))
+        .await
+        .unwrap();
     assert_eq!(prompt.mode, "code");
     let events = collect(&client, &prompt.id, 0).await;
     assert_eq!(kind(events.last().unwrap()), "completed");
-    assert_eq!(sequences(&events), (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        sequences(&events),
+        (1..=events.len() as u64).collect::<Vec<_>>()
+    );
 
     let stored = client.get_prompt(&prompt.id).await.unwrap();
     assert_eq!(stored.state, PromptState::Completed as i32);
-    let functions: Vec<&str> = stored.output.iter().filter_map(|output| tool_of(output).map(|(function, _)| function)).collect();
+    let functions: Vec<&str> = stored
+        .output
+        .iter()
+        .filter_map(|output| tool_of(output).map(|(function, _)| function))
+        .collect();
     assert_eq!(functions, ["code.execute", "artifact.store", "demo.echo"]);
-    assert!(tool_of(&stored.output[0]).unwrap().1.is_ok(), "code.execute succeeded");
-    let artifact_id = tool_of(&stored.output[1]).unwrap().1.unwrap()["id"].as_str().unwrap().to_owned();
-    assert_eq!(text_of(&stored.output[3]), Some(format!("Stored {artifact_id}").as_str()));
+    assert!(
+        tool_of(&stored.output[0]).unwrap().1.is_ok(),
+        "code.execute succeeded"
+    );
+    let artifact_id = tool_of(&stored.output[1]).unwrap().1.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        text_of(&stored.output[3]),
+        Some(format!("Stored {artifact_id}").as_str())
+    );
 
     // output() streams while the code still runs: before code.execute is updated.
-    let streamed = events.iter().position(|event| kind(event) == "stream").unwrap();
+    let streamed = events
+        .iter()
+        .position(|event| kind(event) == "stream")
+        .unwrap();
     let code_updated = events
         .iter()
         .position(|event| matches!(&event.kind, Some(prompt_event::Kind::OutputUpdated(update)) if update.index == 0))
         .unwrap();
-    assert!(streamed < code_updated, "stream at {streamed}, code.execute updated at {code_updated}");
+    assert!(
+        streamed < code_updated,
+        "stream at {streamed}, code.execute updated at {code_updated}"
+    );
     assert_eq!(streamed_text(&events), format!("Stored {artifact_id}"));
 }
 
 #[tokio::test]
-async fn a_reference_error_reaches_the_model_with_its_line_and_source_and_the_next_round_succeeds() {
+async fn a_reference_error_reaches_the_model_with_its_line_and_source_and_the_next_round_succeeds()
+{
     let broken = "const a = 1;\nconst b = 2;\nconst c = missingThing + a;\nc";
     let stack = Stack::start(vec![
         code_for("compute", 1, broken),
@@ -75,7 +106,10 @@ async fn a_reference_error_reaches_the_model_with_its_line_and_source_and_the_ne
     assert!(feedback.contains("ReferenceError"), "{feedback}");
     assert!(feedback.contains("missingThing"), "{feedback}");
     assert!(feedback.contains("line 3"), "{feedback}");
-    assert!(feedback.contains("const c = missingThing + a;"), "{feedback}");
+    assert!(
+        feedback.contains("const c = missingThing + a;"),
+        "{feedback}"
+    );
 
     let stored = client.get_prompt(&prompt.id).await.unwrap();
     let (_, first_round) = tool_of(&stored.output[0]).unwrap();
@@ -87,8 +121,16 @@ async fn a_reference_error_reaches_the_model_with_its_line_and_source_and_the_ne
 #[tokio::test]
 async fn a_value_without_done_reaches_the_model_and_store_and_log_carry_across_rounds() {
     let stack = Stack::start(vec![
-        code_for("remember", 1, "store('secret', 42); log('noted the secret'); ({answer: 6 * 7})"),
-        code_for("remember", 2, "const s = recall('secret'); complete({response: 'recalled ' + s})"),
+        code_for(
+            "remember",
+            1,
+            "store('secret', 42); log('noted the secret'); ({answer: 6 * 7})",
+        ),
+        code_for(
+            "remember",
+            2,
+            "const s = recall('secret'); complete({response: 'recalled ' + s})",
+        ),
     ])
     .await
     .unwrap();
@@ -98,12 +140,21 @@ async fn a_value_without_done_reaches_the_model_and_store_and_log_carry_across_r
     assert_eq!(kind(events.last().unwrap()), "completed");
 
     let feedback = stack.model.requests()[1].last_user_message().unwrap();
-    assert!(feedback.contains("\"answer\": 42"), "the value reaches the model: {feedback}");
-    assert!(feedback.contains("noted the secret"), "logs reach the model: {feedback}");
+    assert!(
+        feedback.contains("\"answer\": 42"),
+        "the value reaches the model: {feedback}"
+    );
+    assert!(
+        feedback.contains("noted the secret"),
+        "logs reach the model: {feedback}"
+    );
     let stored = client.get_prompt(&prompt.id).await.unwrap();
     assert_eq!(text_of(stored.output.last().unwrap()), Some("recalled 42"));
     let user_visible: String = stored.output.iter().filter_map(text_of).collect();
-    assert!(!user_visible.contains("noted the secret"), "logs are not shown to the user");
+    assert!(
+        !user_visible.contains("noted the secret"),
+        "logs are not shown to the user"
+    );
     assert!(!streamed_text(&events).contains("noted the secret"));
 }
 
@@ -116,9 +167,14 @@ calls.push({tool: "demo.fail", input: {message: "boom"}});
 const results = parallel(calls);
 complete({response: JSON.stringify(results.slice(9))});
 "#;
-    let stack = Stack::start(vec![code_for("sleep in parallel", 1, code)]).await.unwrap();
+    let stack = Stack::start(vec![code_for("sleep in parallel", 1, code)])
+        .await
+        .unwrap();
     let client = stack.client("alice").await.unwrap();
-    let prompt = client.create_prompt(code_prompt("sleep in parallel")).await.unwrap();
+    let prompt = client
+        .create_prompt(code_prompt("sleep in parallel"))
+        .await
+        .unwrap();
     collect(&client, &prompt.id, 0).await;
 
     let stored = client.get_prompt(&prompt.id).await.unwrap();
@@ -136,11 +192,18 @@ complete({response: JSON.stringify(results.slice(9))});
     assert_eq!(sleeps.len(), 10);
     let latest_start = sleeps.iter().map(|(start, _)| *start).max().unwrap();
     let earliest_end = sleeps.iter().map(|(_, end)| *end).min().unwrap();
-    assert!(latest_start < earliest_end, "all ten sleeps overlapped: {sleeps:?}");
+    assert!(
+        latest_start < earliest_end,
+        "all ten sleeps overlapped: {sleeps:?}"
+    );
 
-    let answer: serde_json::Value = serde_json::from_str(text_of(stored.output.last().unwrap()).unwrap()).unwrap();
+    let answer: serde_json::Value =
+        serde_json::from_str(text_of(stored.output.last().unwrap()).unwrap()).unwrap();
     assert_eq!(answer[0], json!({"slept_ms": 50}));
-    assert!(answer[1]["error"].as_str().unwrap().contains("boom"), "{answer}");
+    assert!(
+        answer[1]["error"].as_str().unwrap().contains("boom"),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
@@ -153,33 +216,66 @@ complete({response: JSON.stringify({text, parsed, raw})});
 "#;
     let stack = Stack::start(vec![
         code_for("use the llm", 1, code),
-        Rule::new(Match::LastUserContains("say hi".into()), Reply::Text("hi there".into())),
         Rule::new(
-            Match::All(vec![Match::HasResponseFormat, Match::LastUserContains("give json".into())]),
+            Match::LastUserContains("say hi".into()),
+            Reply::Text("hi there".into()),
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::HasResponseFormat,
+                Match::LastUserContains("give json".into()),
+            ]),
             Reply::Text(r#"{"x": 1}"#.into()),
         ),
-        Rule::new(Match::LastUserContains("give bad json".into()), Reply::Text("not json at all".into())),
+        Rule::new(
+            Match::LastUserContains("give bad json".into()),
+            Reply::Text("not json at all".into()),
+        ),
     ])
     .await
     .unwrap();
     let client = stack.client("alice").await.unwrap();
-    let prompt = client.create_prompt(code_prompt("use the llm")).await.unwrap();
+    let prompt = client
+        .create_prompt(code_prompt("use the llm"))
+        .await
+        .unwrap();
     collect(&client, &prompt.id, 0).await;
 
     let stored = client.get_prompt(&prompt.id).await.unwrap();
-    let answer: serde_json::Value = serde_json::from_str(text_of(stored.output.last().unwrap()).unwrap()).unwrap();
-    assert_eq!(answer, json!({"text": "hi there", "parsed": {"x": 1}, "raw": "not json at all"}));
+    let answer: serde_json::Value =
+        serde_json::from_str(text_of(stored.output.last().unwrap()).unwrap()).unwrap();
+    assert_eq!(
+        answer,
+        json!({"text": "hi there", "parsed": {"x": 1}, "raw": "not json at all"})
+    );
     let usage = stored.usage.unwrap();
-    assert_eq!((usage.input_tokens, usage.output_tokens), (40, 20), "one code round and three llm() calls");
-    let formats: Vec<bool> = stack.model.requests().iter().map(|request| request.body.get("response_format").is_some()).collect();
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens),
+        (40, 20),
+        "one code round and three llm() calls"
+    );
+    let formats: Vec<bool> = stack
+        .model
+        .requests()
+        .iter()
+        .map(|request| request.body.get("response_format").is_some())
+        .collect();
     assert_eq!(formats, [false, false, true, true]);
 }
 
 #[tokio::test]
 async fn a_plugin_module_can_be_imported_and_an_unknown_module_is_an_error_the_model_sees() {
     let stack = Stack::start(vec![
-        code_for("modules", 1, "import { nope } from \"no-such-module\";\nnope()"),
-        code_for("modules", 2, "import { describe } from \"artifacts\";\ncomplete({response: typeof describe})"),
+        code_for(
+            "modules",
+            1,
+            "import { nope } from \"no-such-module\";\nnope()",
+        ),
+        code_for(
+            "modules",
+            2,
+            "import { describe } from \"artifacts\";\ncomplete({response: typeof describe})",
+        ),
     ])
     .await
     .unwrap();
@@ -188,7 +284,10 @@ async fn a_plugin_module_can_be_imported_and_an_unknown_module_is_an_error_the_m
     collect(&client, &prompt.id, 0).await;
 
     let system = stack.model.requests()[0].messages()[0].to_string();
-    assert!(system.contains("artifacts"), "the system prompt lists the module");
+    assert!(
+        system.contains("artifacts"),
+        "the system prompt lists the module"
+    );
     let feedback = stack.model.requests()[1].last_user_message().unwrap();
     assert!(feedback.contains("no-such-module"), "{feedback}");
     let stored = client.get_prompt(&prompt.id).await.unwrap();
@@ -197,16 +296,37 @@ async fn a_plugin_module_can_be_imported_and_an_unknown_module_is_an_error_the_m
 
 #[tokio::test]
 async fn runaway_code_ends_with_a_clear_error_while_another_prompt_completes() {
-    let options = StackOptions { code_run_timeout_ms: 1_500, ..StackOptions::default() };
+    let options = StackOptions {
+        code_run_timeout_ms: 1_500,
+        ..StackOptions::default()
+    };
     let cases = [
         ("spin forever", "while (true) {}", "timed out"),
-        ("eat memory", "const a = []; while (true) { a.push(new Array(100000).fill('x')); }", "emory"),
-        ("recurse forever", "function f(n) { return f(n + 1) + 1; } f(0)", "stack"),
+        (
+            "eat memory",
+            "const a = []; while (true) { a.push(new Array(100000).fill('x')); }",
+            "emory",
+        ),
+        (
+            "recurse forever",
+            "function f(n) { return f(n + 1) + 1; } f(0)",
+            "stack",
+        ),
         ("sleep too long", "demoSleep({ms: 60000})", "timed out"),
     ];
-    let mut rules: Vec<Rule> = cases.iter().map(|(input, code, _)| code_for(input, 1, code)).collect();
-    rules.push(Rule::new(Match::AssistantTurns(1), Reply::Text("done()".into())));
-    rules.push(code_for("be quick", 1, "complete({response: 'quick answer'})"));
+    let mut rules: Vec<Rule> = cases
+        .iter()
+        .map(|(input, code, _)| code_for(input, 1, code))
+        .collect();
+    rules.push(Rule::new(
+        Match::AssistantTurns(1),
+        Reply::Text("done()".into()),
+    ));
+    rules.push(code_for(
+        "be quick",
+        1,
+        "complete({response: 'quick answer'})",
+    ));
     let stack = Stack::start_with(rules, options).await.unwrap();
     let client = stack.client("alice").await.unwrap();
 
@@ -233,13 +353,22 @@ async fn runaway_code_ends_with_a_clear_error_while_another_prompt_completes() {
 async fn a_classic_prompt_can_run_code_through_the_interpreter_tool() {
     let code = "const r = parallel([{tool: 'demo.echo', input: {n: input.n}}, {tool: 'demo.echo', input: {n: input.n + 1}}]);\nr.map(x => x.echo.n)";
     let stack = Stack::start(vec![
-        calls(Match::NoToolResults, vec![call("interpreter__run-code", json!({"code": code, "input": {"n": 41}}))]),
+        calls(
+            Match::NoToolResults,
+            vec![call(
+                "interpreter__run-code",
+                json!({"code": code, "input": {"n": 41}}),
+            )],
+        ),
         text(Match::HasToolResults, "The code said {last_tool_result}"),
     ])
     .await
     .unwrap();
     let client = stack.client("alice").await.unwrap();
-    let prompt = client.create_prompt(NewPrompt::new("run some code")).await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("run some code"))
+        .await
+        .unwrap();
     let events = collect(&client, &prompt.id, 0).await;
     assert_eq!(kind(events.last().unwrap()), "completed");
 

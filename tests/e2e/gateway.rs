@@ -99,7 +99,11 @@ async fn a_registered_mode_whose_executor_is_down_is_unavailable() {
         .collect();
     assert_eq!(
         health,
-        [("classic".to_owned(), true), ("ghost".to_owned(), false)]
+        [
+            ("classic".to_owned(), true),
+            ("code".to_owned(), true),
+            ("ghost".to_owned(), false)
+        ]
     );
 
     let client = stack.client("alice").await.unwrap();

@@ -59,7 +59,10 @@ async fn every_service_answers_health_checks_and_lists_its_services_by_reflectio
     let services = [
         (stack.gateway_address, vec!["agentic.v1.PromptGateway"]),
         (stack.classic_address, vec!["agentic.v1.Executor"]),
-        (stack.code_address, vec!["agentic.v1.Executor", "agentic.v1.CodeRunner"]),
+        (
+            stack.code_address,
+            vec!["agentic.v1.Executor", "agentic.v1.CodeRunner"],
+        ),
         (
             stack.tool_host_address,
             vec!["agentic.v1.ToolHost", "agentic.v1.ArtifactStore"],

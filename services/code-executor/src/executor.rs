@@ -51,7 +51,12 @@ impl Mode for CodeMode {
         MODE_NAME
     }
 
-    async fn run(&self, request: RunRequest, events: EventSink, _decisions: mpsc::Receiver<Decision>) {
+    async fn run(
+        &self,
+        request: RunRequest,
+        events: EventSink,
+        _decisions: mpsc::Receiver<Decision>,
+    ) {
         let prompt_id = request.prompt_id.clone();
         match self.try_run(request, &events).await {
             Ok(()) => tracing::info!(prompt_id, "run finished"),
@@ -78,13 +83,22 @@ impl CodeMode {
             .await
             .map_err(|error| Halt::Failed(format!("tool-host unavailable: {error}")))?;
         let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools);
-        let mut messages = vec![ChatMessage::System(prompt::system(toolbox.specs(), &prepared.modules, &prepared.context))];
+        let mut messages = vec![ChatMessage::System(prompt::system(
+            toolbox.specs(),
+            &prepared.modules,
+            &prepared.context,
+        ))];
         messages.extend(prompt::history(&request.history));
         messages.push(ChatMessage::User(request.input.clone()));
 
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
         let sandbox_tools = toolbox.sandbox_tools();
-        let host = Arc::new(PromptHost { toolbox, timeline: Arc::clone(&timeline), model: Arc::clone(&self.model), tier: request.tier });
+        let host = Arc::new(PromptHost {
+            toolbox,
+            timeline: Arc::clone(&timeline),
+            model: Arc::clone(&self.model),
+            tier: request.tier,
+        });
         let max_rounds = request.max_rounds.unwrap_or(self.default_max_rounds).max(1);
         let mut memory = Map::new();
 
@@ -100,7 +114,16 @@ impl CodeMode {
             let call_id = format!("code_{}", uuid::Uuid::now_v7().simple());
             let start = SystemTime::now();
             let input = json!({ "code": code });
-            let index = timeline.add(tool_output(&call_id, CODE_TOOL, input.clone(), running(), start, None)).await?;
+            let index = timeline
+                .add(tool_output(
+                    &call_id,
+                    CODE_TOOL,
+                    input.clone(),
+                    running(),
+                    start,
+                    None,
+                ))
+                .await?;
             let program = Program {
                 code: code.clone(),
                 tools: sandbox_tools.clone(),
@@ -111,20 +134,41 @@ impl CodeMode {
             let outcome = sandbox::run(program, host.clone(), self.limits.clone()).await;
             memory = outcome.memory.clone();
             let result = match &outcome.result {
-                Ok(value) => ToolResult::Success { output: value.clone() },
-                Err(error) => ToolResult::Error { error: prompt::describe_error(error) },
+                Ok(value) => ToolResult::Success {
+                    output: value.clone(),
+                },
+                Err(error) => ToolResult::Error {
+                    error: prompt::describe_error(error),
+                },
             };
-            timeline.update(index, tool_output(&call_id, CODE_TOOL, input, result, start, Some(SystemTime::now()))).await?;
+            timeline
+                .update(
+                    index,
+                    tool_output(
+                        &call_id,
+                        CODE_TOOL,
+                        input,
+                        result,
+                        start,
+                        Some(SystemTime::now()),
+                    ),
+                )
+                .await?;
 
             if let Some(completion) = &outcome.completion {
                 complete(&timeline, completion).await?;
                 timeline.send(Event::Finished(Finish::Completed)).await?;
                 return Ok(());
             }
-            messages.push(ChatMessage::Assistant { content: code, tool_calls: Vec::new() });
+            messages.push(ChatMessage::Assistant {
+                content: code,
+                tool_calls: Vec::new(),
+            });
             messages.push(ChatMessage::User(prompt::feedback(round, &outcome)));
         }
-        let closing = format!("Stopped after reaching the limit of {max_rounds} rounds without the code calling done().");
+        let closing = format!(
+            "Stopped after reaching the limit of {max_rounds} rounds without the code calling done()."
+        );
         timeline.add(Output::Text(closing)).await?;
         timeline.send(Event::Finished(Finish::Completed)).await?;
         Ok(())
@@ -134,7 +178,10 @@ impl CodeMode {
 /// `complete({response, followUp})`: the response and follow-up become text the user sees,
 /// streamed like `output()`. (`data` is kept once conversations carry state between prompts.)
 async fn complete(timeline: &Timeline, completion: &sandbox::Completion) -> Result<(), Halt> {
-    for text in [&completion.response, &completion.follow_up].into_iter().flatten() {
+    for text in [&completion.response, &completion.follow_up]
+        .into_iter()
+        .flatten()
+    {
         timeline.send(Event::TextDelta(text.clone())).await?;
         timeline.add(Output::Text(text.clone())).await?;
     }

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use agentic_executor::timeline::{Approval, ApprovalState, Event, FileOutput, Output, ToolCallOutput, ToolResult};
+use agentic_executor::timeline::{
+    Approval, ApprovalState, Event, FileOutput, Output, ToolCallOutput, ToolResult,
+};
 use agentic_executor::{EventSink, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest, Tier, Usage};
 use serde_json::Value as Json;
@@ -23,19 +25,26 @@ pub struct Timeline {
 
 impl Timeline {
     pub fn new(events: EventSink, existing_outputs: usize) -> Timeline {
-        Timeline { events, next_index: Mutex::new(u32::try_from(existing_outputs).unwrap_or(u32::MAX)) }
+        Timeline {
+            events,
+            next_index: Mutex::new(u32::try_from(existing_outputs).unwrap_or(u32::MAX)),
+        }
     }
 
     pub async fn add(&self, output: Output) -> Result<u32, StreamClosed> {
         let mut next = self.next_index.lock().await;
         let index = *next;
-        self.events.send(Event::OutputAdded { index, output }).await?;
+        self.events
+            .send(Event::OutputAdded { index, output })
+            .await?;
         *next += 1;
         Ok(index)
     }
 
     pub async fn update(&self, index: u32, output: Output) -> Result<(), StreamClosed> {
-        self.events.send(Event::OutputUpdated { index, output }).await
+        self.events
+            .send(Event::OutputUpdated { index, output })
+            .await
     }
 
     pub async fn send(&self, event: Event) -> Result<(), StreamClosed> {
@@ -43,7 +52,14 @@ impl Timeline {
     }
 }
 
-pub fn tool_output(id: &str, function: &str, input: Json, result: ToolResult, start: SystemTime, end: Option<SystemTime>) -> Output {
+pub fn tool_output(
+    id: &str,
+    function: &str,
+    input: Json,
+    result: ToolResult,
+    start: SystemTime,
+    end: Option<SystemTime>,
+) -> Output {
     Output::Tool(ToolCallOutput {
         id: id.to_owned(),
         function: function.to_owned(),
@@ -56,16 +72,26 @@ pub fn tool_output(id: &str, function: &str, input: Json, result: ToolResult, st
 }
 
 pub fn running() -> ToolResult {
-    ToolResult::Pending { reason: "running".into() }
+    ToolResult::Pending {
+        reason: "running".into(),
+    }
 }
 
 /// Asks the model one question for `llm()` / `llmJson()`.
-pub async fn ask(model: &dyn ChatModel, tier: Tier, prompt: String, json: bool) -> Result<(String, Usage), String> {
+pub async fn ask(
+    model: &dyn ChatModel,
+    tier: Tier,
+    prompt: String,
+    json: bool,
+) -> Result<(String, Usage), String> {
     let mut request = ChatRequest::new(tier, vec![ChatMessage::User(prompt)]);
     if json {
         request.response_format = Some(serde_json::json!({"type": "json_object"}));
     }
-    let response = model.chat(request, None).await.map_err(|error| format!("LLM request failed: {error}"))?;
+    let response = model
+        .chat(request, None)
+        .await
+        .map_err(|error| format!("LLM request failed: {error}"))?;
     Ok((response.content, response.usage))
 }
 
@@ -86,7 +112,14 @@ impl Host for PromptHost {
         let checked = self.toolbox.check(tool_id, &input);
         let index = self
             .timeline
-            .add(tool_output(&call_id, tool_id, input.clone(), running(), start, None))
+            .add(tool_output(
+                &call_id,
+                tool_id,
+                input.clone(),
+                running(),
+                start,
+                None,
+            ))
             .await
             .map_err(|_| CLOSED.to_owned())?;
         let result = match checked {
@@ -106,30 +139,66 @@ impl Host for PromptHost {
                         size: file.size,
                         artifact_id: file.artifact_id,
                     });
-                    self.timeline.add(file).await.map_err(|_| CLOSED.to_owned())?;
+                    self.timeline
+                        .add(file)
+                        .await
+                        .map_err(|_| CLOSED.to_owned())?;
                 }
                 match invoked.result {
-                    Ok(output) => (ToolResult::Success { output: output.clone() }, Ok(output)),
-                    Err(error) => (ToolResult::Error { error: error.clone() }, Err(error)),
+                    Ok(output) => (
+                        ToolResult::Success {
+                            output: output.clone(),
+                        },
+                        Ok(output),
+                    ),
+                    Err(error) => (
+                        ToolResult::Error {
+                            error: error.clone(),
+                        },
+                        Err(error),
+                    ),
                 }
             }
-            Err(error) => (ToolResult::Error { error: error.clone() }, Err(error)),
+            Err(error) => (
+                ToolResult::Error {
+                    error: error.clone(),
+                },
+                Err(error),
+            ),
         };
-        let finished = tool_output(&call_id, tool_id, input, tool_result, start, Some(SystemTime::now()));
-        self.timeline.update(index, finished).await.map_err(|_| CLOSED.to_owned())?;
+        let finished = tool_output(
+            &call_id,
+            tool_id,
+            input,
+            tool_result,
+            start,
+            Some(SystemTime::now()),
+        );
+        self.timeline
+            .update(index, finished)
+            .await
+            .map_err(|_| CLOSED.to_owned())?;
         answer
     }
 
     async fn output(&self, text: String) {
         // Best effort: if the stream is gone the run is being dropped anyway.
-        if self.timeline.send(Event::TextDelta(text.clone())).await.is_ok() {
+        if self
+            .timeline
+            .send(Event::TextDelta(text.clone()))
+            .await
+            .is_ok()
+        {
             let _ = self.timeline.add(Output::Text(text)).await;
         }
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
         let (content, usage) = ask(self.model.as_ref(), self.tier, prompt, json).await?;
-        self.timeline.send(Event::Usage(usage)).await.map_err(|_| CLOSED.to_owned())?;
+        self.timeline
+            .send(Event::Usage(usage))
+            .await
+            .map_err(|_| CLOSED.to_owned())?;
         Ok(content)
     }
 }

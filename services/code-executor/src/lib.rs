@@ -20,12 +20,16 @@ use agentic_proto::v1::code_runner_server::{CodeRunnerServer, SERVICE_NAME as CO
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
-pub use crate::executor::{MODE_ID, MODE_NAME};
 use crate::executor::CodeMode;
+pub use crate::executor::{MODE_ID, MODE_NAME};
 use crate::runner::CodeRunnerService;
 
 #[derive(clap::Parser, Debug, Clone)]
-#[command(name = "code-executor", version, about = "The code execution mode of agentic")]
+#[command(
+    name = "code-executor",
+    version,
+    about = "The code execution mode of agentic"
+)]
 pub struct Config {
     /// Address the gRPC server listens on.
     #[arg(long, env = "CODE_EXECUTOR_LISTEN", default_value = "0.0.0.0:50053")]
@@ -61,18 +65,34 @@ impl Config {
 }
 
 /// Serves the code mode (`Executor`) and `CodeRunner` on `listener` until `shutdown` resolves.
-pub async fn run(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let model: Arc<dyn ChatModel> = Arc::new(OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?);
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let model: Arc<dyn ChatModel> =
+        Arc::new(OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?);
     let channel = agentic_rpc::channel(&config.tool_host_url)
         .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
     let tool_host = ToolHost::new(channel);
     let limits = config.limits();
-    let runner = CodeRunnerServer::new(CodeRunnerService { model: Arc::clone(&model), tool_host: tool_host.clone(), limits: limits.clone() })
-        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-    let mode = CodeMode { model, tool_host, default_max_rounds: config.max_rounds, limits };
-    agentic_executor::serve(mode, listener, shutdown, &[CODE_RUNNER], |router| router.add_service(runner))
-        .await
-        .context("serving the code executor")?;
+    let runner = CodeRunnerServer::new(CodeRunnerService {
+        model: Arc::clone(&model),
+        tool_host: tool_host.clone(),
+        limits: limits.clone(),
+    })
+    .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+    .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let mode = CodeMode {
+        model,
+        tool_host,
+        default_max_rounds: config.max_rounds,
+        limits,
+    };
+    agentic_executor::serve(mode, listener, shutdown, &[CODE_RUNNER], |router| {
+        router.add_service(runner)
+    })
+    .await
+    .context("serving the code executor")?;
     Ok(())
 }

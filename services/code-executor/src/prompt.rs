@@ -43,7 +43,11 @@ pub fn system(tools: &[ToolSpec], modules: &[(String, String)], context: &[Conte
     let mut namespaces: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for tool in tools {
         let namespace = tool.id.split('.').next().unwrap_or(&tool.id);
-        namespaces.entry(namespace).or_default().push(format!("{} — {}", tool.id.to_lower_camel_case(), summary(&tool.description)));
+        namespaces.entry(namespace).or_default().push(format!(
+            "{} — {}",
+            tool.id.to_lower_camel_case(),
+            summary(&tool.description)
+        ));
     }
     if namespaces.is_empty() {
         text.push_str("(none)\n");
@@ -68,7 +72,11 @@ pub fn system(tools: &[ToolSpec], modules: &[(String, String)], context: &[Conte
 
 /// The first sentence of a description, kept short for the compact listing.
 fn summary(description: &str) -> String {
-    let first = description.split_inclusive(". ").next().unwrap_or(description).trim();
+    let first = description
+        .split_inclusive(". ")
+        .next()
+        .unwrap_or(description)
+        .trim();
     truncate(first, 120)
 }
 
@@ -84,18 +92,35 @@ pub fn history(history: &[PastPrompt]) -> Vec<ChatMessage> {
                     let _ = writeln!(transcript, "{text}");
                 }
                 Output::Tool(call) if call.function == CODE_TOOL => {
-                    let code = call.input.get("code").and_then(Json::as_str).unwrap_or_default();
+                    let code = call
+                        .input
+                        .get("code")
+                        .and_then(Json::as_str)
+                        .unwrap_or_default();
                     let _ = writeln!(transcript, "{code}\n// → {}", result_text(&call.result));
                 }
                 Output::Tool(call) => {
-                    let _ = writeln!(transcript, "// {}({}) → {}", call.function, call.input, result_text(&call.result));
+                    let _ = writeln!(
+                        transcript,
+                        "// {}({}) → {}",
+                        call.function,
+                        call.input,
+                        result_text(&call.result)
+                    );
                 }
                 Output::File(file) => {
-                    let _ = writeln!(transcript, "// created file {} ({})", file.filename, file.mime_type);
+                    let _ = writeln!(
+                        transcript,
+                        "// created file {} ({})",
+                        file.filename, file.mime_type
+                    );
                 }
             }
         }
-        messages.push(ChatMessage::Assistant { content: truncate(transcript.trim(), MAX_FEEDBACK_CHARS), tool_calls: Vec::new() });
+        messages.push(ChatMessage::Assistant {
+            content: truncate(transcript.trim(), MAX_FEEDBACK_CHARS),
+            tool_calls: Vec::new(),
+        });
     }
     messages
 }
@@ -111,7 +136,10 @@ fn result_text(result: &ToolResult) -> String {
 /// What the model reads after a round that did not finish the prompt.
 pub fn feedback(round: u32, outcome: &RunOutcome) -> String {
     let mut text = match &outcome.result {
-        Ok(value) => format!("Round {round} result:\n{}", serde_json::to_string_pretty(value).unwrap_or_default()),
+        Ok(value) => format!(
+            "Round {round} result:\n{}",
+            serde_json::to_string_pretty(value).unwrap_or_default()
+        ),
         Err(error) => format!("Round {round} failed: {}", describe_error(error)),
     };
     if !outcome.logs.is_empty() {
@@ -134,7 +162,11 @@ pub fn describe_error(error: &CodeError) -> String {
         }
         _ => {}
     }
-    if let Some(context) = error.context.as_deref().filter(|context| !context.is_empty()) {
+    if let Some(context) = error
+        .context
+        .as_deref()
+        .filter(|context| !context.is_empty())
+    {
         let _ = write!(text, ":\n    {context}");
     }
     text
@@ -142,7 +174,9 @@ pub fn describe_error(error: &CodeError) -> String {
 
 /// The code in a reply: the first fenced block when the model added fences anyway.
 pub fn extract_code(reply: &str) -> String {
-    let Some(start) = reply.find("```") else { return reply.trim().to_owned() };
+    let Some(start) = reply.find("```") else {
+        return reply.trim().to_owned();
+    };
     let after_fence = &reply[start + 3..];
     // Skip the language tag (```js, ```javascript) up to the end of the line.
     let body = after_fence.split_once('\n').map_or("", |(_, body)| body);
@@ -164,8 +198,14 @@ mod tests {
 
     #[test]
     fn fences_are_stripped_and_plain_code_is_kept() {
-        assert_eq!(extract_code("```js\nconst a = 1;\na\n```"), "const a = 1;\na");
-        assert_eq!(extract_code("Here you go:\n```javascript\ndone()\n```\nthanks"), "done()");
+        assert_eq!(
+            extract_code("```js\nconst a = 1;\na\n```"),
+            "const a = 1;\na"
+        );
+        assert_eq!(
+            extract_code("Here you go:\n```javascript\ndone()\n```\nthanks"),
+            "done()"
+        );
         assert_eq!(extract_code("  output('hi')  "), "output('hi')");
     }
 
@@ -178,12 +218,27 @@ mod tests {
             requires_approval: false,
         };
         let text = system(
-            &[tool("artifact.get", "Reads an artifact. More text."), tool("artifact.store", "Stores data."), tool("weather.get-weather", "Weather.")],
+            &[
+                tool("artifact.get", "Reads an artifact. More text."),
+                tool("artifact.store", "Stores data."),
+                tool("weather.get-weather", "Weather."),
+            ],
             &[("artifacts".into(), String::new())],
-            &[ContextItem { name: "artifacts".into(), content: "3 stored".into() }],
+            &[ContextItem {
+                name: "artifacts".into(),
+                content: "3 stored".into(),
+            }],
         );
-        assert!(text.contains("**artifact**: artifactGet — Reads an artifact. | artifactStore — Stores data."), "{text}");
-        assert!(text.contains("**weather**: weatherGetWeather — Weather."), "{text}");
+        assert!(
+            text.contains(
+                "**artifact**: artifactGet — Reads an artifact. | artifactStore — Stores data."
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("**weather**: weatherGetWeather — Weather."),
+            "{text}"
+        );
         assert!(text.contains("- artifacts\n"), "{text}");
         assert!(text.contains("- artifacts: 3 stored"), "{text}");
         assert!(text.contains("toolSchema(id)"));

@@ -9,7 +9,10 @@ use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_llm::{ChatModel, Tier};
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_server::CodeRunner;
-use agentic_proto::v1::{CodeError as PbCodeError, CodeToolCall, RunCodeRequest, RunCodeResponse, code_tool_call, run_code_response};
+use agentic_proto::v1::{
+    CodeError as PbCodeError, CodeToolCall, RunCodeRequest, RunCodeResponse, code_tool_call,
+    run_code_response,
+};
 use agentic_rpc::{ErrorKind, ServiceError, to_status};
 use serde_json::Value as Json;
 use tonic::{Request, Response, Status};
@@ -46,16 +49,24 @@ pub struct CodeRunnerService {
 
 #[tonic::async_trait]
 impl CodeRunner for CodeRunnerService {
-    async fn run_code(&self, request: Request<RunCodeRequest>) -> Result<Response<RunCodeResponse>, Status> {
+    async fn run_code(
+        &self,
+        request: Request<RunCodeRequest>,
+    ) -> Result<Response<RunCodeResponse>, Status> {
         let request = request.into_inner();
-        self.run(request).await.map(Response::new).map_err(to_status)
+        self.run(request)
+            .await
+            .map(Response::new)
+            .map_err(to_status)
     }
 }
 
 impl CodeRunnerService {
     async fn run(&self, request: RunCodeRequest) -> Result<RunCodeResponse, RunCodeError> {
         if request.code.trim().is_empty() {
-            return Err(RunCodeError::InvalidArgument("code must not be empty".into()));
+            return Err(RunCodeError::InvalidArgument(
+                "code must not be empty".into(),
+            ));
         }
         if request.user_id.is_empty() {
             return Err(RunCodeError::InvalidArgument("user_id is required".into()));
@@ -64,7 +75,11 @@ impl CodeRunnerService {
             user_id: request.user_id,
             prompt_id: request.prompt_id,
             conversation_id: request.conversation_id,
-            state: request.state.as_ref().map(json::struct_to_map).unwrap_or_default(),
+            state: request
+                .state
+                .as_ref()
+                .map(json::struct_to_map)
+                .unwrap_or_default(),
         });
         let prepared = self
             .tool_host
@@ -83,10 +98,16 @@ impl CodeRunnerService {
             input: Some(json::from_proto_opt(request.input.as_ref())),
             memory: serde_json::Map::new(),
         };
-        let host = Arc::new(RecordingHost { toolbox, model: Arc::clone(&self.model), calls: Mutex::default(), outputs: Mutex::default() });
+        let host = Arc::new(RecordingHost {
+            toolbox,
+            model: Arc::clone(&self.model),
+            calls: Mutex::default(),
+            outputs: Mutex::default(),
+        });
         let outcome = sandbox::run(program, host.clone(), limits).await;
 
-        let mut logs: Vec<String> = std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut logs: Vec<String> =
+            std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
         logs.extend(outcome.logs);
         let outcome = match outcome.result {
             Ok(value) => run_code_response::Outcome::Result(json::to_proto(&value)),
@@ -98,8 +119,13 @@ impl CodeRunnerService {
                 timeout: error.timeout,
             }),
         };
-        let tool_calls = std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
-        Ok(RunCodeResponse { outcome: Some(outcome), logs, tool_calls })
+        let tool_calls =
+            std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
+        Ok(RunCodeResponse {
+            outcome: Some(outcome),
+            logs,
+            tool_calls,
+        })
     }
 }
 
@@ -115,12 +141,15 @@ struct RecordingHost {
 impl Host for RecordingHost {
     async fn call_tool(&self, tool_id: &str, input: Json) -> Result<Json, String> {
         let result = match self.toolbox.check(tool_id, &input) {
-            Ok(spec) if spec.requires_approval => {
-                Err("this tool requires approval, which code run by a tool cannot ask for".to_owned())
-            }
+            Ok(spec) if spec.requires_approval => Err(
+                "this tool requires approval, which code run by a tool cannot ask for".to_owned(),
+            ),
             Ok(_) => {
                 let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
-                self.toolbox.invoke(tool_id, &input, &call_id).await.and_then(|invoked| invoked.result)
+                self.toolbox
+                    .invoke(tool_id, &input, &call_id)
+                    .await
+                    .and_then(|invoked| invoked.result)
             }
             Err(message) => Err(message),
         };
@@ -128,13 +157,23 @@ impl Host for RecordingHost {
             Ok(output) => code_tool_call::Result::Output(json::to_proto(output)),
             Err(error) => code_tool_call::Result::Error(error.clone()),
         };
-        let call = CodeToolCall { tool_id: tool_id.to_owned(), input: Some(json::to_proto(&input)), result: Some(recorded) };
-        self.calls.lock().unwrap_or_else(PoisonError::into_inner).push(call);
+        let call = CodeToolCall {
+            tool_id: tool_id.to_owned(),
+            input: Some(json::to_proto(&input)),
+            result: Some(recorded),
+        };
+        self.calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(call);
         result
     }
 
     async fn output(&self, text: String) {
-        self.outputs.lock().unwrap_or_else(PoisonError::into_inner).push(format!("output: {text}"));
+        self.outputs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(format!("output: {text}"));
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {

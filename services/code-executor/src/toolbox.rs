@@ -22,17 +22,29 @@ pub struct Toolbox {
 
 impl Toolbox {
     pub fn new(tool_host: ToolHost, scope: Arc<RunScope>, specs: Vec<ToolSpec>) -> Toolbox {
-        let tools: Vec<ToolSpec> = specs.into_iter().filter(|spec| !HIDDEN_TOOLS.contains(&spec.id.as_str())).collect();
-        let checks = tools.iter().map(|spec| (spec.id.clone(), InputCheck::compile(&spec.id, &spec.input_schema))).collect();
-        Toolbox { tool_host, scope, tools, checks }
+        let tools: Vec<ToolSpec> = specs
+            .into_iter()
+            .filter(|spec| !HIDDEN_TOOLS.contains(&spec.id.as_str()))
+            .collect();
+        let checks = tools
+            .iter()
+            .map(|spec| {
+                (
+                    spec.id.clone(),
+                    InputCheck::compile(&spec.id, &spec.input_schema),
+                )
+            })
+            .collect();
+        Toolbox {
+            tool_host,
+            scope,
+            tools,
+            checks,
+        }
     }
 
     pub fn specs(&self) -> &[ToolSpec] {
         &self.tools
-    }
-
-    pub fn scope(&self) -> &RunScope {
-        &self.scope
     }
 
     pub fn sandbox_tools(&self) -> Vec<SandboxTool> {
@@ -48,15 +60,31 @@ impl Toolbox {
 
     /// The tool's spec when `input` may be sent to it; otherwise the message the code sees.
     pub fn check(&self, tool_id: &str, input: &Json) -> Result<&ToolSpec, String> {
-        let spec = self.tools.iter().find(|spec| spec.id == tool_id).ok_or_else(|| format!("unknown tool {tool_id:?}"))?;
-        if let Some(violations) = self.checks.get(tool_id).and_then(|check| check.violations(input)) {
+        let spec = self
+            .tools
+            .iter()
+            .find(|spec| spec.id == tool_id)
+            .ok_or_else(|| format!("unknown tool {tool_id:?}"))?;
+        if let Some(violations) = self
+            .checks
+            .get(tool_id)
+            .and_then(|check| check.violations(input))
+        {
             return Err(format!("invalid input:{violations}"));
         }
         Ok(spec)
     }
 
     /// Runs a checked call on the tool-host. `Err` is what the code sees as the failure.
-    pub async fn invoke(&self, tool_id: &str, input: &Json, call_id: &str) -> Result<Invoked, String> {
-        self.tool_host.invoke(&self.scope, tool_id, input, call_id).await.map_err(|error| error.to_string())
+    pub async fn invoke(
+        &self,
+        tool_id: &str,
+        input: &Json,
+        call_id: &str,
+    ) -> Result<Invoked, String> {
+        self.tool_host
+            .invoke(&self.scope, tool_id, input, call_id)
+            .await
+            .map_err(|error| error.to_string())
     }
 }

@@ -135,11 +135,18 @@ impl Stack {
         let (code_listener, code_address) = bind()?;
         let (gateway_listener, gateway_address) = bind()?;
         let modes = vec![
-            prompt_gateway::ModeSpec { id: "classic".into(), endpoint: format!("http://{classic_address}") },
-            prompt_gateway::ModeSpec { id: "code".into(), endpoint: format!("http://{code_address}") },
+            prompt_gateway::ModeSpec {
+                id: "classic".into(),
+                endpoint: format!("http://{classic_address}"),
+            },
+            prompt_gateway::ModeSpec {
+                id: "code".into(),
+                endpoint: format!("http://{code_address}"),
+            },
         ];
 
-        let tool_host = Stack::start_tool_host(&options, &data_dir, code_address, tool_host_listener)?;
+        let tool_host =
+            Stack::start_tool_host(&options, &data_dir, code_address, tool_host_listener)?;
         let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
         let code = Stack::start_code(&options, &model, tool_host_address, code_listener)?;
         let gateway = Stack::start_gateway(&data_dir, &modes, gateway_listener)?;

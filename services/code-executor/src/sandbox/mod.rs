@@ -1,1 +1,174 @@
-//! placeholder
+//! The sandbox engine of code mode: runs one round of model-written JavaScript in a fresh
+//! QuickJS runtime on a tokio blocking thread, with the conversation's tools and a small host
+//! API as its only globals.
+//!
+//! Map of this module:
+//! - `engine`: one run from start to finish (runtime, limits, evaluation, outcome).
+//! - `session`: the state one run's host functions share, the time budget and cancellation.
+//! - `globals`: the host API (`output`, `log`, `store`, `llm`, …).
+//! - `tools`: tool functions, `callTool`, `parallel`, discovery and the artifact helpers.
+//! - `modules`: plugin ES modules, and static `import` rewriting so the code stays a script.
+//! - `errors`: stack traces, limit detection and JavaScript errors as [`CodeError`]s.
+//! - `convert`: JSON in and out of the engine, and how values print.
+
+mod convert;
+mod engine;
+mod errors;
+mod globals;
+mod modules;
+mod session;
+mod tools;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json};
+
+/// What one run may spend. Every limit ends the run with a [`CodeError`] when reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall clock for the whole run, time spent inside host calls included.
+    pub timeout: Duration,
+    /// Memory of the JavaScript heap.
+    pub memory_bytes: usize,
+    /// JavaScript stack. Capped at 1.5 MiB because blocking threads have 2 MiB of real stack
+    /// and host functions run on the same stack above the deepest JavaScript frame.
+    pub stack_bytes: usize,
+    /// Total bytes of `output()` and `log()` text.
+    pub max_output_bytes: usize,
+    /// Tool calls, counting every slot of `parallel()` and the artifact helpers.
+    pub max_tool_calls: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(30),
+            memory_bytes: 64 * 1024 * 1024,
+            stack_bytes: 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+            max_tool_calls: 200,
+        }
+    }
+}
+
+/// A tool as the sandbox sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxTool {
+    pub id: String,
+    pub description: String,
+    pub input_schema: Json,
+}
+
+/// One round's code and everything it may use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    pub code: String,
+    pub tools: Vec<SandboxTool>,
+    /// (module name, ES module source) contributed by plugins; `import … from "<name>"`.
+    pub modules: Vec<(String, String)>,
+    /// When set, the code sees it as the global `input` (used by `CodeRunner.RunCode`).
+    pub input: Option<Json>,
+    /// `store()`/`recall()` values from earlier rounds of the prompt.
+    pub memory: Map<String, Json>,
+}
+
+/// What the sandbox asks of the outside world. Calls arrive from the sandbox's blocking
+/// thread; each is bounded by the run's remaining time and dropped when the run is cancelled.
+#[async_trait::async_trait]
+pub trait Host: Send + Sync + 'static {
+    /// Runs a tool. Validation, recording and approvals are the host's business.
+    /// `Err(message)` makes the JavaScript call throw `Tool "<id>" failed: <message>` (an Error
+    /// the code can catch).
+    async fn call_tool(&self, tool_id: &str, input: Json) -> Result<Json, String>;
+    /// `output(text)`: shown to the user immediately, while the code still runs.
+    async fn output(&self, text: String);
+    /// `llm(text)` with `json == false`, `llmJson(text)` with `json == true` (JSON response
+    /// format). `Err(message)` throws.
+    async fn llm(&self, prompt: String, json: bool) -> Result<String, String>;
+}
+
+/// How the code asked to finish the prompt: `done()` (all `None`) or `complete({…})`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    pub response: Option<String>,
+    pub data: Option<Json>,
+    pub follow_up: Option<String>,
+}
+
+/// Why a run failed, positioned in the model's own code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeError {
+    /// `ReferenceError: foo is not defined`, `Execution timed out after 30000ms`, …
+    pub message: String,
+    /// 1-based line in the code the model wrote.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+    /// The offending source line, trimmed.
+    pub context: Option<String>,
+    /// The run ran out of wall-clock time.
+    pub timeout: bool,
+}
+
+impl CodeError {
+    /// An error that has no position in the code.
+    pub(crate) fn unpositioned(message: impl Into<String>) -> CodeError {
+        CodeError {
+            message: message.into(),
+            line: None,
+            column: None,
+            context: None,
+            timeout: false,
+        }
+    }
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// The value of the last expression (`undefined` becomes `null`), or the error.
+    pub result: Result<Json, CodeError>,
+    /// `log()` and `console.*` lines.
+    pub logs: Vec<String>,
+    /// Set by `done()` or `complete({…})`; the code keeps running after either.
+    pub completion: Option<Completion>,
+    /// The memory after the run's `store()` calls.
+    pub memory: Map<String, Json>,
+    pub tool_calls: u32,
+}
+
+/// Runs `program` in a fresh sandbox and reports what happened. Never fails: every problem,
+/// including a crash of the sandbox itself, is a [`CodeError`] in the outcome.
+///
+/// Cancel-safe: dropping the returned future interrupts the JavaScript at its next check,
+/// drops any host call in flight and lets the blocking thread finish within milliseconds.
+pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOutcome {
+    let (cancel_on_drop, cancel) = session::cancellation();
+    // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
+    let memory_before = program.memory.clone();
+    let runtime = tokio::runtime::Handle::current();
+    let task = tokio::task::spawn_blocking(move || {
+        engine::execute(program, host, limits, cancel, runtime)
+    });
+    let outcome = match task.await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            tracing::error!(%error, "sandbox thread failed");
+            RunOutcome {
+                result: Err(CodeError::unpositioned(format!(
+                    "The sandbox failed: {error}"
+                ))),
+                logs: Vec::new(),
+                completion: None,
+                memory: memory_before,
+                tool_calls: 0,
+            }
+        }
+    };
+    drop(cancel_on_drop);
+    outcome
+}

@@ -1,0 +1,339 @@
+//! JavaScript errors as the model sees them: our own stack traces (which also detect memory and
+//! stack limits), positions in the model's code and [`CodeError`]s.
+//!
+//! QuickJS errors carry no line/column properties, only a `stack` text, so positions come from
+//! the first `code.js:<line>:<column>` frame. Static imports are rewritten line for line
+//! (see `modules`), so engine lines are the model's lines.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
+
+use rquickjs::convert::Coerced;
+use rquickjs::function::This;
+use rquickjs::{CaughtError, Ctx, Exception, Function, Object, Value};
+
+use super::CodeError;
+use super::convert;
+use super::modules::Import;
+use super::session::{Session, Stop};
+
+/// The file name the model's code runs under; frames in it are positions in that code.
+pub(super) const CODE_FILE: &str = "code.js";
+
+const OUT_OF_MEMORY: &str = "out of memory";
+const STACK_OVERFLOW: &str = "Maximum call stack size exceeded";
+
+/// 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Position {
+    pub line: u32,
+    pub column: u32,
+}
+
+impl Position {
+    /// The position of byte `offset` of `code`, columns counted in characters.
+    pub(super) fn at_offset(code: &str, offset: usize) -> Position {
+        let before = &code[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before
+            .rsplit('\n')
+            .next()
+            .map_or(0, |text| text.chars().count())
+            + 1;
+        Position {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            column: u32::try_from(column).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// The model's code, for positions and the offending line.
+pub(super) struct Source<'a> {
+    pub code: &'a str,
+    pub imports: &'a [Import],
+}
+
+impl Source<'_> {
+    fn line_text(&self, line: u32) -> Option<String> {
+        let index = usize::try_from(line.checked_sub(1)?).ok()?;
+        let text = self.code.lines().nth(index)?.trim();
+        (!text.is_empty()).then(|| text.to_owned())
+    }
+
+    fn error(&self, message: String, position: Option<Position>, timeout: bool) -> CodeError {
+        CodeError {
+            message,
+            line: position.map(|position| position.line),
+            column: position.map(|position| position.column),
+            context: position.and_then(|position| self.line_text(position.line)),
+            timeout,
+        }
+    }
+}
+
+/// Installs `Error.prepareStackTrace` as a host function and locks it in place.
+///
+/// Two reasons. The engine calls it for every error it builds, including its own "out of
+/// memory" and "Maximum call stack size exceeded" errors, which the code could otherwise catch
+/// and carry on: the hook records a [`Stop`], and the interrupt handler then ends the run.
+/// And it writes stacks in QuickJS's own format, so positions parse the same way.
+pub(super) fn install_stack_hook<'js>(
+    ctx: &Ctx<'js>,
+    session: &Rc<Session>,
+) -> rquickjs::Result<()> {
+    let session = Rc::clone(session);
+    let hook = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, error: Value<'js>, sites: Value<'js>| -> Value<'js> {
+            // A panic must not unwind into the engine's C frames; a missing stack is harmless.
+            let stack = catch_unwind(AssertUnwindSafe(|| {
+                prepare_stack(&ctx, &session, &error, &sites)
+            }))
+            .ok()
+            .flatten();
+            // `undefined` leaves the error without a stack, so the engine asks again one frame
+            // further up while the error unwinds: there, after a stack overflow, there is room.
+            stack
+                .and_then(|stack| rquickjs::String::from_str(ctx.clone(), &stack).ok())
+                .map_or_else(
+                    || Value::new_undefined(ctx.clone()),
+                    |stack| stack.into_value(),
+                )
+        },
+    )?;
+    let error_constructor: Object = ctx.globals().get("Error")?;
+    error_constructor.set("prepareStackTrace", hook.clone())?;
+    // The engine keeps the hook internally; replacing the accessor with a read-only value stops
+    // the code from swapping the hook out (and with it, limit detection).
+    let lock: Function = ctx.eval(
+        "(hook) => Object.defineProperty(Error, 'prepareStackTrace', \
+         { value: hook, writable: false, enumerable: false, configurable: false })",
+    )?;
+    lock.call::<_, ()>((hook,))
+}
+
+/// The stack text of `error`, or `None` when the frames cannot be read right now.
+fn prepare_stack<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    error: &Value<'js>,
+    sites: &Value<'js>,
+) -> Option<String> {
+    // Recorded before anything else allocates: after an out-of-memory or stack-overflow error,
+    // reading the frames may fail.
+    let limit = limit_hit(error);
+    if let Some(limit) = &limit {
+        session.record(match limit {
+            Limit::Memory => session.memory_stop(),
+            Limit::Stack => session.stack_stop(),
+        });
+    }
+    let frames = read_frames(sites.as_array()?);
+    if frames.is_none() {
+        // Reading failed with an exception of its own: it must not linger.
+        ctx.catch();
+    }
+    let stack = frames?.iter().map(Frame::to_line).collect::<String>();
+    if limit.is_some() {
+        session.locate(parse_position(&stack));
+    }
+    Some(stack)
+}
+
+fn read_frames(sites: &rquickjs::Array<'_>) -> Option<Vec<Frame>> {
+    sites
+        .iter::<Object>()
+        .map(|site| Frame::read(site.ok()?))
+        .collect()
+}
+
+enum Limit {
+    Memory,
+    Stack,
+}
+
+fn limit_hit(error: &Value<'_>) -> Option<Limit> {
+    if !error.is_error() {
+        return None;
+    }
+    let error = error.as_object()?;
+    let name: Option<String> = error.get("name").ok()?;
+    let message: Option<String> = error.get("message").ok()?;
+    match (name.as_deref()?, message.as_deref()?) {
+        ("InternalError", OUT_OF_MEMORY) => Some(Limit::Memory),
+        ("RangeError", STACK_OVERFLOW) => Some(Limit::Stack),
+        _ => None,
+    }
+}
+
+/// One frame of a stack, read from a QuickJS `CallSite`.
+struct Frame {
+    function: Option<String>,
+    file: Option<String>,
+    line: Option<i64>,
+    column: Option<i64>,
+    native: bool,
+}
+
+impl Frame {
+    fn read(site: Object<'_>) -> Option<Frame> {
+        fn call<'js, T: rquickjs::FromJs<'js>>(site: &Object<'js>, method: &str) -> Option<T> {
+            let method: Function = site.get(method).ok()?;
+            method.call((This(site.clone()),)).ok()
+        }
+        Some(Frame {
+            function: call::<Option<String>>(&site, "getFunctionName")?,
+            file: call::<Option<String>>(&site, "getFileName")?,
+            line: call::<Option<i64>>(&site, "getLineNumber")?.filter(|line| *line > 0),
+            column: call::<Option<i64>>(&site, "getColumnNumber")?.filter(|column| *column > 0),
+            native: call::<bool>(&site, "isNative")?,
+        })
+    }
+
+    /// QuickJS's own format: `    at f (code.js:3:7)`, `    at code.js:3:7` (syntax errors),
+    /// `    at f (native)`.
+    fn to_line(&self) -> String {
+        let function = match self.function.as_deref() {
+            Some("") => Some("<anonymous>"),
+            other => other,
+        };
+        let location = match (&self.file, self.line, self.column) {
+            (Some(file), Some(line), Some(column)) => Some(format!("{file}:{line}:{column}")),
+            (Some(file), _, _) => Some(file.clone()),
+            _ if self.native => Some("native".to_owned()),
+            _ => None,
+        };
+        match (function, location) {
+            (Some(function), Some(location)) => format!("    at {function} ({location})\n"),
+            (None, Some(location)) => format!("    at {location}\n"),
+            (Some(function), None) => format!("    at {function}\n"),
+            (None, None) => "    at <unknown>\n".to_owned(),
+        }
+    }
+}
+
+/// The first frame in the model's code, from a stack in QuickJS's format.
+pub(super) fn parse_position(stack: &str) -> Option<Position> {
+    let marker = format!("{CODE_FILE}:");
+    stack.match_indices(&marker).find_map(|(at, _)| {
+        // `mycode.js:` is another file.
+        if !matches!(stack[..at].chars().next_back(), Some('(' | ' ') | None) {
+            return None;
+        }
+        let mut numbers = stack[at + marker.len()..].splitn(2, ':');
+        let line = leading_number(numbers.next()?)?;
+        let column = leading_number(numbers.next()?)?;
+        Some(Position { line, column })
+    })
+}
+
+fn leading_number(text: &str) -> Option<u32> {
+    let end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    text[..end].parse().ok()
+}
+
+/// Where the code is now, for errors thrown by host functions: the stack of a fresh error.
+pub(super) fn current_position(ctx: &Ctx<'_>) -> Option<Position> {
+    let probe = Exception::from_message(ctx.clone(), "").ok()?;
+    parse_position(&probe.stack()?)
+}
+
+/// The error the run ends with when a limit or cancellation stopped it.
+pub(super) fn stop_error(stop: Stop, source: &Source<'_>) -> CodeError {
+    source.error(stop.message, stop.position, stop.timeout)
+}
+
+/// A JavaScript error (or thrown value) the code did not catch.
+pub(super) fn code_error<'js>(
+    ctx: &Ctx<'js>,
+    caught: CaughtError<'js>,
+    source: &Source<'_>,
+) -> CodeError {
+    let (message, stack) = match caught {
+        CaughtError::Exception(exception) => {
+            let name = exception
+                .get::<_, Option<Coerced<String>>>("name")
+                .ok()
+                .flatten()
+                .map(|name| name.0);
+            let text = exception.message().unwrap_or_default();
+            let message = match name.filter(|name| !name.is_empty()) {
+                Some(name) if text.is_empty() => name,
+                Some(name) => format!("{name}: {text}"),
+                None if text.is_empty() => "Error".to_owned(),
+                None => text,
+            };
+            (message, exception.stack())
+        }
+        CaughtError::Value(value) => (
+            format!("{UNCAUGHT} {}", convert::display(ctx, &value)),
+            None,
+        ),
+        CaughtError::Error(error) => (error.to_string(), None),
+    };
+    let position = stack
+        .as_deref()
+        .and_then(parse_position)
+        .or_else(|| import_position(&message, stack.as_deref(), source));
+    let mut error = source.error(message, position, false);
+    if error.message.starts_with("SyntaxError")
+        && error.context.as_deref().is_some_and(is_static_import)
+    {
+        error.message.push_str(" (static imports are only supported at the top of the code, before any other statement)");
+    }
+    error
+}
+
+const UNCAUGHT: &str = "Uncaught exception:";
+
+/// Whether `error` is most likely the engine running out of memory, which it reports by
+/// throwing `null` when even the error object does not fit (small allocations fill the heap
+/// to the last bytes). Nothing else of ours sees that moment, so a thrown `null` counts as
+/// running out of memory unless the code visibly throws or rejects with `null` itself.
+/// A swallowed `null` (`catch (e) {}`) goes unnoticed, but the engine's limit still held.
+pub(super) fn is_out_of_memory_null(error: &CodeError, code: &str) -> bool {
+    error.message == format!("{UNCAUGHT} null")
+        && !code.contains("throw null")
+        && !code.contains("reject(null)")
+}
+
+/// Errors of a module (unknown, or failing while it loads) have no frame in the model's code:
+/// point at the import that asked for it.
+fn import_position(message: &str, stack: Option<&str>, source: &Source<'_>) -> Option<Position> {
+    source
+        .imports
+        .iter()
+        .find(|import| {
+            let module = &import.module;
+            message.contains(&format!("\"{module}\""))
+                || message.contains(&format!("'{module}'"))
+                || stack.is_some_and(|stack| {
+                    stack.contains(&format!("({module}:"))
+                        || stack.contains(&format!("at {module}:"))
+                })
+        })
+        .map(|import| Position {
+            line: import.line,
+            column: import.column,
+        })
+}
+
+fn is_static_import(line: &str) -> bool {
+    line.strip_prefix("import")
+        .is_some_and(|rest| rest.starts_with([' ', '{', '*', '"', '\'']))
+}
+
+/// The code contained a NUL byte, which QuickJS cannot take.
+pub(super) fn nul_error(code: &str, offset: usize) -> CodeError {
+    let position = Position::at_offset(code, offset);
+    let source = Source { code, imports: &[] };
+    let mut error = source.error(
+        "SyntaxError: the code contains a NUL byte (\\0), which is not allowed".to_owned(),
+        Some(position),
+        false,
+    );
+    error.context = error.context.map(|context| context.replace('\0', "\\0"));
+    error
+}

@@ -1,0 +1,255 @@
+//! The host API every sandbox gets besides its tools: `output`, `log` and `console`, `done`,
+//! `complete`, `store`/`recall`, `llm`/`llmJson` and `input`; and `define`, the one way a host
+//! function is made (panics caught, errors thrown, limits enforced).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
+
+use rquickjs::function::Rest;
+use rquickjs::{Ctx, Exception, Function, Object, Value};
+use serde_json::Value as Json;
+
+use super::Completion;
+use super::convert::{display, to_js, to_json, to_sized_json};
+use super::errors;
+use super::session::{HostError, HostResult, Session};
+
+/// The names of the host API, which tools never shadow.
+pub(super) const API_NAMES: &[&str] = &[
+    "callTool",
+    "complete",
+    "console",
+    "discoverTools",
+    "done",
+    "getArtifact",
+    "input",
+    "listArtifacts",
+    "llm",
+    "llmJson",
+    "log",
+    "output",
+    "parallel",
+    "recall",
+    "store",
+    "storeArtifact",
+    "toolSchema",
+];
+
+/// Defines `target[name]` as a host function. The body runs only while the run may go on,
+/// a panic in it becomes a JavaScript error instead of unwinding into the engine (the runtime
+/// is discarded after every run anyway), and its [`HostError`]s are thrown.
+pub(super) fn define<'js, F>(
+    ctx: &Ctx<'js>,
+    target: &Object<'js>,
+    name: &str,
+    session: &Rc<Session>,
+    body: F,
+) -> rquickjs::Result<()>
+where
+    F: Fn(&Ctx<'js>, &Session, Vec<Value<'js>>) -> HostResult<Value<'js>> + 'js,
+{
+    let session = Rc::clone(session);
+    let label = name.to_owned();
+    let function = Function::new(
+        ctx.clone(),
+        move |ctx: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<Value<'js>> {
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                session.check_running()?;
+                body(&ctx, &session, args.0)
+            }));
+            match outcome {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(error)) => Err(throw(&ctx, &session, error)),
+                Err(panic) => {
+                    let reason = panic_message(panic.as_ref());
+                    tracing::error!(function = %label, %reason, "sandbox host function panicked");
+                    Err(Exception::throw_message(
+                        &ctx,
+                        &format!("{label}() failed: internal error in the sandbox host ({reason})"),
+                    ))
+                }
+            }
+        },
+    )?
+    .with_name(name)?;
+    target.set(name, function)
+}
+
+fn throw<'js>(ctx: &Ctx<'js>, session: &Session, error: HostError) -> rquickjs::Error {
+    match error {
+        HostError::Js(error) => error,
+        HostError::Error(message) => Exception::throw_message(ctx, &message),
+        HostError::Type(message) => Exception::throw_type(ctx, &message),
+        HostError::Stop(stop) => {
+            // Thrown so the call does not return, but the code may catch it: the recorded stop
+            // is what ends the run (through the interrupt handler, and in the driver).
+            let stop = session.record(stop);
+            session.locate(errors::current_position(ctx));
+            Exception::throw_message(ctx, &stop.message)
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned())
+}
+
+/// The first argument, or `undefined`.
+pub(super) fn argument<'js>(ctx: &Ctx<'js>, args: &[Value<'js>], index: usize) -> Value<'js> {
+    args.get(index)
+        .cloned()
+        .unwrap_or_else(|| Value::new_undefined(ctx.clone()))
+}
+
+/// Installs everything but the tools (see `tools::install`).
+pub(super) fn install<'js>(
+    ctx: &Ctx<'js>,
+    session: &Rc<Session>,
+    input: Option<&Json>,
+) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+    define(ctx, &globals, "output", session, output)?;
+    define(ctx, &globals, "log", session, log)?;
+    let console = Object::new(ctx.clone())?;
+    for level in ["log", "info", "warn", "error", "debug"] {
+        define(ctx, &console, level, session, log)?;
+    }
+    globals.set("console", console)?;
+    define(ctx, &globals, "done", session, |ctx, session, _| {
+        *session.completion.borrow_mut() = Some(Completion::default());
+        Ok(Value::new_undefined(ctx.clone()))
+    })?;
+    define(ctx, &globals, "complete", session, complete)?;
+    define(ctx, &globals, "store", session, store)?;
+    define(ctx, &globals, "recall", session, recall)?;
+    define(ctx, &globals, "llm", session, |ctx, session, args| {
+        let text = ask(ctx, session, &args, false)?;
+        Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
+    })?;
+    define(ctx, &globals, "llmJson", session, |ctx, session, args| {
+        let text = ask(ctx, session, &args, true)?;
+        match serde_json::from_str::<Json>(&text) {
+            Ok(json) => Ok(to_js(ctx, &json)?),
+            // JSON mode is a request, not a guarantee: hand the code what the model said.
+            Err(_) => Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value()),
+        }
+    })?;
+    if let Some(input) = input {
+        globals.set("input", to_js(ctx, input)?)?;
+    }
+    Ok(())
+}
+
+fn output<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
+    let text = display(ctx, &argument(ctx, &args, 0));
+    session.count_output(text.len())?;
+    session.block_on(session.host.output(text))?;
+    Ok(Value::new_undefined(ctx.clone()))
+}
+
+fn log<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
+    let line = args
+        .iter()
+        .map(|arg| display(ctx, arg))
+        .collect::<Vec<_>>()
+        .join(" ");
+    session.count_output(line.len())?;
+    session.logs.borrow_mut().push(line);
+    Ok(Value::new_undefined(ctx.clone()))
+}
+
+fn complete<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    args: Vec<Value<'js>>,
+) -> HostResult<Value<'js>> {
+    let argument = argument(ctx, &args, 0);
+    let completion = if let Some(text) = argument.as_string() {
+        Completion {
+            response: Some(text.to_string()?),
+            ..Completion::default()
+        }
+    } else if let Some(fields) = argument
+        .as_object()
+        .filter(|_| !argument.is_array() && !argument.is_function())
+    {
+        let text = |name: &str| -> HostResult<Option<String>> {
+            let value: Value = fields.get(name)?;
+            Ok((!value.is_undefined() && !value.is_null()).then(|| display(ctx, &value)))
+        };
+        let data: Value = fields.get("data")?;
+        let data = if data.is_undefined() {
+            None
+        } else {
+            Some(to_json(ctx, data).map_err(|error| {
+                HostError::Type(format!(
+                    "complete(): data is not JSON-serialisable: {error}"
+                ))
+            })?)
+        };
+        Completion {
+            response: text("response")?,
+            data,
+            follow_up: text("followUp")?,
+        }
+    } else {
+        return Err(HostError::Type(
+            "complete() expects an object {response, data?, followUp?}".into(),
+        ));
+    };
+    *session.completion.borrow_mut() = Some(completion);
+    Ok(Value::new_undefined(ctx.clone()))
+}
+
+fn store<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
+    let key = memory_key(ctx, &args, "store")?;
+    let value = argument(ctx, &args, 1);
+    if value.is_undefined() {
+        session.count_stored(&key, None)?;
+        session.memory.borrow_mut().remove(&key);
+    } else {
+        let (json, bytes) = to_sized_json(ctx, value).map_err(|error| {
+            HostError::Type(format!(
+                "store(\"{key}\"): the value is not JSON-serialisable: {error}"
+            ))
+        })?;
+        session.count_stored(&key, Some(bytes))?;
+        session.memory.borrow_mut().insert(key, json);
+    }
+    Ok(Value::new_undefined(ctx.clone()))
+}
+
+fn recall<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
+    let key = memory_key(ctx, &args, "recall")?;
+    let stored = session.memory.borrow().get(&key).cloned();
+    match stored {
+        Some(json) => Ok(to_js(ctx, &json)?),
+        None => Ok(Value::new_undefined(ctx.clone())),
+    }
+}
+
+fn memory_key<'js>(ctx: &Ctx<'js>, args: &[Value<'js>], function: &str) -> HostResult<String> {
+    match argument(ctx, args, 0).as_string() {
+        Some(key) => Ok(key.to_string()?),
+        None => Err(HostError::Type(format!(
+            "{function}() expects a string key"
+        ))),
+    }
+}
+
+fn ask<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    args: &[Value<'js>],
+    json: bool,
+) -> HostResult<String> {
+    let prompt = display(ctx, &argument(ctx, args, 0));
+    let function = if json { "llmJson" } else { "llm" };
+    session
+        .block_on(session.host.llm(prompt, json))?
+        .map_err(|error| HostError::Error(format!("{function}() failed: {error}")))
+}

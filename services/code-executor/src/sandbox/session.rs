@@ -1,0 +1,307 @@
+//! The state one run shares between its host functions, the interrupt handler and the driver:
+//! counters, logs, memory, the completion, the time budget, cancellation and why the run had
+//! to stop.
+//!
+//! Everything here lives on the run's blocking thread (`Rc`/`Cell`), except the cancellation
+//! flag, which the async side sets from wherever `run`'s future is dropped.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value as Json};
+use tokio::sync::watch;
+
+use super::errors::Position;
+use super::{Completion, Host, Limits};
+
+/// Creates the pair that ties a run to its caller: dropping the [`CancelOnDrop`] (it lives in
+/// `run`'s future) cancels the [`CancelSignal`] the blocking thread watches.
+pub(super) fn cancellation() -> (CancelOnDrop, CancelSignal) {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (sender, closed) = watch::channel(());
+    (
+        CancelOnDrop {
+            flag: Arc::clone(&flag),
+            _sender: sender,
+        },
+        CancelSignal { flag, closed },
+    )
+}
+
+pub(super) struct CancelOnDrop {
+    flag: Arc<AtomicBool>,
+    // Never sent on: dropping it is what wakes host calls waiting in `Session::block_on`.
+    _sender: watch::Sender<()>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        // Set before the sender drops, so a woken host call already sees the flag.
+        self.flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The blocking thread's view of cancellation: a flag for the interrupt handler, which must
+/// not block, and a channel whose closing wakes a host call that is waiting.
+#[derive(Clone)]
+pub(super) struct CancelSignal {
+    flag: Arc<AtomicBool>,
+    closed: watch::Receiver<()>,
+}
+
+impl CancelSignal {
+    fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+/// Why a run had to end, whatever the code did afterwards (it may catch the error we throw,
+/// or a memory or stack error the engine throws; the interrupt handler ends it regardless).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Stop {
+    pub message: String,
+    pub timeout: bool,
+    pub position: Option<Position>,
+}
+
+impl Stop {
+    fn new(message: String) -> Stop {
+        Stop {
+            message,
+            timeout: false,
+            position: None,
+        }
+    }
+}
+
+/// Errors of host functions, thrown into JavaScript by `globals::define`.
+#[derive(Debug)]
+pub(super) enum HostError {
+    /// A JavaScript exception is already pending, or rquickjs turns this error into one.
+    Js(rquickjs::Error),
+    /// `new Error(message)`: something the code may catch and handle.
+    Error(String),
+    /// `new TypeError(message)`: the code called a host function wrongly.
+    Type(String),
+    /// The run must end; see [`Stop`].
+    Stop(Stop),
+}
+
+impl From<rquickjs::Error> for HostError {
+    fn from(error: rquickjs::Error) -> Self {
+        HostError::Js(error)
+    }
+}
+
+pub(super) type HostResult<T> = Result<T, HostError>;
+
+pub(super) struct Session {
+    pub host: Arc<dyn Host>,
+    pub limits: Limits,
+    runtime: tokio::runtime::Handle,
+    deadline: Instant,
+    cancel: CancelSignal,
+    stop: RefCell<Option<Stop>>,
+    output_bytes: Cell<usize>,
+    tool_calls: Cell<u32>,
+    /// JSON bytes of each key `store()` wrote in this run. Stored values live in Rust, outside
+    /// the engine's memory limit, so they are held to the same limit here.
+    stored_bytes: RefCell<HashMap<String, usize>>,
+    pub logs: RefCell<Vec<String>>,
+    pub completion: RefCell<Option<Completion>>,
+    pub memory: RefCell<Map<String, Json>>,
+}
+
+impl Session {
+    pub fn new(
+        host: Arc<dyn Host>,
+        limits: Limits,
+        runtime: tokio::runtime::Handle,
+        cancel: CancelSignal,
+        memory: Map<String, Json>,
+    ) -> Session {
+        let now = Instant::now();
+        // A timeout too large for the clock means no practical limit.
+        let deadline = now
+            .checked_add(limits.timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
+        Session {
+            host,
+            deadline,
+            limits,
+            runtime,
+            cancel,
+            stop: RefCell::new(None),
+            output_bytes: Cell::new(0),
+            tool_calls: Cell::new(0),
+            stored_bytes: RefCell::new(HashMap::new()),
+            logs: RefCell::new(Vec::new()),
+            completion: RefCell::new(None),
+            memory: RefCell::new(memory),
+        }
+    }
+
+    /// The interrupt handler: called by the engine every few thousand operations.
+    pub fn should_interrupt(&self) -> bool {
+        self.check_running().is_err()
+    }
+
+    /// `Ok` while the run may go on; otherwise the reason, recorded so the driver reports it.
+    pub fn check_running(&self) -> HostResult<()> {
+        if let Some(stop) = self.stop.borrow().clone() {
+            return Err(HostError::Stop(stop));
+        }
+        if self.cancel.is_cancelled() {
+            return Err(HostError::Stop(
+                self.record(Stop::new("Execution cancelled".into())),
+            ));
+        }
+        if Instant::now() >= self.deadline {
+            return Err(HostError::Stop(self.record(self.timeout())));
+        }
+        Ok(())
+    }
+
+    /// Records why the run ends. The first reason wins: later ones are consequences.
+    pub fn record(&self, stop: Stop) -> Stop {
+        self.stop.borrow_mut().get_or_insert(stop).clone()
+    }
+
+    /// Gives the recorded stop a position when it has none yet.
+    pub fn locate(&self, position: Option<Position>) {
+        if let Some(stop) = self.stop.borrow_mut().as_mut() {
+            stop.position = stop.position.or(position);
+        }
+    }
+
+    pub fn take_stop(&self) -> Option<Stop> {
+        self.stop.borrow_mut().take()
+    }
+
+    pub fn tool_calls(&self) -> u32 {
+        self.tool_calls.get()
+    }
+
+    /// Counts `count` tool calls about to be made, or refuses all of them.
+    pub fn count_tool_calls(&self, count: u32) -> HostResult<()> {
+        let total = self.tool_calls.get().saturating_add(count);
+        if total > self.limits.max_tool_calls {
+            let message = format!("Tool call limit of {} reached", self.limits.max_tool_calls);
+            return Err(HostError::Stop(Stop::new(message)));
+        }
+        self.tool_calls.set(total);
+        Ok(())
+    }
+
+    /// Counts `bytes` of output or log text about to be kept, or refuses them.
+    pub fn count_output(&self, bytes: usize) -> HostResult<()> {
+        let total = self.output_bytes.get().saturating_add(bytes);
+        if total > self.limits.max_output_bytes {
+            let message = format!(
+                "Output limit of {} bytes exceeded",
+                self.limits.max_output_bytes
+            );
+            return Err(HostError::Stop(Stop::new(message)));
+        }
+        self.output_bytes.set(total);
+        Ok(())
+    }
+
+    /// Counts the JSON bytes `store(key, …)` is about to keep (`None`: the key is deleted).
+    pub fn count_stored(&self, key: &str, bytes: Option<usize>) -> HostResult<()> {
+        let mut stored = self.stored_bytes.borrow_mut();
+        let others: usize = stored
+            .iter()
+            .filter(|(stored, _)| *stored != key)
+            .map(|(_, bytes)| bytes)
+            .sum();
+        let Some(bytes) = bytes else {
+            stored.remove(key);
+            return Ok(());
+        };
+        if others.saturating_add(bytes).saturating_add(key.len()) > self.limits.memory_bytes {
+            return Err(HostError::Stop(self.memory_stop_by("store()")));
+        }
+        stored.insert(key.to_owned(), bytes.saturating_add(key.len()));
+        Ok(())
+    }
+
+    /// Checks the JSON bytes of the inputs `parallel()` is about to hold all at once.
+    pub fn check_parallel_inputs(&self, bytes: usize) -> HostResult<()> {
+        if bytes > self.limits.memory_bytes {
+            return Err(HostError::Stop(
+                self.memory_stop_by("the inputs of parallel()"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn memory_stop_by(&self, what: &str) -> Stop {
+        let limit = size(self.limits.memory_bytes);
+        Stop::new(format!("Memory limit of {limit} exceeded by {what}"))
+    }
+
+    pub fn memory_stop(&self) -> Stop {
+        Stop::new(format!(
+            "Memory limit of {} exceeded",
+            size(self.limits.memory_bytes)
+        ))
+    }
+
+    pub fn stack_stop(&self) -> Stop {
+        let limit = size(self.limits.stack_bytes);
+        Stop::new(format!(
+            "Maximum call stack size exceeded: recursion went past the {limit} stack limit"
+        ))
+    }
+
+    fn timeout(&self) -> Stop {
+        let message = format!(
+            "Execution timed out after {}ms",
+            self.limits.timeout.as_millis()
+        );
+        Stop {
+            message,
+            timeout: true,
+            position: None,
+        }
+    }
+
+    /// Runs async host work from the blocking thread. The engine cannot interrupt a host call,
+    /// so the call itself is bounded by the remaining time and dropped on cancellation.
+    pub fn block_on<F: Future>(&self, future: F) -> HostResult<F::Output> {
+        self.check_running()?;
+        let deadline = tokio::time::Instant::from_std(self.deadline);
+        let mut closed = self.cancel.closed.clone();
+        let outcome = self.runtime.block_on(async move {
+            tokio::select! {
+                biased;
+                // Resolves only when the sender is dropped: nothing is ever sent.
+                _ = closed.changed() => None,
+                result = tokio::time::timeout_at(deadline, future) => result.ok(),
+            }
+        });
+        match outcome {
+            Some(output) => Ok(output),
+            // Either the deadline or cancellation; `check_running` names which.
+            None => {
+                self.check_running()?;
+                Err(HostError::Stop(self.record(self.timeout())))
+            }
+        }
+    }
+}
+
+/// `64 MiB` for whole mebibytes, bytes otherwise.
+fn size(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}

@@ -1,0 +1,313 @@
+//! Tools inside the sandbox: one function per tool (lowerCamelCase of its id), `callTool`,
+//! `parallel`, `discoverTools`, `toolSchema` and the artifact helpers.
+//!
+//! Every call blocks the sandbox thread on the host (`Session::block_on`), so tools look
+//! synchronous to the code and `await tool()` works as well. `parallel` is the one way to
+//! overlap calls: all of them run concurrently inside a single blocking host call.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use heck::ToLowerCamelCase;
+use rquickjs::{Ctx, Object, Value};
+use serde_json::{Map, Value as Json, json};
+
+use super::SandboxTool;
+use super::convert::{to_js, to_sized_json};
+use super::globals::{API_NAMES, argument, define};
+use super::session::{HostError, HostResult, Session};
+
+/// Words a tool function cannot be called by, even though a property of that name could exist.
+const RESERVED_WORDS: &str = "arguments await break case catch class const continue debugger \
+    default delete do else enum eval export extends false finally for function if implements \
+    import in instanceof interface let new null package private protected public return static \
+    super switch this throw true try typeof var void while with yield";
+
+fn is_reserved_word(name: &str) -> bool {
+    RESERVED_WORDS.split_whitespace().any(|word| word == name)
+}
+
+struct Entry {
+    tool: SandboxTool,
+    /// The global function, unless its name was taken (see [`ToolTable::new`]).
+    function: Option<String>,
+}
+
+/// The program's tools with the names of their functions.
+struct ToolTable {
+    entries: Vec<Entry>,
+    by_id: HashMap<String, usize>,
+    by_function: HashMap<String, usize>,
+}
+
+impl ToolTable {
+    /// Names tools in order: a tool gets `lowerCamelCase(id)` unless that is not a usable
+    /// identifier, is `taken` (host API, engine globals) or went to an earlier tool. Such tools
+    /// stay reachable through `callTool(id)`.
+    fn new(tools: Vec<SandboxTool>, taken: impl Fn(&str) -> bool) -> ToolTable {
+        let mut table = ToolTable {
+            entries: Vec::with_capacity(tools.len()),
+            by_id: HashMap::new(),
+            by_function: HashMap::new(),
+        };
+        for tool in tools {
+            let index = table.entries.len();
+            table.by_id.entry(tool.id.clone()).or_insert(index);
+            let name = tool.id.to_lower_camel_case();
+            let usable = is_identifier(&name) && !is_reserved_word(&name) && !taken(&name);
+            let function = (usable && !table.by_function.contains_key(&name)).then_some(name);
+            if let Some(function) = &function {
+                table.by_function.insert(function.clone(), index);
+            }
+            table.entries.push(Entry { tool, function });
+        }
+        table
+    }
+
+    /// A tool by id, or by its function name (models mix the two up).
+    fn find(&self, id_or_function: &str) -> Option<&SandboxTool> {
+        let index = self
+            .by_id
+            .get(id_or_function)
+            .or_else(|| self.by_function.get(id_or_function))?;
+        Some(&self.entries[*index].tool)
+    }
+
+    fn require(&self, id: &str) -> HostResult<&SandboxTool> {
+        self.find(id)
+            .ok_or_else(|| HostError::Error(unknown_tool(id)))
+    }
+}
+
+fn unknown_tool(id: &str) -> String {
+    format!("Unknown tool \"{id}\"")
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+}
+
+/// Installs the tool functions and the tool-related host API. Runs after `globals::install`,
+/// so a tool can never shadow a host function or an engine global.
+pub(super) fn install<'js>(
+    ctx: &Ctx<'js>,
+    session: &Rc<Session>,
+    tools: Vec<SandboxTool>,
+) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+    let table = Rc::new(ToolTable::new(tools, |name| {
+        API_NAMES.contains(&name) || globals.contains_key(name).unwrap_or(true)
+    }));
+
+    for entry in &table.entries {
+        let Some(function) = &entry.function else {
+            continue;
+        };
+        let id = entry.tool.id.clone();
+        define(
+            ctx,
+            &globals,
+            function,
+            session,
+            move |ctx, session, args| {
+                let input = tool_input(ctx, &id, argument(ctx, &args, 0))?;
+                Ok(to_js(ctx, &call(session, &id, input)?)?)
+            },
+        )?;
+    }
+
+    let tools = Rc::clone(&table);
+    define(
+        ctx,
+        &globals,
+        "callTool",
+        session,
+        move |ctx, session, args| {
+            let Some(id) = argument(ctx, &args, 0)
+                .as_string()
+                .map(|id| id.to_string())
+                .transpose()?
+            else {
+                return Err(HostError::Type(
+                    "callTool() expects a tool id string and an input object".into(),
+                ));
+            };
+            let id = tools.require(&id)?.id.clone();
+            let input = tool_input(ctx, &id, argument(ctx, &args, 1))?;
+            Ok(to_js(ctx, &call(session, &id, input)?)?)
+        },
+    )?;
+
+    let tools = Rc::clone(&table);
+    define(
+        ctx,
+        &globals,
+        "parallel",
+        session,
+        move |ctx, session, args| parallel(ctx, session, &tools, argument(ctx, &args, 0)),
+    )?;
+
+    let tools = Rc::clone(&table);
+    define(ctx, &globals, "discoverTools", session, move |ctx, _, _| {
+        let list: Vec<Json> = tools
+            .entries
+            .iter()
+            .map(|entry| json!({ "id": entry.tool.id, "name": entry.function, "description": entry.tool.description }))
+            .collect();
+        Ok(to_js(ctx, &Json::Array(list))?)
+    })?;
+
+    let tools = Rc::clone(&table);
+    define(ctx, &globals, "toolSchema", session, move |ctx, _, args| {
+        let id = argument(ctx, &args, 0);
+        let Some(id) = id.as_string().map(|id| id.to_string()).transpose()? else {
+            return Err(HostError::Type(
+                "toolSchema() expects a tool id string".into(),
+            ));
+        };
+        Ok(to_js(ctx, &tools.require(&id)?.input_schema)?)
+    })?;
+
+    install_artifact_helpers(ctx, &globals, session)
+}
+
+/// The input of a tool call: an omitted input is `{}`.
+fn tool_input<'js>(ctx: &Ctx<'js>, id: &str, input: Value<'js>) -> HostResult<Json> {
+    sized_tool_input(ctx, id, input).map(|(input, _)| input)
+}
+
+/// [`tool_input`] with the length of its JSON text.
+fn sized_tool_input<'js>(ctx: &Ctx<'js>, id: &str, input: Value<'js>) -> HostResult<(Json, usize)> {
+    if input.is_undefined() {
+        return Ok((Json::Object(Map::new()), 2));
+    }
+    to_sized_json(ctx, input).map_err(|error| {
+        HostError::Type(format!(
+            "the input of tool \"{id}\" is not JSON-serialisable: {error}"
+        ))
+    })
+}
+
+/// One tool call, counted against the limit.
+fn call(session: &Session, id: &str, input: Json) -> HostResult<Json> {
+    session.count_tool_calls(1)?;
+    session
+        .block_on(session.host.call_tool(id, input))?
+        .map_err(|error| HostError::Error(failed(id, &error)))
+}
+
+fn failed(id: &str, error: &str) -> String {
+    format!("Tool \"{id}\" failed: {error}")
+}
+
+const PARALLEL_USAGE: &str = "parallel() expects an array of {tool, input} objects";
+
+/// `parallel([{tool, input}, …])`: results in order; a failed or unknown slot is `{error}`.
+fn parallel<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    tools: &ToolTable,
+    calls: Value<'js>,
+) -> HostResult<Value<'js>> {
+    let usage = || HostError::Type(PARALLEL_USAGE.into());
+    let calls = calls.as_array().ok_or_else(usage)?;
+    let mut slots: Vec<Result<(String, Json), String>> = Vec::with_capacity(calls.len());
+    // All inputs are held at once, outside the engine's memory limit: they answer to it here.
+    let mut input_bytes = 0_usize;
+    for call in calls.iter::<Value>() {
+        let call = call?;
+        let call = call
+            .as_object()
+            .filter(|_| !call.is_array())
+            .ok_or_else(usage)?;
+        let tool: Value = call.get("tool")?;
+        let tool = tool.as_string().ok_or_else(usage)?.to_string()?;
+        slots.push(match tools.find(&tool) {
+            Some(found) => {
+                let (input, bytes) = sized_tool_input(ctx, &found.id, call.get("input")?)?;
+                input_bytes = input_bytes.saturating_add(bytes);
+                session.check_parallel_inputs(input_bytes)?;
+                Ok((found.id.clone(), input))
+            }
+            None => Err(unknown_tool(&tool)),
+        });
+    }
+    let known = slots.iter().filter(|slot| slot.is_ok()).count();
+    session.count_tool_calls(u32::try_from(known).unwrap_or(u32::MAX))?;
+
+    let host = &session.host;
+    let runs = slots.into_iter().map(|slot| async move {
+        let (id, input) = slot?;
+        host.call_tool(&id, input)
+            .await
+            .map_err(|error| failed(&id, &error))
+    });
+    let results = session.block_on(futures::future::join_all(runs))?;
+    let results = results
+        .into_iter()
+        .map(|result| result.unwrap_or_else(|error| json!({ "error": error })))
+        .collect();
+    Ok(to_js(ctx, &Json::Array(results))?)
+}
+
+/// `storeArtifact`, `getArtifact` and `listArtifacts`: shorthands for the `artifact.*` tools
+/// that unwrap the one field the code wants.
+fn install_artifact_helpers<'js>(
+    ctx: &Ctx<'js>,
+    globals: &Object<'js>,
+    session: &Rc<Session>,
+) -> rquickjs::Result<()> {
+    define(
+        ctx,
+        globals,
+        "storeArtifact",
+        session,
+        |ctx, session, args| {
+            let mut input = Map::new();
+            input.insert(
+                "data".into(),
+                tool_input(ctx, "artifact.store", argument(ctx, &args, 0))?,
+            );
+            let description = argument(ctx, &args, 1);
+            if !description.is_undefined() {
+                input.insert(
+                    "description".into(),
+                    tool_input(ctx, "artifact.store", description)?,
+                );
+            }
+            field(
+                ctx,
+                call(session, "artifact.store", Json::Object(input))?,
+                "id",
+            )
+        },
+    )?;
+    define(
+        ctx,
+        globals,
+        "getArtifact",
+        session,
+        |ctx, session, args| {
+            let id = tool_input(ctx, "artifact.get", argument(ctx, &args, 0))?;
+            field(
+                ctx,
+                call(session, "artifact.get", json!({ "id": id }))?,
+                "data",
+            )
+        },
+    )?;
+    define(ctx, globals, "listArtifacts", session, |ctx, session, _| {
+        field(ctx, call(session, "artifact.list", json!({}))?, "artifacts")
+    })
+}
+
+fn field<'js>(ctx: &Ctx<'js>, output: Json, name: &str) -> HostResult<Value<'js>> {
+    match output.get(name) {
+        Some(value) => Ok(to_js(ctx, value)?),
+        None => Ok(Value::new_undefined(ctx.clone())),
+    }
+}
