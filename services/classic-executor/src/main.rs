@@ -16,5 +16,10 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
-    agentic_rpc::run_until_signal(classic_executor::run(config, listener, agentic_rpc::shutdown_signal())).await
+    agentic_rpc::run_until_signal(classic_executor::run(
+        config,
+        listener,
+        agentic_rpc::shutdown_signal(),
+    ))
+    .await
 }

@@ -10,7 +10,10 @@ use std::time::Duration;
 use agentic_proto::json::{
     json_to_struct, now, struct_to_json, timestamp_from_millis, timestamp_millis,
 };
-use agentic_proto::v1::{Prompt, PromptEvent, PromptOutput, PromptState, Usage, prompt_event};
+use agentic_proto::v1::{
+    ApprovalDecision, Conversation, FileOutput, Prompt, PromptEvent, PromptOutput, PromptState,
+    Usage, prompt_event, prompt_output,
+};
 use prost::Message;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, Sqlite, SqlitePool, Transaction};
@@ -117,6 +120,18 @@ impl Store {
                 .bind(output.encode_to_vec())
                 .execute(&mut *tx)
                 .await?;
+                if let Some(prompt_output::Kind::File(file)) = &output.kind {
+                    sqlx::query(
+                        "INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
+                         SELECT ?, id, user_id, conversation_id, ?, ? FROM prompts WHERE id = ?",
+                    )
+                    .bind(&file.id)
+                    .bind(i64::from(index))
+                    .bind(file.encode_to_vec())
+                    .bind(prompt_id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 None
             }
             Change::UpdateOutput { index, output } => {
@@ -232,6 +247,183 @@ impl Store {
         Ok(state.map(|state| PromptState::try_from(state).unwrap_or(PromptState::Unspecified)))
     }
 
+    /// Earlier prompts of a conversation, oldest first, without `except`.
+    pub async fn history(
+        &self,
+        conversation_id: &str,
+        except: &str,
+    ) -> Result<Vec<Prompt>, GatewayError> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM prompts WHERE conversation_id = ? AND id != ? ORDER BY created_at, id",
+        )
+        .bind(conversation_id)
+        .bind(except)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut conn = self.pool.acquire().await?;
+        let mut prompts = Vec::with_capacity(ids.len());
+        for id in ids {
+            prompts.extend(load_prompt(&mut conn, &id).await?);
+        }
+        Ok(prompts)
+    }
+
+    pub async fn insert_conversation(
+        &self,
+        conversation: &Conversation,
+    ) -> Result<(), GatewayError> {
+        let created = conversation
+            .created_at
+            .as_ref()
+            .map(timestamp_millis)
+            .unwrap_or_default();
+        sqlx::query(
+            "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&conversation.id)
+        .bind(&conversation.user_id)
+        .bind(&conversation.title)
+        .bind(&conversation.default_mode)
+        .bind(struct_to_json(conversation.state.as_ref()).to_string())
+        .bind(created)
+        .bind(created)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The conversation if it exists and belongs to `user_id`.
+    pub async fn conversation(
+        &self,
+        user_id: &str,
+        conversation_id: &str,
+    ) -> Result<Option<Conversation>, GatewayError> {
+        let row = sqlx::query("SELECT * FROM conversations WHERE id = ? AND user_id = ?")
+            .bind(conversation_id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|row| conversation_from_row(&row)))
+    }
+
+    pub async fn list_conversations(
+        &self,
+        user_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Conversation>, GatewayError> {
+        let rows = sqlx::query("SELECT * FROM conversations WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?")
+            .bind(user_id)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(conversation_from_row).collect())
+    }
+
+    /// Every file output of a conversation's prompts, in prompt and timeline order.
+    pub async fn conversation_files(
+        &self,
+        user_id: &str,
+        conversation_id: &str,
+    ) -> Result<Vec<(String, FileOutput)>, GatewayError> {
+        let rows = sqlx::query(
+            "SELECT f.prompt_id, f.payload FROM prompt_files f JOIN prompts p ON p.id = f.prompt_id \
+             WHERE f.user_id = ? AND f.conversation_id = ? ORDER BY p.created_at, p.id, f.position",
+        )
+        .bind(user_id)
+        .bind(conversation_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.get("prompt_id"),
+                    FileOutput::decode(row.get::<&[u8], _>("payload"))?,
+                ))
+            })
+            .collect()
+    }
+
+    /// A file output by id, if it belongs to `user_id`.
+    pub async fn file(
+        &self,
+        user_id: &str,
+        file_id: &str,
+    ) -> Result<Option<FileOutput>, GatewayError> {
+        let payload: Option<Vec<u8>> = sqlx::query_scalar(
+            "SELECT payload FROM prompt_files WHERE file_id = ? AND user_id = ?",
+        )
+        .bind(file_id)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(payload
+            .map(|payload| FileOutput::decode(payload.as_slice()))
+            .transpose()?)
+    }
+
+    /// Records a decision; `false` when the call was already decided.
+    pub async fn record_decision(
+        &self,
+        prompt_id: &str,
+        decision: &ApprovalDecision,
+    ) -> Result<bool, GatewayError> {
+        let inserted = sqlx::query(
+            "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (prompt_id, tool_call_id) DO NOTHING",
+        )
+        .bind(prompt_id)
+        .bind(&decision.tool_call_id)
+        .bind(decision.approved)
+        .bind(&decision.reason)
+        .bind(timestamp_millis(&now()))
+        .execute(&self.pool)
+        .await?;
+        Ok(inserted.rows_affected() == 1)
+    }
+
+    pub async fn forget_decision(
+        &self,
+        prompt_id: &str,
+        tool_call_id: &str,
+    ) -> Result<(), GatewayError> {
+        sqlx::query("DELETE FROM approval_decisions WHERE prompt_id = ? AND tool_call_id = ?")
+            .bind(prompt_id)
+            .bind(tool_call_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn decisions(&self, prompt_id: &str) -> Result<Vec<ApprovalDecision>, GatewayError> {
+        let rows = sqlx::query("SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = ? ORDER BY decided_at")
+            .bind(prompt_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|row| ApprovalDecision {
+                tool_call_id: row.get("tool_call_id"),
+                approved: row.get("approved"),
+                reason: row.get("reason"),
+            })
+            .collect())
+    }
+
+    /// Moves a paused prompt back to RUNNING when its run resumes. `false` when it was no
+    /// longer waiting (another caller resumed or cancelled it first).
+    pub async fn resume(&self, prompt_id: &str) -> Result<bool, GatewayError> {
+        let updated =
+            sqlx::query("UPDATE prompts SET state = ?, updated_at = ? WHERE id = ? AND state = ?")
+                .bind(PromptState::Running as i32)
+                .bind(timestamp_millis(&now()))
+                .bind(prompt_id)
+                .bind(PromptState::WaitingForApproval as i32)
+                .execute(&self.pool)
+                .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
     /// Ids of prompts still RUNNING, e.g. left behind by a gateway that stopped mid-run.
     pub async fn running_prompt_ids(&self) -> Result<Vec<String>, GatewayError> {
         Ok(sqlx::query_scalar("SELECT id FROM prompts WHERE state = ?")
@@ -322,4 +514,18 @@ fn unsigned(value: i64) -> u64 {
 
 fn saturating_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn conversation_from_row(row: &sqlx::sqlite::SqliteRow) -> Conversation {
+    let state: serde_json::Value =
+        serde_json::from_str(row.get::<&str, _>("state")).unwrap_or_default();
+    Conversation {
+        id: row.get("id"),
+        user_id: row.get("user_id"),
+        title: row.get("title"),
+        default_mode: row.get("default_mode"),
+        state: Some(json_to_struct(&state)),
+        created_at: Some(timestamp_from_millis(row.get("created_at"))),
+        updated_at: Some(timestamp_from_millis(row.get("updated_at"))),
+    }
 }

@@ -50,7 +50,11 @@ pub struct Config {
     pub plugins: Vec<String>,
 
     /// code-executor's `CodeRunner`, where the `interpreter` plugin runs code.
-    #[arg(long, env = "CODE_RUNNER_URL", default_value = "http://127.0.0.1:50053")]
+    #[arg(
+        long,
+        env = "CODE_RUNNER_URL",
+        default_value = "http://127.0.0.1:50053"
+    )]
     pub code_runner_url: String,
 }
 

@@ -10,5 +10,10 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
-    agentic_rpc::run_until_signal(tool_host::run(config, listener, agentic_rpc::shutdown_signal())).await
+    agentic_rpc::run_until_signal(tool_host::run(
+        config,
+        listener,
+        agentic_rpc::shutdown_signal(),
+    ))
+    .await
 }

@@ -24,7 +24,9 @@ pub struct InterpreterPlugin {
 
 impl InterpreterPlugin {
     pub fn new(channel: Channel) -> InterpreterPlugin {
-        InterpreterPlugin { code_runner: CodeRunnerClient::new(channel) }
+        InterpreterPlugin {
+            code_runner: CodeRunnerClient::new(channel),
+        }
     }
 }
 
@@ -56,9 +58,21 @@ impl Plugin for InterpreterPlugin {
         }]
     }
 
-    async fn invoke(&self, _tool_id: &str, input: Value, ctx: &CallContext) -> Result<ToolOutcome, ToolFailure> {
-        let code = input.get("code").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let timeout_ms = input.get("timeout").and_then(Value::as_u64).unwrap_or(DEFAULT_TIMEOUT_MS);
+    async fn invoke(
+        &self,
+        _tool_id: &str,
+        input: Value,
+        ctx: &CallContext,
+    ) -> Result<ToolOutcome, ToolFailure> {
+        let code = input
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let timeout_ms = input
+            .get("timeout")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TIMEOUT_MS);
         let mut request = tonic::Request::new(RunCodeRequest {
             code,
             input: input.get("input").map(json::to_proto),
@@ -74,7 +88,12 @@ impl Plugin for InterpreterPlugin {
             .clone()
             .run_code(request)
             .await
-            .map_err(|status| ToolFailure::new(format!("the code runner is unavailable: {}", status.message())))?
+            .map_err(|status| {
+                ToolFailure::new(format!(
+                    "the code runner is unavailable: {}",
+                    status.message()
+                ))
+            })?
             .into_inner();
         match response.outcome {
             Some(run_code_response::Outcome::Result(value)) => Ok(ToolOutcome::output(json!({
