@@ -72,6 +72,9 @@ case "${1:-run}" in
         fi
         echo "\$ agentic prompt \"Remember that the demo ran today\"" >&2
         "$bin/agentic" --server "$gateway_url" prompt "Remember that the demo ran today"
+        echo >&2
+        echo "\$ agentic prompt -m code \"Store a note, then count my artifacts\"" >&2
+        "$bin/agentic" --server "$gateway_url" prompt -m code "Store a note, then count my artifacts"
         ;;
     *)
         echo "usage: $0 run|demo" >&2

@@ -379,3 +379,49 @@ async fn a_classic_prompt_can_run_code_through_the_interpreter_tool() {
     assert_eq!(result["result"], json!([41, 42]));
     assert_eq!(result["tool_calls"], json!(2));
 }
+
+#[tokio::test]
+async fn code_that_never_finishes_is_stopped_at_the_prompts_round_limit() {
+    let stack = Stack::start(vec![Rule::new(
+        Match::Any,
+        Reply::Text("log('still going'); 1".into()),
+    )])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut request = code_prompt("keep going");
+    request.max_rounds = 3;
+    let prompt = client.create_prompt(request).await.unwrap();
+    let events = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kind(events.last().unwrap()), "completed");
+
+    assert_eq!(stack.model.request_count(), 3);
+    let stored = client.get_prompt(&prompt.id).await.unwrap();
+    assert_eq!(
+        stored.output.len(),
+        4,
+        "three code rounds and the closing text"
+    );
+    let closing = text_of(stored.output.last().unwrap()).unwrap();
+    assert!(closing.contains("limit of 3 rounds"), "{closing}");
+}
+
+#[tokio::test]
+async fn an_llm_that_keeps_failing_fails_a_code_prompt_with_a_readable_message() {
+    let stack = Stack::start(vec![Rule::new(
+        Match::Any,
+        Reply::Error {
+            status: 503,
+            message: "no capacity".into(),
+        },
+    )])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client.create_prompt(code_prompt("hello")).await.unwrap();
+    let events = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kinds(&events), ["created", "error"]);
+    let stored = client.get_prompt(&prompt.id).await.unwrap();
+    assert_eq!(stored.state, PromptState::Failed as i32);
+    assert!(stored.error.contains("no capacity"), "{}", stored.error);
+}

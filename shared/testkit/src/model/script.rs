@@ -202,7 +202,18 @@ impl ScriptedCall {
 
 /// The script the binary uses without `--script`: enough to make a walkthrough look real.
 pub fn demo_rules() -> Vec<Rule> {
+    // Code mode's system prompt says this; its answers must be JavaScript.
+    let code_mode = || Match::AnyMessageContains("You act by writing JavaScript".to_owned());
     vec![
+        Rule::new(
+            Match::All(vec![code_mode(), Match::AssistantTurns(0)]),
+            Reply::text(
+                "const id = storeArtifact({note: \"from the code-mode demo\"}, \"note from the demo\");\n\
+                 output(\"Stored a note as artifact \" + id + \"\\n\");\n\
+                 complete({response: \"You now have \" + listArtifacts().length + \" artifacts.\"});",
+            ),
+        ),
+        Rule::new(code_mode(), Reply::text("done()")),
         Rule::new(
             Match::All(vec![
                 Match::ToolOffered("artifact__store".to_owned()),
