@@ -41,7 +41,7 @@ start_stack() {
         "$bin/classic-executor"
     start code-executor env CODE_EXECUTOR_LISTEN=127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
         "$bin/code-executor"
-    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053 \
+    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
         GATEWAY_DATABASE_URL="sqlite://$data/gateway.db?mode=rwc" "$bin/prompt-gateway"
     for _ in $(seq 1 100); do
         if gateway_up; then

@@ -144,3 +144,50 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// The raw gateway client on behalf of `user`, for calls the tests make directly.
+pub type Gateway = agentic_proto::v1::prompt_gateway_client::PromptGatewayClient<
+    tonic::service::interceptor::InterceptedService<tonic::transport::Channel, UserHeader>,
+>;
+
+#[derive(Clone)]
+pub struct UserHeader(tonic::metadata::AsciiMetadataValue);
+
+impl tonic::service::Interceptor for UserHeader {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
+        request.metadata_mut().insert("x-user-id", self.0.clone());
+        Ok(request)
+    }
+}
+
+pub async fn gateway_for(stack: &agentic_testkit::Stack, user: &str) -> Gateway {
+    let channel = tonic::transport::Endpoint::from_shared(stack.gateway_url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    agentic_proto::v1::prompt_gateway_client::PromptGatewayClient::with_interceptor(
+        channel,
+        UserHeader(user.parse().unwrap()),
+    )
+}
+
+/// Creates a prompt in a conversation through the raw client.
+pub async fn create_in(
+    gateway: &mut Gateway,
+    conversation_id: &str,
+    prompt: agentic_client::NewPrompt,
+) -> Prompt {
+    let request = agentic_proto::v1::CreatePromptRequest {
+        input: prompt.input,
+        mode: prompt.mode.unwrap_or_default(),
+        model: prompt.model as i32,
+        conversation_id: conversation_id.to_owned(),
+        max_rounds: prompt.max_rounds,
+        ..Default::default()
+    };
+    gateway.create_prompt(request).await.unwrap().into_inner()
+}

@@ -437,7 +437,8 @@ async fn prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag() ->
             "demo.echo",
             "demo.sleep",
             "demo.fail",
-            "demo.dangerous"
+            "demo.dangerous",
+            "demo.report"
         ]
     );
     for tool in &prepared.tools {
@@ -552,5 +553,37 @@ async fn health_reports_both_services_serving() -> anyhow::Result<()> {
             .into_inner();
         assert_eq!(response.status(), ServingStatus::Serving, "{service:?}");
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn demo_report_writes_a_markdown_file_the_caller_can_read_back() -> anyhow::Result<()> {
+    let host = started().await?;
+    let mut tools = host.tools().await?;
+    let response = tools
+        .invoke_tool(invoke(
+            "demo.report",
+            "alice",
+            json!({"title": "Q3 Plan", "lines": ["ship", "rest"]}),
+        ))
+        .await?
+        .into_inner();
+    assert_eq!(response.files.len(), 1);
+    let file = &response.files[0];
+    assert_eq!(file.filename, "q3-plan.md");
+    assert!(file.mime_type.starts_with("text/markdown"));
+    let mut artifacts = host.artifacts().await?;
+    let stored = artifacts
+        .get_artifact(GetArtifactRequest {
+            user_id: "alice".into(),
+            artifact_id: file.artifact_id.clone(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(
+        String::from_utf8(stored.content)?,
+        "# Q3 Plan\n\n- ship\n- rest\n"
+    );
+    assert_eq!(file.size, stored.size);
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! `done()`/`complete()` or the round limit is reached.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, ToolResult};
 use agentic_executor::tool_host::{RunScope, ToolHost};
@@ -12,6 +12,7 @@ use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
+use crate::approvals::Approvals;
 use crate::host::{PromptHost, Timeline, running, tool_output};
 use crate::prompt::{self, CODE_TOOL};
 use crate::sandbox::{self, Limits, Program};
@@ -25,6 +26,8 @@ pub struct CodeMode {
     pub tool_host: ToolHost,
     pub default_max_rounds: u32,
     pub limits: Limits,
+    /// How long a tool call waits for a person to approve or reject it.
+    pub approval_timeout: Duration,
 }
 
 /// Why a run stopped before finishing.
@@ -55,10 +58,24 @@ impl Mode for CodeMode {
         &self,
         request: RunRequest,
         events: EventSink,
-        _decisions: mpsc::Receiver<Decision>,
+        decisions: mpsc::Receiver<Decision>,
     ) {
         let prompt_id = request.prompt_id.clone();
-        match self.try_run(request, &events).await {
+        if !request.decisions.is_empty() {
+            // Code mode pauses while live and never ends a run waiting for approval: there is
+            // nothing to resume.
+            tracing::warn!(
+                prompt_id,
+                count = request.decisions.len(),
+                "decisions at the start of a code run, ignored"
+            );
+        }
+        let approvals = Arc::new(Approvals::default());
+        let outcome = tokio::select! {
+            outcome = self.try_run(request, &events, &approvals) => outcome,
+            never = approvals.route(decisions) => match never {},
+        };
+        match outcome {
             Ok(()) => tracing::info!(prompt_id, "run finished"),
             Err(Halt::Closed) => tracing::info!(prompt_id, "event stream closed, run stopped"),
             Err(Halt::Failed(message)) => {
@@ -70,7 +87,12 @@ impl Mode for CodeMode {
 }
 
 impl CodeMode {
-    async fn try_run(&self, request: RunRequest, events: &EventSink) -> Result<(), Halt> {
+    async fn try_run(
+        &self,
+        request: RunRequest,
+        events: &EventSink,
+        approvals: &Arc<Approvals>,
+    ) -> Result<(), Halt> {
         let scope = Arc::new(RunScope {
             user_id: request.user_id.clone(),
             prompt_id: request.prompt_id.clone(),
@@ -98,6 +120,8 @@ impl CodeMode {
             timeline: Arc::clone(&timeline),
             model: Arc::clone(&self.model),
             tier: request.tier,
+            approvals: Arc::clone(approvals),
+            approval_timeout: self.approval_timeout,
         });
         let max_rounds = request.max_rounds.unwrap_or(self.default_max_rounds).max(1);
         let mut memory = Map::new();

@@ -2,6 +2,7 @@
 //! fresh QuickJS sandbox whose globals are the conversation's tools and a small host API.
 //! Also serves `CodeRunner.RunCode`, through which classic mode drops into code.
 
+mod approvals;
 mod executor;
 mod host;
 mod prompt;
@@ -49,6 +50,10 @@ pub struct Config {
     /// Tool calls allowed in one sandbox run.
     #[arg(long, env = "CODE_MAX_TOOL_CALLS", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tool_calls: u32,
+    /// How long a tool call that requires approval waits for the user's decision; the wait
+    /// does not count against the run's wall-clock budget.
+    #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub approval_timeout_secs: u64,
     #[command(flatten)]
     pub llm: LlmConfig,
 }
@@ -88,6 +93,7 @@ pub async fn run(
         tool_host,
         default_max_rounds: config.max_rounds,
         limits,
+        approval_timeout: Duration::from_secs(config.approval_timeout_secs),
     };
     agentic_executor::serve(mode, listener, shutdown, &[CODE_RUNNER], |router| {
         router.add_service(runner)

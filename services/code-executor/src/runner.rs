@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 use tonic::{Request, Response, Status};
 
 use crate::host::ask;
-use crate::sandbox::{self, Host, Limits, Program};
+use crate::sandbox::{self, Clock, Host, Limits, Program, ToolFailure};
 use crate::toolbox::Toolbox;
 
 /// The longest run a caller may ask for.
@@ -139,10 +139,17 @@ struct RecordingHost {
 
 #[async_trait::async_trait]
 impl Host for RecordingHost {
-    async fn call_tool(&self, tool_id: &str, input: Json) -> Result<Json, String> {
+    async fn call_tool(
+        &self,
+        tool_id: &str,
+        input: Json,
+        _clock: &Clock,
+    ) -> Result<Json, ToolFailure> {
         let result = match self.toolbox.check(tool_id, &input) {
+            // Nobody could answer: a RunCode call has no prompt timeline to ask a person on.
             Ok(spec) if spec.requires_approval => Err(
-                "this tool requires approval, which code run by a tool cannot ask for".to_owned(),
+                "this tool requires approval, which code run through interpreter.run-code cannot ask for (call the tool directly instead)"
+                    .to_owned(),
             ),
             Ok(_) => {
                 let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
@@ -166,7 +173,7 @@ impl Host for RecordingHost {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(call);
-        result
+        result.map_err(ToolFailure::Failed)
     }
 
     async fn output(&self, text: String) {
@@ -179,5 +186,69 @@ impl Host for RecordingHost {
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
         let (content, _usage) = ask(self.model.as_ref(), Tier::Normal, prompt, json).await?;
         Ok(content)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentic_executor::tool_host::ToolSpec;
+    use agentic_llm::{ChatRequest, ChatResponse, LlmError};
+    use serde_json::json;
+
+    use super::*;
+
+    struct NoModel;
+
+    #[async_trait::async_trait]
+    impl ChatModel for NoModel {
+        async fn chat(
+            &self,
+            _request: ChatRequest,
+            _deltas: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+        ) -> Result<ChatResponse, LlmError> {
+            Err(LlmError::Setup {
+                message: "no model in this test".into(),
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn code_run_by_a_tool_is_refused_tools_that_require_approval() {
+        // Nothing listens there: the refusal must not need the tool-host.
+        let channel = agentic_rpc::channel("http://127.0.0.1:1").unwrap();
+        let scope = Arc::new(RunScope {
+            user_id: "user".into(),
+            prompt_id: "prompt".into(),
+            conversation_id: "conversation".into(),
+            state: serde_json::Map::new(),
+        });
+        let spec = ToolSpec {
+            id: "files.delete".into(),
+            description: "deletes a file".into(),
+            input_schema: json!({ "type": "object" }),
+            requires_approval: true,
+        };
+        let toolbox = Toolbox::new(ToolHost::new(channel), scope, vec![spec]);
+        let program = Program {
+            code: "try { filesDelete({}) } catch (error) { error.message }".into(),
+            tools: toolbox.sandbox_tools(),
+            modules: Vec::new(),
+            input: None,
+            memory: serde_json::Map::new(),
+        };
+        let host = Arc::new(RecordingHost {
+            toolbox,
+            model: Arc::new(NoModel),
+            calls: Mutex::default(),
+            outputs: Mutex::default(),
+        });
+        let outcome = sandbox::run(program, host.clone(), Limits::default()).await;
+        assert_eq!(
+            outcome.result,
+            Ok(json!(
+                "Tool \"files.delete\" failed: this tool requires approval, which code run through interpreter.run-code cannot ask for (call the tool directly instead)"
+            ))
+        );
+        assert_eq!(host.calls.lock().unwrap().len(), 1);
     }
 }

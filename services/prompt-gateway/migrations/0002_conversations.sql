@@ -32,3 +32,7 @@ CREATE TABLE approval_decisions (
     decided_at INTEGER NOT NULL,
     PRIMARY KEY (prompt_id, tool_call_id)
 );
+
+-- 1 while a live run waits for decisions on its open Execute stream (code mode): such a
+-- pause cannot outlive the gateway process that holds the stream.
+ALTER TABLE prompts ADD COLUMN paused_live INTEGER NOT NULL DEFAULT 0;

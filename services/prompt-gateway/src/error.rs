@@ -10,14 +10,20 @@ pub enum GatewayError {
     UnknownMode(String),
     #[error("prompt not found: {0}")]
     PromptNotFound(String),
+    #[error("conversation not found: {0}")]
+    ConversationNotFound(String),
+    #[error("file not found: {0}")]
+    FileNotFound(String),
+    #[error("no tool call {call:?} waits for approval in prompt {prompt}")]
+    CallNotPending { prompt: String, call: String },
     #[error("{0}")]
     Unauthenticated(String),
     #[error("execution mode {mode:?} is unavailable: {reason}")]
     ModeUnavailable { mode: String, reason: String },
     #[error("{0}")]
     FailedPrecondition(String),
-    #[error("{0}")]
-    Unimplemented(String),
+    #[error("files are unavailable: {0}")]
+    FilesUnavailable(String),
     /// The executor broke the Execute protocol (e.g. updated an output that does not exist).
     #[error("executor protocol violation: {0}")]
     Protocol(String),
@@ -39,11 +45,15 @@ impl ServiceError for GatewayError {
             GatewayError::InvalidArgument(_) | GatewayError::UnknownMode(_) => {
                 ErrorKind::InvalidArgument
             }
-            GatewayError::PromptNotFound(_) => ErrorKind::NotFound,
+            GatewayError::PromptNotFound(_)
+            | GatewayError::ConversationNotFound(_)
+            | GatewayError::FileNotFound(_)
+            | GatewayError::CallNotPending { .. } => ErrorKind::NotFound,
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
-            GatewayError::ModeUnavailable { .. } => ErrorKind::Unavailable,
+            GatewayError::ModeUnavailable { .. } | GatewayError::FilesUnavailable(_) => {
+                ErrorKind::Unavailable
+            }
             GatewayError::FailedPrecondition(_) => ErrorKind::FailedPrecondition,
-            GatewayError::Unimplemented(_) => ErrorKind::Unimplemented,
             GatewayError::Protocol(_)
             | GatewayError::Config(_)
             | GatewayError::Database(_)

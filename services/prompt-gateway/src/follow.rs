@@ -48,23 +48,17 @@ async fn forward(
     let mut last = after_sequence;
     loop {
         // Catch up from the database.
-        loop {
-            let batch = store.events_after(prompt_id, last, REPLAY_BATCH).await?;
-            if batch.is_empty() {
-                break;
-            }
-            for event in batch {
-                last = event.sequence;
-                if let Err(Stop::Done) = send(sender, event).await {
-                    return Ok(());
-                }
-            }
+        if let Err(Stop::Done) = replay(store, prompt_id, &mut last, sender).await? {
+            return Ok(());
         }
-        // Nothing more is stored: a prompt that no longer runs has nothing more to say.
+        // Nothing more is stored: a prompt that no longer runs has nothing more to say. Its
+        // last events may have been stored between the replay and this check: send them too.
         match store.state(prompt_id).await? {
-            Some(state) if state != PromptState::Running => return Ok(()),
-            None => return Ok(()),
-            Some(_) => {}
+            Some(PromptState::Running) => {}
+            _ => {
+                let _ = replay(store, prompt_id, &mut last, sender).await?;
+                return Ok(());
+            }
         }
         // Follow live until a gap or lag sends us back to the database.
         loop {
@@ -72,12 +66,39 @@ async fn forward(
                 Ok(event) if event.sequence <= last => {}
                 Ok(event) if event.sequence == last + 1 => {
                     last = event.sequence;
+                    let paused = matches!(event.kind, Some(prompt_event::Kind::Waiting(_)));
                     if let Err(Stop::Done) = send(sender, event).await {
                         return Ok(());
+                    }
+                    if paused {
+                        // The database says whether it still waits (the stream ends) or
+                        // was resumed meanwhile (it goes on).
+                        break;
                     }
                 }
                 Ok(_) | Err(RecvError::Lagged(_)) => break,
                 Err(RecvError::Closed) => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Sends every stored event after `last`, advancing it.
+async fn replay(
+    store: &Store,
+    prompt_id: &str,
+    last: &mut u64,
+    sender: &mpsc::Sender<Result<PromptEvent, Status>>,
+) -> Result<Result<(), Stop>, GatewayError> {
+    loop {
+        let batch = store.events_after(prompt_id, *last, REPLAY_BATCH).await?;
+        if batch.is_empty() {
+            return Ok(Ok(()));
+        }
+        for event in batch {
+            *last = event.sequence;
+            if let Err(stop) = send(sender, event).await {
+                return Ok(Err(stop));
             }
         }
     }
@@ -94,15 +115,12 @@ async fn send(
     Ok(())
 }
 
-/// Streams end after these: the prompt no longer runs.
+/// Streams end after these: the prompt will never run again. A `waiting` event ends a stream
+/// only while the prompt still waits (checked against the database), so a replay of a prompt
+/// that was approved and went on shows the whole log.
 pub fn is_terminal(event: &PromptEvent) -> bool {
     matches!(
         event.kind,
-        Some(
-            prompt_event::Kind::Completed(_)
-                | prompt_event::Kind::Error(_)
-                | prompt_event::Kind::Cancelled(_)
-                | prompt_event::Kind::Waiting(_)
-        )
+        Some(prompt_event::Kind::Completed(_) | prompt_event::Kind::Error(_) | prompt_event::Kind::Cancelled(_))
     )
 }

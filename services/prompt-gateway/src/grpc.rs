@@ -12,22 +12,20 @@ use agentic_proto::v1::{
 use agentic_rpc::to_status;
 use tonic::{Request, Response, Status};
 
+use crate::approvals::Decide;
 use crate::auth::caller;
+use crate::conversations::NewConversation;
 use crate::error::GatewayError;
 use crate::follow::{EventStream, follow};
 use crate::prompts::{NewPrompt, Prompts};
 
 pub struct GatewayService {
     pub prompts: Prompts,
+    /// The tool-host's artifact store, for file contents.
+    pub artifacts: tonic::transport::Channel,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
-
-fn not_yet<T>(what: &str) -> GrpcResult<T> {
-    Err(to_status(GatewayError::Unimplemented(format!(
-        "{what} is not available in this version of the gateway"
-    ))))
-}
 
 fn non_empty(value: String) -> Option<String> {
     let trimmed = value.trim();
@@ -39,9 +37,6 @@ impl PromptGateway for GatewayService {
     async fn create_prompt(&self, request: Request<CreatePromptRequest>) -> GrpcResult<Prompt> {
         let user_id = caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
-        if !request.conversation_id.is_empty() {
-            return not_yet("conversation_id");
-        }
         let model = match ModelTier::try_from(request.model) {
             Ok(ModelTier::Unspecified) => ModelTier::Normal,
             Ok(tier) => tier,
@@ -59,6 +54,7 @@ impl PromptGateway for GatewayService {
                 input: request.input,
                 mode: non_empty(request.mode),
                 model,
+                conversation_id: non_empty(request.conversation_id),
                 state: request.state,
                 max_rounds: request.max_rounds,
             })
@@ -127,16 +123,43 @@ impl PromptGateway for GatewayService {
 
     async fn approve_tool_call(
         &self,
-        _request: Request<ApproveToolCallRequest>,
+        request: Request<ApproveToolCallRequest>,
     ) -> GrpcResult<Prompt> {
-        not_yet("approving tool calls")
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let request = request.into_inner();
+        let decide = Decide {
+            user_id,
+            prompt_id: request.prompt_id,
+            tool_call_id: request.tool_call_id,
+            approved: true,
+            reason: String::new(),
+        };
+        Ok(Response::new(
+            self.prompts.decide(decide).await.map_err(to_status)?,
+        ))
     }
 
     async fn reject_tool_call(
         &self,
-        _request: Request<RejectToolCallRequest>,
+        request: Request<RejectToolCallRequest>,
     ) -> GrpcResult<Prompt> {
-        not_yet("rejecting tool calls")
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let request = request.into_inner();
+        let reason = if request.reason.trim().is_empty() {
+            "rejected by the user".to_owned()
+        } else {
+            request.reason
+        };
+        let decide = Decide {
+            user_id,
+            prompt_id: request.prompt_id,
+            tool_call_id: request.tool_call_id,
+            approved: false,
+            reason,
+        };
+        Ok(Response::new(
+            self.prompts.decide(decide).await.map_err(to_status)?,
+        ))
     }
 
     async fn list_modes(
@@ -178,33 +201,73 @@ impl PromptGateway for GatewayService {
 
     async fn create_conversation(
         &self,
-        _request: Request<CreateConversationRequest>,
+        request: Request<CreateConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        not_yet("conversations")
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let request = request.into_inner();
+        let conversation = self
+            .prompts
+            .create_conversation(NewConversation {
+                user_id,
+                title: request.title,
+                default_mode: non_empty(request.default_mode),
+                state: request.state,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(conversation))
     }
 
     async fn get_conversation(
         &self,
-        _request: Request<GetConversationRequest>,
+        request: Request<GetConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        not_yet("conversations")
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let conversation_id = request.into_inner().conversation_id;
+        Ok(Response::new(
+            self.prompts
+                .conversation(&user_id, &conversation_id)
+                .await
+                .map_err(to_status)?,
+        ))
     }
 
     async fn list_conversations(
         &self,
-        _request: Request<ListConversationsRequest>,
+        request: Request<ListConversationsRequest>,
     ) -> GrpcResult<ListConversationsResponse> {
-        not_yet("conversations")
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let limit = request.into_inner().limit;
+        let conversations = self
+            .prompts
+            .list_conversations(&user_id, limit)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(ListConversationsResponse { conversations }))
     }
 
     async fn list_conversation_files(
         &self,
-        _request: Request<ListConversationFilesRequest>,
+        request: Request<ListConversationFilesRequest>,
     ) -> GrpcResult<ListConversationFilesResponse> {
-        not_yet("conversation files")
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let conversation_id = request.into_inner().conversation_id;
+        let files = self
+            .prompts
+            .conversation_files(&user_id, &conversation_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(ListConversationFilesResponse { files }))
     }
 
-    async fn get_file(&self, _request: Request<GetFileRequest>) -> GrpcResult<File> {
-        not_yet("files")
+    async fn get_file(&self, request: Request<GetFileRequest>) -> GrpcResult<File> {
+        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let file_id = request.into_inner().file_id;
+        Ok(Response::new(
+            self.prompts
+                .file(&user_id, &file_id, &self.artifacts)
+                .await
+                .map_err(to_status)?,
+        ))
     }
 }

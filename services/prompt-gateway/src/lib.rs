@@ -1,7 +1,9 @@
 //! prompt-gateway: the public gRPC API of agentic. Owns prompts, their ordered event log and
 //! the mode registry; forwards execution to the executor of each prompt's mode.
 
+mod approvals;
 mod auth;
+mod conversations;
 mod error;
 mod follow;
 mod grpc;
@@ -49,6 +51,9 @@ pub struct Config {
         default_value = "classic=http://127.0.0.1:50052"
     )]
     pub modes: Vec<ModeSpec>,
+    /// The tool-host, whose artifact store holds the content of files.
+    #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
+    pub tool_host_url: String,
 }
 
 /// Serves the gateway on `listener` until `shutdown` resolves.
@@ -84,7 +89,10 @@ pub async fn run(
     health
         .set_serving::<PromptGatewayServer<GatewayService>>()
         .await;
-    let gateway = PromptGatewayServer::new(GatewayService { prompts })
+    let artifacts = agentic_rpc::channel(&config.tool_host_url).map_err(|error| {
+        anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
+    })?;
+    let gateway = PromptGatewayServer::new(GatewayService { prompts, artifacts })
         .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
     tracing::info!(address = %listener.local_addr()?, modes = ?config.modes, "prompt-gateway serving");

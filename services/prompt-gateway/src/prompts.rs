@@ -1,8 +1,10 @@
-//! Prompt use cases: create and start, read, list, cancel. Validated input in, domain
-//! errors out; the gRPC edge converts both.
+//! Prompt use cases: create and start (in a conversation or alone), read, list, cancel.
+//! Validated input in, domain errors out; the gRPC edge converts both.
 
 use agentic_proto::json::now;
-use agentic_proto::v1::{ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState, Usage};
+use agentic_proto::v1::{
+    ApprovalDecision, ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState, Usage,
+};
 
 use crate::error::GatewayError;
 use crate::hub::Hub;
@@ -22,15 +24,28 @@ pub const MAX_ROUNDS_LIMIT: u32 = 100;
 pub const MAX_LIST_LIMIT: u32 = 500;
 const DEFAULT_LIST_LIMIT: u32 = 50;
 
+/// A list request's limit: the default for 0, capped at the maximum.
+pub fn list_limit(limit: u32) -> u32 {
+    if limit == 0 {
+        DEFAULT_LIST_LIMIT
+    } else {
+        limit.min(MAX_LIST_LIMIT)
+    }
+}
+
 /// A validated request to create a prompt.
 pub struct NewPrompt {
     pub user_id: String,
     pub input: String,
     pub mode: Option<String>,
     pub model: ModelTier,
+    pub conversation_id: Option<String>,
     pub state: Option<prost_types::Struct>,
     pub max_rounds: u32,
 }
+
+/// Earlier prompts an executor is given as history, at most.
+const MAX_HISTORY: usize = 50;
 
 #[derive(Clone)]
 pub struct Prompts {
@@ -59,7 +74,28 @@ impl Prompts {
                 "max_rounds must be at most {MAX_ROUNDS_LIMIT}"
             )));
         }
-        let mode_id = request.mode.unwrap_or_else(|| DEFAULT_MODE.to_owned());
+        let conversation = match &request.conversation_id {
+            Some(id) => Some(
+                self.store
+                    .conversation(&request.user_id, id)
+                    .await?
+                    .ok_or_else(|| GatewayError::ConversationNotFound(id.clone()))?,
+            ),
+            None => None,
+        };
+        // The request's mode, else the conversation's default, else classic.
+        let mode_id = request
+            .mode
+            .or_else(|| {
+                conversation
+                    .as_ref()
+                    .map(|c| c.default_mode.clone())
+                    .filter(|mode| !mode.is_empty())
+            })
+            .unwrap_or_else(|| DEFAULT_MODE.to_owned());
+        let state = request
+            .state
+            .or_else(|| conversation.as_ref().and_then(|c| c.state.clone()));
         let mode = self
             .modes
             .get(&mode_id)
@@ -68,7 +104,7 @@ impl Prompts {
         let prompt = Prompt {
             id: uuid::Uuid::now_v7().to_string(),
             user_id: request.user_id.clone(),
-            conversation_id: String::new(),
+            conversation_id: request.conversation_id.clone().unwrap_or_default(),
             mode: mode.id.clone(),
             model: request.model as i32,
             visible: true,
@@ -80,24 +116,57 @@ impl Prompts {
             created_at: Some(created_at),
             updated_at: Some(created_at),
             max_rounds: request.max_rounds,
-            state_data: request.state.clone(),
+            state_data: state,
         };
-        let start = ExecuteStart {
-            prompt: Some(prompt.clone()),
-            history: Vec::new(),
-            state: request.state,
-            limits: Some(ExecuteLimits {
-                max_rounds: request.max_rounds,
-                run_timeout_ms: 0,
-            }),
-            user_id: request.user_id,
-            decisions: Vec::new(),
-        };
+        let start = self.start_of(&prompt, Vec::new()).await?;
         let run = self.runner.open(&mode, start).await?;
         let created = self.store.insert_prompt(&prompt).await?;
         self.hub.publish(&created);
         self.runner.spawn(&prompt, run);
         Ok(prompt)
+    }
+
+    /// The first message of an `Execute` stream for `prompt` (with its outputs so far, the
+    /// conversation's earlier prompts, and any approval decisions).
+    pub async fn start_of(
+        &self,
+        prompt: &Prompt,
+        decisions: Vec<ApprovalDecision>,
+    ) -> Result<ExecuteStart, GatewayError> {
+        let mut history = if prompt.conversation_id.is_empty() {
+            Vec::new()
+        } else {
+            self.store
+                .history(&prompt.conversation_id, &prompt.id)
+                .await?
+        };
+        // A prompt sees only what came before it.
+        let created = prompt
+            .created_at
+            .as_ref()
+            .map(agentic_proto::json::timestamp_millis)
+            .unwrap_or(i64::MAX);
+        history.retain(|past| {
+            past.created_at
+                .as_ref()
+                .map(agentic_proto::json::timestamp_millis)
+                .unwrap_or_default()
+                <= created
+        });
+        if history.len() > MAX_HISTORY {
+            history.drain(..history.len() - MAX_HISTORY);
+        }
+        Ok(ExecuteStart {
+            prompt: Some(prompt.clone()),
+            history,
+            state: prompt.state_data.clone(),
+            limits: Some(ExecuteLimits {
+                max_rounds: prompt.max_rounds,
+                run_timeout_ms: 0,
+            }),
+            user_id: prompt.user_id.clone(),
+            decisions,
+        })
     }
 
     pub async fn get(&self, user_id: &str, prompt_id: &str) -> Result<Prompt, GatewayError> {
@@ -113,13 +182,11 @@ impl Prompts {
         conversation_id: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Prompt>, GatewayError> {
-        let limit = if limit == 0 {
-            DEFAULT_LIST_LIMIT
-        } else {
-            limit.min(MAX_LIST_LIMIT)
-        };
+        if let Some(conversation_id) = conversation_id {
+            self.conversation(user_id, conversation_id).await?;
+        }
         self.store
-            .list_prompts(user_id, conversation_id, limit)
+            .list_prompts(user_id, conversation_id, list_limit(limit))
             .await
     }
 
@@ -162,7 +229,7 @@ impl Prompts {
     /// Fails prompts left RUNNING by a gateway that stopped mid-run: their executor streams
     /// died with it, so nothing would ever finish them.
     pub async fn fail_orphaned(&self) -> Result<usize, GatewayError> {
-        let orphaned = self.store.running_prompt_ids().await?;
+        let orphaned = self.store.orphan_candidates().await?;
         for prompt_id in &orphaned {
             tracing::warn!(
                 prompt_id,

@@ -1,14 +1,14 @@
 //! Runs prompts on executors: opens the `Execute` stream, then numbers, stores and publishes
 //! everything the executor sends. One task per running prompt is that prompt's only writer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentic_proto::v1::executor_client::ExecutorClient;
 use agentic_proto::v1::{
-    CancelExecution, ExecuteEvent, ExecuteInput, ExecuteStart, OutputAdded, OutputUpdated, Prompt,
-    PromptCancelled, PromptCompleted, PromptFailed, PromptState, PromptWaiting, execute_event,
-    execute_input, prompt_event,
+    ApprovalDecision, ApprovalState, CancelExecution, ExecuteEvent, ExecuteInput, ExecuteStart,
+    OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptFailed,
+    PromptState, PromptWaiting, execute_event, execute_input, prompt_event, prompt_output,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
@@ -28,13 +28,24 @@ pub struct OpenRun {
 /// Builds the event to store from the prompt as the change left it (for terminal events).
 type EventFor = Box<dyn FnOnce(Option<Prompt>) -> prompt_event::Kind + Send>;
 
-type CancelRequest = (String, oneshot::Sender<Result<Prompt, GatewayError>>);
+/// What other requests ask of a run this gateway follows.
+enum Command {
+    Cancel {
+        reason: String,
+        reply: oneshot::Sender<Result<Prompt, GatewayError>>,
+    },
+    /// Forward a decision to a live run that waits for it.
+    Decide {
+        decision: ApprovalDecision,
+        reply: oneshot::Sender<Result<(), GatewayError>>,
+    },
+}
 
 #[derive(Clone)]
 pub struct Runner {
     store: Store,
     hub: Hub,
-    active: Arc<Mutex<HashMap<String, mpsc::Sender<CancelRequest>>>>,
+    active: Arc<Mutex<HashMap<String, mpsc::Sender<Command>>>>,
 }
 
 enum Next {
@@ -78,18 +89,18 @@ impl Runner {
 
     /// Follows an opened run in the background until it finishes, fails or is cancelled.
     pub fn spawn(&self, prompt: &Prompt, run: OpenRun) {
-        let (cancel_sender, cancels) = mpsc::channel(1);
+        let (command_sender, commands) = mpsc::channel(8);
         self.active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(prompt.id.clone(), cancel_sender);
+            .insert(prompt.id.clone(), command_sender);
         let runner = self.clone();
         let prompt_id = prompt.id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
         tokio::spawn(async move {
             runner
-                .follow(&prompt_id, &mode, outputs, run, cancels)
+                .follow(&prompt_id, &mode, outputs, run, commands)
                 .await;
             runner
                 .active
@@ -105,15 +116,33 @@ impl Runner {
         prompt_id: &str,
         reason: String,
     ) -> Option<Result<Prompt, GatewayError>> {
+        let (reply, answer) = oneshot::channel();
+        self.command(prompt_id, Command::Cancel { reason, reply })
+            .await?;
+        answer.await.ok()
+    }
+
+    /// Sends a decision to the live run of a prompt. `None` when no run of that prompt is
+    /// active here (a durable pause: the caller resumes it with a new run).
+    pub async fn decide(
+        &self,
+        prompt_id: &str,
+        decision: ApprovalDecision,
+    ) -> Option<Result<(), GatewayError>> {
+        let (reply, answer) = oneshot::channel();
+        self.command(prompt_id, Command::Decide { decision, reply })
+            .await?;
+        answer.await.ok()
+    }
+
+    async fn command(&self, prompt_id: &str, command: Command) -> Option<()> {
         let sender = self
             .active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(prompt_id)
             .cloned()?;
-        let (reply, answer) = oneshot::channel();
-        sender.send((reason, reply)).await.ok()?;
-        answer.await.ok()
+        sender.send(command).await.ok()
     }
 
     /// Ends a prompt that is not running here (waiting, or orphaned) with a terminal event.
@@ -150,22 +179,39 @@ impl Runner {
         mode: &str,
         mut outputs: usize,
         mut run: OpenRun,
-        mut cancels: mpsc::Receiver<CancelRequest>,
+        mut commands: mpsc::Receiver<Command>,
     ) {
+        // Whether a live run waits for decisions, and on which calls: it goes on once each of
+        // them has been decided (or timed out).
+        let mut paused = false;
+        let mut awaiting = HashSet::new();
         loop {
             let next = tokio::select! {
-                Some((reason, reply)) = cancels.recv() => {
-                    // Tell the executor, then drop the stream: either way the run stops there.
-                    let cancel = ExecuteInput { kind: Some(execute_input::Kind::Cancel(CancelExecution { reason: reason.clone() })) };
-                    let _ = run.inputs.try_send(cancel);
-                    let result = self.finish(prompt_id, PromptState::Cancelled, reason).await;
-                    let _ = reply.send(result);
-                    return;
-                }
+                Some(command) = commands.recv() => match command {
+                    Command::Cancel { reason, reply } => {
+                        // Tell the executor, then drop the stream: either way the run stops there.
+                        let cancel = ExecuteInput { kind: Some(execute_input::Kind::Cancel(CancelExecution { reason: reason.clone() })) };
+                        let _ = run.inputs.try_send(cancel);
+                        let result = self.finish(prompt_id, PromptState::Cancelled, reason).await;
+                        let _ = reply.send(result);
+                        return;
+                    }
+                    Command::Decide { decision, reply } => {
+                        let input = ExecuteInput { kind: Some(execute_input::Kind::Decision(decision)) };
+                        let sent = run.inputs.send(input).await.map_err(|_| {
+                            GatewayError::ModeUnavailable { mode: mode.to_owned(), reason: "the run's stream is closed".into() }
+                        });
+                        let _ = reply.send(sent);
+                        continue;
+                    }
+                },
                 message = run.events.message() => message,
             };
             let outcome = match next {
-                Ok(Some(event)) => self.apply(prompt_id, &mut outputs, event).await,
+                Ok(Some(event)) => {
+                    self.apply(prompt_id, &mut outputs, &mut paused, &mut awaiting, event)
+                        .await
+                }
                 Ok(None) => Err(GatewayError::Protocol(format!(
                     "executor for mode {mode:?} ended the run without finishing it"
                 ))),
@@ -195,6 +241,8 @@ impl Runner {
         &self,
         prompt_id: &str,
         outputs: &mut usize,
+        paused: &mut bool,
+        awaiting: &mut HashSet<String>,
         event: ExecuteEvent,
     ) -> Result<Next, GatewayError> {
         let Some(kind) = event.kind else {
@@ -202,6 +250,41 @@ impl Runner {
                 "execute event without a kind".into(),
             ));
         };
+        match &kind {
+            execute_event::Kind::ApprovalRequested(request) => {
+                awaiting.insert(request.tool_call_id.clone());
+            }
+            execute_event::Kind::OutputUpdated(OutputUpdated {
+                output: Some(output),
+                ..
+            }) => {
+                if let Some(prompt_output::Kind::Tool(tool)) = &output.kind {
+                    let decided = tool
+                        .approval
+                        .as_ref()
+                        .is_none_or(|approval| approval.state != ApprovalState::Pending as i32);
+                    if decided && awaiting.remove(&tool.id) && awaiting.is_empty() && *paused {
+                        // Every call the live run waited on is decided (or timed out): it goes on.
+                        *paused = false;
+                        self.store.resume(prompt_id).await?;
+                    }
+                }
+            }
+            execute_event::Kind::Paused(_) => {
+                if !*paused && !awaiting.is_empty() {
+                    *paused = true;
+                    let event = self
+                        .store
+                        .record(prompt_id, Change::PauseLive, |prompt| {
+                            prompt_event::Kind::Waiting(PromptWaiting { prompt })
+                        })
+                        .await?;
+                    self.hub.publish(&event);
+                }
+                return Ok(Next::Continue);
+            }
+            _ => {}
+        }
         let (change, kind, next): (Change, EventFor, Next) = match kind {
             execute_event::Kind::OutputAdded(OutputAdded { index, output }) => {
                 if usize::try_from(index).ok() != Some(*outputs) {
@@ -251,6 +334,7 @@ impl Runner {
                 Box::new(move |_| prompt_event::Kind::ApprovalRequested(request)),
                 Next::Continue,
             ),
+            execute_event::Kind::Paused(_) => return Ok(Next::Continue),
             execute_event::Kind::Usage(usage) => {
                 self.store.add_usage(prompt_id, &usage).await?;
                 return Ok(Next::Continue);

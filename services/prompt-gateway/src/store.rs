@@ -32,6 +32,9 @@ pub enum Change {
         index: u32,
         output: PromptOutput,
     },
+    /// A live run waits for approval decisions on its open stream; the event carries the
+    /// prompt, now WAITING_FOR_APPROVAL.
+    PauseLive,
     /// The prompt leaves RUNNING; the event carries the resulting prompt.
     Finish {
         state: PromptState,
@@ -150,8 +153,19 @@ impl Store {
                 }
                 None
             }
+            Change::PauseLive => {
+                sqlx::query(
+                    "UPDATE prompts SET state = ?, paused_live = 1, updated_at = ? WHERE id = ?",
+                )
+                .bind(PromptState::WaitingForApproval as i32)
+                .bind(timestamp_millis(&now()))
+                .bind(prompt_id)
+                .execute(&mut *tx)
+                .await?;
+                load_prompt(&mut tx, prompt_id).await?
+            }
             Change::Finish { state, error } => {
-                sqlx::query("UPDATE prompts SET state = ?, error = ?, updated_at = ? WHERE id = ?")
+                sqlx::query("UPDATE prompts SET state = ?, error = ?, paused_live = 0, updated_at = ? WHERE id = ?")
                     .bind(state as i32)
                     .bind(&error)
                     .bind(timestamp_millis(&now()))
@@ -414,7 +428,7 @@ impl Store {
     /// longer waiting (another caller resumed or cancelled it first).
     pub async fn resume(&self, prompt_id: &str) -> Result<bool, GatewayError> {
         let updated =
-            sqlx::query("UPDATE prompts SET state = ?, updated_at = ? WHERE id = ? AND state = ?")
+            sqlx::query("UPDATE prompts SET state = ?, paused_live = 0, updated_at = ? WHERE id = ? AND state = ?")
                 .bind(PromptState::Running as i32)
                 .bind(timestamp_millis(&now()))
                 .bind(prompt_id)
@@ -424,12 +438,16 @@ impl Store {
         Ok(updated.rows_affected() == 1)
     }
 
-    /// Ids of prompts still RUNNING, e.g. left behind by a gateway that stopped mid-run.
-    pub async fn running_prompt_ids(&self) -> Result<Vec<String>, GatewayError> {
-        Ok(sqlx::query_scalar("SELECT id FROM prompts WHERE state = ?")
-            .bind(PromptState::Running as i32)
-            .fetch_all(&self.pool)
-            .await?)
+    /// Ids of prompts whose run needs an open Execute stream (RUNNING, or paused live), e.g.
+    /// left behind by a gateway that stopped mid-run.
+    pub async fn orphan_candidates(&self) -> Result<Vec<String>, GatewayError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM prompts WHERE state = ? OR (state = ? AND paused_live = 1)",
+        )
+        .bind(PromptState::Running as i32)
+        .bind(PromptState::WaitingForApproval as i32)
+        .fetch_all(&self.pool)
+        .await?)
     }
 }
 

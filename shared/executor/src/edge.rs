@@ -324,6 +324,7 @@ impl From<Event> for pb::ExecuteEvent {
                 output_tokens: usage.output_tokens,
                 total_tokens: usage.total_tokens,
             }),
+            Event::Paused => execute_event::Kind::Paused(pb::ExecutePaused {}),
             Event::Finished(finish) => {
                 let state = match finish {
                     Finish::Completed => pb::PromptState::Completed,

@@ -120,6 +120,8 @@ pub enum Event {
         index: u32,
     },
     Usage(agentic_llm::Usage),
+    /// The live run waits for approval decisions on the stream (code mode).
+    Paused,
     Finished(Finish),
     Failed(String),
 }

@@ -23,6 +23,8 @@ pub struct StackOptions {
     pub classic_max_rounds: Option<u32>,
     /// Wall-clock budget of one code sandbox run.
     pub code_run_timeout_ms: u64,
+    /// How long code mode waits for a person to decide on a tool call.
+    pub code_approval_timeout_secs: u64,
     /// Retries after a failed LLM call.
     pub llm_max_retries: u32,
     /// Where the services keep their databases; a fresh temporary folder when `None`.
@@ -35,6 +37,7 @@ impl Default for StackOptions {
             demo_plugin: true,
             classic_max_rounds: None,
             code_run_timeout_ms: 30_000,
+            code_approval_timeout_secs: 600,
             llm_max_retries: 2,
             data_dir: None,
         }
@@ -149,7 +152,7 @@ impl Stack {
             Stack::start_tool_host(&options, &data_dir, code_address, tool_host_listener)?;
         let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
         let code = Stack::start_code(&options, &model, tool_host_address, code_listener)?;
-        let gateway = Stack::start_gateway(&data_dir, &modes, gateway_listener)?;
+        let gateway = Stack::start_gateway(&data_dir, &modes, tool_host_address, gateway_listener)?;
         Ok(Stack {
             model,
             gateway_address,
@@ -218,6 +221,7 @@ impl Stack {
             run_timeout_ms: options.code_run_timeout_ms,
             memory_limit_mb: 64,
             max_tool_calls: 200,
+            approval_timeout_secs: options.code_approval_timeout_secs,
             llm: llm_config(model, options),
         };
         Service::start("code-executor", listener, move |listener| {
@@ -228,12 +232,14 @@ impl Stack {
     fn start_gateway(
         data_dir: &Path,
         modes: &[prompt_gateway::ModeSpec],
+        tool_host: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Service> {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
             database_url: sqlite_url(data_dir, "gateway.db"),
             modes: modes.to_vec(),
+            tool_host_url: format!("http://{tool_host}"),
         };
         Service::start("prompt-gateway", listener, move |listener| {
             prompt_gateway::run(config, listener, std::future::pending())
@@ -255,11 +261,32 @@ impl Stack {
         self.classic.kill();
     }
 
+    /// Kills the classic executor and starts a new one on a new port. Gateways started from
+    /// now on (see [`Stack::restart_gateway`]) know the new address.
+    pub fn restart_classic_executor(&mut self) -> anyhow::Result<()> {
+        self.classic.kill();
+        let (listener, address) = bind()?;
+        self.classic =
+            Stack::start_classic(&self.options, &self.model, self.tool_host_address, listener)?;
+        self.classic_address = address;
+        for mode in &mut self.modes {
+            if mode.id == "classic" {
+                mode.endpoint = format!("http://{address}");
+            }
+        }
+        Ok(())
+    }
+
     /// Kills the gateway and starts a new one on the same database (a new port).
     pub fn restart_gateway(&mut self) -> anyhow::Result<()> {
         self.gateway.kill();
         let (listener, address) = bind()?;
-        self.gateway = Stack::start_gateway(&self.data_dir, &self.modes, listener)?;
+        self.gateway = Stack::start_gateway(
+            &self.data_dir,
+            &self.modes,
+            self.tool_host_address,
+            listener,
+        )?;
         self.gateway_address = address;
         Ok(())
     }

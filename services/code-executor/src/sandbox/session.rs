@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value as Json};
 use tokio::sync::watch;
 
+use super::clock::Clock;
 use super::errors::Position;
 use super::{Completion, Host, Limits};
 
@@ -103,7 +103,8 @@ pub(super) struct Session {
     pub host: Arc<dyn Host>,
     pub limits: Limits,
     runtime: tokio::runtime::Handle,
-    deadline: Instant,
+    /// The time budget; host calls get it to stop it while they wait for a person.
+    pub clock: Clock,
     cancel: CancelSignal,
     stop: RefCell<Option<Stop>>,
     output_bytes: Cell<usize>,
@@ -124,14 +125,9 @@ impl Session {
         cancel: CancelSignal,
         memory: Map<String, Json>,
     ) -> Session {
-        let now = Instant::now();
-        // A timeout too large for the clock means no practical limit.
-        let deadline = now
-            .checked_add(limits.timeout)
-            .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 3600));
         Session {
             host,
-            deadline,
+            clock: Clock::new(limits.timeout),
             limits,
             runtime,
             cancel,
@@ -160,7 +156,7 @@ impl Session {
                 self.record(Stop::new("Execution cancelled".into())),
             ));
         }
-        if Instant::now() >= self.deadline {
+        if self.clock.has_run_out() {
             return Err(HostError::Stop(self.record(self.timeout())));
         }
         Ok(())
@@ -272,17 +268,19 @@ impl Session {
     }
 
     /// Runs async host work from the blocking thread. The engine cannot interrupt a host call,
-    /// so the call itself is bounded by the remaining time and dropped on cancellation.
+    /// so the call itself is bounded by the remaining time (which stands still while the call
+    /// waits for a person) and dropped on cancellation.
     pub fn block_on<F: Future>(&self, future: F) -> HostResult<F::Output> {
         self.check_running()?;
-        let deadline = tokio::time::Instant::from_std(self.deadline);
+        let clock = &self.clock;
         let mut closed = self.cancel.closed.clone();
         let outcome = self.runtime.block_on(async move {
             tokio::select! {
                 biased;
                 // Resolves only when the sender is dropped: nothing is ever sent.
                 _ = closed.changed() => None,
-                result = tokio::time::timeout_at(deadline, future) => result.ok(),
+                output = future => Some(output),
+                () = clock.run_out() => None,
             }
         });
         match outcome {

@@ -12,10 +12,10 @@ use heck::ToLowerCamelCase;
 use rquickjs::{Ctx, Object, Value};
 use serde_json::{Map, Value as Json, json};
 
-use super::SandboxTool;
 use super::convert::{to_js, to_sized_json};
 use super::globals::{API_NAMES, argument, define};
 use super::session::{HostError, HostResult, Session};
+use super::{SandboxTool, ToolFailure};
 
 /// Words a tool function cannot be called by, even though a property of that name could exist.
 const RESERVED_WORDS: &str = "arguments await break case catch class const continue debugger \
@@ -196,12 +196,8 @@ fn sized_tool_input<'js>(ctx: &Ctx<'js>, id: &str, input: Value<'js>) -> HostRes
 fn call(session: &Session, id: &str, input: Json) -> HostResult<Json> {
     session.count_tool_calls(1)?;
     session
-        .block_on(session.host.call_tool(id, input))?
-        .map_err(|error| HostError::Error(failed(id, &error)))
-}
-
-fn failed(id: &str, error: &str) -> String {
-    format!("Tool \"{id}\" failed: {error}")
+        .block_on(session.host.call_tool(id, input, &session.clock))?
+        .map_err(|failure| HostError::Error(failure.message(id)))
 }
 
 const PARALLEL_USAGE: &str = "parallel() expects an array of {tool, input} objects";
@@ -215,7 +211,9 @@ fn parallel<'js>(
 ) -> HostResult<Value<'js>> {
     let usage = || HostError::Type(PARALLEL_USAGE.into());
     let calls = calls.as_array().ok_or_else(usage)?;
-    let mut slots: Vec<Result<(String, Json), String>> = Vec::with_capacity(calls.len());
+    // Per slot: the tool id, or why the slot fails without reaching the host.
+    let mut slots: Vec<Result<String, String>> = Vec::with_capacity(calls.len());
+    let mut known: Vec<(String, Json)> = Vec::with_capacity(calls.len());
     // All inputs are held at once, outside the engine's memory limit: they answer to it here.
     let mut input_bytes = 0_usize;
     for call in calls.iter::<Value>() {
@@ -231,24 +229,26 @@ fn parallel<'js>(
                 let (input, bytes) = sized_tool_input(ctx, &found.id, call.get("input")?)?;
                 input_bytes = input_bytes.saturating_add(bytes);
                 session.check_parallel_inputs(input_bytes)?;
-                Ok((found.id.clone(), input))
+                known.push((found.id.clone(), input));
+                Ok(found.id.clone())
             }
             None => Err(unknown_tool(&tool)),
         });
     }
-    let known = slots.iter().filter(|slot| slot.is_ok()).count();
-    session.count_tool_calls(u32::try_from(known).unwrap_or(u32::MAX))?;
+    session.count_tool_calls(u32::try_from(known.len()).unwrap_or(u32::MAX))?;
 
-    let host = &session.host;
-    let runs = slots.into_iter().map(|slot| async move {
-        let (id, input) = slot?;
-        host.call_tool(&id, input)
-            .await
-            .map_err(|error| failed(&id, &error))
-    });
-    let results = session.block_on(futures::future::join_all(runs))?;
-    let results = results
+    let mut answers = session
+        .block_on(session.host.call_tools(known, &session.clock))?
+        .into_iter();
+    let results = slots
         .into_iter()
+        .map(|slot| {
+            let id = slot?;
+            let answer = answers
+                .next()
+                .unwrap_or_else(|| Err(ToolFailure::Failed("the host gave no answer".into())));
+            answer.map_err(|failure| failure.message(&id))
+        })
         .map(|result| result.unwrap_or_else(|error| json!({ "error": error })))
         .collect();
     Ok(to_js(ctx, &Json::Array(results))?)

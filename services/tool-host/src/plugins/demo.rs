@@ -6,9 +6,19 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
+use crate::plugin::{CallContext, Plugin, ToolFailure, ToolFile, ToolOutcome, ToolSpec};
+use crate::store::{ArtifactBody, NewArtifact, Store};
 
-pub struct DemoPlugin;
+pub struct DemoPlugin {
+    /// Where `demo.report` keeps the files it writes.
+    store: Store,
+}
+
+impl DemoPlugin {
+    pub fn new(store: Store) -> DemoPlugin {
+        DemoPlugin { store }
+    }
+}
 
 #[async_trait]
 impl Plugin for DemoPlugin {
@@ -75,6 +85,20 @@ impl Plugin for DemoPlugin {
                 }),
                 requires_approval: true,
             },
+            ToolSpec {
+                id: "demo.report".into(),
+                description: "Writes a short Markdown report file and returns {id, filename}.".into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string", "minLength": 1, "description": "The report's title."},
+                        "lines": {"type": "array", "items": {"type": "string"}, "description": "Bullet points."},
+                    },
+                    "required": ["title"],
+                    "additionalProperties": false,
+                }),
+                requires_approval: false,
+            },
         ]
     }
 
@@ -82,7 +106,7 @@ impl Plugin for DemoPlugin {
         &self,
         tool_id: &str,
         input: Value,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
         match tool_id {
             "demo.echo" => Ok(ToolOutcome::output(json!({"echo": input}))),
@@ -99,8 +123,56 @@ impl Plugin for DemoPlugin {
             "demo.dangerous" => Ok(ToolOutcome::output(
                 json!({"done": string_field(&input, "action")?}),
             )),
+            "demo.report" => self.report(&input, ctx).await,
             _ => Err(ToolFailure::new(format!("demo has no tool {tool_id}"))),
         }
+    }
+}
+
+impl DemoPlugin {
+    async fn report(&self, input: &Value, ctx: &CallContext) -> Result<ToolOutcome, ToolFailure> {
+        let title = string_field(input, "title")?;
+        let mut text = format!("# {title}\n\n");
+        for line in input
+            .get("lines")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            text.push_str(&format!("- {line}\n"));
+        }
+        let slug: String = title
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let new = NewArtifact {
+            user_id: ctx.user_id.clone(),
+            conversation_id: ctx.conversation_id.clone(),
+            description: format!("report: {title}"),
+            filename: format!("{}.md", slug.trim_matches('-')),
+            mime_type: "text/markdown; charset=utf-8".into(),
+            body: ArtifactBody::Bytes(text.into_bytes()),
+        };
+        let meta = self.store.insert(new).await.map_err(|error| {
+            tracing::error!(%error, "demo.report could not store its file");
+            ToolFailure::new("the artifact store failed; try again later")
+        })?;
+        Ok(ToolOutcome {
+            output: json!({"id": meta.id, "filename": meta.filename}),
+            files: vec![ToolFile {
+                filename: meta.filename.clone(),
+                mime_type: meta.mime_type.clone(),
+                size: meta.size,
+                artifact_id: meta.id.clone(),
+            }],
+        })
     }
 }
 

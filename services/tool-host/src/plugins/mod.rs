@@ -61,7 +61,7 @@ impl BuiltIn {
     pub fn build(self, store: &Store, code_runner: &Channel) -> Arc<dyn Plugin> {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
-            BuiltIn::Demo => Arc::new(DemoPlugin),
+            BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
             BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(code_runner.clone())),
         }
     }

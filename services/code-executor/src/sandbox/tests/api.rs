@@ -319,3 +319,19 @@ async fn sandboxes_run_concurrently() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_or_unanswered_approval_throws_an_error_the_code_can_catch() {
+    let caught = value_of(
+        "let seen = [];\ntry { approval({ ms: 1, approve: false }) } catch (error) { seen.push(error.message) }\ntry { approvalExpire({ ms: 1 }) } catch (error) { seen.push(error.message) }\nseen.push('carried on');\nseen",
+    )
+    .await;
+    assert_eq!(
+        caught,
+        json!([
+            "Tool \"approval\" rejected: not today",
+            "Tool \"approval.expire\" approval timed out after 0.001s",
+            "carried on"
+        ])
+    );
+}

@@ -292,3 +292,68 @@ async fn dropping_the_run_stops_the_code() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(host.abandoned_sleeps.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_for_approval_does_not_count_against_the_time_budget() {
+    let (outcome, _) = run_program(
+        program("approval({ ms: 600 }).approved"),
+        limits_with_timeout(300),
+    )
+    .await;
+    assert_eq!(outcome.result, Ok(json!(true)));
+
+    // A plain tool that takes as long still runs out of time.
+    let error = error_of(program("sleep({ ms: 600 })"), limits_with_timeout(300)).await;
+    assert_eq!(error.message, "Execution timed out after 300ms");
+    assert!(error.timeout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_budget_runs_on_after_a_wait_for_approval() {
+    let started = Instant::now();
+    let error = error_of(
+        program("approval({ ms: 400 });\nwhile (true) {}"),
+        limits_with_timeout(300),
+    )
+    .await;
+    let elapsed = started.elapsed();
+    assert!(error.timeout, "{error:?}");
+    assert!(
+        elapsed >= Duration::from_millis(650) && elapsed < Duration::from_millis(1_500),
+        "300 ms of budget around a 400 ms wait ended after {elapsed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_slots_waiting_for_approval_stop_the_clock_for_the_whole_batch() {
+    let (outcome, _) = run_program(
+        program("parallel([{ tool: 'approval', input: { ms: 500 } }, { tool: 'sleep', input: { ms: 100 } }, { tool: 'approval', input: { ms: 400, approve: false } }])"),
+        limits_with_timeout(300),
+    )
+    .await;
+    assert_eq!(
+        outcome.result,
+        Ok(json!([
+            { "approved": true },
+            { "slept": 100 },
+            { "error": "Tool \"approval\" rejected: not today" }
+        ]))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_the_run_ends_a_wait_for_approval() {
+    let host = Arc::new(TestHost::default());
+    let running = run(
+        program("approval({ ms: 30000 })"),
+        host.clone(),
+        limits_with_timeout(300),
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), running)
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(host.abandoned_approvals.load(Ordering::SeqCst), 1);
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{Host, Limits, Program, RunOutcome, SandboxTool, run};
+use super::{Clock, Host, Limits, Program, RunOutcome, SandboxTool, ToolFailure, run};
 
 /// Tools of the test host, by id.
 const TOOL_IDS: &[&str] = &[
@@ -27,6 +27,10 @@ const TOOL_IDS: &[&str] = &[
     "a-b",
     // Would shadow the host API's `output`.
     "output",
+    // Wait `ms` for a person, then answer as the person decided (`approve: false` rejects).
+    "approval",
+    // Waits for a person who never decides.
+    "approval.expire",
 ];
 
 #[derive(Default)]
@@ -36,6 +40,8 @@ struct TestHost {
     ticks: AtomicU32,
     /// `sleep` calls whose future was dropped before it finished.
     abandoned_sleeps: AtomicU32,
+    /// `approval` calls whose future was dropped while waiting for the person.
+    abandoned_approvals: AtomicU32,
 }
 
 impl TestHost {
@@ -61,7 +67,12 @@ impl Drop for Abandoned<'_> {
 
 #[async_trait::async_trait]
 impl Host for TestHost {
-    async fn call_tool(&self, tool_id: &str, input: Json) -> Result<Json, String> {
+    async fn call_tool(
+        &self,
+        tool_id: &str,
+        input: Json,
+        clock: &Clock,
+    ) -> Result<Json, ToolFailure> {
         self.calls
             .lock()
             .unwrap()
@@ -70,7 +81,24 @@ impl Host for TestHost {
         match tool_id {
             "math.add" => Ok(json!({ "sum": number("a") + number("b") })),
             "echo" | "a.b" | "a-b" | "output" => Ok(json!({ "tool": tool_id, "input": input })),
-            "fail" => Err("boom".into()),
+            "fail" => Err(ToolFailure::Failed("boom".into())),
+            "approval" => {
+                let wait = Duration::from_millis(number("ms") as u64);
+                let mut abandoned = Abandoned(&self.abandoned_approvals, true);
+                clock.paused_during(tokio::time::sleep(wait)).await;
+                abandoned.1 = false;
+                match input.get("approve").and_then(Json::as_bool).unwrap_or(true) {
+                    true => Ok(json!({ "approved": true })),
+                    false => Err(ToolFailure::Rejected {
+                        reason: "not today".into(),
+                    }),
+                }
+            }
+            "approval.expire" => {
+                let after = Duration::from_millis(number("ms") as u64);
+                clock.paused_during(tokio::time::sleep(after)).await;
+                Err(ToolFailure::ApprovalTimedOut { after })
+            }
             "sleep" => {
                 let mut abandoned = Abandoned(&self.abandoned_sleeps, true);
                 tokio::time::sleep(Duration::from_millis(number("ms") as u64)).await;
@@ -84,7 +112,7 @@ impl Host for TestHost {
             "artifact.store" => Ok(json!({ "id": "art-1" })),
             "artifact.get" => Ok(json!({ "id": input["id"], "data": { "stored": input["id"] } })),
             "artifact.list" => Ok(json!({ "artifacts": [{ "id": "art-1" }] })),
-            other => Err(format!("the test host has no tool {other}")),
+            other => Err(format!("the test host has no tool {other}").into()),
         }
     }
 

@@ -1,0 +1,368 @@
+//! What the sandbox's host functions do during a prompt: every tool call becomes its own
+//! `tool` output, `output()` becomes a `text` output and a `stream` event at once, and `llm()`
+//! calls count into the prompt's usage.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use agentic_executor::timeline::{
+    Approval, ApprovalState, Event, FileOutput, Output, ToolCallOutput, ToolResult,
+};
+use agentic_executor::{EventSink, StreamClosed};
+use agentic_llm::{ChatMessage, ChatModel, ChatRequest, Tier, Usage};
+use serde_json::Value as Json;
+use tokio::sync::Mutex;
+
+use crate::approvals::{Approvals, PendingApproval};
+use crate::sandbox::{self, Clock, Host, ToolFailure};
+use crate::toolbox::Toolbox;
+
+/// The prompt's timeline as this run extends it. Adding holds the lock while the event is
+/// sent, so concurrent calls (`parallel`) reach the gateway with contiguous indexes.
+pub struct Timeline {
+    events: EventSink,
+    next_index: Mutex<u32>,
+}
+
+impl Timeline {
+    pub fn new(events: EventSink, existing_outputs: usize) -> Timeline {
+        Timeline {
+            events,
+            next_index: Mutex::new(u32::try_from(existing_outputs).unwrap_or(u32::MAX)),
+        }
+    }
+
+    pub async fn add(&self, output: Output) -> Result<u32, StreamClosed> {
+        let mut next = self.next_index.lock().await;
+        let index = *next;
+        self.events
+            .send(Event::OutputAdded { index, output })
+            .await?;
+        *next += 1;
+        Ok(index)
+    }
+
+    pub async fn update(&self, index: u32, output: Output) -> Result<(), StreamClosed> {
+        self.events
+            .send(Event::OutputUpdated { index, output })
+            .await
+    }
+
+    pub async fn send(&self, event: Event) -> Result<(), StreamClosed> {
+        self.events.send(event).await
+    }
+}
+
+pub fn tool_output(
+    id: &str,
+    function: &str,
+    input: Json,
+    result: ToolResult,
+    start: SystemTime,
+    end: Option<SystemTime>,
+) -> Output {
+    Output::Tool(ToolCallOutput {
+        id: id.to_owned(),
+        function: function.to_owned(),
+        input,
+        result,
+        start: Some(start),
+        end,
+        approval: Approval::new(ApprovalState::NotRequired),
+    })
+}
+
+pub fn running() -> ToolResult {
+    ToolResult::Pending {
+        reason: "running".into(),
+    }
+}
+
+/// Asks the model one question for `llm()` / `llmJson()`.
+pub async fn ask(
+    model: &dyn ChatModel,
+    tier: Tier,
+    prompt: String,
+    json: bool,
+) -> Result<(String, Usage), String> {
+    let mut request = ChatRequest::new(tier, vec![ChatMessage::User(prompt)]);
+    if json {
+        request.response_format = Some(serde_json::json!({"type": "json_object"}));
+    }
+    let response = model
+        .chat(request, None)
+        .await
+        .map_err(|error| format!("LLM request failed: {error}"))?;
+    Ok((response.content, response.usage))
+}
+
+pub struct PromptHost {
+    pub toolbox: Toolbox,
+    pub timeline: Arc<Timeline>,
+    pub model: Arc<dyn ChatModel>,
+    pub tier: Tier,
+    /// Where calls that need approval wait for the person's decision.
+    pub approvals: Arc<Approvals>,
+    /// How long a call waits for that decision.
+    pub approval_timeout: Duration,
+}
+
+const CLOSED: &str = "the prompt was cancelled";
+
+fn closed() -> ToolFailure {
+    ToolFailure::Failed(CLOSED.to_owned())
+}
+
+#[async_trait::async_trait]
+impl Host for PromptHost {
+    async fn call_tool(
+        &self,
+        tool_id: &str,
+        input: Json,
+        clock: &Clock,
+    ) -> Result<Json, ToolFailure> {
+        let mut answers = self
+            .call_tools(vec![(tool_id.to_owned(), input)], clock)
+            .await;
+        answers.pop().unwrap_or_else(|| Err(closed()))
+    }
+
+    /// Records every call first and asks for all their approvals at once (each call's output,
+    /// each `approval_requested`, then one `paused`); then the calls run concurrently, those
+    /// that need approval once it is given.
+    async fn call_tools(
+        &self,
+        calls: Vec<(String, Json)>,
+        clock: &Clock,
+    ) -> Vec<Result<Json, ToolFailure>> {
+        let count = calls.len();
+        let mut started = Vec::with_capacity(count);
+        for (tool_id, input) in calls {
+            match self.start(tool_id, input).await {
+                Ok(call) => started.push(call),
+                Err(StreamClosed) => return vec![Err(closed()); count],
+            }
+        }
+        let asked = started
+            .iter()
+            .filter(|call| matches!(call.next, Next::AwaitApproval(_)))
+            .count();
+        if asked > 0 {
+            tracing::info!(calls = asked, "code paused, waiting for approval");
+            if self.timeline.send(Event::Paused).await.is_err() {
+                return vec![Err(closed()); count];
+            }
+        }
+        let finishing = started.into_iter().map(|call| self.finish(call, clock));
+        futures::future::join_all(finishing).await
+    }
+
+    async fn output(&self, text: String) {
+        // Best effort: if the stream is gone the run is being dropped anyway.
+        if self
+            .timeline
+            .send(Event::TextDelta(text.clone()))
+            .await
+            .is_ok()
+        {
+            let _ = self.timeline.add(Output::Text(text)).await;
+        }
+    }
+
+    async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
+        let (content, usage) = ask(self.model.as_ref(), self.tier, prompt, json).await?;
+        self.timeline
+            .send(Event::Usage(usage))
+            .await
+            .map_err(|_| CLOSED.to_owned())?;
+        Ok(content)
+    }
+}
+
+/// A call recorded on the timeline, and what happens to it next.
+struct Started {
+    call: Recorded,
+    next: Next,
+}
+
+/// A call as its `tool` output shows it.
+struct Recorded {
+    call_id: String,
+    tool_id: String,
+    input: Json,
+    start: SystemTime,
+    index: u32,
+}
+
+impl Recorded {
+    fn output(&self, result: ToolResult, end: Option<SystemTime>, approval: Approval) -> Output {
+        Output::Tool(ToolCallOutput {
+            id: self.call_id.clone(),
+            function: self.tool_id.clone(),
+            input: self.input.clone(),
+            result,
+            start: Some(self.start),
+            end,
+            approval,
+        })
+    }
+}
+
+enum Next {
+    Invoke,
+    /// The input does not fit the tool (or the tool is unknown): the message says why.
+    Refuse(String),
+    AwaitApproval(PendingApproval),
+}
+
+impl PromptHost {
+    /// Adds the call's `tool` output: running, or waiting for approval (then the approval is
+    /// requested too). An invalid call is refused without asking anyone.
+    async fn start(&self, tool_id: String, input: Json) -> Result<Started, StreamClosed> {
+        let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
+        let next = match self.toolbox.check(&tool_id, &input) {
+            Ok(spec) if spec.requires_approval => {
+                Next::AwaitApproval(self.approvals.expect(&call_id))
+            }
+            Ok(_) => Next::Invoke,
+            Err(message) => Next::Refuse(message),
+        };
+        let mut call = Recorded {
+            call_id,
+            tool_id,
+            input,
+            start: SystemTime::now(),
+            index: 0,
+        };
+        let awaits_approval = matches!(next, Next::AwaitApproval(_));
+        let added = if awaits_approval {
+            let waiting = ToolResult::Pending {
+                reason: "waiting for approval".into(),
+            };
+            call.output(waiting, None, Approval::new(ApprovalState::Pending))
+        } else {
+            call.output(running(), None, Approval::new(ApprovalState::NotRequired))
+        };
+        call.index = self.timeline.add(added).await?;
+        if awaits_approval {
+            tracing::info!(tool_call_id = %call.call_id, tool_id = %call.tool_id, "tool call waits for approval");
+            self.timeline
+                .send(Event::ApprovalRequested {
+                    tool_call_id: call.call_id.clone(),
+                    tool_id: call.tool_id.clone(),
+                    input: call.input.clone(),
+                    index: call.index,
+                })
+                .await?;
+        }
+        Ok(Started { call, next })
+    }
+
+    /// Runs the call (once approved, if it needs approval) and updates its output.
+    async fn finish(&self, started: Started, clock: &Clock) -> Result<Json, ToolFailure> {
+        let Started { call, next } = started;
+        let (approval, answer) = match next {
+            Next::Refuse(message) => (
+                Approval::new(ApprovalState::NotRequired),
+                Err(ToolFailure::Failed(message)),
+            ),
+            Next::Invoke => (
+                Approval::new(ApprovalState::NotRequired),
+                self.invoke(&call).await,
+            ),
+            Next::AwaitApproval(pending) => self.approve_then_invoke(&call, pending, clock).await,
+        };
+        let result = match &answer {
+            Ok(output) => ToolResult::Success {
+                output: output.clone(),
+            },
+            Err(failure) => ToolResult::Error {
+                error: output_error(failure),
+            },
+        };
+        let finished = call.output(result, Some(SystemTime::now()), approval);
+        self.timeline
+            .update(call.index, finished)
+            .await
+            .map_err(|_| closed())?;
+        answer
+    }
+
+    /// Waits for the person, off the run's clock, and runs the call if they approve it.
+    async fn approve_then_invoke(
+        &self,
+        call: &Recorded,
+        pending: PendingApproval,
+        clock: &Clock,
+    ) -> (Approval, Result<Json, ToolFailure>) {
+        let decision = clock
+            .paused_during(pending.decision(self.approval_timeout))
+            .await;
+        let tool_call_id = &call.call_id;
+        match decision {
+            Some(decision) if decision.approved => {
+                tracing::info!(%tool_call_id, "tool call approved");
+                let approval = Approval {
+                    state: ApprovalState::Approved,
+                    reason: decision.reason,
+                };
+                (approval, self.invoke(call).await)
+            }
+            Some(decision) => {
+                tracing::info!(%tool_call_id, "tool call rejected");
+                let reason = decision.reason.trim().to_owned();
+                let approval = Approval {
+                    state: ApprovalState::Rejected,
+                    reason: reason.clone(),
+                };
+                (approval, Err(ToolFailure::Rejected { reason }))
+            }
+            None => {
+                tracing::info!(%tool_call_id, "no decision in time, tool call not run");
+                let failure = ToolFailure::ApprovalTimedOut {
+                    after: self.approval_timeout,
+                };
+                // Nobody may approve the call any more: it reads as rejected, saying why.
+                let approval = Approval {
+                    state: ApprovalState::Rejected,
+                    reason: output_error(&failure),
+                };
+                (approval, Err(failure))
+            }
+        }
+    }
+
+    /// Runs the call on the tool-host; files it made become `file` outputs right away.
+    async fn invoke(&self, call: &Recorded) -> Result<Json, ToolFailure> {
+        let invoked = self
+            .toolbox
+            .invoke(&call.tool_id, &call.input, &call.call_id)
+            .await?;
+        for file in invoked.files {
+            let file = Output::File(FileOutput {
+                id: format!("file_{}", uuid::Uuid::now_v7().simple()),
+                filename: file.filename,
+                mime_type: file.mime_type,
+                size: file.size,
+                artifact_id: file.artifact_id,
+            });
+            self.timeline.add(file).await.map_err(|_| closed())?;
+        }
+        Ok(invoked.result?)
+    }
+}
+
+/// The error a failed call's `tool` output shows.
+fn output_error(failure: &ToolFailure) -> String {
+    match failure {
+        ToolFailure::Failed(message) => message.clone(),
+        ToolFailure::Rejected { reason } if reason.is_empty() => "rejected by the user".to_owned(),
+        ToolFailure::Rejected { reason } => format!("rejected by the user: {reason}"),
+        ToolFailure::ApprovalTimedOut { after } => {
+            format!("approval timed out after {} s", sandbox::seconds(*after))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,349 @@
+//! The prompt host against a stand-in tool-host: the events a user sees around approvals, and
+//! what the code sees.
+
+use std::sync::Mutex;
+
+use agentic_executor::timeline::Decision;
+use agentic_executor::tool_host::{RunScope, ToolHost, ToolSpec};
+use agentic_llm::{ChatResponse, LlmError};
+use agentic_proto::v1::tool_host_server::{ToolHost as ToolHostService, ToolHostServer};
+use agentic_proto::v1::{
+    InvokeToolRequest, InvokeToolResponse, PrepareRequest, PrepareResponse, invoke_tool_response,
+};
+use serde_json::{Map, json};
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::sandbox::{Limits, Program};
+
+/// A tool-host whose tools answer `{"done": <tool id>}` and remember that they ran.
+#[derive(Clone, Default)]
+struct FakeToolHost {
+    invoked: Arc<Mutex<Vec<String>>>,
+}
+
+#[tonic::async_trait]
+impl ToolHostService for FakeToolHost {
+    async fn prepare(
+        &self,
+        _request: tonic::Request<PrepareRequest>,
+    ) -> Result<tonic::Response<PrepareResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not needed here"))
+    }
+
+    async fn invoke_tool(
+        &self,
+        request: tonic::Request<InvokeToolRequest>,
+    ) -> Result<tonic::Response<InvokeToolResponse>, tonic::Status> {
+        let tool_id = request.into_inner().tool_id;
+        self.invoked.lock().unwrap().push(tool_id.clone());
+        let output = agentic_proto::json::to_proto(&json!({ "done": tool_id }));
+        Ok(tonic::Response::new(InvokeToolResponse {
+            result: Some(invoke_tool_response::Result::Output(output)),
+            files: Vec::new(),
+        }))
+    }
+}
+
+struct NoModel;
+
+#[async_trait::async_trait]
+impl ChatModel for NoModel {
+    async fn chat(
+        &self,
+        _request: ChatRequest,
+        _deltas: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<ChatResponse, LlmError> {
+        Ok(ChatResponse::default())
+    }
+}
+
+/// A prompt host with `files.delete` (requires approval) and `files.list` (does not).
+struct Prompt {
+    host: Arc<PromptHost>,
+    events: mpsc::Receiver<Event>,
+    /// Decisions as the gateway forwards them on the `Execute` stream.
+    decisions: mpsc::Sender<Decision>,
+    tool_host: FakeToolHost,
+}
+
+async fn prompt(approval_timeout: Duration) -> Prompt {
+    let tool_host = FakeToolHost::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (router, _health) = agentic_rpc::router(&[]).unwrap();
+    let router = router.add_service(ToolHostServer::new(tool_host.clone()));
+    tokio::spawn(agentic_rpc::serve(router, listener, std::future::pending()));
+
+    let spec = |id: &str, requires_approval| ToolSpec {
+        id: id.to_owned(),
+        description: format!("the {id} tool"),
+        input_schema: json!({ "type": "object" }),
+        requires_approval,
+    };
+    let scope = Arc::new(RunScope {
+        user_id: "user".into(),
+        prompt_id: "prompt".into(),
+        conversation_id: "conversation".into(),
+        state: Map::new(),
+    });
+    let channel = agentic_rpc::channel(&format!("http://{address}")).unwrap();
+    let toolbox = Toolbox::new(
+        ToolHost::new(channel),
+        scope,
+        vec![spec("files.delete", true), spec("files.list", false)],
+    );
+    let (sender, events) = mpsc::channel(64);
+    let approvals = Arc::new(Approvals::default());
+    let (decisions, receiver) = mpsc::channel(16);
+    tokio::spawn({
+        let approvals = Arc::clone(&approvals);
+        async move { approvals.route(receiver).await }
+    });
+    let host = Arc::new(PromptHost {
+        toolbox,
+        timeline: Arc::new(Timeline::new(EventSink::new(sender), 0)),
+        model: Arc::new(NoModel),
+        tier: Tier::Normal,
+        approvals,
+        approval_timeout,
+    });
+    Prompt {
+        host,
+        events,
+        decisions,
+        tool_host,
+    }
+}
+
+impl Prompt {
+    /// The next event, in words.
+    async fn next(&mut self) -> String {
+        let event = tokio::time::timeout(Duration::from_secs(5), self.events.recv())
+            .await
+            .expect("no event within 5 s")
+            .expect("the event stream ended");
+        describe(&event)
+    }
+
+    /// Events up to and including `paused`, and the ids of the calls asking for approval.
+    async fn until_paused(&mut self) -> (Vec<String>, Vec<String>) {
+        let (mut seen, mut ids) = (Vec::new(), Vec::new());
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(5), self.events.recv())
+                .await
+                .expect("no event within 5 s")
+                .expect("the event stream ended");
+            if let Event::ApprovalRequested { tool_call_id, .. } = &event {
+                ids.push(tool_call_id.clone());
+            }
+            seen.push(describe(&event));
+            if event == Event::Paused {
+                return (seen, ids);
+            }
+        }
+    }
+
+    async fn decide(&self, tool_call_id: &str, approved: bool, reason: &str) {
+        let decision = Decision {
+            tool_call_id: tool_call_id.to_owned(),
+            approved,
+            reason: reason.to_owned(),
+        };
+        self.decisions.send(decision).await.unwrap();
+    }
+
+    fn call(&self, tool_id: &str) -> tokio::task::JoinHandle<Result<Json, ToolFailure>> {
+        let host = Arc::clone(&self.host);
+        let tool_id = tool_id.to_owned();
+        tokio::spawn(async move {
+            let clock = Clock::new(Duration::from_secs(30));
+            host.call_tool(&tool_id, json!({ "path": "a" }), &clock)
+                .await
+        })
+    }
+
+    fn invoked(&self) -> Vec<String> {
+        self.tool_host.invoked.lock().unwrap().clone()
+    }
+}
+
+fn describe(event: &Event) -> String {
+    match event {
+        Event::OutputAdded { index, output } => {
+            format!("added {index}: {}", output_text(output))
+        }
+        Event::OutputUpdated { index, output } => {
+            format!("updated {index}: {}", output_text(output))
+        }
+        Event::ApprovalRequested {
+            tool_id,
+            input,
+            index,
+            ..
+        } => format!("approval requested {index}: {tool_id} {input}"),
+        Event::Paused => "paused".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn output_text(output: &Output) -> String {
+    let Output::Tool(call) = output else {
+        return format!("{output:?}");
+    };
+    let result = match &call.result {
+        ToolResult::Pending { reason } => format!("pending ({reason})"),
+        ToolResult::Success { output } => format!("success {output}"),
+        ToolResult::Error { error } => format!("error ({error})"),
+    };
+    let approval = match (call.approval.state, call.approval.reason.as_str()) {
+        (state, "") => format!("{state:?}"),
+        (state, reason) => format!("{state:?} ({reason})"),
+    };
+    format!("{} {result} {approval}", call.function)
+}
+
+#[tokio::test]
+async fn a_call_that_needs_approval_pauses_and_runs_once_approved() {
+    let mut prompt = prompt(Duration::from_secs(30)).await;
+    let call = prompt.call("files.delete");
+    let (events, ids) = prompt.until_paused().await;
+    assert_eq!(
+        events,
+        [
+            "added 0: files.delete pending (waiting for approval) Pending",
+            "approval requested 0: files.delete {\"path\":\"a\"}",
+            "paused",
+        ]
+    );
+    assert!(prompt.invoked().is_empty(), "the tool ran before approval");
+    prompt.decide(&ids[0], true, "fine").await;
+    assert_eq!(call.await.unwrap(), Ok(json!({ "done": "files.delete" })));
+    assert_eq!(
+        prompt.next().await,
+        "updated 0: files.delete success {\"done\":\"files.delete\"} Approved (fine)"
+    );
+    assert_eq!(prompt.invoked(), ["files.delete"]);
+}
+
+#[tokio::test]
+async fn a_rejected_call_never_runs_and_the_code_hears_why() {
+    let mut prompt = prompt(Duration::from_secs(30)).await;
+    let call = prompt.call("files.delete");
+    let (_, ids) = prompt.until_paused().await;
+    prompt.decide(&ids[0], false, " too risky ").await;
+    let failure = call.await.unwrap().unwrap_err();
+    assert_eq!(
+        failure.message("files.delete"),
+        "Tool \"files.delete\" rejected: too risky"
+    );
+    assert_eq!(
+        prompt.next().await,
+        "updated 0: files.delete error (rejected by the user: too risky) Rejected (too risky)"
+    );
+    assert!(prompt.invoked().is_empty());
+}
+
+#[tokio::test]
+async fn a_call_nobody_decides_on_times_out_and_late_decisions_are_ignored() {
+    let mut prompt = prompt(Duration::from_millis(100)).await;
+    let call = prompt.call("files.delete");
+    let (_, ids) = prompt.until_paused().await;
+    prompt.decide("call_unknown", true, "").await;
+    let failure = call.await.unwrap().unwrap_err();
+    assert_eq!(
+        failure.message("files.delete"),
+        "Tool \"files.delete\" approval timed out after 0.1s"
+    );
+    assert_eq!(
+        prompt.next().await,
+        "updated 0: files.delete error (approval timed out after 0.1 s) Rejected (approval timed out after 0.1 s)"
+    );
+    prompt.decide(&ids[0], true, "too late").await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(prompt.invoked().is_empty());
+    assert!(
+        prompt.events.try_recv().is_err(),
+        "a late decision did something"
+    );
+}
+
+#[tokio::test]
+async fn parallel_calls_ask_for_every_approval_then_pause_once() {
+    let mut prompt = prompt(Duration::from_secs(30)).await;
+    let host = Arc::clone(&prompt.host);
+    let calls = tokio::spawn(async move {
+        let clock = Clock::new(Duration::from_secs(30));
+        let calls = ["files.delete", "files.list", "files.delete"]
+            .map(|id| (id.to_owned(), json!({ "path": "a" })))
+            .to_vec();
+        host.call_tools(calls, &clock).await
+    });
+    let (events, ids) = prompt.until_paused().await;
+    assert_eq!(
+        events,
+        [
+            "added 0: files.delete pending (waiting for approval) Pending",
+            "approval requested 0: files.delete {\"path\":\"a\"}",
+            "added 1: files.list pending (running) NotRequired",
+            "added 2: files.delete pending (waiting for approval) Pending",
+            "approval requested 2: files.delete {\"path\":\"a\"}",
+            "paused",
+        ]
+    );
+    // The slot that needs no approval runs meanwhile.
+    assert_eq!(
+        prompt.next().await,
+        "updated 1: files.list success {\"done\":\"files.list\"} NotRequired"
+    );
+    prompt.decide(&ids[1], false, "").await;
+    assert_eq!(
+        prompt.next().await,
+        "updated 2: files.delete error (rejected by the user) Rejected"
+    );
+    prompt.decide(&ids[0], true, "").await;
+    assert_eq!(
+        prompt.next().await,
+        "updated 0: files.delete success {\"done\":\"files.delete\"} Approved"
+    );
+    let answers = calls.await.unwrap();
+    assert_eq!(
+        answers,
+        [
+            Ok(json!({ "done": "files.delete" })),
+            Ok(json!({ "done": "files.list" })),
+            Err(ToolFailure::Rejected {
+                reason: String::new()
+            }),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after_a_rejection() {
+    let mut prompt = prompt(Duration::from_secs(30)).await;
+    let program = Program {
+        code: "let seen;\ntry { filesDelete({ path: 'a' }) } catch (error) { seen = error.message }\n[seen, filesList({}).done]".into(),
+        tools: prompt.host.toolbox.sandbox_tools(),
+        modules: Vec::new(),
+        input: None,
+        memory: Map::new(),
+    };
+    let limits = Limits {
+        timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let run = tokio::spawn(sandbox::run(program, prompt.host.clone(), limits));
+    let (_, ids) = prompt.until_paused().await;
+    // The person takes longer than the whole budget of the run.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    prompt.decide(&ids[0], false, "not now").await;
+    let outcome = run.await.unwrap();
+    assert_eq!(
+        outcome.result,
+        Ok(json!([
+            "Tool \"files.delete\" rejected: not now",
+            "files.list"
+        ]))
+    );
+}

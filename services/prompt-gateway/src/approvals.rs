@@ -1,0 +1,127 @@
+//! Approving and rejecting tool calls a prompt waits on.
+//!
+//! Two kinds of pause look the same to clients. A *durable* pause (classic mode) ended its
+//! run: once every pending call is decided, the gateway starts a new run with the decisions.
+//! A *live* pause (code mode) keeps its run open: each decision travels to the executor on
+//! that run's stream. Decisions are stored either way, so deciding twice is refused.
+
+use agentic_proto::v1::{ApprovalDecision, ApprovalState, Prompt, PromptState, prompt_output};
+
+use crate::error::GatewayError;
+use crate::prompts::Prompts;
+
+/// A decision on one pending call.
+pub struct Decide {
+    pub user_id: String,
+    pub prompt_id: String,
+    pub tool_call_id: String,
+    pub approved: bool,
+    pub reason: String,
+}
+
+impl Prompts {
+    pub async fn decide(&self, request: Decide) -> Result<Prompt, GatewayError> {
+        let prompt = self.get(&request.user_id, &request.prompt_id).await?;
+        if prompt.state != PromptState::WaitingForApproval as i32 {
+            let state = PromptState::try_from(prompt.state)
+                .map(|state| state.as_str_name())
+                .unwrap_or("UNKNOWN");
+            return Err(GatewayError::FailedPrecondition(format!(
+                "prompt {} is not waiting for approval (it is {state})",
+                prompt.id
+            )));
+        }
+        let pending = pending_calls(&prompt);
+        if !pending.iter().any(|id| *id == request.tool_call_id) {
+            return Err(GatewayError::CallNotPending {
+                prompt: prompt.id.clone(),
+                call: request.tool_call_id,
+            });
+        }
+        let decision = ApprovalDecision {
+            tool_call_id: request.tool_call_id.clone(),
+            approved: request.approved,
+            reason: request.reason,
+        };
+        if !self.store.record_decision(&prompt.id, &decision).await? {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "tool call {:?} of prompt {} was already decided",
+                request.tool_call_id, prompt.id
+            )));
+        }
+        let decided: Vec<ApprovalDecision> = self
+            .store
+            .decisions(&prompt.id)
+            .await?
+            .into_iter()
+            .filter(|decision| pending.contains(&decision.tool_call_id.as_str()))
+            .collect();
+        let all_decided = pending
+            .iter()
+            .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
+
+        match self.runner.decide(&prompt.id, decision).await {
+            // A live run took the decision; it goes on by itself once it has them all.
+            Some(Ok(())) => {
+                if all_decided {
+                    self.store.resume(&prompt.id).await?;
+                }
+            }
+            Some(Err(error)) => {
+                self.store
+                    .forget_decision(&prompt.id, &request.tool_call_id)
+                    .await?;
+                return Err(error);
+            }
+            None if all_decided => {
+                if let Err(error) = self.resume_durable(&prompt, decided).await {
+                    self.store
+                        .forget_decision(&prompt.id, &request.tool_call_id)
+                        .await?;
+                    return Err(error);
+                }
+            }
+            None => {}
+        }
+        self.get(&request.user_id, &prompt.id).await
+    }
+
+    /// Starts a new run of a prompt whose previous run ended waiting for these decisions.
+    async fn resume_durable(
+        &self,
+        prompt: &Prompt,
+        decisions: Vec<ApprovalDecision>,
+    ) -> Result<(), GatewayError> {
+        let mode = self
+            .modes
+            .get(&prompt.mode)
+            .ok_or_else(|| GatewayError::UnknownMode(prompt.mode.clone()))?;
+        let start = self.start_of(prompt, decisions).await?;
+        let run = self.runner.open(&mode, start).await?;
+        if !self.store.resume(&prompt.id).await? {
+            // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
+            return Ok(());
+        }
+        self.runner.spawn(prompt, run);
+        Ok(())
+    }
+}
+
+/// Ids of the prompt's tool calls that wait for a decision.
+fn pending_calls(prompt: &Prompt) -> Vec<&str> {
+    prompt
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool))
+                if tool
+                    .approval
+                    .as_ref()
+                    .is_some_and(|approval| approval.state == ApprovalState::Pending as i32) =>
+            {
+                Some(tool.id.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,130 @@
+//! Conversation use cases: create, read, list, and the files their prompts created.
+
+use agentic_proto::json::now;
+use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
+use agentic_proto::v1::{Conversation, ConversationFile, File, GetArtifactRequest};
+use tonic::transport::Channel;
+
+use crate::error::GatewayError;
+use crate::prompts::Prompts;
+
+pub const MAX_TITLE_CHARS: usize = 500;
+
+pub struct NewConversation {
+    pub user_id: String,
+    pub title: String,
+    pub default_mode: Option<String>,
+    pub state: Option<prost_types::Struct>,
+}
+
+impl Prompts {
+    pub async fn create_conversation(
+        &self,
+        request: NewConversation,
+    ) -> Result<Conversation, GatewayError> {
+        if request.title.chars().count() > MAX_TITLE_CHARS {
+            return Err(GatewayError::InvalidArgument(format!(
+                "title is longer than {MAX_TITLE_CHARS} characters"
+            )));
+        }
+        if let Some(mode) = &request.default_mode {
+            if self.modes.get(mode).is_none() {
+                return Err(GatewayError::UnknownMode(mode.clone()));
+            }
+        }
+        let created_at = now();
+        let conversation = Conversation {
+            id: uuid::Uuid::now_v7().to_string(),
+            user_id: request.user_id,
+            title: request.title,
+            default_mode: request.default_mode.unwrap_or_default(),
+            state: Some(request.state.unwrap_or_default()),
+            created_at: Some(created_at),
+            updated_at: Some(created_at),
+        };
+        self.store.insert_conversation(&conversation).await?;
+        Ok(conversation)
+    }
+
+    pub async fn conversation(
+        &self,
+        user_id: &str,
+        conversation_id: &str,
+    ) -> Result<Conversation, GatewayError> {
+        self.store
+            .conversation(user_id, conversation_id)
+            .await?
+            .ok_or_else(|| GatewayError::ConversationNotFound(conversation_id.to_owned()))
+    }
+
+    pub async fn list_conversations(
+        &self,
+        user_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Conversation>, GatewayError> {
+        self.store
+            .list_conversations(user_id, crate::prompts::list_limit(limit))
+            .await
+    }
+
+    /// Every file any prompt of the conversation created, whichever mode ran it.
+    pub async fn conversation_files(
+        &self,
+        user_id: &str,
+        conversation_id: &str,
+    ) -> Result<Vec<ConversationFile>, GatewayError> {
+        self.conversation(user_id, conversation_id).await?;
+        let files = self
+            .store
+            .conversation_files(user_id, conversation_id)
+            .await?;
+        Ok(files
+            .into_iter()
+            .map(|(prompt_id, file)| ConversationFile {
+                prompt_id,
+                file: Some(file),
+            })
+            .collect())
+    }
+
+    /// A file's metadata and content. The content lives in the tool-host's artifact store.
+    pub async fn file(
+        &self,
+        user_id: &str,
+        file_id: &str,
+        artifacts: &Channel,
+    ) -> Result<File, GatewayError> {
+        let file = self
+            .store
+            .file(user_id, file_id)
+            .await?
+            .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
+        let request = GetArtifactRequest {
+            user_id: user_id.to_owned(),
+            artifact_id: file.artifact_id.clone(),
+        };
+        let artifact = ArtifactStoreClient::new(artifacts.clone())
+            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+            .get_artifact(request)
+            .await
+            .map_err(|status| match status.code() {
+                tonic::Code::NotFound => GatewayError::FileNotFound(file_id.to_owned()),
+                _ => GatewayError::FilesUnavailable(status.message().to_owned()),
+            })?
+            .into_inner();
+        let content = if artifact.content.is_empty() {
+            match artifact.data.as_ref() {
+                Some(data) => agentic_proto::json::from_proto(data)
+                    .to_string()
+                    .into_bytes(),
+                None => Vec::new(),
+            }
+        } else {
+            artifact.content
+        };
+        Ok(File {
+            file: Some(file),
+            content,
+        })
+    }
+}

@@ -1,0 +1,237 @@
+//! Tools that need a person: the prompt pauses, and approving or rejecting resumes it.
+
+use agentic_client::NewPrompt;
+use agentic_proto::v1::{
+    ApprovalState, ApproveToolCallRequest, PromptState, RejectToolCallRequest, prompt_event,
+    prompt_output,
+};
+use agentic_testkit::Stack;
+use agentic_testkit::model::{Match, Rule};
+use serde_json::json;
+use tonic::Code;
+
+use crate::support::*;
+
+fn dangerous_rules() -> Vec<Rule> {
+    vec![
+        calls(
+            Match::NoToolResults,
+            vec![
+                call("demo__dangerous", json!({"action": "launch"})),
+                call("demo__echo", json!({"n": 1})),
+            ],
+        ),
+        text(Match::HasToolResults, "Outcome: {last_tool_result}"),
+    ]
+}
+
+/// The id of the one call the prompt waits on, from its `approval_requested` event.
+fn requested_call(events: &[agentic_proto::v1::PromptEvent]) -> String {
+    let ids: Vec<String> = events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            Some(prompt_event::Kind::ApprovalRequested(request)) => {
+                Some(request.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "one approval requested");
+    ids[0].clone()
+}
+
+fn approval_of(
+    prompt: &agentic_proto::v1::Prompt,
+    call_id: &str,
+) -> (i32, Option<Result<serde_json::Value, String>>) {
+    for output in &prompt.output {
+        if let Some(prompt_output::Kind::Tool(tool)) = &output.kind {
+            if tool.id == call_id {
+                return (
+                    tool.approval.clone().unwrap_or_default().state,
+                    tool_of(output).map(|(_, result)| result),
+                );
+            }
+        }
+    }
+    panic!("no tool call {call_id}");
+}
+
+#[tokio::test]
+async fn an_approved_classic_call_runs_and_the_prompt_completes() {
+    let stack = Stack::start(dangerous_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    let prompt = client
+        .create_prompt(NewPrompt::new("do something risky"))
+        .await
+        .unwrap();
+    let paused = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kinds(&paused).last(), Some(&"waiting"));
+    assert!(kinds(&paused).contains(&"approval_requested"));
+    let call_id = requested_call(&paused);
+    let waiting = client.get_prompt(&prompt.id).await.unwrap();
+    assert_eq!(waiting.state, PromptState::WaitingForApproval as i32);
+    assert_eq!(
+        approval_of(&waiting, &call_id).0,
+        ApprovalState::Pending as i32
+    );
+    let (_, echo) = tool_of(&waiting.output[1]).unwrap();
+    assert_eq!(
+        echo.unwrap(),
+        json!({"echo": {"n": 1}}),
+        "the other call of the round still ran"
+    );
+    assert_eq!(stack.model.request_count(), 1);
+
+    let approved = gateway
+        .approve_tool_call(ApproveToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: call_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(approved.state, PromptState::WaitingForApproval as i32);
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    assert_eq!(
+        rest.first().unwrap().sequence,
+        paused.last().unwrap().sequence + 1,
+        "the log goes on gap-free"
+    );
+
+    let done = client.get_prompt(&prompt.id).await.unwrap();
+    let (state, result) = approval_of(&done, &call_id);
+    assert_eq!(state, ApprovalState::Approved as i32);
+    assert_eq!(result.unwrap().unwrap(), json!({"done": "launch"}));
+    let results = stack.model.requests().last().unwrap().tool_results();
+    assert!(
+        results.iter().any(|(id, content)| *id == call_id && content.contains("launch")),
+        "the model saw the approved call's result: {results:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_classic_call_reaches_the_model_with_the_reason() {
+    let stack = Stack::start(dangerous_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    let prompt = client
+        .create_prompt(NewPrompt::new("do something risky"))
+        .await
+        .unwrap();
+    let paused = collect(&client, &prompt.id, 0).await;
+    let call_id = requested_call(&paused);
+
+    gateway
+        .reject_tool_call(RejectToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: call_id.clone(),
+            reason: "too risky today".into(),
+        })
+        .await
+        .unwrap();
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    let done = client.get_prompt(&prompt.id).await.unwrap();
+    let (state, result) = approval_of(&done, &call_id);
+    assert_eq!(state, ApprovalState::Rejected as i32);
+    assert!(result.unwrap().unwrap_err().contains("too risky today"));
+    let results = stack.model.requests().last().unwrap().tool_results();
+    assert!(
+        results
+            .iter()
+            .any(|(id, content)| *id == call_id && content.contains("too risky today")),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_classic_prompt_survives_a_restart_of_gateway_and_executor() {
+    let mut stack = Stack::start(dangerous_rules()).await.unwrap();
+    let (prompt, paused) = {
+        let client = stack.client("alice").await.unwrap();
+        let prompt = client
+            .create_prompt(NewPrompt::new("do something risky"))
+            .await
+            .unwrap();
+        let paused = collect(&client, &prompt.id, 0).await;
+        (prompt, paused)
+    };
+    let call_id = requested_call(&paused);
+
+    stack.restart_classic_executor().unwrap();
+    stack.restart_gateway().unwrap();
+    let client = stack.client("alice").await.unwrap();
+    assert_eq!(
+        client.get_prompt(&prompt.id).await.unwrap().state,
+        PromptState::WaitingForApproval as i32
+    );
+    let mut gateway = gateway_for(&stack, "alice").await;
+    gateway
+        .approve_tool_call(ApproveToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: call_id.clone(),
+        })
+        .await
+        .unwrap();
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    let (state, _) = approval_of(&client.get_prompt(&prompt.id).await.unwrap(), &call_id);
+    assert_eq!(state, ApprovalState::Approved as i32);
+}
+
+#[tokio::test]
+async fn deciding_twice_an_unknown_call_or_another_users_prompt_are_clear_errors() {
+    let stack = Stack::start(dangerous_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut alice = gateway_for(&stack, "alice").await;
+    let mut bob = gateway_for(&stack, "bob").await;
+    let prompt = client
+        .create_prompt(NewPrompt::new("do something risky"))
+        .await
+        .unwrap();
+    let paused = collect(&client, &prompt.id, 0).await;
+    let call_id = requested_call(&paused);
+    let approve = |call: &str| ApproveToolCallRequest {
+        prompt_id: prompt.id.clone(),
+        tool_call_id: call.to_owned(),
+    };
+
+    let unknown = alice
+        .approve_tool_call(approve("call_nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound);
+    assert!(
+        unknown.message().contains("call_nope"),
+        "{}",
+        unknown.message()
+    );
+    let foreign = bob.approve_tool_call(approve(&call_id)).await.unwrap_err();
+    assert_eq!(foreign.code(), Code::NotFound);
+
+    alice.approve_tool_call(approve(&call_id)).await.unwrap();
+    let twice = alice
+        .approve_tool_call(approve(&call_id))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        twice.code(),
+        Code::FailedPrecondition,
+        "{}",
+        twice.message()
+    );
+    collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    let after_end = alice
+        .approve_tool_call(approve(&call_id))
+        .await
+        .unwrap_err();
+    assert_eq!(after_end.code(), Code::FailedPrecondition);
+    assert!(
+        after_end.message().contains("not waiting"),
+        "{}",
+        after_end.message()
+    );
+}
