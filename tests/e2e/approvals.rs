@@ -107,7 +107,9 @@ async fn an_approved_classic_call_runs_and_the_prompt_completes() {
     assert_eq!(result.unwrap().unwrap(), json!({"done": "launch"}));
     let results = stack.model.requests().last().unwrap().tool_results();
     assert!(
-        results.iter().any(|(id, content)| *id == call_id && content.contains("launch")),
+        results
+            .iter()
+            .any(|(id, content)| *id == call_id && content.contains("launch")),
         "the model saw the approved call's result: {results:?}"
     );
 }
@@ -233,5 +235,130 @@ async fn deciding_twice_an_unknown_call_or_another_users_prompt_are_clear_errors
         after_end.message().contains("not waiting"),
         "{}",
         after_end.message()
+    );
+}
+
+/// A code prompt that calls `demo.dangerous` mid-script and reports what happened.
+fn code_rules() -> Vec<Rule> {
+    let code = r#"output("before ");
+let message;
+try {
+  const result = demoDangerous({action: "deploy"});
+  message = "ran: " + result.done;
+} catch (error) {
+  message = "caught: " + error.message;
+}
+complete({response: message});"#;
+    vec![agentic_testkit::model::Rule::new(
+        Match::Any,
+        agentic_testkit::model::Reply::Text(code.into()),
+    )]
+}
+
+/// Runs the code prompt until it pauses; returns it, the events so far and the call id.
+async fn paused_code_prompt(
+    client: &agentic_client::Client,
+) -> (
+    agentic_proto::v1::Prompt,
+    Vec<agentic_proto::v1::PromptEvent>,
+    String,
+) {
+    let prompt = client
+        .create_prompt(NewPrompt::new("be careful").mode("code"))
+        .await
+        .unwrap();
+    let paused = collect(client, &prompt.id, 0).await;
+    assert_eq!(
+        kinds(&paused).last(),
+        Some(&"waiting"),
+        "{:?}",
+        kinds(&paused)
+    );
+    assert_eq!(
+        streamed_text(&paused),
+        "before ",
+        "the code ran up to the call"
+    );
+    let call_id = requested_call(&paused);
+    assert_eq!(
+        client.get_prompt(&prompt.id).await.unwrap().state,
+        PromptState::WaitingForApproval as i32
+    );
+    (prompt, paused, call_id)
+}
+
+#[tokio::test]
+async fn an_approved_call_in_code_returns_its_result_to_the_running_script() {
+    let stack = Stack::start(code_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    let (prompt, paused, call_id) = paused_code_prompt(&client).await;
+
+    gateway
+        .approve_tool_call(ApproveToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: call_id.clone(),
+        })
+        .await
+        .unwrap();
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    assert_eq!(streamed_text(&rest), "ran: deploy");
+    let (state, result) = approval_of(&client.get_prompt(&prompt.id).await.unwrap(), &call_id);
+    assert_eq!(state, ApprovalState::Approved as i32);
+    assert_eq!(result.unwrap().unwrap(), json!({"done": "deploy"}));
+    assert_eq!(
+        stack.model.request_count(),
+        1,
+        "the same sandbox run went on: no new round"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_call_in_code_throws_and_the_script_catches_it() {
+    let stack = Stack::start(code_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    let (prompt, paused, call_id) = paused_code_prompt(&client).await;
+
+    gateway
+        .reject_tool_call(RejectToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: call_id.clone(),
+            reason: "not on a Friday".into(),
+        })
+        .await
+        .unwrap();
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    assert_eq!(
+        streamed_text(&rest),
+        r#"caught: Tool "demo.dangerous" rejected: not on a Friday"#
+    );
+    let (state, _) = approval_of(&client.get_prompt(&prompt.id).await.unwrap(), &call_id);
+    assert_eq!(state, ApprovalState::Rejected as i32);
+}
+
+#[tokio::test]
+async fn an_approval_nobody_gives_in_time_throws_in_the_script() {
+    let options = agentic_testkit::StackOptions {
+        code_approval_timeout_secs: 1,
+        ..Default::default()
+    };
+    let stack = Stack::start_with(code_rules(), options).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let (prompt, paused, _) = paused_code_prompt(&client).await;
+
+    // Nobody decides: the run goes on by itself once the wait expires.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while client.get_prompt(&prompt.id).await.unwrap().state == PromptState::WaitingForApproval as i32 {
+        assert!(tokio::time::Instant::now() < deadline, "the approval wait never expired");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    assert_eq!(
+        streamed_text(&rest),
+        r#"caught: Tool "demo.dangerous" approval timed out after 1s"#
     );
 }

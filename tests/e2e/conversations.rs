@@ -38,7 +38,7 @@ async fn classic_code_classic_in_one_conversation_each_see_the_earlier_prompts_a
         Rule::new(
             Match::LastUserContains("second question".into()),
             Reply::Text(
-                "demoReport({title: 'Second Report'}); complete({response: 'second answer'})"
+                "demoReport({title: 'Second Report'}); writeFile('notes.txt', 'hello'); complete({response: 'second answer'})"
                     .into(),
             ),
         ),
@@ -139,7 +139,8 @@ async fn classic_code_classic_in_one_conversation_each_see_the_earlier_prompts_a
         names,
         [
             (ids[0].clone(), "first-report.md".to_owned()),
-            (ids[1].clone(), "second-report.md".to_owned())
+            (ids[1].clone(), "second-report.md".to_owned()),
+            (ids[1].clone(), "notes.txt".to_owned())
         ]
     );
     let first = files[0].file.clone().unwrap();

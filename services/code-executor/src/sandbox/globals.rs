@@ -33,6 +33,7 @@ pub(super) const API_NAMES: &[&str] = &[
     "store",
     "storeArtifact",
     "toolSchema",
+    "writeFile",
 ];
 
 /// Defines `target[name]` as a host function. The body runs only while the run may go on,

@@ -254,8 +254,9 @@ fn parallel<'js>(
     Ok(to_js(ctx, &Json::Array(results))?)
 }
 
-/// `storeArtifact`, `getArtifact` and `listArtifacts`: shorthands for the `artifact.*` tools
-/// that unwrap the one field the code wants.
+/// `storeArtifact`, `getArtifact`, `listArtifacts` and `writeFile`: shorthands for the
+/// `artifact.*` tools that unwrap the one field the code wants. A named artifact is a file, so
+/// `writeFile` becomes a `file` output of the prompt.
 fn install_artifact_helpers<'js>(
     ctx: &Ctx<'js>,
     globals: &Object<'js>,
@@ -302,6 +303,30 @@ fn install_artifact_helpers<'js>(
     )?;
     define(ctx, globals, "listArtifacts", session, |ctx, session, _| {
         field(ctx, call(session, "artifact.list", json!({}))?, "artifacts")
+    })?;
+    define(ctx, globals, "writeFile", session, |ctx, session, args| {
+        let mut input = Map::new();
+        input.insert(
+            "filename".into(),
+            tool_input(ctx, "artifact.store", argument(ctx, &args, 0))?,
+        );
+        input.insert(
+            "data".into(),
+            tool_input(ctx, "artifact.store", argument(ctx, &args, 1))?,
+        );
+        let mime_type = argument(ctx, &args, 2);
+        if !mime_type.is_undefined() {
+            input.insert(
+                "mime_type".into(),
+                tool_input(ctx, "artifact.store", mime_type)?,
+            );
+        }
+        input.insert("description".into(), json!("written by code"));
+        field(
+            ctx,
+            call(session, "artifact.store", Json::Object(input))?,
+            "id",
+        )
     })
 }
 
