@@ -18,6 +18,7 @@ demo: build
 
 ## Every test: unit tests of each crate and the end-to-end suite against the real services.
 test:
+	$(CARGO) build --workspace --all-targets --locked
 	$(CARGO) test --workspace --locked --no-fail-fast
 
 lint:

@@ -45,13 +45,13 @@ fn approval_of(
     call_id: &str,
 ) -> (i32, Option<Result<serde_json::Value, String>>) {
     for output in &prompt.output {
-        if let Some(prompt_output::Kind::Tool(tool)) = &output.kind {
-            if tool.id == call_id {
-                return (
-                    tool.approval.clone().unwrap_or_default().state,
-                    tool_of(output).map(|(_, result)| result),
-                );
-            }
+        if let Some(prompt_output::Kind::Tool(tool)) = &output.kind
+            && tool.id == call_id
+        {
+            return (
+                tool.approval.clone().unwrap_or_default().state,
+                tool_of(output).map(|(_, result)| result),
+            );
         }
     }
     panic!("no tool call {call_id}");
@@ -351,8 +351,13 @@ async fn an_approval_nobody_gives_in_time_throws_in_the_script() {
 
     // Nobody decides: the run goes on by itself once the wait expires.
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    while client.get_prompt(&prompt.id).await.unwrap().state == PromptState::WaitingForApproval as i32 {
-        assert!(tokio::time::Instant::now() < deadline, "the approval wait never expired");
+    while client.get_prompt(&prompt.id).await.unwrap().state
+        == PromptState::WaitingForApproval as i32
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the approval wait never expired"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;

@@ -4,12 +4,17 @@
 // A test fails by panicking, so unwrapping is the point here.
 #![allow(clippy::unwrap_used)]
 
+mod approvals;
+mod cancel;
 mod classic;
+mod cli;
 mod code;
+mod conversations;
 mod faults;
 mod gateway;
 mod health;
 mod model;
+mod sdk;
 mod streams;
 mod support;
 mod tool_host;

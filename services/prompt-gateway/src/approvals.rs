@@ -62,11 +62,10 @@ impl Prompts {
 
         match self.runner.decide(&prompt.id, decision).await {
             // A live run took the decision; it goes on by itself once it has them all.
-            Some(Ok(())) => {
-                if all_decided {
-                    self.store.resume(&prompt.id).await?;
-                }
+            Some(Ok(())) if all_decided => {
+                self.store.resume(&prompt.id).await?;
             }
+            Some(Ok(())) => {}
             Some(Err(error)) => {
                 self.store
                     .forget_decision(&prompt.id, &request.tool_call_id)

@@ -27,10 +27,10 @@ impl Prompts {
                 "title is longer than {MAX_TITLE_CHARS} characters"
             )));
         }
-        if let Some(mode) = &request.default_mode {
-            if self.modes.get(mode).is_none() {
-                return Err(GatewayError::UnknownMode(mode.clone()));
-            }
+        if let Some(mode) = &request.default_mode
+            && self.modes.get(mode).is_none()
+        {
+            return Err(GatewayError::UnknownMode(mode.clone()));
         }
         let created_at = now();
         let conversation = Conversation {

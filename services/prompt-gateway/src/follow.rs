@@ -121,6 +121,10 @@ async fn send(
 pub fn is_terminal(event: &PromptEvent) -> bool {
     matches!(
         event.kind,
-        Some(prompt_event::Kind::Completed(_) | prompt_event::Kind::Error(_) | prompt_event::Kind::Cancelled(_))
+        Some(
+            prompt_event::Kind::Completed(_)
+                | prompt_event::Kind::Error(_)
+                | prompt_event::Kind::Cancelled(_)
+        )
     )
 }

@@ -206,7 +206,11 @@ pub fn demo_rules() -> Vec<Rule> {
     let code_mode = || Match::AnyMessageContains("You act by writing JavaScript".to_owned());
     vec![
         Rule::new(
-            Match::All(vec![code_mode(), Match::AssistantTurns(0)]),
+            // The user's own message, not the feedback after a round ("Round 1 result: …").
+            Match::All(vec![
+                code_mode(),
+                !Match::LastUserContains("Round ".to_owned()),
+            ]),
             Reply::text(
                 "const id = storeArtifact({note: \"from the code-mode demo\"}, \"note from the demo\");\n\
                  output(\"Stored a note as artifact \" + id + \"\\n\");\n\

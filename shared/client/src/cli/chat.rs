@@ -1,0 +1,185 @@
+//! `agentic chat`: a conversation at a `> ` prompt. Each line is one prompt in the
+//! conversation; a tool that needs approval is asked about (`[y/N]`) and the prompt goes on.
+
+use agentic_proto::v1::ModelTier;
+use tokio::io::AsyncBufReadExt;
+
+use super::Console;
+use super::follow::{Ending, follow, interrupt, pending_calls, print_decision_hints};
+use super::render::Renderer;
+use crate::{ChatOptions, Client, Session};
+
+pub struct ChatStart {
+    pub mode: Option<String>,
+    pub conversation: Option<String>,
+    pub model: ModelTier,
+}
+
+const HELP: &str = "/mode <name> switches the mode of later messages, /mode shows it, \
+/quit (or Ctrl-D) exits";
+
+/// What the person typed at the `> ` prompt.
+enum Line {
+    Message(String),
+    SetMode(String),
+    ShowMode,
+    Help,
+    Quit,
+    Unknown(String),
+    Empty,
+}
+
+fn parse(line: &str) -> Line {
+    let line = line.trim();
+    let Some(command) = line.strip_prefix('/') else {
+        return if line.is_empty() {
+            Line::Empty
+        } else {
+            Line::Message(line.to_owned())
+        };
+    };
+    let mut words = command.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some("quit" | "exit" | "q"), _) => Line::Quit,
+        (Some("mode"), Some(mode)) => Line::SetMode(mode.to_owned()),
+        (Some("mode"), None) => Line::ShowMode,
+        (Some("help" | "?"), _) => Line::Help,
+        _ => Line::Unknown(line.to_owned()),
+    }
+}
+
+pub async fn repl(
+    client: &Client,
+    console: &mut Console<'_>,
+    json: bool,
+    start: ChatStart,
+) -> anyhow::Result<u8> {
+    // A new conversation takes the mode as its default; an existing one keeps its own and
+    // the mode overrides it per message.
+    let (session, mut mode_override) = match &start.conversation {
+        Some(id) => (client.resume_session(id).await?, start.mode.clone()),
+        None => (client.session(start.mode.as_deref()).await?, None),
+    };
+    let default_mode = match session.conversation().default_mode.as_str() {
+        "" => "classic".to_owned(),
+        mode => mode.to_owned(),
+    };
+    writeln!(
+        console.err,
+        "conversation: {} (mode {}; {HELP})",
+        session.conversation_id(),
+        mode_override.as_deref().unwrap_or(&default_mode)
+    )?;
+    loop {
+        write!(console.err, "> ")?;
+        console.err.flush()?;
+        let Some(line) = read_line(console).await? else {
+            writeln!(console.err)?;
+            return Ok(0);
+        };
+        match parse(&line) {
+            Line::Empty => {}
+            Line::Quit => return Ok(0),
+            Line::Help => writeln!(console.err, "{HELP}")?,
+            Line::ShowMode => writeln!(
+                console.err,
+                "mode {}",
+                mode_override.as_deref().unwrap_or(&default_mode)
+            )?,
+            Line::SetMode(mode) => {
+                writeln!(console.err, "mode {mode} from now on")?;
+                mode_override = Some(mode);
+            }
+            Line::Unknown(command) => writeln!(console.err, "unknown command {command}; {HELP}")?,
+            Line::Message(text) => {
+                let options = ChatOptions {
+                    mode: mode_override.clone(),
+                    model: start.model,
+                    max_rounds: 0,
+                };
+                match exchange(&session, console, json, &text, options).await {
+                    Ok(Turn::Done) => {}
+                    Ok(Turn::InputClosed) => return Ok(0),
+                    // One failed message does not end the chat (the gateway said why).
+                    Err(error) => writeln!(console.err, "error: {}", super::one_line(&error))?,
+                }
+            }
+        }
+    }
+}
+
+enum Turn {
+    Done,
+    /// Input ended while a question was open; the prompt is left waiting.
+    InputClosed,
+}
+
+/// One message: stream its prompt; whenever it pauses, ask about each pending call, decide
+/// it, and stream on from where the pause was.
+async fn exchange(
+    session: &Session,
+    console: &mut Console<'_>,
+    json: bool,
+    text: &str,
+    options: ChatOptions,
+) -> anyhow::Result<Turn> {
+    let client = session.client();
+    let mut renderer = Renderer::new(json);
+    let events = session.chat_stream_with(text, options).await?;
+    let prompt_id = events.prompt_id().to_owned();
+    let mut ending: Ending = follow(client, console, &mut renderer, events).await?;
+    while ending.is_waiting() {
+        let pending = pending_calls(client, &prompt_id, &ending).await?;
+        for call in &pending {
+            write!(
+                console.err,
+                "Approve {} {}? [y/N] ",
+                call.tool_id, call.input
+            )?;
+            console.err.flush()?;
+            let Some(answer) = read_line(console).await? else {
+                writeln!(console.err)?;
+                print_decision_hints(console, &prompt_id, &pending)?;
+                return Ok(Turn::InputClosed);
+            };
+            if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+                session.approve(&prompt_id, &call.tool_call_id).await?;
+                writeln!(console.err, "approved {}", call.tool_call_id)?;
+            } else {
+                session
+                    .reject(&prompt_id, &call.tool_call_id, "rejected in agentic chat")
+                    .await?;
+                writeln!(console.err, "rejected {}", call.tool_call_id)?;
+            }
+        }
+        let events = client.events(&prompt_id, ending.last_sequence).await?;
+        ending = follow(client, console, &mut renderer, events).await?;
+    }
+    Ok(Turn::Done)
+}
+
+/// The next line of input, `None` at its end (or on Ctrl-C at a real terminal).
+async fn read_line(console: &mut Console<'_>) -> anyhow::Result<Option<String>> {
+    let mut line = String::new();
+    let interrupts = console.interrupts;
+    let read = tokio::select! {
+        read = console.input.read_line(&mut line) => read?,
+        () = interrupt(interrupts) => 0,
+    };
+    Ok((read > 0).then_some(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_commands_are_told_from_messages() {
+        assert!(matches!(parse("/mode code"), Line::SetMode(mode) if mode == "code"));
+        assert!(matches!(parse("  /quit\n"), Line::Quit));
+        assert!(matches!(parse("/mode"), Line::ShowMode));
+        assert!(matches!(parse("/nope"), Line::Unknown(_)));
+        assert!(matches!(parse("\n"), Line::Empty));
+        assert!(matches!(parse("hello /mode"), Line::Message(text) if text == "hello /mode"));
+    }
+}

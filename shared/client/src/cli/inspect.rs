@@ -1,0 +1,290 @@
+//! Commands that show what exists: modes, prompts, conversations, files.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use agentic_proto::json::from_proto_opt;
+use agentic_proto::v1::{Prompt, prompt_output, tool_result};
+use anyhow::Context;
+use serde_json::Value;
+
+use super::Console;
+use crate::{Client, json};
+
+pub async fn modes(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+) -> anyhow::Result<u8> {
+    let modes = client.list_modes().await?;
+    if as_json {
+        let list: Vec<Value> = modes.iter().map(json::mode).collect();
+        document(console, &Value::Array(list))?;
+        return Ok(0);
+    }
+    for mode in modes {
+        let health = if mode.healthy {
+            "healthy"
+        } else {
+            "unreachable"
+        };
+        writeln!(
+            console.out,
+            "{}\t{}\t{}\t{health}",
+            mode.id, mode.name, mode.endpoint
+        )?;
+    }
+    Ok(0)
+}
+
+pub async fn show_prompt(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+    prompt_id: &str,
+) -> anyhow::Result<u8> {
+    let prompt = client.get_prompt(prompt_id).await?;
+    print_prompt(console, as_json, &prompt)?;
+    Ok(0)
+}
+
+/// A prompt as a JSON document, or for a person: a header and its timeline.
+pub fn print_prompt(
+    console: &mut Console<'_>,
+    as_json: bool,
+    prompt: &Prompt,
+) -> std::io::Result<()> {
+    if as_json {
+        return document(console, &json::prompt(prompt));
+    }
+    let out = &mut *console.out;
+    let usage = prompt.usage.unwrap_or_default();
+    writeln!(out, "prompt        {}", prompt.id)?;
+    writeln!(out, "state         {}", json::prompt_state(prompt.state))?;
+    writeln!(
+        out,
+        "mode          {} (model {})",
+        prompt.mode,
+        json::model_tier(prompt.model)
+    )?;
+    if !prompt.conversation_id.is_empty() {
+        writeln!(out, "conversation  {}", prompt.conversation_id)?;
+    }
+    if let Some(created) = &prompt.created_at {
+        writeln!(out, "created       {created}")?;
+    }
+    writeln!(
+        out,
+        "usage         {} tokens ({} in, {} out)",
+        usage.total_tokens, usage.input_tokens, usage.output_tokens
+    )?;
+    if !prompt.error.is_empty() {
+        writeln!(out, "error         {}", prompt.error)?;
+    }
+    writeln!(out, "input         {}", prompt.input)?;
+    writeln!(out, "outputs")?;
+    for (index, output) in prompt.output.iter().enumerate() {
+        match &output.kind {
+            Some(prompt_output::Kind::Text(text)) => {
+                writeln!(out, "  [{index}] text  {}", text.content.trim_end())?
+            }
+            Some(prompt_output::Kind::Tool(tool)) => {
+                let result = match tool
+                    .result
+                    .as_ref()
+                    .and_then(|result| result.result.as_ref())
+                {
+                    Some(tool_result::Result::Success(success)) => {
+                        format!("→ {}", from_proto_opt(success.output.as_ref()))
+                    }
+                    Some(tool_result::Result::Error(error)) => format!("✗ {}", error.error),
+                    Some(tool_result::Result::Pending(pending)) => {
+                        format!("… {}", pending.reason)
+                    }
+                    None => "…".to_owned(),
+                };
+                let approval = tool
+                    .approval
+                    .as_ref()
+                    .map(|approval| json::approval_state(approval.state))
+                    .filter(|state| *state != "not_required" && *state != "unspecified")
+                    .map(|state| format!(" [{state}]"))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "  [{index}] tool  {} {} {result}{approval} (call {})",
+                    tool.function,
+                    from_proto_opt(tool.input.as_ref()),
+                    tool.id
+                )?;
+            }
+            Some(prompt_output::Kind::File(file)) => writeln!(
+                out,
+                "  [{index}] file  {} ({}, {} bytes) {}",
+                file.filename, file.mime_type, file.size, file.id
+            )?,
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+pub async fn list_prompts(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+    conversation: Option<&str>,
+) -> anyhow::Result<u8> {
+    let prompts = client.list_prompts(conversation).await?;
+    if as_json {
+        let list: Vec<Value> = prompts.iter().map(json::prompt).collect();
+        document(console, &Value::Array(list))?;
+        return Ok(0);
+    }
+    for prompt in prompts {
+        writeln!(
+            console.out,
+            "{}\t{}\t{}\t{}",
+            prompt.id,
+            json::prompt_state(prompt.state),
+            prompt.mode,
+            one_line(&prompt.input, 60)
+        )?;
+    }
+    Ok(0)
+}
+
+pub async fn conversations(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+    limit: u32,
+) -> anyhow::Result<u8> {
+    let conversations = client.list_conversations(limit).await?;
+    if as_json {
+        let list: Vec<Value> = conversations.iter().map(json::conversation).collect();
+        document(console, &Value::Array(list))?;
+        return Ok(0);
+    }
+    for conversation in conversations {
+        let mode = if conversation.default_mode.is_empty() {
+            "classic"
+        } else {
+            conversation.default_mode.as_str()
+        };
+        let created = conversation
+            .created_at
+            .map(|stamp| stamp.to_string())
+            .unwrap_or_default();
+        writeln!(
+            console.out,
+            "{}\t{mode}\t{created}\t{}",
+            conversation.id,
+            one_line(&conversation.title, 60)
+        )?;
+    }
+    Ok(0)
+}
+
+/// Lists a conversation's files; with `output`, saves each into that folder.
+pub async fn files(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+    conversation: &str,
+    output: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let files = client.list_conversation_files(conversation).await?;
+    if let Some(dir) = output {
+        tokio::fs::create_dir_all(dir)
+            .await
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut used_names = HashSet::new();
+    let mut documents = Vec::new();
+    for entry in &files {
+        let Some(file) = &entry.file else {
+            continue;
+        };
+        let mut document = json::conversation_file(entry);
+        if let Some(dir) = output {
+            let downloaded = client.get_file(&file.id).await?;
+            let path = dir.join(local_name(&file.filename, &file.id, &mut used_names));
+            tokio::fs::write(&path, &downloaded.content)
+                .await
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            writeln!(
+                console.err,
+                "saved {} ({} bytes)",
+                path.display(),
+                downloaded.content.len()
+            )?;
+            document["path"] = Value::String(path.display().to_string());
+        }
+        if !as_json {
+            writeln!(
+                console.out,
+                "{}\t{}\t{}\t{}\t{}",
+                file.id, file.filename, file.mime_type, file.size, entry.prompt_id
+            )?;
+        }
+        documents.push(document);
+    }
+    if as_json {
+        document(console, &Value::Array(documents))?;
+    }
+    Ok(0)
+}
+
+/// A file name safe to create inside the output folder: the last path component of what the
+/// tool called it, made unique within one download.
+fn local_name(filename: &str, file_id: &str, used: &mut HashSet<PathBuf>) -> PathBuf {
+    let base = Path::new(filename)
+        .file_name()
+        .map(PathBuf::from)
+        .filter(|name| name.as_os_str() != "..")
+        .unwrap_or_else(|| PathBuf::from(file_id));
+    let name = if used.contains(&base) {
+        PathBuf::from(format!("{file_id}-{}", base.display()))
+    } else {
+        base
+    };
+    used.insert(name.clone());
+    name
+}
+
+fn one_line(text: &str, max_chars: usize) -> String {
+    let line: String = text.replace('\n', " ");
+    if line.chars().count() <= max_chars {
+        return line;
+    }
+    let cut: String = line.chars().take(max_chars).collect();
+    format!("{cut}…")
+}
+
+/// A JSON document on stdout, pretty-printed.
+fn document(console: &mut Console<'_>, value: &Value) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    writeln!(console.out, "{text}")?;
+    console.out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downloaded_names_stay_inside_the_folder_and_do_not_collide() {
+        let mut used = HashSet::new();
+        assert_eq!(
+            local_name("../../etc/passwd", "f1", &mut used),
+            PathBuf::from("passwd")
+        );
+        assert_eq!(
+            local_name("passwd", "f2", &mut used),
+            PathBuf::from("f2-passwd")
+        );
+        assert_eq!(local_name("", "f3", &mut used), PathBuf::from("f3"));
+        assert_eq!(local_name("..", "f4", &mut used), PathBuf::from("f4"));
+    }
+}

@@ -1,0 +1,312 @@
+//! The `agentic` command-line client. It lives in the library so that tests can run it in
+//! process ([`run`] with any input and output); `src/main.rs` only calls [`main`].
+
+mod chat;
+mod follow;
+mod inspect;
+mod prompt;
+mod render;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use tokio::io::AsyncBufRead;
+
+use crate::Client;
+use crate::v1::ModelTier;
+
+/// Exit status of a command that went wrong (the server is down, the prompt failed, …).
+pub const FAILURE: u8 = 1;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "agentic",
+    version,
+    about = "Run prompts on an agentic gateway and watch them work",
+    after_help = "Text streams to stdout; tool calls, logs and errors go to stderr."
+)]
+struct Cli {
+    /// The gateway's address.
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTIC_SERVER",
+        hide_env_values = true,
+        default_value = "http://127.0.0.1:50051"
+    )]
+    server: String,
+    /// Who you are (sent as x-user-id while the gateway runs without auth tokens).
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTIC_USER",
+        hide_env_values = true,
+        default_value = "local"
+    )]
+    user: String,
+    /// Machine-readable output: one JSON object per event line for prompt and chat streams,
+    /// one JSON document for everything else.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one prompt and stream it: text to stdout, tool calls and the ids to stderr.
+    Prompt {
+        input: String,
+        /// Execution mode (default: the conversation's, else classic).
+        #[arg(short, long)]
+        mode: Option<String>,
+        /// Continue this conversation; without it a new one is created.
+        #[arg(short, long)]
+        conversation: Option<String>,
+        /// Model tier.
+        #[arg(long, value_enum)]
+        model: Option<Tier>,
+    },
+    /// Chat in a conversation: `/mode <name>` switches modes, `/quit` (or Ctrl-D) exits.
+    Chat {
+        /// Execution mode (default: the conversation's, else classic).
+        #[arg(short, long)]
+        mode: Option<String>,
+        /// Continue this conversation; without it a new one is created.
+        #[arg(short, long)]
+        conversation: Option<String>,
+        /// Model tier.
+        #[arg(long, value_enum)]
+        model: Option<Tier>,
+    },
+    /// List the execution modes the gateway knows and whether their executors answer.
+    Modes,
+    /// Let a tool call that waits for approval run, then follow the prompt.
+    Approve {
+        prompt: String,
+        /// The tool call's id (shown when approval was requested).
+        call: String,
+        /// Print the prompt instead of following its stream.
+        #[arg(long)]
+        no_follow: bool,
+    },
+    /// Refuse a tool call that waits for approval, then follow the prompt.
+    Reject {
+        prompt: String,
+        call: String,
+        /// Why; the model is told.
+        #[arg(long, default_value = "rejected by the user")]
+        reason: String,
+        /// Print the prompt instead of following its stream.
+        #[arg(long)]
+        no_follow: bool,
+    },
+    /// Stop a running or waiting prompt.
+    Cancel {
+        prompt: String,
+        #[arg(long, default_value = "cancelled by the user")]
+        reason: String,
+    },
+    /// Look at prompts.
+    Prompts {
+        #[command(subcommand)]
+        command: PromptsCommand,
+    },
+    /// List your conversations, newest first.
+    Conversations {
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+    },
+    /// List the files a conversation's prompts created; `--output DIR` downloads them.
+    Files {
+        conversation: String,
+        #[arg(short, long, value_name = "DIR")]
+        output: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PromptsCommand {
+    /// One prompt: state, usage and its whole timeline.
+    Show { prompt: String },
+    /// Your prompts, newest first.
+    List {
+        /// Only the prompts of this conversation.
+        #[arg(short, long)]
+        conversation: Option<String>,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Tier {
+    Normal,
+    High,
+}
+
+fn tier(tier: Option<Tier>) -> ModelTier {
+    match tier {
+        None => ModelTier::Unspecified,
+        Some(Tier::Normal) => ModelTier::Normal,
+        Some(Tier::High) => ModelTier::High,
+    }
+}
+
+/// Where a command reads answers (the chat REPL, approval questions) and writes its output.
+pub struct Console<'a> {
+    pub input: &'a mut (dyn AsyncBufRead + Unpin + Send),
+    /// Answers: streamed text, or JSON lines and documents with `--json`.
+    pub out: &'a mut (dyn Write + Send),
+    /// Everything else: tool calls, ids, questions, errors.
+    pub err: &'a mut (dyn Write + Send),
+    /// Whether Ctrl-C cancels the prompt being streamed (a real terminal; off in tests).
+    pub interrupts: bool,
+}
+
+/// Runs the `agentic` binary: real stdin, stdout and stderr, arguments from the process.
+pub fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(async {
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut out = std::io::stdout();
+        let mut err = std::io::stderr();
+        let mut console = Console {
+            input: &mut input,
+            out: &mut out,
+            err: &mut err,
+            interrupts: true,
+        };
+        run(std::env::args_os(), &mut console).await
+    });
+    // A read of stdin still in progress (Ctrl-C at the chat prompt) cannot be cancelled;
+    // waiting for it would hang the exit until Enter is pressed.
+    runtime.shutdown_background();
+    ExitCode::from(code)
+}
+
+/// Runs one command line and returns its exit status: 0 on success, 1 when the command or
+/// its prompt failed (one `error: …` line on stderr), 2 for a usage error.
+pub async fn run<I, T>(args: I, console: &mut Console<'_>) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let text = error.render().to_string();
+            let sink = if error.use_stderr() {
+                &mut *console.err
+            } else {
+                &mut *console.out
+            };
+            let newline = if text.ends_with('\n') { "" } else { "\n" };
+            let _ = write!(sink, "{text}{newline}");
+            return u8::try_from(error.exit_code()).unwrap_or(2);
+        }
+    };
+    match execute(cli, console).await {
+        Ok(code) => code,
+        Err(error) => {
+            let _ = writeln!(console.err, "error: {}", one_line(&error));
+            FAILURE
+        }
+    }
+}
+
+/// An error on one line: a client error says everything itself (its source is the same gRPC
+/// status again); anything else gets its chain of causes.
+pub(crate) fn one_line(error: &anyhow::Error) -> String {
+    let text = match error.downcast_ref::<crate::ClientError>() {
+        Some(client_error) => client_error.to_string(),
+        None => format!("{error:#}"),
+    };
+    text.replace('\n', " ")
+}
+
+async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
+    let client = Client::connect(&cli.server, &cli.user).await?;
+    let json = cli.json;
+    match cli.command {
+        Command::Prompt {
+            input,
+            mode,
+            conversation,
+            model,
+        } => {
+            let request = prompt::OneShot {
+                input,
+                mode,
+                conversation,
+                model: tier(model),
+            };
+            prompt::one_shot(&client, console, json, request).await
+        }
+        Command::Chat {
+            mode,
+            conversation,
+            model,
+        } => {
+            let options = chat::ChatStart {
+                mode,
+                conversation,
+                model: tier(model),
+            };
+            chat::repl(&client, console, json, options).await
+        }
+        Command::Modes => inspect::modes(&client, console, json).await,
+        Command::Approve {
+            prompt,
+            call,
+            no_follow,
+        } => {
+            let request = prompt::Decide {
+                prompt_id: prompt,
+                call_id: call,
+                decision: prompt::Decision::Approve,
+                follow: !no_follow,
+            };
+            prompt::decide(&client, console, json, request).await
+        }
+        Command::Reject {
+            prompt,
+            call,
+            reason,
+            no_follow,
+        } => {
+            let request = prompt::Decide {
+                prompt_id: prompt,
+                call_id: call,
+                decision: prompt::Decision::Reject(reason),
+                follow: !no_follow,
+            };
+            prompt::decide(&client, console, json, request).await
+        }
+        Command::Cancel { prompt, reason } => {
+            prompt::cancel(&client, console, json, &prompt, &reason).await
+        }
+        Command::Prompts {
+            command: PromptsCommand::Show { prompt },
+        } => inspect::show_prompt(&client, console, json, &prompt).await,
+        Command::Prompts {
+            command: PromptsCommand::List { conversation },
+        } => inspect::list_prompts(&client, console, json, conversation.as_deref()).await,
+        Command::Conversations { limit } => {
+            inspect::conversations(&client, console, json, limit).await
+        }
+        Command::Files {
+            conversation,
+            output,
+        } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
+    }
+}

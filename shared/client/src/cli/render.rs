@@ -1,0 +1,145 @@
+//! Prints a prompt's events: for a person, the answer on stdout as it streams and tool
+//! activity on stderr; with `--json`, one JSON object per event line on stdout.
+
+use std::io;
+
+use agentic_proto::json::from_proto_opt;
+use agentic_proto::v1::{PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result};
+
+use super::Console;
+use crate::json;
+
+pub struct Renderer {
+    json: bool,
+    /// Text deltas were printed since the last text output (which repeats them).
+    streamed: bool,
+}
+
+impl Renderer {
+    pub fn new(json: bool) -> Renderer {
+        Renderer {
+            json,
+            streamed: false,
+        }
+    }
+
+    pub fn event(&mut self, console: &mut Console<'_>, event: &PromptEvent) -> io::Result<()> {
+        if self.json {
+            writeln!(console.out, "{}", json::event(event))?;
+            return console.out.flush();
+        }
+        match &event.kind {
+            Some(prompt_event::Kind::Stream(delta)) => {
+                self.streamed = true;
+                write!(console.out, "{}", delta.text)?;
+                console.out.flush()?;
+            }
+            Some(prompt_event::Kind::Output(added)) => {
+                if let Some(output) = &added.output {
+                    self.output(console, output, true)?;
+                }
+            }
+            Some(prompt_event::Kind::OutputUpdated(updated)) => {
+                if let Some(output) = &updated.output {
+                    self.output(console, output, false)?;
+                }
+            }
+            Some(prompt_event::Kind::ApprovalRequested(request)) => {
+                writeln!(
+                    console.err,
+                    "  ? {} {} needs approval (call {})",
+                    request.tool_id,
+                    from_proto_opt(request.input.as_ref()),
+                    request.tool_call_id
+                )?;
+            }
+            Some(prompt_event::Kind::Completed(completed)) => {
+                self.end_line(console)?;
+                let usage = completed
+                    .prompt
+                    .as_ref()
+                    .and_then(|prompt| prompt.usage)
+                    .unwrap_or_default();
+                writeln!(
+                    console.err,
+                    "[completed: {} tokens in, {} out]",
+                    usage.input_tokens, usage.output_tokens
+                )?;
+            }
+            Some(prompt_event::Kind::Waiting(_)) => {
+                self.end_line(console)?;
+                writeln!(console.err, "[waiting for approval]")?;
+            }
+            Some(prompt_event::Kind::Error(failed)) => {
+                self.end_line(console)?;
+                writeln!(console.err, "error: {}", failed.message)?;
+            }
+            Some(prompt_event::Kind::Cancelled(cancelled)) => {
+                self.end_line(console)?;
+                writeln!(console.err, "[cancelled: {}]", cancelled.reason)?;
+            }
+            Some(prompt_event::Kind::Created(_)) | None => {}
+        }
+        Ok(())
+    }
+
+    /// Ends a line of streamed text that no text output closed (a run that stopped mid-answer).
+    fn end_line(&mut self, console: &mut Console<'_>) -> io::Result<()> {
+        if self.streamed {
+            writeln!(console.out)?;
+            self.streamed = false;
+        }
+        console.out.flush()
+    }
+
+    fn output(
+        &mut self,
+        console: &mut Console<'_>,
+        output: &PromptOutput,
+        added: bool,
+    ) -> io::Result<()> {
+        match &output.kind {
+            Some(prompt_output::Kind::Text(text)) => {
+                if !self.streamed {
+                    write!(console.out, "{}", text.content)?;
+                }
+                if !text.content.ends_with('\n') {
+                    writeln!(console.out)?;
+                }
+                console.out.flush()?;
+                self.streamed = false;
+            }
+            Some(prompt_output::Kind::Tool(tool)) => {
+                let result = tool
+                    .result
+                    .as_ref()
+                    .and_then(|result| result.result.as_ref());
+                match result {
+                    Some(tool_result::Result::Success(success)) => writeln!(
+                        console.err,
+                        "  ✓ {} → {}",
+                        tool.function,
+                        from_proto_opt(success.output.as_ref())
+                    )?,
+                    Some(tool_result::Result::Error(error)) => {
+                        writeln!(console.err, "  ✗ {}: {}", tool.function, error.error)?
+                    }
+                    Some(tool_result::Result::Pending(_)) | None if added => writeln!(
+                        console.err,
+                        "  → {} {}",
+                        tool.function,
+                        from_proto_opt(tool.input.as_ref())
+                    )?,
+                    Some(tool_result::Result::Pending(_)) | None => {}
+                }
+            }
+            Some(prompt_output::Kind::File(file)) => writeln!(
+                console.err,
+                "  file {} ({}, {} bytes) {}",
+                file.filename, file.mime_type, file.size, file.id
+            )?,
+            None => {}
+        }
+        Ok(())
+    }
+}

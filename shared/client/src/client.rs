@@ -1,0 +1,334 @@
+//! `Client`: one connection to the gateway on behalf of one user, with one method per call.
+
+use std::time::Duration;
+
+use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
+use agentic_proto::v1::{
+    ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
+    CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
+    GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest, ListModesRequest,
+    ListPromptsRequest, Mode, ModelTier, Prompt, PromptEvent, RejectToolCallRequest,
+    StreamPromptRequest,
+};
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Status, Streaming};
+
+use crate::error::{ClientError, source_text};
+use crate::events::EventStream;
+
+/// Metadata key naming the calling user (the gateway's development-mode identity).
+pub const USER_HEADER: &str = "x-user-id";
+
+/// Largest message the client accepts: a prompt with many outputs, or a downloaded file.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What to run: the input plus optional mode, model tier, conversation and limits.
+#[derive(Debug, Clone, Default)]
+pub struct NewPrompt {
+    pub input: String,
+    /// `None`: the conversation's default mode, else `classic`.
+    pub mode: Option<String>,
+    pub model: ModelTier,
+    /// `None`: a prompt of its own, outside any conversation.
+    pub conversation_id: Option<String>,
+    /// 0: the mode's default round limit.
+    pub max_rounds: u32,
+}
+
+impl NewPrompt {
+    pub fn new(input: impl Into<String>) -> NewPrompt {
+        NewPrompt {
+            input: input.into(),
+            ..NewPrompt::default()
+        }
+    }
+
+    pub fn mode(mut self, mode: impl Into<String>) -> NewPrompt {
+        self.mode = Some(mode.into());
+        self
+    }
+
+    pub fn model(mut self, model: ModelTier) -> NewPrompt {
+        self.model = model;
+        self
+    }
+
+    pub fn conversation(mut self, conversation_id: impl Into<String>) -> NewPrompt {
+        self.conversation_id = Some(conversation_id.into());
+        self
+    }
+}
+
+/// A conversation to create: prompts in it share history, state and files.
+#[derive(Debug, Clone, Default)]
+pub struct NewConversation {
+    pub title: String,
+    /// The mode of its prompts when a prompt names none; `None`: `classic`.
+    pub default_mode: Option<String>,
+}
+
+#[derive(Clone)]
+pub(crate) struct User(MetadataValue<Ascii>);
+
+impl Interceptor for User {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        request.metadata_mut().insert(USER_HEADER, self.0.clone());
+        Ok(request)
+    }
+}
+
+/// A connection to the gateway on behalf of one user. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    gateway: PromptGatewayClient<InterceptedService<Channel, User>>,
+    address: String,
+}
+
+impl Client {
+    /// Connects at once, so an unreachable gateway is reported here
+    /// ([`ClientError::Unreachable`]) rather than on the first call.
+    pub async fn connect(address: &str, user: &str) -> Result<Client, ClientError> {
+        let user =
+            MetadataValue::try_from(user).map_err(|_| ClientError::InvalidUser(user.to_owned()))?;
+        let endpoint = Endpoint::from_shared(address.to_owned())
+            .map_err(|error| ClientError::InvalidAddress {
+                address: address.to_owned(),
+                reason: error.to_string(),
+            })?
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(5));
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|error| ClientError::Unreachable {
+                address: address.to_owned(),
+                reason: source_text(&error),
+            })?;
+        let gateway = PromptGatewayClient::with_interceptor(channel, User(user))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(Client {
+            gateway,
+            address: address.to_owned(),
+        })
+    }
+
+    /// The gateway address this client was connected to.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    fn gateway(&self) -> PromptGatewayClient<InterceptedService<Channel, User>> {
+        self.gateway.clone()
+    }
+
+    fn failed(&self, status: Status) -> ClientError {
+        ClientError::from_call(&self.address, status)
+    }
+
+    pub async fn create_prompt(&self, prompt: NewPrompt) -> Result<Prompt, ClientError> {
+        let request = CreatePromptRequest {
+            input: prompt.input,
+            mode: prompt.mode.unwrap_or_default(),
+            model: prompt.model as i32,
+            conversation_id: prompt.conversation_id.unwrap_or_default(),
+            max_rounds: prompt.max_rounds,
+            ..CreatePromptRequest::default()
+        };
+        let response = self.gateway().create_prompt(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Events of a prompt after `after_sequence`: stored ones first, then live ones. The
+    /// stream ends after a terminal event (`completed`, `error`, `cancelled`) or `waiting`.
+    pub async fn stream_prompt(
+        &self,
+        prompt_id: &str,
+        after_sequence: u64,
+    ) -> Result<Streaming<PromptEvent>, ClientError> {
+        let request = StreamPromptRequest {
+            prompt_id: prompt_id.to_owned(),
+            after_sequence,
+        };
+        let response = self.gateway().stream_prompt(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// [`Client::stream_prompt`] as an [`EventStream`], which also tracks the last sequence.
+    pub async fn events(
+        &self,
+        prompt_id: &str,
+        after_sequence: u64,
+    ) -> Result<EventStream, ClientError> {
+        let inner = self.stream_prompt(prompt_id, after_sequence).await?;
+        Ok(EventStream::new(
+            inner,
+            prompt_id.to_owned(),
+            after_sequence,
+            self.address.clone(),
+        ))
+    }
+
+    /// The sequence of the prompt's newest event, for streaming on after approvals.
+    ///
+    /// Reads the stored stream, one pause (`waiting`) at a time; on a running prompt this
+    /// follows it until it ends or pauses.
+    pub async fn last_sequence(&self, prompt_id: &str) -> Result<u64, ClientError> {
+        let mut last = 0;
+        loop {
+            let mut events = self.events(prompt_id, last).await?;
+            let mut paused = false;
+            let mut any = false;
+            while let Some(event) = events.message().await? {
+                any = true;
+                paused = matches!(
+                    event.kind,
+                    Some(agentic_proto::v1::prompt_event::Kind::Waiting(_))
+                );
+            }
+            last = events.last_sequence();
+            // Only a pause can be followed by more events; an empty read means we are at the end.
+            if !any || !paused {
+                return Ok(last);
+            }
+        }
+    }
+
+    pub async fn get_prompt(&self, prompt_id: &str) -> Result<Prompt, ClientError> {
+        let request = GetPromptRequest {
+            prompt_id: prompt_id.to_owned(),
+        };
+        let response = self.gateway().get_prompt(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// The caller's prompts, newest first, optionally of one conversation.
+    pub async fn list_prompts(
+        &self,
+        conversation_id: Option<&str>,
+    ) -> Result<Vec<Prompt>, ClientError> {
+        let request = ListPromptsRequest {
+            conversation_id: conversation_id.unwrap_or_default().to_owned(),
+            limit: 0,
+        };
+        let response = self.gateway().list_prompts(request).await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .prompts)
+    }
+
+    /// Stops a running or waiting prompt; it ends CANCELLED with `reason`.
+    pub async fn cancel_prompt(
+        &self,
+        prompt_id: &str,
+        reason: &str,
+    ) -> Result<Prompt, ClientError> {
+        let request = CancelPromptRequest {
+            prompt_id: prompt_id.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let response = self.gateway().cancel_prompt(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Lets the tool call `tool_call_id` (a `ToolOutput.id`, also
+    /// `ApprovalRequested.tool_call_id`) run. Once every pending call of the prompt is decided
+    /// the prompt runs again: stream it on from the last sequence you saw.
+    pub async fn approve_tool_call(
+        &self,
+        prompt_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Prompt, ClientError> {
+        let request = ApproveToolCallRequest {
+            prompt_id: prompt_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+        };
+        let response = self.gateway().approve_tool_call(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Refuses the tool call; the model is told it was rejected, with `reason`.
+    pub async fn reject_tool_call(
+        &self,
+        prompt_id: &str,
+        tool_call_id: &str,
+        reason: &str,
+    ) -> Result<Prompt, ClientError> {
+        let request = RejectToolCallRequest {
+            prompt_id: prompt_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let response = self.gateway().reject_tool_call(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    pub async fn list_modes(&self) -> Result<Vec<Mode>, ClientError> {
+        let response = self.gateway().list_modes(ListModesRequest {}).await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .modes)
+    }
+
+    pub async fn create_conversation(
+        &self,
+        conversation: NewConversation,
+    ) -> Result<Conversation, ClientError> {
+        let request = CreateConversationRequest {
+            title: conversation.title,
+            default_mode: conversation.default_mode.unwrap_or_default(),
+            state: None,
+        };
+        let response = self.gateway().create_conversation(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    pub async fn get_conversation(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Conversation, ClientError> {
+        let request = GetConversationRequest {
+            conversation_id: conversation_id.to_owned(),
+        };
+        let response = self.gateway().get_conversation(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// The caller's conversations, newest first; `limit` 0 means the gateway's default.
+    pub async fn list_conversations(&self, limit: u32) -> Result<Vec<Conversation>, ClientError> {
+        let request = ListConversationsRequest { limit };
+        let response = self.gateway().list_conversations(request).await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .conversations)
+    }
+
+    /// Every file the conversation's prompts created, with the prompt that created it.
+    pub async fn list_conversation_files(
+        &self,
+        conversation_id: &str,
+    ) -> Result<Vec<ConversationFile>, ClientError> {
+        let request = ListConversationFilesRequest {
+            conversation_id: conversation_id.to_owned(),
+        };
+        let response = self.gateway().list_conversation_files(request).await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .files)
+    }
+
+    /// One file with its content (`FileOutput.id`).
+    pub async fn get_file(&self, file_id: &str) -> Result<File, ClientError> {
+        let request = GetFileRequest {
+            file_id: file_id.to_owned(),
+        };
+        let response = self.gateway().get_file(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+}

@@ -1,0 +1,78 @@
+//! What can go wrong when talking to the gateway.
+
+use tonic::{Code, Status};
+
+/// An error from the SDK: the gateway could not be reached or refused the call.
+///
+/// A prompt that *ran* and failed is not an error here: [`crate::ChatResult::state`] says so.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("invalid server address {address:?}: {reason}")]
+    InvalidAddress { address: String, reason: String },
+    #[error(
+        "cannot reach the agentic gateway at {address}: {reason} (is it running? try `make run`)"
+    )]
+    Unreachable { address: String, reason: String },
+    #[error("invalid user id {0:?}")]
+    InvalidUser(String),
+    /// The gateway answered the call with an error status.
+    #[error("{}", status_text(.0))]
+    Status(#[from] Status),
+    /// A prompt's event stream ended before the prompt finished or paused.
+    #[error("the event stream of prompt {prompt_id} ended while the prompt was still running")]
+    StreamEnded { prompt_id: String },
+}
+
+impl ClientError {
+    /// The gRPC status code when the gateway answered with an error.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            ClientError::Status(status) => Some(status.code()),
+            _ => None,
+        }
+    }
+
+    /// Turns a failed call into an error, naming the gateway when the connection is what failed.
+    pub(crate) fn from_call(address: &str, status: Status) -> ClientError {
+        // tonic reports a broken or refused connection as UNAVAILABLE with a transport source.
+        let transport = std::error::Error::source(&status).is_some();
+        if status.code() == Code::Unavailable && transport {
+            return ClientError::Unreachable {
+                address: address.to_owned(),
+                reason: source_text(&status),
+            };
+        }
+        ClientError::Status(status)
+    }
+}
+
+fn status_text(status: &Status) -> String {
+    let message = status.message();
+    match status.code() {
+        Code::Unimplemented => format!("the gateway does not support this yet: {message}"),
+        code if message.is_empty() => code.description().to_owned(),
+        // The gateway's messages for the caller's own mistakes say it all.
+        Code::NotFound
+        | Code::InvalidArgument
+        | Code::FailedPrecondition
+        | Code::AlreadyExists
+        | Code::PermissionDenied
+        | Code::Unauthenticated => message.to_owned(),
+        code => format!("{message} ({code:?})"),
+    }
+}
+
+/// An error and its causes on one line.
+pub(crate) fn source_text(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Transport errors often repeat their cause in their own message.
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text.replace('\n', " ")
+}

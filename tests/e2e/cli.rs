@@ -1,0 +1,530 @@
+//! The `agentic` CLI driven as a person or a script would: mostly in process through
+//! `agentic_client::cli::run` (the binary's own entry point, with captured output), and the
+//! real binary for what only a process shows: the exit status, and `chat` in a terminal.
+
+mod terminal;
+
+use std::process::Command;
+
+use agentic_client::NewPrompt;
+use agentic_client::cli::{Console, run};
+use agentic_proto::v1::PromptState;
+use agentic_testkit::Stack;
+use agentic_testkit::model::Match;
+use serde_json::{Value, json};
+
+use crate::support::*;
+use terminal::{Terminal, agentic_binary, output_of};
+
+/// What one `agentic` command printed, and its exit status.
+struct Ran {
+    code: u8,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    /// The id printed on stderr after `label: `, e.g. `conversation: conv_…`.
+    fn id_after(&self, label: &str) -> String {
+        let prefix = format!("{label}: ");
+        let line = self
+            .stderr
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {label:?} line on stderr:\n{}", self.stderr));
+        line.split_whitespace().next().unwrap().to_owned()
+    }
+}
+
+/// Runs `agentic --server <stack> --user alice <args>` in process, with `input` as stdin.
+async fn agentic(stack: &Stack, args: &[&str], input: &str) -> Ran {
+    let url = stack.gateway_url();
+    let mut argv = vec!["agentic", "--server", &url, "--user", "alice"];
+    argv.extend_from_slice(args);
+    let mut input = input.as_bytes();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let mut console = Console {
+        input: &mut input,
+        out: &mut stdout,
+        err: &mut stderr,
+        interrupts: false,
+    };
+    let code = tokio::time::timeout(PATIENCE, run(argv, &mut console))
+        .await
+        .expect("the command ends in time");
+    Ran {
+        code,
+        stdout: String::from_utf8(stdout).unwrap(),
+        stderr: String::from_utf8(stderr).unwrap(),
+    }
+}
+
+/// Rules for a classic prompt that echoes once, then answers.
+fn echo_then_answer(answer: &str) -> Vec<agentic_testkit::Rule> {
+    vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__echo", json!({"say": "hello"}))],
+        ),
+        text(Match::HasToolResults, answer),
+    ]
+}
+
+#[tokio::test]
+async fn a_one_shot_prompt_prints_the_answer_on_stdout_and_tools_and_ids_on_stderr() {
+    let stack = Stack::start(echo_then_answer("The echo came back."))
+        .await
+        .unwrap();
+
+    let first = agentic(&stack, &["prompt", "say hello"], "").await;
+    assert_eq!(first.code, 0, "stderr: {}", first.stderr);
+    assert_eq!(first.stdout, "The echo came back.\n", "only the answer");
+    assert!(
+        first.stderr.contains(r#"→ demo.echo {"say":"hello"}"#),
+        "{}",
+        first.stderr
+    );
+    assert!(
+        first
+            .stderr
+            .contains(r#"✓ demo.echo → {"echo":{"say":"hello"}}"#),
+        "{}",
+        first.stderr
+    );
+    assert!(first.stderr.contains("[completed: 20 tokens in, 10 out]"));
+
+    // The conversation it printed can be continued, and holds both prompts.
+    let conversation = first.id_after("conversation");
+    let second = agentic(&stack, &["prompt", "again", "-c", &conversation], "").await;
+    assert_eq!(second.code, 0, "stderr: {}", second.stderr);
+    assert_eq!(second.id_after("conversation"), conversation);
+    let client = stack.client("alice").await.unwrap();
+    let prompts = client.list_prompts(Some(&conversation)).await.unwrap();
+    let ids: Vec<String> = prompts.iter().map(|prompt| prompt.id.clone()).collect();
+    assert_eq!(
+        ids,
+        [second.id_after("prompt"), first.id_after("prompt")],
+        "newest first"
+    );
+}
+
+#[tokio::test]
+async fn json_output_is_one_event_object_per_line_in_sequence() {
+    let code = r#"output("Counted " + (1 + 2)); done();"#;
+    let stack = Stack::start(vec![text(Match::Any, code)]).await.unwrap();
+
+    let ran = agentic(&stack, &["--json", "prompt", "count", "-m", "code"], "").await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    let events: Vec<Value> = ran
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every stdout line is a JSON object"))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"created"));
+    assert_eq!(kinds.last(), Some(&"completed"));
+    let sequences: Vec<u64> = events
+        .iter()
+        .map(|event| event["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(events[0]["prompt"]["mode"], "code");
+    let streamed: String = events
+        .iter()
+        .filter(|event| event["kind"] == "stream")
+        .map(|event| event["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "Counted 3");
+    let completed = &events[events.len() - 1]["prompt"];
+    assert_eq!(completed["state"], "completed");
+    assert_eq!(completed["output"][0]["type"], "tool");
+    assert_eq!(completed["output"][0]["function"], "code.execute");
+    assert_eq!(completed["output"][0]["result"]["status"], "success");
+    assert_eq!(
+        completed["output"][1],
+        json!({"type": "text", "content": "Counted 3"})
+    );
+    assert!(
+        ran.stderr.contains("conversation: "),
+        "ids stay on stderr: {}",
+        ran.stderr
+    );
+}
+
+#[tokio::test]
+async fn prompts_show_prints_the_timeline_and_modes_list_every_mode() {
+    let stack = Stack::start(echo_then_answer("Echoed.")).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("echo something"))
+        .await
+        .unwrap();
+    collect(&client, &prompt.id, 0).await;
+
+    let shown = agentic(&stack, &["prompts", "show", &prompt.id], "").await;
+    assert_eq!(shown.code, 0, "stderr: {}", shown.stderr);
+    for expected in [
+        format!("prompt        {}", prompt.id),
+        "state         completed".to_owned(),
+        "mode          classic".to_owned(),
+        "usage         30 tokens (20 in, 10 out)".to_owned(),
+        "input         echo something".to_owned(),
+        r#"[0] tool  demo.echo {"say":"hello"} → {"echo":{"say":"hello"}}"#.to_owned(),
+        "[1] text  Echoed.".to_owned(),
+    ] {
+        assert!(
+            shown.stdout.contains(&expected),
+            "{expected:?} in:\n{}",
+            shown.stdout
+        );
+    }
+
+    let document = agentic(&stack, &["--json", "prompts", "show", &prompt.id], "").await;
+    let document: Value = serde_json::from_str(&document.stdout).unwrap();
+    assert_eq!(document["id"], prompt.id.as_str());
+    assert_eq!(document["usage"]["total_tokens"], 30);
+    assert_eq!(document["output"][1]["content"], "Echoed.");
+
+    let missing = agentic(&stack, &["prompts", "show", "no-such-prompt"], "").await;
+    assert_eq!(missing.code, 1);
+    assert_eq!(missing.stderr.lines().count(), 1, "{}", missing.stderr);
+    assert!(
+        missing
+            .stderr
+            .starts_with("error: prompt not found: no-such-prompt"),
+        "{}",
+        missing.stderr
+    );
+
+    let modes = agentic(&stack, &["--json", "modes"], "").await;
+    let modes: Value = serde_json::from_str(&modes.stdout).unwrap();
+    let ids: Vec<&str> = modes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|mode| mode["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["classic", "code"]);
+    assert!(modes[0]["healthy"].as_bool().unwrap());
+}
+
+#[tokio::test]
+async fn chat_sends_each_line_switches_modes_with_a_command_and_ends_at_quit() {
+    let stack = Stack::start(vec![
+        text(
+            Match::All(vec![
+                Match::AnyMessageContains("You act by writing JavaScript".into()),
+                Match::LastUserContains("second".into()),
+            ]),
+            r#"output("from code"); done();"#,
+        ),
+        text(Match::LastUserContains("first".into()), "from classic"),
+    ])
+    .await
+    .unwrap();
+
+    let input = "first message\n/mode code\nsecond message\n/quit\nnever sent\n";
+    let ran = agentic(&stack, &["chat"], input).await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    assert_eq!(ran.stdout, "from classic\nfrom code\n");
+    assert!(
+        ran.stderr.contains("mode code from now on"),
+        "{}",
+        ran.stderr
+    );
+
+    let conversation = ran.id_after("conversation");
+    let client = stack.client("alice").await.unwrap();
+    let prompts = client.list_prompts(Some(&conversation)).await.unwrap();
+    let sent: Vec<(&str, &str)> = prompts
+        .iter()
+        .rev()
+        .map(|prompt| (prompt.input.as_str(), prompt.mode.as_str()))
+        .collect();
+    assert_eq!(
+        sent,
+        [("first message", "classic"), ("second message", "code")]
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_prompt_is_approved_from_the_command_line_and_its_stream_goes_on() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "It is done: {last_tool_result}"),
+    ])
+    .await
+    .unwrap();
+
+    let asked = agentic(&stack, &["prompt", "do the risky thing"], "").await;
+    assert_eq!(asked.code, 0, "stderr: {}", asked.stderr);
+    assert!(
+        asked.stderr.contains("[waiting for approval]"),
+        "{}",
+        asked.stderr
+    );
+    let prompt_id = asked.id_after("prompt");
+    let approve_line = asked
+        .stderr
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("agentic approve "))
+        .expect("the command that approves is shown")
+        .to_owned();
+    let (shown_prompt, call_id) = approve_line.split_once(' ').unwrap();
+    assert_eq!(shown_prompt, prompt_id);
+
+    let approved = agentic(&stack, &["approve", &prompt_id, call_id], "").await;
+    assert_eq!(approved.code, 0, "stderr: {}", approved.stderr);
+    assert_eq!(approved.stdout, "It is done: {\"done\":\"launch\"}\n");
+    assert!(
+        approved
+            .stderr
+            .contains(r#"✓ demo.dangerous → {"done":"launch"}"#)
+    );
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client.get_prompt(&prompt_id).await.unwrap();
+    assert_eq!(prompt.state, PromptState::Completed as i32);
+}
+
+#[tokio::test]
+async fn a_rejected_call_never_runs_and_the_model_hears_the_reason() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "Understood: {last_tool_result}"),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("do the risky thing"))
+        .await
+        .unwrap();
+    let events = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kind(events.last().unwrap()), "waiting");
+    let call_id = client.get_prompt(&prompt.id).await.unwrap().output[0]
+        .kind
+        .as_ref()
+        .map(|kind| match kind {
+            agentic_proto::v1::prompt_output::Kind::Tool(tool) => tool.id.clone(),
+            _ => panic!("the first output is the call"),
+        })
+        .unwrap();
+
+    let rejected = agentic(
+        &stack,
+        &["reject", &prompt.id, &call_id, "--reason", "not today"],
+        "",
+    )
+    .await;
+    assert_eq!(rejected.code, 0, "stderr: {}", rejected.stderr);
+    assert!(
+        rejected.stdout.starts_with("Understood: "),
+        "{}",
+        rejected.stdout
+    );
+    assert!(
+        !rejected.stdout.contains("done"),
+        "the tool did not run: {}",
+        rejected.stdout
+    );
+    assert!(rejected.stdout.contains("not today"), "{}", rejected.stdout);
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_prompt() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__sleep", json!({"ms": 60_000}))],
+        ),
+        text(Match::HasToolResults, "slept"),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client.create_prompt(NewPrompt::new("sleep")).await.unwrap();
+    let mut stream = client.stream_prompt(&prompt.id, 0).await.unwrap();
+    // Wait until the sleep has started.
+    while let Some(event) = stream.message().await.unwrap() {
+        if kind(&event) == "output" {
+            break;
+        }
+    }
+
+    let cancelled = agentic(&stack, &["cancel", &prompt.id, "--reason", "too slow"], "").await;
+    assert_eq!(cancelled.code, 0, "stderr: {}", cancelled.stderr);
+    assert!(
+        cancelled
+            .stderr
+            .contains(&format!("prompt {} is cancelled", prompt.id)),
+        "{}",
+        cancelled.stderr
+    );
+    let events = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kind(events.last().unwrap()), "cancelled");
+}
+
+#[tokio::test]
+async fn files_lists_a_conversations_files_and_downloads_them() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![call(
+                "artifact__store",
+                json!({"data": "tea, no sugar", "description": "order", "filename": "order.txt"}),
+            )],
+        ),
+        text(Match::HasToolResults, "Saved order.txt."),
+    ])
+    .await
+    .unwrap();
+    let made = agentic(&stack, &["prompt", "save my order"], "").await;
+    assert_eq!(made.code, 0, "stderr: {}", made.stderr);
+    assert!(
+        made.stderr.contains("file order.txt (text/plain"),
+        "{}",
+        made.stderr
+    );
+    let conversation = made.id_after("conversation");
+
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("downloads");
+    let listed = agentic(
+        &stack,
+        &["files", &conversation, "--output", target.to_str().unwrap()],
+        "",
+    )
+    .await;
+    assert_eq!(listed.code, 0, "stderr: {}", listed.stderr);
+    let line = listed.stdout.lines().next().expect("one file listed");
+    let columns: Vec<&str> = line.split('\t').collect();
+    assert_eq!(columns[1], "order.txt");
+    assert_eq!(columns[3], "13");
+    assert_eq!(columns[4], made.id_after("prompt"));
+    assert_eq!(
+        std::fs::read_to_string(target.join("order.txt")).unwrap(),
+        "tea, no sugar"
+    );
+
+    let document = agentic(&stack, &["--json", "files", &conversation], "").await;
+    let document: Value = serde_json::from_str(&document.stdout).unwrap();
+    assert_eq!(document[0]["filename"], "order.txt");
+    assert_eq!(document[0]["size"], 13);
+}
+
+// ---- The real binary ----
+
+#[tokio::test]
+async fn the_binary_streams_a_prompt_and_a_gateway_that_is_down_is_one_line_and_status_1() {
+    let binary = agentic_binary();
+    let stack = Stack::start(echo_then_answer("Echoed by the binary."))
+        .await
+        .unwrap();
+    let mut prompt = Command::new(binary);
+    prompt
+        .args(["prompt", "say hello"])
+        .env("AGENTIC_SERVER", stack.gateway_url())
+        .env("AGENTIC_USER", "alice");
+    let output = output_of(prompt).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "Echoed by the binary.\n"
+    );
+    assert!(stderr.contains("conversation: "), "{stderr}");
+
+    let url = crate::sdk::closed_gateway_url();
+    let mut modes = Command::new(binary);
+    modes.args(["--server", &url, "modes"]);
+    let output = output_of(modes).await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: cannot reach the agentic gateway at {url}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("make run"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn chat_in_a_terminal_asks_before_a_dangerous_tool_and_goes_on_when_approved() {
+    let binary = agentic_binary();
+    let stack = Stack::start(vec![
+        calls(
+            Match::All(vec![
+                Match::LastUserContains("launch".into()),
+                Match::NoToolResults,
+            ]),
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "Launched: {last_tool_result}"),
+        text(Match::Any, "Hello there."),
+    ])
+    .await
+    .unwrap();
+    let mut terminal = Terminal::spawn(
+        binary,
+        &["--server", &stack.gateway_url(), "--user", "alice", "chat"],
+    );
+
+    terminal.expect("> ").await;
+    terminal.type_line("hi");
+    terminal.expect("Hello there.").await;
+    terminal.expect_after("Hello there.", "> ").await;
+    terminal.type_line("please launch it");
+    terminal
+        .expect(r#"Approve demo.dangerous {"action":"launch"}? [y/N]"#)
+        .await;
+    terminal.type_line("y");
+    terminal.expect(r#"Launched: {"done":"launch"}"#).await;
+    terminal.expect_after("Launched", "> ").await;
+    terminal.type_line("/quit");
+    let status = terminal.wait().await;
+    assert!(status.success(), "screen:\n{}", terminal.screen());
+}
+
+#[tokio::test]
+async fn ctrl_c_in_chat_cancels_the_running_prompt_and_the_chat_goes_on() {
+    let binary = agentic_binary();
+    let stack = Stack::start(vec![
+        calls(
+            Match::All(vec![
+                Match::LastUserContains("nap".into()),
+                Match::NoToolResults,
+            ]),
+            vec![call("demo__sleep", json!({"ms": 60_000}))],
+        ),
+        text(Match::Any, "Still here."),
+    ])
+    .await
+    .unwrap();
+    let mut terminal = Terminal::spawn(
+        binary,
+        &["--server", &stack.gateway_url(), "--user", "alice", "chat"],
+    );
+    terminal.expect("> ").await;
+    terminal.type_line("take a long nap");
+    terminal.expect("→ demo.sleep").await;
+
+    terminal.interrupt();
+    terminal.expect("[cancelled: cancelled with Ctrl-C]").await;
+    terminal.expect_after("[cancelled", "> ").await;
+    terminal.type_line("are you there?");
+    terminal.expect("Still here.").await;
+    terminal.expect_after("Still here.", "> ").await;
+    terminal.type_line("/quit");
+    let status = terminal.wait().await;
+    assert!(status.success(), "screen:\n{}", terminal.screen());
+}
