@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod approvals;
+mod auth;
 mod cancel;
 mod classic;
 mod cli;

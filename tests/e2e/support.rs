@@ -102,13 +102,7 @@ pub fn tool_of(output: &PromptOutput) -> Option<(&str, Result<Value, String>)> {
 
 /// The final prompt carried by a terminal event.
 pub fn terminal_prompt(event: &PromptEvent) -> Option<&Prompt> {
-    match &event.kind {
-        Some(prompt_event::Kind::Completed(completed)) => completed.prompt.as_ref(),
-        Some(prompt_event::Kind::Error(failed)) => failed.prompt.as_ref(),
-        Some(prompt_event::Kind::Cancelled(cancelled)) => cancelled.prompt.as_ref(),
-        Some(prompt_event::Kind::Waiting(waiting)) => waiting.prompt.as_ref(),
-        _ => None,
-    }
+    event.final_prompt()
 }
 
 pub fn call(name: &str, arguments: Value) -> ScriptedCall {

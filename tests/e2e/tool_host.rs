@@ -40,6 +40,7 @@ impl TestToolHost {
             plugins: plugins.iter().map(|name| (*name).to_owned()).collect(),
             // No test here enables the interpreter, so nothing connects to it.
             code_runner_url: "http://127.0.0.1:9".into(),
+            internal_token: None,
         };
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = format!("http://{}", listener.local_addr()?);
@@ -522,6 +523,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it() -> anyhow::Result<()> {
         database_url: format!("sqlite://{}?mode=rwc", database_path.display()),
         plugins: vec!["artifact".into(), "weather".into()],
         code_runner_url: "http://127.0.0.1:9".into(),
+        internal_token: None,
     };
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let result = tool_host::run(config, listener, std::future::pending()).await;

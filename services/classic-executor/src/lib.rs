@@ -35,6 +35,9 @@ pub struct Config {
     /// Model rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CLASSIC_MAX_ROUNDS", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
+    /// Token internal services require from each other (unset: no check, for local use).
+    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
     #[command(flatten)]
     pub llm: LlmConfig,
 }
@@ -57,14 +60,17 @@ pub async fn run_with_model(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let channel = agentic_rpc::channel(&config.tool_host_url)
+    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
+        .context("internal token")?;
+    let channel = agentic_rpc::channel(&config.tool_host_url, &token)
         .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
     let executor = Executor {
         model,
         tool_host: ToolHost::new(channel),
         default_max_rounds: config.max_rounds,
     };
-    agentic_executor::serve(executor, listener, shutdown, &[], |router| router)
+    let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
+    agentic_executor::serve(executor, require, listener, shutdown, &[], |router| router)
         .await
         .context("serving the classic executor")?;
     Ok(())

@@ -54,6 +54,9 @@ pub struct Config {
     /// does not count against the run's wall-clock budget.
     #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub approval_timeout_secs: u64,
+    /// Token internal services require from each other (unset: no check, for local use).
+    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
     #[command(flatten)]
     pub llm: LlmConfig,
 }
@@ -77,7 +80,9 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let model: Arc<dyn ChatModel> =
         Arc::new(OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?);
-    let channel = agentic_rpc::channel(&config.tool_host_url)
+    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
+        .context("internal token")?;
+    let channel = agentic_rpc::channel(&config.tool_host_url, &token)
         .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
     let tool_host = ToolHost::new(channel);
     let limits = config.limits();
@@ -95,9 +100,16 @@ pub async fn run(
         limits,
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
     };
-    agentic_executor::serve(mode, listener, shutdown, &[CODE_RUNNER], |router| {
-        router.add_service(runner)
-    })
+    let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
+    let runner = tonic::service::interceptor::InterceptedService::new(runner, require.clone());
+    agentic_executor::serve(
+        mode,
+        require,
+        listener,
+        shutdown,
+        &[CODE_RUNNER],
+        |router| router.add_service(runner),
+    )
     .await
     .context("serving the code executor")?;
     Ok(())

@@ -3,7 +3,7 @@
 use agentic_proto::json::now;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::{Conversation, ConversationFile, File, GetArtifactRequest};
-use tonic::transport::Channel;
+use agentic_rpc::InternalChannel;
 
 use crate::error::GatewayError;
 use crate::prompts::Prompts;
@@ -92,7 +92,7 @@ impl Prompts {
         &self,
         user_id: &str,
         file_id: &str,
-        artifacts: &Channel,
+        artifacts: &InternalChannel,
     ) -> Result<File, GatewayError> {
         let file = self
             .store

@@ -108,23 +108,11 @@ async fn send(
     sender: &mpsc::Sender<Result<PromptEvent, Status>>,
     event: PromptEvent,
 ) -> Result<(), Stop> {
-    let terminal = is_terminal(&event);
+    // A `waiting` event ends a stream only while the prompt still waits (checked against the
+    // database), so a replay of a prompt that was approved and went on shows the whole log.
+    let terminal = event.is_terminal();
     if sender.send(Ok(event)).await.is_err() || terminal {
         return Err(Stop::Done);
     }
     Ok(())
-}
-
-/// Streams end after these: the prompt will never run again. A `waiting` event ends a stream
-/// only while the prompt still waits (checked against the database), so a replay of a prompt
-/// that was approved and went on shows the whole log.
-pub fn is_terminal(event: &PromptEvent) -> bool {
-    matches!(
-        event.kind,
-        Some(
-            prompt_event::Kind::Completed(_)
-                | prompt_event::Kind::Error(_)
-                | prompt_event::Kind::Cancelled(_)
-        )
-    )
 }

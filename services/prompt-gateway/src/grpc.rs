@@ -13,7 +13,7 @@ use agentic_rpc::to_status;
 use tonic::{Request, Response, Status};
 
 use crate::approvals::Decide;
-use crate::auth::caller;
+use crate::auth::Auth;
 use crate::conversations::NewConversation;
 use crate::error::GatewayError;
 use crate::follow::{EventStream, follow};
@@ -21,8 +21,9 @@ use crate::prompts::{NewPrompt, Prompts};
 
 pub struct GatewayService {
     pub prompts: Prompts,
+    pub auth: Auth,
     /// The tool-host's artifact store, for file contents.
-    pub artifacts: tonic::transport::Channel,
+    pub artifacts: agentic_rpc::InternalChannel,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -35,7 +36,7 @@ fn non_empty(value: String) -> Option<String> {
 #[tonic::async_trait]
 impl PromptGateway for GatewayService {
     async fn create_prompt(&self, request: Request<CreatePromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let model = match ModelTier::try_from(request.model) {
             Ok(ModelTier::Unspecified) => ModelTier::Normal,
@@ -69,7 +70,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<StreamPromptRequest>,
     ) -> GrpcResult<EventStream> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         // Ownership first: another user's prompt does not exist.
         self.prompts
@@ -86,7 +87,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn get_prompt(&self, request: Request<GetPromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let prompt = self
             .prompts
             .get(&user_id, &request.into_inner().prompt_id)
@@ -99,7 +100,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListPromptsRequest>,
     ) -> GrpcResult<ListPromptsResponse> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let conversation = non_empty(request.conversation_id);
         let prompts = self
@@ -111,7 +112,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn cancel_prompt(&self, request: Request<CancelPromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let prompt = self
             .prompts
@@ -125,7 +126,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ApproveToolCallRequest>,
     ) -> GrpcResult<Prompt> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let decide = Decide {
             user_id,
@@ -143,7 +144,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<RejectToolCallRequest>,
     ) -> GrpcResult<Prompt> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let reason = if request.reason.trim().is_empty() {
             "rejected by the user".to_owned()
@@ -203,7 +204,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<CreateConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         let conversation = self
             .prompts
@@ -222,7 +223,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<GetConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let conversation_id = request.into_inner().conversation_id;
         Ok(Response::new(
             self.prompts
@@ -236,7 +237,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListConversationsRequest>,
     ) -> GrpcResult<ListConversationsResponse> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let limit = request.into_inner().limit;
         let conversations = self
             .prompts
@@ -250,7 +251,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListConversationFilesRequest>,
     ) -> GrpcResult<ListConversationFilesResponse> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let conversation_id = request.into_inner().conversation_id;
         let files = self
             .prompts
@@ -261,7 +262,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn get_file(&self, request: Request<GetFileRequest>) -> GrpcResult<File> {
-        let user_id = caller(request.metadata()).map_err(to_status)?;
+        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let file_id = request.into_inner().file_id;
         Ok(Response::new(
             self.prompts

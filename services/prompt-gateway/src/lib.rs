@@ -19,6 +19,7 @@ use std::net::SocketAddr;
 use agentic_proto::v1::prompt_gateway_server::PromptGatewayServer;
 use tokio::net::TcpListener;
 
+use crate::auth::Auth;
 pub use auth::USER_HEADER;
 pub use modes::ModeSpec;
 pub use prompts::DEFAULT_MODE;
@@ -54,6 +55,21 @@ pub struct Config {
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
+    /// Token internal services require from each other (unset: no check, for local use).
+    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
+    /// Users' bearer tokens as TOKEN=USER pairs, comma separated. Unset (and no file): dev
+    /// mode, which trusts the `x-user-id` header.
+    #[arg(
+        long,
+        env = "AGENTIC_AUTH_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub auth_tokens: Vec<String>,
+    /// A file of users' bearer tokens, one `TOKEN USER` (or TOKEN=USER) per line.
+    #[arg(long, env = "AGENTIC_AUTH_TOKENS_FILE")]
+    pub auth_tokens_file: Option<std::path::PathBuf>,
 }
 
 /// Serves the gateway on `listener` until `shutdown` resolves.
@@ -65,7 +81,9 @@ pub async fn run(
     let store = Store::connect(&config.database_url).await?;
     let hub = Hub::default();
     let runner = Runner::new(store.clone(), hub.clone());
-    let modes = ModeRegistry::from_specs(&config.modes)?;
+    let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
+    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    let modes = ModeRegistry::from_specs(&config.modes, token.clone())?;
     let prompts = Prompts {
         store,
         hub,
@@ -79,22 +97,34 @@ pub async fn run(
             "failed prompts left running by a previous gateway process"
         );
     }
-    tracing::warn!(
-        header = USER_HEADER,
-        "no auth tokens configured: trusting the user id the caller sends (dev mode)"
-    );
+    match &auth {
+        Auth::DevMode => tracing::warn!(
+            header = USER_HEADER,
+            "DEV MODE: no auth tokens configured, so any caller can act as any user by naming it in the header"
+        ),
+        Auth::Tokens(tokens) => tracing::info!(tokens = tokens.len(), "bearer token auth enabled"),
+    }
+    if config.internal_token.is_none() {
+        tracing::warn!(
+            "no internal token configured: executors and the tool-host must not be reachable from outside"
+        );
+    }
 
     let (router, health) =
         agentic_rpc::router(&[agentic_proto::v1::prompt_gateway_server::SERVICE_NAME])?;
     health
         .set_serving::<PromptGatewayServer<GatewayService>>()
         .await;
-    let artifacts = agentic_rpc::channel(&config.tool_host_url).map_err(|error| {
+    let artifacts = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
-    let gateway = PromptGatewayServer::new(GatewayService { prompts, artifacts })
-        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let gateway = PromptGatewayServer::new(GatewayService {
+        prompts,
+        auth,
+        artifacts,
+    })
+    .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+    .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
     tracing::info!(address = %listener.local_addr()?, modes = ?config.modes, "prompt-gateway serving");
     agentic_rpc::serve(router.add_service(gateway), listener, shutdown).await?;
     Ok(())

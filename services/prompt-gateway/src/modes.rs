@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use agentic_proto::v1::DescribeRequest;
 use agentic_proto::v1::executor_client::ExecutorClient;
-use tonic::transport::Channel;
+use agentic_rpc::{InternalChannel, SendInternalToken};
 
 use crate::error::GatewayError;
 
@@ -45,7 +45,7 @@ pub struct Mode {
     pub id: String,
     pub name: String,
     pub endpoint: String,
-    pub channel: Channel,
+    pub channel: InternalChannel,
 }
 
 /// What `ListModes` reports for one mode.
@@ -59,11 +59,19 @@ pub struct ModeStatus {
 #[derive(Clone, Default)]
 pub struct ModeRegistry {
     modes: Arc<RwLock<BTreeMap<String, Mode>>>,
+    /// Sent to executors with every call.
+    token: SendInternalToken,
 }
 
 impl ModeRegistry {
-    pub fn from_specs(specs: &[ModeSpec]) -> Result<ModeRegistry, GatewayError> {
-        let registry = ModeRegistry::default();
+    pub fn from_specs(
+        specs: &[ModeSpec],
+        token: SendInternalToken,
+    ) -> Result<ModeRegistry, GatewayError> {
+        let registry = ModeRegistry {
+            modes: Arc::default(),
+            token,
+        };
         for spec in specs {
             registry.register(&spec.id, &spec.id, &spec.endpoint)?;
         }
@@ -90,7 +98,7 @@ impl ModeRegistry {
         let mut modes = self.modes.write().unwrap_or_else(PoisonError::into_inner);
         let channel = match modes.get(id) {
             Some(existing) if existing.endpoint == endpoint => existing.channel.clone(),
-            _ => agentic_rpc::channel(endpoint).map_err(|error| {
+            _ => agentic_rpc::channel(endpoint, &self.token).map_err(|error| {
                 GatewayError::InvalidArgument(format!("invalid endpoint {endpoint:?}: {error}"))
             })?,
         };

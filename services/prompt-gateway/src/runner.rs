@@ -170,7 +170,10 @@ impl Runner {
             )
             .await?;
         self.hub.publish(&event);
-        final_prompt(event)
+        event
+            .final_prompt()
+            .cloned()
+            .ok_or_else(|| GatewayError::Internal("terminal event without its prompt".into()))
     }
 
     async fn follow(
@@ -384,21 +387,5 @@ impl Runner {
         let event = self.store.record(prompt_id, change, kind).await?;
         self.hub.publish(&event);
         Ok(next)
-    }
-}
-
-fn final_prompt(event: agentic_proto::v1::PromptEvent) -> Result<Prompt, GatewayError> {
-    match event.kind {
-        Some(prompt_event::Kind::Cancelled(PromptCancelled {
-            prompt: Some(prompt),
-            ..
-        }))
-        | Some(prompt_event::Kind::Error(PromptFailed {
-            prompt: Some(prompt),
-            ..
-        })) => Ok(prompt),
-        _ => Err(GatewayError::Internal(
-            "terminal event without its prompt".into(),
-        )),
     }
 }

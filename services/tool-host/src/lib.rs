@@ -56,6 +56,10 @@ pub struct Config {
         default_value = "http://127.0.0.1:50053"
     )]
     pub code_runner_url: String,
+
+    /// Token internal services require from each other (unset: no check, for local use).
+    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
 }
 
 /// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus
@@ -69,7 +73,9 @@ pub async fn run(
     let store = store::Store::open(&config.database_url)
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
-    let code_runner = agentic_rpc::channel(&config.code_runner_url)
+    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
+        .context("internal token")?;
+    let code_runner = agentic_rpc::channel(&config.code_runner_url, &token)
         .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
     let plugins = enabled
         .into_iter()
@@ -97,6 +103,11 @@ pub async fn run(
     reporter
         .set_serving::<ArtifactStoreServer<grpc::ArtifactStoreService>>()
         .await;
+    let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
+    let tool_host =
+        tonic::service::interceptor::InterceptedService::new(tool_host, require.clone());
+    let artifact_store =
+        tonic::service::interceptor::InterceptedService::new(artifact_store, require);
     let router = router.add_service(tool_host).add_service(artifact_store);
 
     tracing::info!(address = %listener.local_addr()?, "tool-host serving");

@@ -57,6 +57,18 @@ pub struct NewArtifact {
     pub body: ArtifactBody,
 }
 
+/// A named artifact is what a user calls a file; tools report it as one.
+impl From<&ArtifactMeta> for crate::plugin::ToolFile {
+    fn from(meta: &ArtifactMeta) -> Self {
+        crate::plugin::ToolFile {
+            filename: meta.filename.clone(),
+            mime_type: meta.mime_type.clone(),
+            size: meta.size,
+            artifact_id: meta.id.clone(),
+        }
+    }
+}
+
 /// Everything about an artifact except what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactMeta {

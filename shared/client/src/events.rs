@@ -3,7 +3,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use agentic_proto::v1::{Prompt, PromptEvent, prompt_event};
+use agentic_proto::v1::{Prompt, PromptEvent};
 use futures::Stream;
 use tonic::Streaming;
 
@@ -79,24 +79,10 @@ impl Stream for EventStream {
 
 /// True for the events after which the gateway ends a stream: the prompt finished or paused.
 pub fn is_final(event: &PromptEvent) -> bool {
-    matches!(
-        event.kind,
-        Some(
-            prompt_event::Kind::Completed(_)
-                | prompt_event::Kind::Error(_)
-                | prompt_event::Kind::Cancelled(_)
-                | prompt_event::Kind::Waiting(_)
-        )
-    )
+    event.ends_run()
 }
 
 /// The prompt carried by a final event (`completed`, `error`, `cancelled`, `waiting`).
 pub fn final_prompt(event: &PromptEvent) -> Option<&Prompt> {
-    match &event.kind {
-        Some(prompt_event::Kind::Completed(completed)) => completed.prompt.as_ref(),
-        Some(prompt_event::Kind::Error(failed)) => failed.prompt.as_ref(),
-        Some(prompt_event::Kind::Cancelled(cancelled)) => cancelled.prompt.as_ref(),
-        Some(prompt_event::Kind::Waiting(waiting)) => waiting.prompt.as_ref(),
-        _ => None,
-    }
+    event.final_prompt()
 }

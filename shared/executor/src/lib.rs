@@ -20,9 +20,12 @@ pub use schema::InputCheck;
 pub use sink::{EventSink, StreamClosed};
 
 /// Serves `mode` as an `Executor` (with health and reflection, plus `extra` services such as
-/// code mode's `CodeRunner`) on `listener` until `shutdown` resolves.
+/// code mode's `CodeRunner`) on `listener` until `shutdown` resolves. `Execute` and
+/// `Describe` require the internal token when one is configured; `add_extra` should wrap its
+/// services the same way.
 pub async fn serve<M: Mode>(
     mode: M,
+    internal_token: agentic_rpc::RequireInternalToken,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     extra_services: &[&str],
@@ -43,6 +46,7 @@ pub async fn serve<M: Mode>(
             .set_service_status(*name, tonic_health::ServingStatus::Serving)
             .await;
     }
+    let service = tonic::service::interceptor::InterceptedService::new(service, internal_token);
     let router = add_extra(router.add_service(service));
     tracing::info!(mode = mode_id, address = %listener.local_addr()?, "executor serving");
     agentic_rpc::serve(router, listener, shutdown).await?;

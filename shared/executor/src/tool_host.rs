@@ -6,8 +6,8 @@ use std::time::Duration;
 use agentic_proto::json;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{InvokeToolRequest, PrepareRequest, invoke_tool_response};
+use agentic_rpc::InternalChannel;
 use serde_json::{Map, Value as Json};
-use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::error::ToolHostError;
@@ -17,7 +17,7 @@ const PREPARE_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct ToolHost {
-    client: ToolHostClient<Channel>,
+    client: ToolHostClient<InternalChannel>,
 }
 
 /// What the tool-host offers this run.
@@ -69,7 +69,7 @@ pub struct ToolFile {
 }
 
 impl ToolHost {
-    pub fn new(channel: Channel) -> ToolHost {
+    pub fn new(channel: InternalChannel) -> ToolHost {
         let client = ToolHostClient::new(channel)
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);

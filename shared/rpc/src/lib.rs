@@ -2,6 +2,7 @@
 //! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`.
 
 mod error;
+mod internal;
 
 use std::future::Future;
 use std::time::Duration;
@@ -12,6 +13,10 @@ use tonic::transport::{Channel, Endpoint, Server};
 use tonic_health::server::HealthReporter;
 
 pub use error::{ErrorKind, ServiceError, to_status};
+pub use internal::{
+    INTERNAL_TOKEN_HEADER, InternalChannel, InvalidToken, RequireInternalToken, SendInternalToken,
+    constant_time_eq,
+};
 
 /// Largest message any service accepts or sends (tonic's default receive limit is 4 MiB and
 /// its send limit is unbounded; both are set explicitly).
@@ -56,14 +61,22 @@ pub async fn serve(
         .await
 }
 
-/// A lazily connecting channel to another service. `address` is `http://host:port`.
-pub fn channel(address: &str) -> Result<Channel, tonic::transport::Error> {
-    Ok(Endpoint::from_shared(address.to_owned())?
+/// A lazily connecting channel to another agentic service that sends `token` (the internal
+/// token, when configured) with every call. `address` is `http://host:port`.
+pub fn channel(
+    address: &str,
+    token: &SendInternalToken,
+) -> Result<InternalChannel, tonic::transport::Error> {
+    let channel: Channel = Endpoint::from_shared(address.to_owned())?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true)
-        .connect_lazy())
+        .connect_lazy();
+    Ok(tonic::service::interceptor::InterceptedService::new(
+        channel,
+        token.clone(),
+    ))
 }
 
 /// Resolves on Ctrl-C, or on SIGTERM (how Kubernetes and docker stop a container).

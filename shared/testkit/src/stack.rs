@@ -25,6 +25,10 @@ pub struct StackOptions {
     pub code_run_timeout_ms: u64,
     /// How long code mode waits for a person to decide on a tool call.
     pub code_approval_timeout_secs: u64,
+    /// The token internal services require from each other.
+    pub internal_token: Option<String>,
+    /// Users' bearer tokens as TOKEN=USER; empty: the gateway's dev mode (`x-user-id`).
+    pub auth_tokens: Vec<String>,
     /// Retries after a failed LLM call.
     pub llm_max_retries: u32,
     /// Where the services keep their databases; a fresh temporary folder when `None`.
@@ -38,6 +42,8 @@ impl Default for StackOptions {
             classic_max_rounds: None,
             code_run_timeout_ms: 30_000,
             code_approval_timeout_secs: 600,
+            internal_token: None,
+            auth_tokens: Vec::new(),
             llm_max_retries: 2,
             data_dir: None,
         }
@@ -152,7 +158,13 @@ impl Stack {
             Stack::start_tool_host(&options, &data_dir, code_address, tool_host_listener)?;
         let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
         let code = Stack::start_code(&options, &model, tool_host_address, code_listener)?;
-        let gateway = Stack::start_gateway(&data_dir, &modes, tool_host_address, gateway_listener)?;
+        let gateway = Stack::start_gateway(
+            &options,
+            &data_dir,
+            &modes,
+            tool_host_address,
+            gateway_listener,
+        )?;
         Ok(Stack {
             model,
             gateway_address,
@@ -185,6 +197,7 @@ impl Stack {
             database_url: sqlite_url(data_dir, "tool-host.db"),
             plugins,
             code_runner_url: format!("http://{code_runner}"),
+            internal_token: options.internal_token.clone(),
         };
         Service::start("tool-host", listener, move |listener| {
             tool_host::run(config, listener, std::future::pending())
@@ -201,6 +214,7 @@ impl Stack {
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
+            internal_token: options.internal_token.clone(),
             llm: llm_config(model, options),
         };
         Service::start("classic-executor", listener, move |listener| {
@@ -222,6 +236,7 @@ impl Stack {
             memory_limit_mb: 64,
             max_tool_calls: 200,
             approval_timeout_secs: options.code_approval_timeout_secs,
+            internal_token: options.internal_token.clone(),
             llm: llm_config(model, options),
         };
         Service::start("code-executor", listener, move |listener| {
@@ -230,6 +245,7 @@ impl Stack {
     }
 
     fn start_gateway(
+        options: &StackOptions,
         data_dir: &Path,
         modes: &[prompt_gateway::ModeSpec],
         tool_host: SocketAddr,
@@ -240,6 +256,9 @@ impl Stack {
             database_url: sqlite_url(data_dir, "gateway.db"),
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
+            internal_token: options.internal_token.clone(),
+            auth_tokens: options.auth_tokens.clone(),
+            auth_tokens_file: None,
         };
         Service::start("prompt-gateway", listener, move |listener| {
             prompt_gateway::run(config, listener, std::future::pending())
@@ -282,6 +301,7 @@ impl Stack {
         self.gateway.kill();
         let (listener, address) = bind()?;
         self.gateway = Stack::start_gateway(
+            &self.options,
             &self.data_dir,
             &self.modes,
             self.tool_host_address,

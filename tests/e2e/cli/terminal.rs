@@ -36,7 +36,13 @@ pub fn agentic_binary() -> &'static Path {
         // …); passed on, they make the inner build fingerprint differently and rebuild the
         // workspace. Only what locates the toolchain goes through.
         build.env_clear();
-        for name in ["PATH", "HOME", "RUSTUP_HOME", "CARGO_HOME", "RUSTUP_TOOLCHAIN"] {
+        for name in [
+            "PATH",
+            "HOME",
+            "RUSTUP_HOME",
+            "CARGO_HOME",
+            "RUSTUP_TOOLCHAIN",
+        ] {
             if let Some(value) = std::env::var_os(name) {
                 build.env(name, value);
             }

@@ -60,12 +60,7 @@ impl ArtifactPlugin {
         let files = if meta.filename.is_empty() {
             Vec::new()
         } else {
-            vec![ToolFile {
-                filename: meta.filename.clone(),
-                mime_type: meta.mime_type.clone(),
-                size: meta.size,
-                artifact_id: meta.id.clone(),
-            }]
+            vec![ToolFile::from(&meta)]
         };
         Ok(ToolOutcome {
             output: json!({"id": meta.id}),

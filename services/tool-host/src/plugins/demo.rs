@@ -166,12 +166,7 @@ impl DemoPlugin {
         })?;
         Ok(ToolOutcome {
             output: json!({"id": meta.id, "filename": meta.filename}),
-            files: vec![ToolFile {
-                filename: meta.filename.clone(),
-                mime_type: meta.mime_type.clone(),
-                size: meta.size,
-                artifact_id: meta.id.clone(),
-            }],
+            files: vec![ToolFile::from(&meta)],
         })
     }
 }

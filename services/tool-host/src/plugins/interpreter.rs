@@ -7,9 +7,9 @@ use std::time::Duration;
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_client::CodeRunnerClient;
 use agentic_proto::v1::{RunCodeRequest, run_code_response};
+use agentic_rpc::InternalChannel;
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tonic::transport::Channel;
 
 use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
 
@@ -19,11 +19,11 @@ const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const RPC_GRACE: Duration = Duration::from_secs(5);
 
 pub struct InterpreterPlugin {
-    code_runner: CodeRunnerClient<Channel>,
+    code_runner: CodeRunnerClient<InternalChannel>,
 }
 
 impl InterpreterPlugin {
-    pub fn new(channel: Channel) -> InterpreterPlugin {
+    pub fn new(channel: InternalChannel) -> InterpreterPlugin {
         InterpreterPlugin {
             code_runner: CodeRunnerClient::new(channel),
         }

@@ -6,7 +6,7 @@ mod interpreter;
 
 use std::sync::Arc;
 
-use tonic::transport::Channel;
+use agentic_rpc::InternalChannel;
 
 pub use artifact::ArtifactPlugin;
 pub use demo::DemoPlugin;
@@ -58,7 +58,7 @@ impl BuiltIn {
 
     /// Builds the plugin. `code_runner` is the (lazily connecting) channel to code-executor's
     /// `CodeRunner`, which only the interpreter uses.
-    pub fn build(self, store: &Store, code_runner: &Channel) -> Arc<dyn Plugin> {
+    pub fn build(self, store: &Store, code_runner: &InternalChannel) -> Arc<dyn Plugin> {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
