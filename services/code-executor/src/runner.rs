@@ -215,7 +215,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn code_run_by_a_tool_is_refused_tools_that_require_approval() {
         // Nothing listens there: the refusal must not need the tool-host.
-        let channel = agentic_rpc::channel("http://127.0.0.1:1").unwrap();
+        let channel = agentic_rpc::channel(
+            "http://127.0.0.1:1",
+            &agentic_rpc::SendInternalToken::default(),
+        )
+        .unwrap();
         let scope = Arc::new(RunScope {
             user_id: "user".into(),
             prompt_id: "prompt".into(),

@@ -87,7 +87,11 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         conversation_id: "conversation".into(),
         state: Map::new(),
     });
-    let channel = agentic_rpc::channel(&format!("http://{address}")).unwrap();
+    let channel = agentic_rpc::channel(
+        &format!("http://{address}"),
+        &agentic_rpc::SendInternalToken::default(),
+    )
+    .unwrap();
     let toolbox = Toolbox::new(
         ToolHost::new(channel),
         scope,
