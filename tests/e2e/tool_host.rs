@@ -41,6 +41,8 @@ impl TestToolHost {
             // No test here enables the interpreter, so nothing connects to it.
             code_runner_url: "http://127.0.0.1:9".into(),
             internal_token: None,
+            check_config: false,
+            probe: false,
         };
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = format!("http://{}", listener.local_addr()?);
@@ -524,6 +526,8 @@ async fn an_unknown_plugin_stops_the_start_naming_it() -> anyhow::Result<()> {
         plugins: vec!["artifact".into(), "weather".into()],
         code_runner_url: "http://127.0.0.1:9".into(),
         internal_token: None,
+        check_config: false,
+        probe: false,
     };
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let result = tool_host::run(config, listener, std::future::pending()).await;

@@ -1,11 +1,20 @@
 //! The classic-executor binary: parse the config, start logging, bind, serve until Ctrl-C or SIGTERM.
 
 use anyhow::Context as _;
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = classic_executor::Config::parse();
+    if config.check_config {
+        agentic_rpc::config::check_environment(&classic_executor::Config::command())?;
+        classic_executor::check(&config)?;
+        println!("configuration ok");
+        return Ok(());
+    }
+    if config.probe {
+        return Ok(agentic_rpc::probe(config.listen).await?);
+    }
     agentic_telemetry::init("classic-executor");
     if config.llm.openai_api_key.is_none() {
         tracing::warn!(

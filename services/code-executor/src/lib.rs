@@ -59,6 +59,13 @@ pub struct Config {
     pub internal_token: Option<String>,
     #[command(flatten)]
     pub llm: LlmConfig,
+    /// Parse and check the configuration, then exit (0 when it is usable).
+    #[arg(long)]
+    pub check_config: bool,
+    /// Check that the service on `--listen` answers health checks, then exit (for container
+    /// health checks).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 impl Config {
@@ -70,6 +77,14 @@ impl Config {
             ..sandbox::Limits::default()
         }
     }
+}
+
+/// What `--check-config` checks beyond parsing: the LLM client and the internal token.
+pub fn check(config: &Config) -> anyhow::Result<()> {
+    OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?;
+    agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
+        .context("internal token")?;
+    Ok(())
 }
 
 /// Serves the code mode (`Executor`) and `CodeRunner` on `listener` until `shutdown` resolves.

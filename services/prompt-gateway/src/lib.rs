@@ -70,6 +70,24 @@ pub struct Config {
     /// A file of users' bearer tokens, one `TOKEN USER` (or TOKEN=USER) per line.
     #[arg(long, env = "AGENTIC_AUTH_TOKENS_FILE")]
     pub auth_tokens_file: Option<std::path::PathBuf>,
+    /// Parse and check the configuration, then exit (0 when it is usable).
+    #[arg(long)]
+    pub check_config: bool,
+    /// Check that the service on `--listen` answers health checks, then exit (for container
+    /// health checks).
+    #[arg(long)]
+    pub probe: bool,
+}
+
+/// What `--check-config` checks beyond parsing: the auth tokens, the internal token and the
+/// modes are usable.
+pub fn check(config: &Config) -> anyhow::Result<()> {
+    Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
+    agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    if config.modes.is_empty() {
+        anyhow::bail!("no execution modes configured (--modes)");
+    }
+    Ok(())
 }
 
 /// Serves the gateway on `listener` until `shutdown` resolves.

@@ -1,11 +1,20 @@
 //! The prompt-gateway binary: parse the config, start logging, bind, serve until Ctrl-C or SIGTERM.
 
 use anyhow::Context as _;
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = prompt_gateway::Config::parse();
+    if config.check_config {
+        agentic_rpc::config::check_environment(&prompt_gateway::Config::command())?;
+        prompt_gateway::check(&config)?;
+        println!("configuration ok");
+        return Ok(());
+    }
+    if config.probe {
+        return Ok(agentic_rpc::probe(config.listen).await?);
+    }
     agentic_telemetry::init("prompt-gateway");
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -60,6 +60,20 @@ pub struct Config {
     /// Token internal services require from each other (unset: no check, for local use).
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
+    /// Parse and check the configuration, then exit (0 when it is usable).
+    #[arg(long)]
+    pub check_config: bool,
+    /// Check that the service on `--listen` answers health checks, then exit (for container
+    /// health checks).
+    #[arg(long)]
+    pub probe: bool,
+}
+
+/// What `--check-config` checks beyond parsing: the plugin names and the internal token.
+pub fn check(config: &Config) -> anyhow::Result<()> {
+    BuiltIn::parse_list(&config.plugins)?;
+    agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    Ok(())
 }
 
 /// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus

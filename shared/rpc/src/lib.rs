@@ -1,6 +1,7 @@
 //! The common gRPC edge of every agentic service: serving with health and reflection on a
 //! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`.
 
+pub mod config;
 mod error;
 mod internal;
 
@@ -122,4 +123,41 @@ pub async fn run_until_signal<E>(service: impl Future<Output = Result<(), E>>) -
             Ok(())
         }
     }
+}
+
+/// `--probe`: asks the service listening on `listen` (this machine) whether it serves, the
+/// way a container health check does, with no tool beyond the service's own binary.
+pub async fn probe(listen: std::net::SocketAddr) -> Result<(), ProbeError> {
+    let mut address = listen;
+    if address.ip().is_unspecified() {
+        address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let channel = Endpoint::from_shared(format!("http://{address}"))
+        .map_err(|error| ProbeError::Unreachable(error.to_string()))?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .map_err(|error| ProbeError::Unreachable(error.to_string()))?;
+    let request = tonic_health::pb::HealthCheckRequest {
+        service: String::new(),
+    };
+    let status = tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(request)
+        .await
+        .map_err(|status| ProbeError::Unreachable(status.message().to_owned()))?
+        .into_inner()
+        .status();
+    match status {
+        tonic_health::pb::health_check_response::ServingStatus::Serving => Ok(()),
+        other => Err(ProbeError::NotServing(other.as_str_name().to_owned())),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("no answer from the service: {0}")]
+    Unreachable(String),
+    #[error("the service is {0}")]
+    NotServing(String),
 }

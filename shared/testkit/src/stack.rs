@@ -198,6 +198,8 @@ impl Stack {
             plugins,
             code_runner_url: format!("http://{code_runner}"),
             internal_token: options.internal_token.clone(),
+            check_config: false,
+            probe: false,
         };
         Service::start("tool-host", listener, move |listener| {
             tool_host::run(config, listener, std::future::pending())
@@ -215,6 +217,8 @@ impl Stack {
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             internal_token: options.internal_token.clone(),
+            check_config: false,
+            probe: false,
             llm: llm_config(model, options),
         };
         Service::start("classic-executor", listener, move |listener| {
@@ -237,6 +241,8 @@ impl Stack {
             max_tool_calls: 200,
             approval_timeout_secs: options.code_approval_timeout_secs,
             internal_token: options.internal_token.clone(),
+            check_config: false,
+            probe: false,
             llm: llm_config(model, options),
         };
         Service::start("code-executor", listener, move |listener| {
@@ -257,6 +263,8 @@ impl Stack {
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),
+            check_config: false,
+            probe: false,
             auth_tokens: options.auth_tokens.clone(),
             auth_tokens_file: None,
         };

@@ -1,0 +1,52 @@
+//! `--check-config`: every binary can parse its configuration and exit, so delivery files
+//! (compose, Kubernetes) are tested against what the binaries really read.
+
+use std::collections::BTreeSet;
+
+/// Prefixes of the environment variables agentic binaries read. A variable with one of them
+/// that a binary does not know is a typo or a setting meant for another service.
+pub const ENV_PREFIXES: &[&str] = &[
+    "AGENTIC_",
+    "GATEWAY_",
+    "TOOL_HOST_",
+    "CLASSIC_",
+    "CODE_",
+    "OPENAI_",
+    "LLM_",
+    "STAND_IN_MODEL_",
+];
+
+/// Environment variables in `environment` that look like agentic settings but that
+/// `command` does not read.
+pub fn unknown_settings(
+    command: &clap::Command,
+    environment: impl Iterator<Item = String>,
+) -> Vec<String> {
+    let known: BTreeSet<String> = command
+        .get_arguments()
+        .filter_map(|argument| argument.get_env())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
+    environment
+        .filter(|name| ENV_PREFIXES.iter().any(|prefix| name.starts_with(prefix)))
+        .filter(|name| !known.contains(name))
+        .collect()
+}
+
+/// The check behind `--check-config`, after clap parsed flags and environment: fails on
+/// unknown agentic settings in this process's environment.
+pub fn check_environment(command: &clap::Command) -> Result<(), UnknownSettings> {
+    let unknown = unknown_settings(
+        command,
+        std::env::vars_os().filter_map(|(name, _)| name.into_string().ok()),
+    );
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(UnknownSettings(unknown))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("settings this binary does not read: {}", .0.join(", "))]
+pub struct UnknownSettings(pub Vec<String>);
