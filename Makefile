@@ -1,7 +1,7 @@
 # The two commands: `make run` (or `make demo`) and `make test`. See README.md.
 CARGO ?= cargo
 
-.PHONY: all build run demo test lint fmt clean
+.PHONY: all build run demo test validate lint fmt clean
 
 all: build
 
@@ -16,10 +16,16 @@ run: build
 demo: build
 	scripts/stack.sh demo
 
-## Every test: unit tests of each crate and the end-to-end suite against the real services.
+## Every test: unit tests of each crate, the end-to-end suite against the real services, and
+## offline checks of the delivery files (compose, Kubernetes) against what the binaries read.
 test:
 	$(CARGO) build --workspace --all-targets --locked
 	$(CARGO) test --workspace --locked --no-fail-fast
+	scripts/validate-delivery.sh
+
+## Only the delivery checks (needs the debug binaries: `make build`).
+validate:
+	scripts/validate-delivery.sh
 
 lint:
 	$(CARGO) fmt --all --check
@@ -30,4 +36,4 @@ fmt:
 
 clean:
 	$(CARGO) clean
-	rm -rf .run
+	rm -rf .run .venv-validate

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Checks that docker-compose.yml and the Kubernetes manifests pass only settings the
+binaries read: each service's environment (and command) is handed to its binary's
+`--check-config`, which parses it and refuses unknown agentic settings. Also checks that
+compose `depends_on` and kustomize `resources` name things that exist."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / "target" / "debug"
+SERVICES = {"prompt-gateway", "classic-executor", "code-executor", "tool-host"}
+failures = []
+
+
+def compose_value(value):
+    """`${VAR:-default}` becomes its default, as compose would without the variable set."""
+    return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
+
+
+def check(origin, binary, env, args):
+    if binary not in SERVICES:
+        return
+    run_env = {"PATH": os.environ.get("PATH", ""), **env}
+    result = subprocess.run([str(BIN / binary), *args, "--check-config"], env=run_env, capture_output=True, text=True)
+    if result.returncode != 0:
+        failures.append(f"{origin}: {binary} refuses its configuration: {result.stderr.strip().splitlines()[0] if result.stderr.strip() else result.returncode}")
+    else:
+        print(f"ok  {origin}: {binary} accepts {len(env)} settings")
+
+
+def check_compose():
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    for name, service in services.items():
+        for dependency in service.get("depends_on", {}) or {}:
+            if dependency not in services:
+                failures.append(f"compose: {name} depends on unknown service {dependency}")
+        command = service.get("command") or []
+        if not command:
+            continue
+        env = {key: compose_value(value) for key, value in (service.get("environment") or {}).items()}
+        env = {key: value for key, value in env.items() if value != ""}
+        check(f"compose {name}", command[0], env, command[1:])
+
+
+def manifest_documents():
+    for path in sorted((ROOT / "deploy").rglob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            kustomization = yaml.safe_load(path.read_text())
+            for resource in kustomization.get("resources", []):
+                if not (path.parent / resource).exists():
+                    failures.append(f"{path.relative_to(ROOT)}: resource {resource} does not exist")
+            for patch in kustomization.get("patches", []):
+                if not (path.parent / patch["path"]).exists():
+                    failures.append(f"{path.relative_to(ROOT)}: patch {patch['path']} does not exist")
+            continue
+        for document in yaml.safe_load_all(path.read_text()):
+            if document:
+                yield path, document
+
+
+def check_manifests():
+    config, secrets = {}, {}
+    documents = list(manifest_documents())
+    for path, document in documents:
+        if document["kind"] == "ConfigMap" and "base" in path.parts:
+            config.update(document.get("data", {}))
+        if document["kind"] == "Secret":
+            secrets.update(document.get("stringData", {}))
+    for path, document in documents:
+        if document["kind"] != "Deployment":
+            continue
+        for container in document["spec"]["template"]["spec"]["containers"]:
+            env = {}
+            for variable in container.get("env", []):
+                source = variable.get("valueFrom", {})
+                if "value" in variable:
+                    env[variable["name"]] = variable["value"]
+                elif "configMapKeyRef" in source:
+                    key = source["configMapKeyRef"]["key"]
+                    if key not in config:
+                        failures.append(f"{path.name}: {variable['name']} reads missing config key {key}")
+                    env[variable["name"]] = config.get(key, "")
+                elif "secretKeyRef" in source:
+                    key = source["secretKeyRef"]["key"]
+                    if key not in secrets:
+                        failures.append(f"{path.name}: {variable['name']} reads missing secret key {key}")
+                    env[variable["name"]] = secrets.get(key, "")
+            command = container.get("command", [])
+            check(f"{path.relative_to(ROOT)} {container['name']}", command[0], env, command[1:] + container.get("args", []))
+
+
+check_compose()
+check_manifests()
+if failures:
+    print("\n".join(f"FAIL {failure}" for failure in failures), file=sys.stderr)
+    sys.exit(1)

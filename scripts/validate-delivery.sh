@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Offline checks of the delivery files (part of `make test`): the compose file against the
+# compose-spec schema, the Kubernetes manifests with kubernetes-validate --strict, and the
+# settings both pass against what the binaries read (`--check-config`). The validators are
+# installed once into .venv-validate from PyPI; after that nothing needs the network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv-validate
+if [[ ! -x "$venv/bin/kubernetes-validate" || ! -x "$venv/bin/check-jsonschema" ]]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate check-jsonschema pyyaml
+fi
+
+echo "== compose file against the compose-spec schema"
+"$venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec docker-compose.yml
+
+echo "== Kubernetes manifests (strict, 1.33)"
+manifests=$(find deploy -name '*.yaml' ! -name kustomization.yaml | sort)
+# shellcheck disable=SC2086
+"$venv/bin/kubernetes-validate" --strict -k 1.33.0 $manifests
+
+echo "== settings in compose and manifests are ones the binaries read"
+"$venv/bin/python" scripts/check_delivery_env.py
