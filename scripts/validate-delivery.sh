@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Offline checks of the delivery files (part of `make test`): the compose file against the
+# Offline checks of the delivery files and contracts (part of `make test`): the compose file against the
 # compose-spec schema, the Kubernetes manifests with kubernetes-validate --strict, and the
-# settings both pass against what the binaries read (`--check-config`). The validators are
+# settings both pass against what the binaries read (`--check-config`), and `buf lint` on proto/. The validators are
 # installed once into .venv-validate from PyPI; after that nothing needs the network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +22,13 @@ manifests=$(find deploy -name '*.yaml' ! -name kustomization.yaml | sort)
 
 echo "== settings in compose and manifests are ones the binaries read"
 "$venv/bin/python" scripts/check_delivery_env.py
+
+echo "== protobuf contracts: buf lint and format"
+tools=.buf-tools
+if [[ ! -x "$tools/node_modules/.bin/buf" ]]; then
+    mkdir -p "$tools"
+    npm install --silent --no-fund --no-audit --prefix "$tools" @bufbuild/buf@1 >/dev/null
+fi
+"$tools/node_modules/.bin/buf" lint
+"$tools/node_modules/.bin/buf" format --diff --exit-code
+echo "delivery and contract checks passed"
