@@ -202,6 +202,12 @@ fn complete<'js>(
             "complete() expects an object {response, data?, followUp?}".into(),
         ));
     };
+    // `data` is kept as `_lastData`, like store() would keep it.
+    if let Some(data) = &completion.data {
+        let key = "_lastData".to_owned();
+        session.count_stored(&key, Some(data.to_string().len()))?;
+        session.memory.borrow_mut().insert(key, data.clone());
+    }
     *session.completion.borrow_mut() = Some(completion);
     Ok(Value::new_undefined(ctx.clone()))
 }

@@ -6,17 +6,44 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::plugin::{CallContext, Plugin, ToolFailure, ToolFile, ToolOutcome, ToolSpec};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::plugin::{
+    CallContext, ContextItem, Plugin, PrepareContext, ToolFailure, ToolFile, ToolOutcome, ToolSpec,
+};
 use crate::store::{ArtifactBody, NewArtifact, Store};
 
 pub struct DemoPlugin {
     /// Where `demo.report` keeps the files it writes.
     store: Store,
+    /// `demo.sleep` calls running now. Reported as context, so a caller can see that a
+    /// cancelled call really stopped here.
+    sleeping: Arc<AtomicUsize>,
 }
 
 impl DemoPlugin {
     pub fn new(store: Store) -> DemoPlugin {
-        DemoPlugin { store }
+        DemoPlugin {
+            store,
+            sleeping: Arc::default(),
+        }
+    }
+}
+
+/// Counts one running sleep for as long as it lives; a dropped (cancelled) call counts down.
+struct Sleeping(Arc<AtomicUsize>);
+
+impl Sleeping {
+    fn start(counter: &Arc<AtomicUsize>) -> Sleeping {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Sleeping(Arc::clone(counter))
+    }
+}
+
+impl Drop for Sleeping {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -24,6 +51,14 @@ impl DemoPlugin {
 impl Plugin for DemoPlugin {
     fn name(&self) -> &'static str {
         "demo"
+    }
+
+    async fn context(&self, _ctx: &PrepareContext) -> Vec<ContextItem> {
+        let sleeping = self.sleeping.load(Ordering::SeqCst);
+        vec![ContextItem {
+            name: "demo".into(),
+            content: format!("{sleeping} demo.sleep calls in flight"),
+        }]
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
@@ -116,6 +151,7 @@ impl Plugin for DemoPlugin {
                     .and_then(Value::as_u64)
                     .ok_or_else(|| ToolFailure::new("ms is required"))?;
                 // Dropping the call drops this future, so a cancelled sleep ends at once.
+                let _sleeping = Sleeping::start(&self.sleeping);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(ToolOutcome::output(json!({"slept_ms": ms})))
             }

@@ -98,16 +98,18 @@ async fn done_and_complete_record_a_completion_and_let_the_code_continue() {
     assert_eq!(outcome.result, Ok(json!("still running")));
     assert_eq!(outcome.completion, Some(Completion::default()));
 
-    let (outcome, _) =
-        run_code("complete({ response: 'All done', data: { rows: 3 }, followUp: 'More?' }); 1")
-            .await;
+    let (outcome, _) = run_code(
+        "complete({ response: 'All done', data: { rows: 3 }, followUp: 'More?' }); recall('_lastData').rows - 2",
+    )
+    .await;
     let expected = Completion {
         response: Some("All done".into()),
         data: Some(json!({ "rows": 3 })),
         follow_up: Some("More?".into()),
     };
     assert_eq!(outcome.completion, Some(expected));
-    assert_eq!(outcome.result, Ok(json!(1)));
+    assert_eq!(outcome.result, Ok(json!(1)), "data is kept as _lastData");
+    assert_eq!(outcome.memory.get("_lastData"), Some(&json!({ "rows": 3 })));
 
     let (outcome, _) = run_code("1").await;
     assert_eq!(outcome.completion, None);
