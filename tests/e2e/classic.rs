@@ -167,24 +167,8 @@ async fn independent_calls_of_one_round_run_concurrently() {
     let events = collect(&client, &prompt.id, 0).await;
     assert_eq!(kind(events.last().unwrap()), "completed");
 
-    // Overlapping [start, end] intervals prove concurrency without timing the test itself.
     let stored = client.get_prompt(&prompt.id).await.unwrap();
-    let intervals: Vec<(i64, i64)> = stored.output[..4]
-        .iter()
-        .map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => (
-                agentic_proto::json::timestamp_millis(tool.start.as_ref().unwrap()),
-                agentic_proto::json::timestamp_millis(tool.end.as_ref().unwrap()),
-            ),
-            other => panic!("expected a tool output, got {other:?}"),
-        })
-        .collect();
-    let latest_start = intervals.iter().map(|(start, _)| *start).max().unwrap();
-    let earliest_end = intervals.iter().map(|(_, end)| *end).min().unwrap();
-    assert!(
-        latest_start < earliest_end,
-        "all four sleeps overlapped: {intervals:?}"
-    );
+    assert_all_overlap(&stored, "demo.sleep", 4);
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! stand-in model writing the JavaScript.
 
 use agentic_client::NewPrompt;
-use agentic_proto::v1::{PromptState, prompt_event, prompt_output};
+use agentic_proto::v1::{PromptState, prompt_event};
 use agentic_testkit::model::{Match, Reply, Rule};
 use agentic_testkit::{Stack, StackOptions};
 use serde_json::json;
@@ -178,24 +178,7 @@ complete({response: JSON.stringify(results.slice(9))});
     collect(&client, &prompt.id, 0).await;
 
     let stored = client.get_prompt(&prompt.id).await.unwrap();
-    let sleeps: Vec<(i64, i64)> = stored
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) if tool.function == "demo.sleep" => Some((
-                agentic_proto::json::timestamp_millis(tool.start.as_ref().unwrap()),
-                agentic_proto::json::timestamp_millis(tool.end.as_ref().unwrap()),
-            )),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(sleeps.len(), 10);
-    let latest_start = sleeps.iter().map(|(start, _)| *start).max().unwrap();
-    let earliest_end = sleeps.iter().map(|(_, end)| *end).min().unwrap();
-    assert!(
-        latest_start < earliest_end,
-        "all ten sleeps overlapped: {sleeps:?}"
-    );
+    assert_all_overlap(&stored, "demo.sleep", 10);
 
     let answer: serde_json::Value =
         serde_json::from_str(text_of(stored.output.last().unwrap()).unwrap()).unwrap();

@@ -185,3 +185,26 @@ pub async fn create_in(
     };
     gateway.create_prompt(request).await.unwrap().into_inner()
 }
+
+/// Asserts the prompt has `count` calls of `function` whose [start, end] intervals all
+/// overlap: they ran concurrently. This proves concurrency without timing the test itself.
+pub fn assert_all_overlap(prompt: &Prompt, function: &str, count: usize) {
+    let intervals: Vec<(i64, i64)> = prompt
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) if tool.function == function => Some((
+                agentic_proto::json::timestamp_millis(tool.start.as_ref().unwrap()),
+                agentic_proto::json::timestamp_millis(tool.end.as_ref().unwrap()),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(intervals.len(), count, "calls of {function}");
+    let latest_start = intervals.iter().map(|(start, _)| *start).max().unwrap();
+    let earliest_end = intervals.iter().map(|(_, end)| *end).min().unwrap();
+    assert!(
+        latest_start < earliest_end,
+        "all {count} calls of {function} overlapped: {intervals:?}"
+    );
+}
