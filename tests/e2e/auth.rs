@@ -18,9 +18,10 @@ use tonic::{Code, Request, Status};
 
 use crate::support::*;
 
-type Authed = PromptGatewayClient<
-    InterceptedService<Channel, Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>>,
->;
+/// Adds fixed metadata to every request.
+type AddHeaders = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>;
+
+type Authed = PromptGatewayClient<InterceptedService<Channel, AddHeaders>>;
 
 /// A gateway client that sends the given metadata with every call.
 async fn client_with(address: String, headers: &[(&'static str, &str)]) -> Authed {
@@ -33,13 +34,12 @@ async fn client_with(address: String, headers: &[(&'static str, &str)]) -> Authe
         .iter()
         .map(|(key, value)| (*key, value.parse().unwrap()))
         .collect();
-    let interceptor: Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send> =
-        Box::new(move |mut request| {
-            for (key, value) in &headers {
-                request.metadata_mut().insert(*key, value.clone());
-            }
-            Ok(request)
-        });
+    let interceptor: AddHeaders = Box::new(move |mut request| {
+        for (key, value) in &headers {
+            request.metadata_mut().insert(*key, value.clone());
+        }
+        Ok(request)
+    });
     PromptGatewayClient::with_interceptor(channel, interceptor)
 }
 
