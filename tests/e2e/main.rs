@@ -18,4 +18,5 @@ mod model;
 mod sdk;
 mod streams;
 mod support;
+mod telemetry;
 mod tool_host;

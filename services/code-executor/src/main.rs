@@ -15,7 +15,7 @@ async fn main() -> anyhow::Result<()> {
     if config.probe {
         return Ok(agentic_rpc::probe(config.listen).await?);
     }
-    agentic_telemetry::init("code-executor");
+    let _telemetry = agentic_telemetry::init("code-executor");
     if config.llm.openai_api_key.is_none() {
         tracing::warn!(
             base_url = %config.llm.openai_base_url,

@@ -13,6 +13,7 @@ use agentic_proto::v1::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
+use tracing::Instrument as _;
 
 use crate::error::GatewayError;
 use crate::hub::Hub;
@@ -23,6 +24,9 @@ use crate::store::{Change, Store};
 pub struct OpenRun {
     inputs: mpsc::Sender<ExecuteInput>,
     events: Streaming<ExecuteEvent>,
+    /// The run's `prompt {id}` span: the executor's spans are its children, so the whole run
+    /// is one trace. Following the run continues inside it.
+    span: tracing::Span,
 }
 
 /// Builds the event to store from the prompt as the change left it (for terminal events).
@@ -65,6 +69,17 @@ impl Runner {
     /// Opens the executor's `Execute` stream with `start` as its first message. An executor
     /// that cannot be reached is `UNAVAILABLE` here, before any prompt is stored.
     pub async fn open(&self, mode: &Mode, start: ExecuteStart) -> Result<OpenRun, GatewayError> {
+        let prompt_id = start
+            .prompt
+            .as_ref()
+            .map(|prompt| prompt.id.as_str())
+            .unwrap_or_default();
+        let span = tracing::info_span!(
+            "prompt",
+            otel.name = %format_args!("prompt {prompt_id}"),
+            prompt_id,
+            mode = %mode.id,
+        );
         let (inputs, receiver) = mpsc::channel(16);
         let start = ExecuteInput {
             kind: Some(execute_input::Kind::Start(start)),
@@ -78,13 +93,18 @@ impl Runner {
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
         let events = client
             .execute(ReceiverStream::new(receiver))
+            .instrument(span.clone())
             .await
             .map_err(|status| GatewayError::ModeUnavailable {
                 mode: mode.id.clone(),
                 reason: status.message().to_owned(),
             })?
             .into_inner();
-        Ok(OpenRun { inputs, events })
+        Ok(OpenRun {
+            inputs,
+            events,
+            span,
+        })
     }
 
     /// Follows an opened run in the background until it finishes, fails or is cancelled.
@@ -98,16 +118,20 @@ impl Runner {
         let prompt_id = prompt.id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
-        tokio::spawn(async move {
-            runner
-                .follow(&prompt_id, &mode, outputs, run, commands)
-                .await;
-            runner
-                .active
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&prompt_id);
-        });
+        let span = run.span.clone();
+        tokio::spawn(
+            async move {
+                runner
+                    .follow(&prompt_id, &mode, outputs, run, commands)
+                    .await;
+                runner
+                    .active
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&prompt_id);
+            }
+            .instrument(span),
+        );
     }
 
     /// Cancels a run followed by this gateway. `None` when no run of that prompt is active here.

@@ -15,7 +15,7 @@ async fn main() -> anyhow::Result<()> {
     if config.probe {
         return Ok(agentic_rpc::probe(config.listen).await?);
     }
-    agentic_telemetry::init("tool-host");
+    let _telemetry = agentic_telemetry::init("tool-host");
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

@@ -104,6 +104,7 @@ impl Registry {
         }
         let span = tracing::info_span!(
             "execute_tool",
+            otel.name = %format_args!("execute_tool {tool_id}"),
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = tool_id,
             gen_ai.tool.call.id = %ctx.tool_call_id,

@@ -80,8 +80,16 @@ impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
         };
         let run = RunRequest::try_from(start).map_err(to_status)?;
         let (sender, receiver) = mpsc::channel(EVENT_BUFFER);
-        let span =
-            tracing::info_span!("execute", mode = self.mode.id(), prompt_id = %run.prompt_id);
+        // GenAI conventions: an agent invocation; its LLM calls and tool calls are children.
+        let mode = self.mode.id();
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {mode}"),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = mode,
+            mode,
+            prompt_id = %run.prompt_id,
+        );
         tokio::spawn(supervise(Arc::clone(&self.mode), run, inputs, sender).instrument(span));
         let events = ReceiverStream::new(receiver).map(|event| Ok(pb::ExecuteEvent::from(event)));
         Ok(Response::new(Box::pin(events)))

@@ -15,6 +15,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::Instrument as _;
 
 use crate::error::AttemptError;
 use crate::sse::{SseParser, Step, StreamAccumulator};
@@ -170,6 +171,51 @@ impl ChatModel for OpenAiChatModel {
         deltas: Option<UnboundedSender<String>>,
     ) -> Result<ChatResponse, LlmError> {
         let model = self.model(request.tier).to_owned();
+        // GenAI conventions: one `chat {model}` span per call, retries included.
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {model}"),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        let outcome = self
+            .chat_with_retries(model, request, deltas)
+            .instrument(span.clone())
+            .await;
+        match &outcome {
+            Ok(response) => {
+                // As i64: tracing-opentelemetry exports u64 values as strings.
+                let tokens = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+                span.record(
+                    "gen_ai.usage.input_tokens",
+                    tokens(response.usage.input_tokens),
+                );
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    tokens(response.usage.output_tokens),
+                );
+            }
+            Err(error) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("otel.status_message", tracing::field::display(error));
+            }
+        }
+        outcome
+    }
+}
+
+impl OpenAiChatModel {
+    async fn chat_with_retries(
+        &self,
+        model: String,
+        request: ChatRequest,
+        deltas: Option<UnboundedSender<String>>,
+    ) -> Result<ChatResponse, LlmError> {
         let messages: Vec<ChatCompletionMessage> =
             request.messages.iter().map(to_library_message).collect();
         // openai-api-rs cannot stream usable tool calls or carry tool schemas (see the type's docs).

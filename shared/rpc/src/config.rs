@@ -16,6 +16,10 @@ pub const ENV_PREFIXES: &[&str] = &[
     "STAND_IN_MODEL_",
 ];
 
+/// Agentic settings every binary reads outside its clap `Config`: `agentic_telemetry::init`
+/// reads them before anything else is set up.
+pub const TELEMETRY_SETTINGS: &[&str] = &["AGENTIC_LOG_FORMAT"];
+
 /// Environment variables in `environment` that look like agentic settings but that
 /// `command` does not read.
 pub fn unknown_settings(
@@ -29,7 +33,7 @@ pub fn unknown_settings(
         .collect();
     environment
         .filter(|name| ENV_PREFIXES.iter().any(|prefix| name.starts_with(prefix)))
-        .filter(|name| !known.contains(name))
+        .filter(|name| !known.contains(name) && !TELEMETRY_SETTINGS.contains(&name.as_str()))
         .collect()
 }
 

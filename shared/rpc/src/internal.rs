@@ -16,7 +16,8 @@ pub const INTERNAL_TOKEN_HEADER: &str = "x-agentic-internal-token";
 /// A channel to another agentic service that sends the internal token (if any) with every call.
 pub type InternalChannel = InterceptedService<Channel, SendInternalToken>;
 
-/// Client side: adds the internal token to outgoing calls.
+/// Client side: adds the internal token to outgoing calls, and the current span's W3C trace
+/// context (`traceparent`), so the called service's spans join the caller's trace.
 #[derive(Clone, Debug, Default)]
 pub struct SendInternalToken(Option<AsciiMetadataValue>);
 
@@ -38,6 +39,7 @@ impl Interceptor for SendInternalToken {
                 .metadata_mut()
                 .insert(INTERNAL_TOKEN_HEADER, token.clone());
         }
+        crate::trace_context::inject(request.metadata_mut());
         Ok(request)
     }
 }

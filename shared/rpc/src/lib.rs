@@ -4,6 +4,7 @@
 pub mod config;
 mod error;
 mod internal;
+mod trace_context;
 
 use std::future::Future;
 use std::time::Duration;
@@ -27,6 +28,9 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// agentic services this server will serve (e.g. `tool_host_server::SERVICE_NAME`), so that
 /// reflection lists exactly those. Add them to the router, mark them serving on the
 /// reporter, then call [`serve`].
+///
+/// Every call is served inside a span whose parent is the caller's W3C trace context
+/// (`traceparent` metadata), so one prompt is one trace across services.
 pub fn router(
     services: &[&str],
 ) -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
@@ -41,6 +45,7 @@ pub fn router(
     }
     let reflection = reflection.build_v1()?;
     let router = Server::builder()
+        .trace_fn(trace_context::server_span)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .add_service(health)
         .add_service(reflection);

@@ -222,8 +222,15 @@ pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOu
     // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
     let memory_before = program.memory.clone();
     let runtime = tokio::runtime::Handle::current();
-    let task = tokio::task::spawn_blocking(move || {
-        engine::execute(program, host, limits, cancel, runtime)
+    // Entered on the blocking thread, so host calls (tools, `llm()`) made from the
+    // JavaScript are its children and carry its trace context to the tool-host.
+    let span = tracing::info_span!("sandbox.run", tool_calls = tracing::field::Empty);
+    let task = tokio::task::spawn_blocking({
+        let span = span.clone();
+        move || {
+            let _entered = span.enter();
+            engine::execute(program, host, limits, cancel, runtime)
+        }
     });
     let outcome = match task.await {
         Ok(outcome) => outcome,
@@ -241,5 +248,6 @@ pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOu
         }
     };
     drop(cancel_on_drop);
+    span.record("tool_calls", i64::from(outcome.tool_calls));
     outcome
 }
