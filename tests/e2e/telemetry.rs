@@ -1,10 +1,13 @@
 //! Tracing across services: one prompt is one trace, from the gateway's prompt span through
 //! the executor, the LLM call and the sandbox to the tool-host's tool call, with GenAI
-//! attributes on the LLM and tool spans.
+//! attributes on the LLM and tool spans. And metrics: prompts, rounds, tool calls, LLM
+//! tokens and durations, sandbox runs.
 //!
-//! Every service of a `Stack` runs in this process, so one process-wide subscriber with an
-//! in-memory exporter sees all their spans. It is installed once and stays: other tests
-//! running meanwhile only add spans of their own traces, which this test filters out.
+//! Every service of a `Stack` runs in this process, so one process-wide subscriber and meter
+//! provider with in-memory exporters see all their spans and metrics. They are installed
+//! once and stay: other tests running meanwhile only add spans of their own traces, which
+//! the trace test filters out, and add to the same counters, so the metrics test asserts
+//! lower bounds only.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -15,8 +18,11 @@ use agentic_testkit::Stack;
 use agentic_testkit::model::{Match, Reply, Rule};
 use opentelemetry::trace::{SpanId, TraceId, TracerProvider as _};
 use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use serde_json::json;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -24,16 +30,30 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::support::*;
 
-/// The spans every test in this process produced so far.
-fn exporter() -> &'static InMemorySpanExporter {
-    static EXPORTER: OnceLock<(InMemorySpanExporter, SdkTracerProvider)> = OnceLock::new();
-    let (exporter, _provider) = EXPORTER.get_or_init(|| {
+/// The process-wide telemetry of the tests: spans and metrics of every test in this process.
+struct Telemetry {
+    spans: InMemorySpanExporter,
+    metrics: InMemoryMetricExporter,
+    meter_provider: SdkMeterProvider,
+    _tracer_provider: SdkTracerProvider,
+}
+
+fn telemetry() -> &'static Telemetry {
+    static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+    TELEMETRY.get_or_init(|| {
         let exporter = InMemorySpanExporter::default();
         let provider = SdkTracerProvider::builder()
             .with_resource(agentic_telemetry::resource("agentic-tests"))
             .with_simple_exporter(exporter.clone())
             .build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        // Cumulative (the default temporality): every export carries the totals so far.
+        let metrics = InMemoryMetricExporter::default();
+        let meter_provider = SdkMeterProvider::builder()
+            .with_resource(agentic_telemetry::resource("agentic-tests"))
+            .with_reader(PeriodicReader::builder(metrics.clone()).build())
+            .build();
+        opentelemetry::global::set_meter_provider(meter_provider.clone());
         tracing_subscriber::registry()
             .with(
                 tracing_opentelemetry::layer()
@@ -41,9 +61,18 @@ fn exporter() -> &'static InMemorySpanExporter {
                     .with_filter(LevelFilter::INFO),
             )
             .init();
-        (exporter, provider)
-    });
-    exporter
+        Telemetry {
+            spans: exporter,
+            metrics,
+            meter_provider,
+            _tracer_provider: provider,
+        }
+    })
+}
+
+/// The spans every test in this process produced so far.
+fn exporter() -> &'static InMemorySpanExporter {
+    &telemetry().spans
 }
 
 fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
@@ -93,7 +122,7 @@ async fn trace_of_prompt(prompt_id: &str) -> (TraceId, Vec<SpanData>) {
 
 #[tokio::test]
 async fn a_code_prompt_that_calls_a_tool_is_one_trace_across_all_services() {
-    exporter();
+    telemetry();
     let marker = format!("trace-marker-{}", uuid::Uuid::new_v4());
     let stack = Stack::start(vec![
         Rule::new(
@@ -200,4 +229,185 @@ async fn a_code_prompt_that_calls_a_tool_is_one_trace_across_all_services() {
         string_attribute(agent, genai::OPERATION_NAME).as_deref(),
         Some(genai::OPERATION_INVOKE_AGENT)
     );
+}
+
+/// The totals of every metric recorded in this process so far.
+fn metrics_now() -> ResourceMetrics {
+    let telemetry = telemetry();
+    telemetry.metrics.reset();
+    telemetry.meter_provider.force_flush().unwrap();
+    telemetry
+        .metrics
+        .get_finished_metrics()
+        .unwrap()
+        .pop()
+        .expect("an export after the flush")
+}
+
+/// One data point: a counter's value, or a histogram's sum and count.
+struct Point {
+    attributes: Vec<KeyValue>,
+    value: f64,
+    count: u64,
+}
+
+fn points(metrics: &ResourceMetrics, name: &str) -> Vec<Point> {
+    fn collect<T: Copy>(data: &MetricData<T>, to_f64: fn(T) -> f64, found: &mut Vec<Point>) {
+        match data {
+            MetricData::Sum(sum) => found.extend(sum.data_points().map(|point| Point {
+                attributes: point.attributes().cloned().collect(),
+                value: to_f64(point.value()),
+                count: 1,
+            })),
+            MetricData::Histogram(histogram) => {
+                found.extend(histogram.data_points().map(|point| Point {
+                    attributes: point.attributes().cloned().collect(),
+                    value: to_f64(point.sum()),
+                    count: point.count(),
+                }))
+            }
+            MetricData::Gauge(_) | MetricData::ExponentialHistogram(_) => {}
+        }
+    }
+    let mut found = Vec::new();
+    for scope in metrics.scope_metrics() {
+        for metric in scope.metrics().filter(|metric| metric.name() == name) {
+            match metric.data() {
+                AggregatedMetrics::U64(data) => collect(data, |value| value as f64, &mut found),
+                AggregatedMetrics::I64(data) => collect(data, |value| value as f64, &mut found),
+                AggregatedMetrics::F64(data) => collect(data, |value| value, &mut found),
+            }
+        }
+    }
+    found
+}
+
+/// The data points of `name` that carry every attribute in `wanted`.
+fn matching(metrics: &ResourceMetrics, name: &str, wanted: &[(&str, &str)]) -> Vec<Point> {
+    points(metrics, name)
+        .into_iter()
+        .filter(|point| {
+            wanted.iter().all(|(key, value)| {
+                point.attributes.iter().any(|attribute| {
+                    attribute.key.as_str() == *key && attribute.value.as_str() == *value
+                })
+            })
+        })
+        .collect()
+}
+
+/// A counter's total over the data points that carry `wanted`.
+fn total(metrics: &ResourceMetrics, name: &str, wanted: &[(&str, &str)]) -> f64 {
+    matching(metrics, name, wanted)
+        .iter()
+        .map(|point| point.value)
+        .sum()
+}
+
+/// How many values a histogram recorded in the data points that carry `wanted`.
+fn recorded(metrics: &ResourceMetrics, name: &str, wanted: &[(&str, &str)]) -> u64 {
+    matching(metrics, name, wanted)
+        .iter()
+        .map(|point| point.count)
+        .sum()
+}
+
+#[tokio::test]
+async fn prompts_rounds_tool_calls_tokens_and_sandbox_runs_are_counted() {
+    telemetry();
+    let classic_marker = format!("metrics-classic-{}", uuid::Uuid::new_v4());
+    let code_marker = format!("metrics-code-{}", uuid::Uuid::new_v4());
+    let stack = Stack::start(vec![
+        calls(
+            Match::All(vec![
+                Match::AnyMessageContains(classic_marker.clone()),
+                Match::NoToolResults,
+            ]),
+            vec![call("demo__echo", json!({"a": 1}))],
+        )
+        .usage(11, 7),
+        text(
+            Match::All(vec![
+                Match::AnyMessageContains(classic_marker.clone()),
+                Match::HasToolResults,
+            ]),
+            "Echoed.",
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::AnyMessageContains(code_marker.clone()),
+                Match::AssistantTurns(0),
+            ]),
+            Reply::Text("demoEcho({a: 1}); complete({response: 'ok'});".into()),
+        ),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    for (marker, mode) in [(&classic_marker, "classic"), (&code_marker, "code")] {
+        let prompt = client
+            .create_prompt(NewPrompt::new(marker.as_str()).mode(mode))
+            .await
+            .unwrap();
+        let events = collect(&client, &prompt.id, 0).await;
+        assert_eq!(kind(events.last().unwrap()), "completed", "{mode} prompt");
+    }
+
+    // The gateway counts a run once it has published its last event: wait for both.
+    let completed = |metrics: &ResourceMetrics, mode: &str| {
+        total(
+            metrics,
+            "agentic.prompts",
+            &[("mode", mode), ("state", "COMPLETED")],
+        )
+    };
+    let mut metrics = None;
+    eventually("both prompts counted", || {
+        let now = metrics_now();
+        let counted = completed(&now, "classic") >= 1.0 && completed(&now, "code") >= 1.0;
+        metrics = Some(now);
+        counted
+    })
+    .await;
+    let metrics = metrics.unwrap();
+
+    // Only present: its value is not checked, because a run of another test that started
+    // before this process's meter provider was installed ends on it with a lone -1.
+    assert!(
+        !matching(&metrics, "agentic.prompts.active", &[("mode", "code")]).is_empty(),
+        "no active-prompts count for code mode"
+    );
+    assert!(total(&metrics, "agentic.rounds", &[("mode", "classic")]) >= 2.0);
+    assert!(total(&metrics, "agentic.rounds", &[("mode", "code")]) >= 1.0);
+    assert!(
+        total(
+            &metrics,
+            "agentic.tool_calls",
+            &[("tool", "demo.echo"), ("result", "success")]
+        ) >= 2.0,
+        "one demo.echo call per prompt"
+    );
+    let model = [(genai::REQUEST_MODEL, "stand-in-normal")];
+    let input_tokens = matching(
+        &metrics,
+        genai::METRIC_TOKEN_USAGE,
+        &[model[0], (genai::TOKEN_TYPE, genai::TOKEN_TYPE_INPUT)],
+    );
+    assert!(input_tokens.iter().map(|point| point.count).sum::<u64>() >= 3);
+    assert!(input_tokens.iter().map(|point| point.value).sum::<f64>() >= 11.0);
+    assert!(
+        recorded(
+            &metrics,
+            genai::METRIC_TOKEN_USAGE,
+            &[model[0], (genai::TOKEN_TYPE, genai::TOKEN_TYPE_OUTPUT)]
+        ) >= 3
+    );
+    let durations = matching(
+        &metrics,
+        genai::METRIC_OPERATION_DURATION,
+        &[model[0], (genai::OPERATION_NAME, genai::OPERATION_CHAT)],
+    );
+    assert!(durations.iter().map(|point| point.count).sum::<u64>() >= 3);
+    assert!(durations.iter().map(|point| point.value).sum::<f64>() > 0.0);
+    assert!(recorded(&metrics, "agentic.sandbox.duration", &[("outcome", "ok")]) >= 1);
 }

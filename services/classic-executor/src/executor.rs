@@ -155,6 +155,7 @@ impl Run<'_> {
                 self.add(Output::Text(text)).await?;
                 return Ok(Finish::Completed);
             }
+            agentic_executor::metrics::round(MODE_ID);
             let reply = self.ask_model().await?;
             self.events.send(Event::Usage(reply.usage)).await?;
             if !reply.content.is_empty() {

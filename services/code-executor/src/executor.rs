@@ -127,6 +127,7 @@ impl CodeMode {
         let mut memory = Map::new();
 
         for round in 1..=max_rounds {
+            agentic_executor::metrics::round(MODE_ID);
             let reply = self
                 .model
                 .chat(ChatRequest::new(request.tier, messages.clone()), None)

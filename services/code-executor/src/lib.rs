@@ -5,6 +5,7 @@
 mod approvals;
 mod executor;
 mod host;
+mod metrics;
 mod prompt;
 mod runner;
 pub mod sandbox;

@@ -8,6 +8,7 @@ mod error;
 mod follow;
 mod grpc;
 mod hub;
+mod metrics;
 mod modes;
 mod prompts;
 mod runner;

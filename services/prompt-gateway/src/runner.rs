@@ -17,6 +17,7 @@ use tracing::Instrument as _;
 
 use crate::error::GatewayError;
 use crate::hub::Hub;
+use crate::metrics;
 use crate::modes::Mode;
 use crate::store::{Change, Store};
 
@@ -54,7 +55,8 @@ pub struct Runner {
 
 enum Next {
     Continue,
-    Done,
+    /// The run ended, leaving the prompt in this state.
+    Done(PromptState),
 }
 
 impl Runner {
@@ -121,9 +123,11 @@ impl Runner {
         let span = run.span.clone();
         tokio::spawn(
             async move {
-                runner
+                metrics::run_started(&mode);
+                let state = runner
                     .follow(&prompt_id, &mode, outputs, run, commands)
                     .await;
+                metrics::run_ended(&mode, state);
                 runner
                     .active
                     .lock()
@@ -200,6 +204,7 @@ impl Runner {
             .ok_or_else(|| GatewayError::Internal("terminal event without its prompt".into()))
     }
 
+    /// Returns the state the run left the prompt in.
     async fn follow(
         &self,
         prompt_id: &str,
@@ -207,7 +212,7 @@ impl Runner {
         mut outputs: usize,
         mut run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
-    ) {
+    ) -> PromptState {
         // Whether a live run waits for decisions, and on which calls: it goes on once each of
         // them has been decided (or timed out).
         let mut paused = false;
@@ -221,7 +226,7 @@ impl Runner {
                         let _ = run.inputs.try_send(cancel);
                         let result = self.finish(prompt_id, PromptState::Cancelled, reason).await;
                         let _ = reply.send(result);
-                        return;
+                        return PromptState::Cancelled;
                     }
                     Command::Decide { decision, reply } => {
                         let input = ExecuteInput { kind: Some(execute_input::Kind::Decision(decision)) };
@@ -249,7 +254,7 @@ impl Runner {
             };
             match outcome {
                 Ok(Next::Continue) => {}
-                Ok(Next::Done) => return,
+                Ok(Next::Done(state)) => return state,
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
                     if let Err(store_error) = self
@@ -258,7 +263,7 @@ impl Runner {
                     {
                         tracing::error!(prompt_id, error = %store_error, "could not record the failure of a prompt");
                     }
-                    return;
+                    return PromptState::Failed;
                 }
             }
         }
@@ -376,7 +381,7 @@ impl Runner {
                         Box::new(|prompt| {
                             prompt_event::Kind::Completed(PromptCompleted { prompt })
                         }),
-                        Next::Done,
+                        Next::Done(PromptState::Completed),
                     ),
                     Ok(PromptState::WaitingForApproval) => (
                         Change::Finish {
@@ -384,7 +389,7 @@ impl Runner {
                             error: String::new(),
                         },
                         Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt })),
-                        Next::Done,
+                        Next::Done(PromptState::WaitingForApproval),
                     ),
                     _ => {
                         return Err(GatewayError::Protocol(format!(
@@ -404,7 +409,7 @@ impl Runner {
                     Box::new(move |prompt| {
                         prompt_event::Kind::Error(PromptFailed { message, prompt })
                     }),
-                    Next::Done,
+                    Next::Done(PromptState::Failed),
                 )
             }
         };

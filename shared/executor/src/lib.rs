@@ -4,6 +4,7 @@
 
 mod edge;
 mod error;
+pub mod metrics;
 mod schema;
 mod sink;
 pub mod timeline;

@@ -142,13 +142,17 @@ impl ToolHost {
             .clone()
             .invoke_tool(request)
             .await
-            .map_err(invoke_error)?
+            .map_err(|status| {
+                crate::metrics::tool_call(tool_id, false);
+                invoke_error(status)
+            })?
             .into_inner();
         let result = match response.result {
             Some(invoke_tool_response::Result::Output(output)) => Ok(json::from_proto(&output)),
             Some(invoke_tool_response::Result::Error(error)) => Err(error),
             None => Ok(Json::Null),
         };
+        crate::metrics::tool_call(tool_id, result.is_ok());
         let files = response
             .files
             .into_iter()

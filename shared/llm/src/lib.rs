@@ -2,6 +2,7 @@
 //! endpoint, with bounded retries, per-attempt timeouts and streamed text deltas.
 
 mod error;
+mod metrics;
 mod openai;
 mod sse;
 

@@ -183,10 +183,16 @@ impl ChatModel for OpenAiChatModel {
             otel.status_code = tracing::field::Empty,
             otel.status_message = tracing::field::Empty,
         );
+        let started = std::time::Instant::now();
         let outcome = self
-            .chat_with_retries(model, request, deltas)
+            .chat_with_retries(model.clone(), request, deltas)
             .instrument(span.clone())
             .await;
+        crate::metrics::chat_finished(
+            &model,
+            started.elapsed(),
+            outcome.as_ref().map(|response| &response.usage),
+        );
         match &outcome {
             Ok(response) => {
                 // As i64: tracing-opentelemetry exports u64 values as strings.

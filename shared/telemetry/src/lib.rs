@@ -1,11 +1,14 @@
 //! Logging and tracing set-up shared by every agentic binary: `tracing` to stderr, filtered by
 //! `RUST_LOG` (default `info`), as JSON lines when `AGENTIC_LOG_FORMAT=json`; spans exported
-//! as OpenTelemetry traces over OTLP gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+//! as OpenTelemetry traces, and metrics (see [`metrics`]), over OTLP gRPC when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
 pub mod genai;
+pub mod metrics;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::EnvFilter;
@@ -13,11 +16,12 @@ use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-/// Keeps the trace exporter alive; dropping it flushes the spans not yet exported. `main`
-/// holds it until the service has stopped.
-#[must_use = "dropping the guard stops trace export"]
+/// Keeps the trace and metric exporters alive; dropping it flushes the spans and metrics not
+/// yet exported. `main` holds it until the service has stopped.
+#[must_use = "dropping the guard stops trace and metric export"]
 pub struct TelemetryGuard {
     provider: Option<SdkTracerProvider>,
+    meter_provider: Option<SdkMeterProvider>,
 }
 
 impl Drop for TelemetryGuard {
@@ -27,11 +31,16 @@ impl Drop for TelemetryGuard {
         {
             eprintln!("cannot flush traces: {error}");
         }
+        if let Some(provider) = self.meter_provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("cannot flush metrics: {error}");
+        }
     }
 }
 
 /// Installs the global subscriber (and, with an OTLP endpoint, the global W3C trace-context
-/// propagator). Call once, from `main`, inside the tokio runtime (the OTLP exporter's channel
+/// propagator and the global meter provider). Call once, from `main`, inside the tokio runtime (the OTLP exporter's channel
 /// lives on it), never from library code or tests.
 pub fn init(service: &str) -> TelemetryGuard {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
@@ -57,6 +66,17 @@ pub fn init(service: &str) -> TelemetryGuard {
     } else {
         (None, None)
     };
+    let (meter_provider, metrics_error) = if export {
+        match meter_provider(service) {
+            Ok(provider) => {
+                opentelemetry::global::set_meter_provider(provider.clone());
+                (Some(provider), None)
+            }
+            Err(error) => (None, Some(error)),
+        }
+    } else {
+        (None, None)
+    };
     let traces = provider.as_ref().map(|provider| {
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         tracing_opentelemetry::layer().with_tracer(provider.tracer(service.to_owned()))
@@ -69,8 +89,33 @@ pub fn init(service: &str) -> TelemetryGuard {
     if let Some(error) = exporter_error {
         tracing::error!(%error, "cannot set up trace export, traces are not exported");
     }
-    tracing::info!(service, traces = provider.is_some(), "starting");
-    TelemetryGuard { provider }
+    if let Some(error) = metrics_error {
+        tracing::error!(%error, "cannot set up metric export, metrics are not exported");
+    }
+    tracing::info!(
+        service,
+        traces = provider.is_some(),
+        metrics = meter_provider.is_some(),
+        "starting"
+    );
+    TelemetryGuard {
+        provider,
+        meter_provider,
+    }
+}
+
+/// Metrics are collected and pushed every `OTEL_METRIC_EXPORT_INTERVAL` (default 60 s) and
+/// when the guard is dropped.
+fn meter_provider(
+    service: &str,
+) -> Result<SdkMeterProvider, opentelemetry_otlp::ExporterBuildError> {
+    let exporter = opentelemetry_otlp::MetricExporter::builder()
+        .with_tonic()
+        .build()?;
+    Ok(SdkMeterProvider::builder()
+        .with_resource(resource(service))
+        .with_periodic_exporter(exporter)
+        .build())
 }
 
 fn tracer_provider(
@@ -85,7 +130,7 @@ fn tracer_provider(
         .build())
 }
 
-/// The resource every span of `service` carries: `service.name` is the service, plus what
+/// The resource every span and metric of `service` carries: `service.name` is the service, plus what
 /// `OTEL_RESOURCE_ATTRIBUTES` adds.
 pub fn resource(service: &str) -> Resource {
     Resource::builder()

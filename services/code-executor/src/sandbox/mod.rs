@@ -222,6 +222,7 @@ pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOu
     // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
     let memory_before = program.memory.clone();
     let runtime = tokio::runtime::Handle::current();
+    let started = std::time::Instant::now();
     // Entered on the blocking thread, so host calls (tools, `llm()`) made from the
     // JavaScript are its children and carry its trace context to the tool-host.
     let span = tracing::info_span!("sandbox.run", tool_calls = tracing::field::Empty);
@@ -249,5 +250,6 @@ pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOu
     };
     drop(cancel_on_drop);
     span.record("tool_calls", i64::from(outcome.tool_calls));
+    crate::metrics::sandbox_run(started.elapsed(), &outcome);
     outcome
 }

@@ -1,0 +1,38 @@
+//! Code mode's own metric: how long sandbox runs take and how they end.
+
+use std::time::Duration;
+
+use agentic_telemetry::metrics::{Instruments, OUTCOME};
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Histogram, Meter};
+
+use crate::sandbox::RunOutcome;
+
+struct Sandbox {
+    duration: Histogram<f64>,
+}
+
+// A static is fine here: the global meter provider is the process-wide registry anyway.
+static INSTRUMENTS: Instruments<Sandbox> = Instruments::new(|meter: &Meter| Sandbox {
+    duration: meter
+        .f64_histogram("agentic.sandbox.duration")
+        .with_description("Duration of sandbox runs, by outcome (ok, error, timeout)")
+        .with_unit("s")
+        .with_boundaries(vec![
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+        ])
+        .build(),
+});
+
+/// A sandbox run that ended (one that was dropped, i.e. cancelled, is not recorded).
+pub(crate) fn sandbox_run(elapsed: Duration, outcome: &RunOutcome) {
+    let outcome = match &outcome.result {
+        Ok(_) => "ok",
+        Err(error) if error.timeout => "timeout",
+        Err(_) => "error",
+    };
+    INSTRUMENTS
+        .get()
+        .duration
+        .record(elapsed.as_secs_f64(), &[KeyValue::new(OUTCOME, outcome)]);
+}

@@ -1,0 +1,61 @@
+//! The gateway's metrics: prompt runs, by mode and by how they ended.
+
+use agentic_proto::v1::PromptState;
+use agentic_telemetry::metrics::{Instruments, MODE, STATE};
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Counter, Meter, UpDownCounter};
+
+struct Gateway {
+    /// Runs that ended, by `mode` and final `state`.
+    prompts: Counter<u64>,
+    /// Runs this gateway follows right now, by `mode`.
+    active: UpDownCounter<i64>,
+}
+
+// A static is fine here: the global meter provider is the process-wide registry anyway.
+static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| Gateway {
+    prompts: meter
+        .u64_counter("agentic.prompts")
+        .with_description("Prompt runs that ended, by mode and final state")
+        .with_unit("{prompt}")
+        .build(),
+    active: meter
+        .i64_up_down_counter("agentic.prompts.active")
+        .with_description("Prompt runs in progress")
+        .with_unit("{prompt}")
+        .build(),
+});
+
+/// A run of a prompt in `mode` started; pair with [`run_ended`].
+pub fn run_started(mode: &str) {
+    INSTRUMENTS
+        .get()
+        .active
+        .add(1, &[KeyValue::new(MODE, mode.to_owned())]);
+}
+
+/// A run started by [`run_started`] ended, leaving the prompt in `state`.
+pub fn run_ended(mode: &str, state: PromptState) {
+    let instruments = INSTRUMENTS.get();
+    instruments
+        .active
+        .add(-1, &[KeyValue::new(MODE, mode.to_owned())]);
+    instruments.prompts.add(
+        1,
+        &[
+            KeyValue::new(MODE, mode.to_owned()),
+            KeyValue::new(STATE, state_name(state)),
+        ],
+    );
+}
+
+fn state_name(state: PromptState) -> &'static str {
+    match state {
+        PromptState::Unspecified => "UNSPECIFIED",
+        PromptState::Running => "RUNNING",
+        PromptState::Completed => "COMPLETED",
+        PromptState::Failed => "FAILED",
+        PromptState::Cancelled => "CANCELLED",
+        PromptState::WaitingForApproval => "WAITING_FOR_APPROVAL",
+    }
+}

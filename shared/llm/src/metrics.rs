@@ -1,0 +1,72 @@
+//! The GenAI client metrics of LLM calls (OpenTelemetry semantic conventions).
+
+use std::time::Duration;
+
+use agentic_telemetry::genai;
+use agentic_telemetry::metrics::Instruments;
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Histogram, Meter};
+
+use crate::{LlmError, Usage};
+
+struct Llm {
+    token_usage: Histogram<u64>,
+    duration: Histogram<f64>,
+}
+
+// A static is fine here: the global meter provider is the process-wide registry anyway.
+static INSTRUMENTS: Instruments<Llm> = Instruments::new(|meter: &Meter| Llm {
+    token_usage: meter
+        .u64_histogram(genai::METRIC_TOKEN_USAGE)
+        .with_description("Tokens used per LLM call, by token type")
+        .with_unit("{token}")
+        // The buckets the GenAI conventions advise.
+        .with_boundaries(vec![
+            1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0,
+            4194304.0, 16777216.0, 67108864.0,
+        ])
+        .build(),
+    duration: meter
+        .f64_histogram(genai::METRIC_OPERATION_DURATION)
+        .with_description("Duration of LLM calls, retries included")
+        .with_unit("s")
+        .with_boundaries(vec![
+            0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+        ])
+        .build(),
+});
+
+/// One finished `chat` call to `model`: its duration, and its token usage when it succeeded.
+pub(crate) fn chat_finished(model: &str, elapsed: Duration, outcome: Result<&Usage, &LlmError>) {
+    let instruments = INSTRUMENTS.get();
+    let mut attributes = vec![
+        KeyValue::new(genai::OPERATION_NAME, genai::OPERATION_CHAT),
+        KeyValue::new(genai::REQUEST_MODEL, model.to_owned()),
+    ];
+    match outcome {
+        Ok(usage) => {
+            for (token_type, count) in [
+                (genai::TOKEN_TYPE_INPUT, usage.input_tokens),
+                (genai::TOKEN_TYPE_OUTPUT, usage.output_tokens),
+            ] {
+                let mut attributes = attributes.clone();
+                attributes.push(KeyValue::new(genai::TOKEN_TYPE, token_type));
+                instruments.token_usage.record(count, &attributes);
+            }
+        }
+        Err(error) => attributes.push(KeyValue::new(genai::ERROR_TYPE, error_type(error))),
+    }
+    instruments
+        .duration
+        .record(elapsed.as_secs_f64(), &attributes);
+}
+
+fn error_type(error: &LlmError) -> String {
+    match error {
+        LlmError::Status { status, .. } => status.as_u16().to_string(),
+        LlmError::Timeout { .. } => "timeout".into(),
+        LlmError::Connection { .. } => "connection".into(),
+        LlmError::InvalidResponse { .. } => "invalid_response".into(),
+        LlmError::Setup { .. } => "setup".into(),
+    }
+}
