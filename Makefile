@@ -18,7 +18,15 @@ demo: build
 
 ## Every test: unit tests of each crate, the end-to-end suite against the real services, and
 ## offline checks of the delivery files (compose, Kubernetes) against what the binaries read.
+## The PostgreSQL variants of the store tests run when AGENTIC_TEST_POSTGRES_URL is set, which
+## this target does when a server answers on 127.0.0.1:5432 (user postgres, trust auth).
+test: export AGENTIC_TEST_POSTGRES_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo postgres://postgres@127.0.0.1:5432)
 test:
+	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
+		echo "== PostgreSQL tests run against $$AGENTIC_TEST_POSTGRES_URL"; \
+	else \
+		echo "!! NO PostgreSQL (pg_isready -h 127.0.0.1 -p 5432 failed and AGENTIC_TEST_POSTGRES_URL is unset): the PostgreSQL test variants will be SKIPPED" >&2; \
+	fi
 	$(CARGO) build --workspace --all-targets --locked
 	$(CARGO) test --workspace --locked --no-fail-fast
 	scripts/validate-delivery.sh

@@ -1,5 +1,5 @@
 //! The tool-host: answers tool, context and artifact calls from every executor, and owns the
-//! plugins and their data (its own SQLite database; no other service reads it).
+//! plugins and their data (its own SQLite or PostgreSQL database; no other service reads it).
 //!
 //! Code map: `grpc` is the edge (proto <-> domain), `registry` holds every enabled tool and
 //! validates input against its JSON Schema, `plugin` is the interface plugins implement,
@@ -32,7 +32,9 @@ pub struct Config {
     #[arg(long, env = "TOOL_HOST_LISTEN", default_value = "0.0.0.0:50054")]
     pub listen: SocketAddr,
 
-    /// SQLite database holding the plugins' data; the file is created if missing.
+    /// Database holding the plugins' data: a `postgres://` or `postgresql://` URL selects
+    /// PostgreSQL (the database must exist), anything else SQLite (the file is created if
+    /// missing).
     #[arg(
         long,
         env = "TOOL_HOST_DATABASE_URL",

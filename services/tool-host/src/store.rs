@@ -1,14 +1,17 @@
-//! The artifact repository: user-owned stored data in the tool-host's own SQLite database.
-//! Every read is scoped to a user; another user's artifact does not exist for the caller.
+//! The artifact repository: user-owned stored data in the tool-host's own database, SQLite
+//! or PostgreSQL (chosen by the URL's scheme). Every read is scoped to a user; another user's
+//! artifact does not exist for the caller.
+//!
+//! Both backends run the same SQL: `$N` placeholders are understood by SQLite too, and rows
+//! decode through the same `FromRow` structs. Each backend has its own migrations folder.
 
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
 use crate::error::Error;
@@ -27,7 +30,50 @@ const METADATA_COLUMNS: &str =
 
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to whichever backend's pool the store holds. The body is
+/// expanded once per backend, so the same query code compiles against both drivers.
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Whether `database_url` names a PostgreSQL database (anything else is SQLite).
+pub fn is_postgres_url(database_url: &str) -> bool {
+    database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")
+}
+
+/// The columns of `METADATA_COLUMNS`, as stored.
+#[derive(sqlx::FromRow)]
+struct MetaRow {
+    id: String,
+    user_id: String,
+    conversation_id: String,
+    description: String,
+    filename: String,
+    mime_type: String,
+    size: i64,
+    created_at: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct ArtifactRow {
+    #[sqlx(flatten)]
+    meta: MetaRow,
+    data: Option<String>,
+    content: Option<Vec<u8>>,
 }
 
 /// What an artifact holds: a JSON value or raw bytes (a file).
@@ -90,8 +136,21 @@ pub struct Artifact {
 }
 
 impl Store {
-    /// Opens (creating if missing) the database at `database_url` and applies migrations.
+    /// Opens the database at `database_url` and applies migrations: PostgreSQL for a
+    /// `postgres://` or `postgresql://` URL (the database must exist), otherwise SQLite (the
+    /// file is created if missing).
     pub async fn open(database_url: &str) -> Result<Self, Error> {
+        if is_postgres_url(database_url) {
+            let options = PgConnectOptions::from_str(database_url)?;
+            let pool = PgPoolOptions::new()
+                .max_connections(MAX_CONNECTIONS)
+                .connect_with(options)
+                .await?;
+            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+            return Ok(Store {
+                pool: Pool::Postgres(pool),
+            });
+        }
         let options = SqliteConnectOptions::from_str(database_url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -101,13 +160,15 @@ impl Store {
             .max_connections(MAX_CONNECTIONS)
             .connect_with(options)
             .await?;
-        sqlx::migrate!().run(&pool).await?;
-        Ok(Store { pool })
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(Store {
+            pool: Pool::Sqlite(pool),
+        })
     }
 
     /// Waits for open connections to finish and closes them.
     pub async fn close(&self) {
-        self.pool.close().await;
+        with_pool!(self, |pool| pool.close().await);
     }
 
     pub async fn insert(&self, new: NewArtifact) -> Result<ArtifactMeta, Error> {
@@ -134,49 +195,51 @@ impl Store {
             size,
             created_at_millis: now_millis(),
         };
-        sqlx::query(
-            "INSERT INTO artifacts \
-             (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&meta.id)
-        .bind(&meta.user_id)
-        .bind(&meta.conversation_id)
-        .bind(&meta.description)
-        .bind(&meta.filename)
-        .bind(&meta.mime_type)
-        .bind(i64::try_from(meta.size).unwrap_or(i64::MAX))
-        .bind(meta.created_at_millis)
-        .bind(data)
-        .bind(content)
-        .execute(&self.pool)
-        .await?;
+        let sql = "INSERT INTO artifacts \
+                   (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+        let size = i64::try_from(meta.size).unwrap_or(i64::MAX);
+        with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(&meta.id)
+                .bind(&meta.user_id)
+                .bind(&meta.conversation_id)
+                .bind(&meta.description)
+                .bind(&meta.filename)
+                .bind(&meta.mime_type)
+                .bind(size)
+                .bind(meta.created_at_millis)
+                .bind(&data)
+                .bind(content)
+                .execute(pool)
+                .await
+                .map(drop)
+        })?;
         Ok(meta)
     }
 
     /// The artifact `id` if `user_id` owns it.
     pub async fn get(&self, user_id: &str, id: &str) -> Result<Artifact, Error> {
-        let row = sqlx::query(&format!(
-            "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = ? AND user_id = ?"
-        ))
-        .bind(id)
-        .bind(user_id)
-        .fetch_optional(&self.pool)
-        .await?
+        let sql = format!(
+            "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = $1 AND user_id = $2"
+        );
+        let row: ArtifactRow = with_pool!(self, |pool| {
+            sqlx::query_as(&sql)
+                .bind(id)
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await
+        })?
         .ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
-        let meta = meta_from_row(&row)?;
-        let data: Option<String> = row.try_get("data")?;
-        let body = match data {
+        let meta = ArtifactMeta::from(row.meta);
+        let body = match row.data {
             Some(text) => ArtifactBody::Json(serde_json::from_str(&text).map_err(|source| {
                 Error::CorruptArtifact {
                     id: meta.id.clone(),
                     source,
                 }
             })?),
-            None => ArtifactBody::Bytes(
-                row.try_get::<Option<Vec<u8>>, _>("content")?
-                    .unwrap_or_default(),
-            ),
+            None => ArtifactBody::Bytes(row.content.unwrap_or_default()),
         };
         Ok(Artifact { meta, body })
     }
@@ -189,54 +252,61 @@ impl Store {
         conversation_id: Option<&str>,
         limit: u32,
     ) -> Result<Vec<ArtifactMeta>, Error> {
-        let limit = limit.clamp(1, MAX_LIST_LIMIT);
-        let rows = match conversation_id {
+        let limit = i64::from(limit.clamp(1, MAX_LIST_LIMIT));
+        let rows: Vec<MetaRow> = match conversation_id {
             Some(conversation_id) => {
-                sqlx::query(&format!(
-                    "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = ? AND conversation_id = ? \
-                     ORDER BY created_at DESC, id DESC LIMIT ?"
-                ))
-                .bind(user_id)
-                .bind(conversation_id)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?
+                let sql = format!(
+                    "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 AND conversation_id = $2 \
+                     ORDER BY created_at DESC, id DESC LIMIT $3"
+                );
+                with_pool!(self, |pool| {
+                    sqlx::query_as(&sql)
+                        .bind(user_id)
+                        .bind(conversation_id)
+                        .bind(limit)
+                        .fetch_all(pool)
+                        .await
+                })?
             }
             None => {
-                sqlx::query(&format!(
-                    "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = ? \
-                     ORDER BY created_at DESC, id DESC LIMIT ?"
-                ))
-                .bind(user_id)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?
+                let sql = format!(
+                    "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 \
+                     ORDER BY created_at DESC, id DESC LIMIT $2"
+                );
+                with_pool!(self, |pool| {
+                    sqlx::query_as(&sql)
+                        .bind(user_id)
+                        .bind(limit)
+                        .fetch_all(pool)
+                        .await
+                })?
             }
         };
-        rows.iter().map(meta_from_row).collect()
+        Ok(rows.into_iter().map(ArtifactMeta::from).collect())
     }
 
     pub async fn count(&self, user_id: &str) -> Result<u64, Error> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM artifacts WHERE user_id = ?")
-            .bind(user_id)
-            .fetch_one(&self.pool)
-            .await?;
+        let sql = "SELECT COUNT(*) FROM artifacts WHERE user_id = $1";
+        let count: i64 = with_pool!(self, |pool| {
+            sqlx::query_scalar(sql).bind(user_id).fetch_one(pool).await
+        })?;
         Ok(u64::try_from(count).unwrap_or_default())
     }
 }
 
-fn meta_from_row(row: &SqliteRow) -> Result<ArtifactMeta, Error> {
-    let size: i64 = row.try_get("size")?;
-    Ok(ArtifactMeta {
-        id: row.try_get("id")?,
-        user_id: row.try_get("user_id")?,
-        conversation_id: row.try_get("conversation_id")?,
-        description: row.try_get("description")?,
-        filename: row.try_get("filename")?,
-        mime_type: row.try_get("mime_type")?,
-        size: u64::try_from(size).unwrap_or_default(),
-        created_at_millis: row.try_get("created_at")?,
-    })
+impl From<MetaRow> for ArtifactMeta {
+    fn from(row: MetaRow) -> Self {
+        ArtifactMeta {
+            id: row.id,
+            user_id: row.user_id,
+            conversation_id: row.conversation_id,
+            description: row.description,
+            filename: row.filename,
+            mime_type: row.mime_type,
+            size: u64::try_from(row.size).unwrap_or_default(),
+            created_at_millis: row.created_at,
+        }
+    }
 }
 
 fn now_millis() -> i64 {
@@ -348,6 +418,16 @@ mod tests {
         assert_eq!(ids(store.list("alice", Some("c1"), 10).await?), [second]);
         assert_eq!(store.count("alice").await?, 2);
         Ok(())
+    }
+
+    #[test]
+    fn only_postgres_schemes_select_postgresql() {
+        assert!(is_postgres_url(
+            "postgres://postgres@127.0.0.1:5432/tool_host"
+        ));
+        assert!(is_postgres_url("postgresql://user:secret@db/tool_host"));
+        assert!(!is_postgres_url("sqlite://tool-host.db?mode=rwc"));
+        assert!(!is_postgres_url("sqlite::memory:"));
     }
 
     #[tokio::test]

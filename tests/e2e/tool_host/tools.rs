@@ -1,0 +1,292 @@
+//! Tool calls, `Prepare`, plugins and health, on both backends.
+
+use super::*;
+
+on_both_backends!(
+    invalid_tool_input_is_answered_with_an_error_naming_the_field,
+    an_unknown_tool_is_not_found,
+    a_failing_tool_answers_with_exactly_its_message,
+    demo_tools_echo_sleep_and_act_deterministically,
+    a_call_past_its_deadline_ends_without_waiting_for_the_tool,
+    prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag,
+    prepare_without_a_user_is_invalid,
+    the_demo_plugin_is_off_unless_listed,
+    an_unknown_plugin_stops_the_start_naming_it,
+    health_reports_both_services_serving,
+    demo_report_writes_a_markdown_file_the_caller_can_read_back,
+);
+
+async fn invalid_tool_input_is_answered_with_an_error_naming_the_field(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let too_many = tools
+        .invoke_tool(invoke("artifact.list", "alice", json!({"limit": 500})))
+        .await?
+        .into_inner();
+    let message = tool_error(&too_many)?;
+    assert!(
+        message.starts_with("invalid input for artifact.list: /limit: "),
+        "{message}"
+    );
+
+    let missing = tools
+        .invoke_tool(invoke("artifact.store", "alice", json!({"note": 1})))
+        .await?
+        .into_inner();
+    let message = tool_error(&missing)?;
+    assert!(
+        message.contains("\"data\" is a required property"),
+        "{message}"
+    );
+    assert!(message.contains("'note' was unexpected"), "{message}");
+    Ok(())
+}
+
+async fn an_unknown_tool_is_not_found(database: &TestDatabase) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let status = tools
+        .invoke_tool(invoke("demo.nope", "alice", json!({})))
+        .await
+        .err()
+        .context("nope ran")?;
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::NotFound, "unknown tool: \"demo.nope\"")
+    );
+    Ok(())
+}
+
+async fn a_failing_tool_answers_with_exactly_its_message(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let failed = tools
+        .invoke_tool(invoke(
+            "demo.fail",
+            "alice",
+            json!({"message": "boom: disk full"}),
+        ))
+        .await?;
+    assert_eq!(tool_error(failed.get_ref())?, "boom: disk full");
+    Ok(())
+}
+
+async fn demo_tools_echo_sleep_and_act_deterministically(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let echoed = tools
+        .invoke_tool(invoke("demo.echo", "alice", json!({"a": [1, "x"]})))
+        .await?;
+    assert_eq!(output(echoed.get_ref())?, json!({"echo": {"a": [1, "x"]}}));
+    let slept = tools
+        .invoke_tool(invoke("demo.sleep", "alice", json!({"ms": 5})))
+        .await?;
+    assert_eq!(output(slept.get_ref())?, json!({"slept_ms": 5}));
+    let done = tools
+        .invoke_tool(invoke(
+            "demo.dangerous",
+            "alice",
+            json!({"action": "launch"}),
+        ))
+        .await?;
+    assert_eq!(output(done.get_ref())?, json!({"done": "launch"}));
+    Ok(())
+}
+
+async fn a_call_past_its_deadline_ends_without_waiting_for_the_tool(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let mut request = tonic::Request::new(invoke("demo.sleep", "alice", json!({"ms": 60000})));
+    request.set_timeout(Duration::from_millis(100));
+    let started_at = std::time::Instant::now();
+    let status = tools
+        .invoke_tool(request)
+        .await
+        .err()
+        .context("the sleep outlived its deadline")?;
+    assert!(
+        matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+        "{status:?}"
+    );
+    assert!(started_at.elapsed() < Duration::from_secs(10));
+    Ok(())
+}
+
+async fn prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let prepared = tools
+        .prepare(PrepareRequest {
+            user_id: "alice".into(),
+            conversation_id: "c".into(),
+            state: None,
+        })
+        .await?
+        .into_inner();
+    let ids: Vec<&str> = prepared.tools.iter().map(|tool| tool.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "artifact.store",
+            "artifact.get",
+            "artifact.list",
+            "demo.echo",
+            "demo.sleep",
+            "demo.fail",
+            "demo.dangerous",
+            "demo.report"
+        ]
+    );
+    for tool in &prepared.tools {
+        assert_eq!(
+            tool.requires_approval,
+            tool.id == "demo.dangerous",
+            "{}",
+            tool.id
+        );
+        assert_eq!(
+            json::from_proto_opt(tool.input_schema.as_ref())["type"],
+            "object",
+            "{}",
+            tool.id
+        );
+        assert!(!tool.description.is_empty(), "{}", tool.id);
+    }
+    assert!(
+        prepared
+            .modules
+            .iter()
+            .any(|module| module.name == "artifacts" && module.source.contains("export"))
+    );
+    assert!(
+        prepared
+            .context
+            .iter()
+            .any(|item| item.content == "The user has no stored artifacts.")
+    );
+    Ok(())
+}
+
+async fn prepare_without_a_user_is_invalid(database: &TestDatabase) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let status = tools
+        .prepare(PrepareRequest::default())
+        .await
+        .err()
+        .context("prepared without a user")?;
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::InvalidArgument, "user_id is required")
+    );
+    Ok(())
+}
+
+async fn the_demo_plugin_is_off_unless_listed(database: &TestDatabase) -> anyhow::Result<()> {
+    let host = TestToolHost::start(database, &["artifact"]).await?;
+    let mut tools = host.tools().await?;
+    let prepared = tools
+        .prepare(PrepareRequest {
+            user_id: "alice".into(),
+            ..Default::default()
+        })
+        .await?;
+    assert!(
+        prepared
+            .get_ref()
+            .tools
+            .iter()
+            .all(|tool| tool.id.starts_with("artifact."))
+    );
+    let status = tools
+        .invoke_tool(invoke("demo.echo", "alice", json!({})))
+        .await
+        .err()
+        .context("demo ran")?;
+    assert_eq!(status.code(), Code::NotFound);
+    Ok(())
+}
+
+async fn an_unknown_plugin_stops_the_start_naming_it(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let config = tool_host::Config {
+        listen: "127.0.0.1:0".parse()?,
+        database_url: database.url().to_owned(),
+        plugins: vec!["artifact".into(), "weather".into()],
+        code_runner_url: "http://127.0.0.1:9".into(),
+        internal_token: None,
+        check_config: false,
+        probe: false,
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let result = tool_host::run(config, listener, std::future::pending()).await;
+    let error = result.err().context("started with an unknown plugin")?;
+    assert!(
+        format!("{error:#}").contains("unknown plugin: \"weather\""),
+        "{error:#}"
+    );
+    Ok(())
+}
+
+async fn health_reports_both_services_serving(database: &TestDatabase) -> anyhow::Result<()> {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let host = started(database).await?;
+    let mut health = HealthClient::new(host.channel().await?);
+    for service in ["", "agentic.v1.ToolHost", "agentic.v1.ArtifactStore"] {
+        let response = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await?
+            .into_inner();
+        assert_eq!(response.status(), ServingStatus::Serving, "{service:?}");
+    }
+    Ok(())
+}
+
+async fn demo_report_writes_a_markdown_file_the_caller_can_read_back(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let response = tools
+        .invoke_tool(invoke(
+            "demo.report",
+            "alice",
+            json!({"title": "Q3 Plan", "lines": ["ship", "rest"]}),
+        ))
+        .await?
+        .into_inner();
+    assert_eq!(response.files.len(), 1);
+    let file = &response.files[0];
+    assert_eq!(file.filename, "q3-plan.md");
+    assert!(file.mime_type.starts_with("text/markdown"));
+    let mut artifacts = host.artifacts().await?;
+    let stored = artifacts
+        .get_artifact(GetArtifactRequest {
+            user_id: "alice".into(),
+            artifact_id: file.artifact_id.clone(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(
+        String::from_utf8(stored.content)?,
+        "# Q3 Plan\n\n- ship\n- rest\n"
+    );
+    assert_eq!(file.size, stored.size);
+    Ok(())
+}
