@@ -75,7 +75,7 @@ async fn a_tool_call_then_an_answer_streams_every_step_in_order_and_get_prompt_a
         (20, 10, 30),
         "two LLM calls summed"
     );
-    let completed = terminal_prompt(events.last().unwrap()).unwrap();
+    let completed = events.last().unwrap().final_prompt().unwrap();
     assert_eq!(completed.output, stored.output);
     assert_eq!(completed.usage, stored.usage);
 

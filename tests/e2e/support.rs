@@ -100,11 +100,6 @@ pub fn tool_of(output: &PromptOutput) -> Option<(&str, Result<Value, String>)> {
     Some((tool.function.as_str(), result))
 }
 
-/// The final prompt carried by a terminal event.
-pub fn terminal_prompt(event: &PromptEvent) -> Option<&Prompt> {
-    event.final_prompt()
-}
-
 pub fn call(name: &str, arguments: Value) -> ScriptedCall {
     ScriptedCall {
         name: name.to_owned(),

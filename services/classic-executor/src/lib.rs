@@ -51,10 +51,10 @@ pub struct Config {
 
 /// What `--check-config` checks beyond parsing: the LLM client and the internal token.
 pub fn check(config: &Config) -> anyhow::Result<()> {
-    OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?;
-    agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
-        .context("internal token")?;
-    Ok(())
+    Ok(agentic_executor::check_config(
+        &config.llm,
+        config.internal_token.as_deref(),
+    )?)
 }
 
 /// Serves the executor on `listener` until `shutdown` resolves, talking to the model that

@@ -3,7 +3,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use agentic_proto::v1::{Prompt, PromptEvent};
+use agentic_proto::v1::PromptEvent;
 use futures::Stream;
 use tonic::Streaming;
 
@@ -75,14 +75,4 @@ impl Stream for EventStream {
             Poll::Pending => Poll::Pending,
         }
     }
-}
-
-/// True for the events after which the gateway ends a stream: the prompt finished or paused.
-pub fn is_final(event: &PromptEvent) -> bool {
-    event.ends_run()
-}
-
-/// The prompt carried by a final event (`completed`, `error`, `cancelled`, `waiting`).
-pub fn final_prompt(event: &PromptEvent) -> Option<&Prompt> {
-    event.final_prompt()
 }

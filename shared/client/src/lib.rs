@@ -48,5 +48,5 @@ pub mod cli;
 pub use agentic_proto::v1;
 pub use client::{Client, NewConversation, NewPrompt, USER_HEADER};
 pub use error::ClientError;
-pub use events::{EventStream, final_prompt, is_final};
+pub use events::EventStream;
 pub use session::{ChatOptions, ChatResult, PendingCall, Session, pending_approvals};

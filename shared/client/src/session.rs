@@ -8,7 +8,7 @@ use agentic_proto::v1::{
 
 use crate::client::{Client, NewConversation, NewPrompt};
 use crate::error::ClientError;
-use crate::events::{EventStream, final_prompt, is_final};
+use crate::events::EventStream;
 
 /// How many times a result is looked for when a stream ends early (a restarted gateway).
 const STREAM_ATTEMPTS: usize = 3;
@@ -235,13 +235,13 @@ impl Session {
             let before = events.last_sequence();
             let mut last_final = None;
             while let Some(event) = events.message().await? {
-                if is_final(&event) {
+                if event.ends_run() {
                     last_final = Some(event);
                 }
             }
             let last_sequence = events.last_sequence();
             if let Some(event) = &last_final
-                && let Some(prompt) = final_prompt(event)
+                && let Some(prompt) = event.final_prompt()
                 && prompt.state != PromptState::WaitingForApproval as i32
             {
                 return Ok(ChatResult::from_prompt(

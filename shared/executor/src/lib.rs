@@ -54,6 +54,25 @@ pub async fn serve<M: Mode>(
     Ok(())
 }
 
+/// What an executor's `--check-config` checks beyond parsing: the LLM client can be built
+/// and the internal token can travel as metadata.
+pub fn check_config(
+    llm: &agentic_llm::LlmConfig,
+    internal_token: Option<&str>,
+) -> Result<(), CheckError> {
+    agentic_llm::OpenAiChatModel::new(llm.clone())?;
+    agentic_rpc::SendInternalToken::new(internal_token)?;
+    Ok(())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("setting up the LLM client: {0}")]
+    Llm(#[from] agentic_llm::LlmError),
+    #[error(transparent)]
+    InternalToken(#[from] agentic_rpc::InvalidToken),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("building the reflection service failed")]

@@ -4,7 +4,7 @@ use agentic_proto::v1::{Prompt, PromptEvent, PromptState, prompt_event};
 
 use super::Console;
 use super::render::Renderer;
-use crate::{Client, EventStream, PendingCall, final_prompt, is_final, pending_approvals};
+use crate::{Client, EventStream, PendingCall, pending_approvals};
 
 /// How a stream ended.
 pub struct Ending {
@@ -36,7 +36,9 @@ impl Ending {
     }
 
     pub fn final_prompt(&self) -> Option<&Prompt> {
-        self.final_event.as_ref().and_then(final_prompt)
+        self.final_event
+            .as_ref()
+            .and_then(PromptEvent::final_prompt)
     }
 }
 
@@ -67,7 +69,7 @@ pub async fn follow(
             break;
         };
         renderer.event(console, &event)?;
-        if is_final(&event) {
+        if event.ends_run() {
             final_event = Some(event);
         }
     }
