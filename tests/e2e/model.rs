@@ -4,41 +4,11 @@ use std::net::SocketAddr;
 
 use agentic_testkit::{Match, Reply, Rule, StandInModel};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 
 /// Posts a non-streaming chat completion over plain HTTP/1.1 and returns (status, body).
 async fn complete(address: SocketAddr, request: &Value) -> (u16, Value) {
-    let stream = TcpStream::connect(address).await.expect("connect");
-    let payload = request.to_string();
-    let message = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: {address}\r\n\
-         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
-        payload.len()
-    );
-    let mut unsent = message.as_bytes();
-    while !unsent.is_empty() {
-        stream.writable().await.expect("writable");
-        match stream.try_write(unsent) {
-            Ok(written) => unsent = &unsent[written..],
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(error) => panic!("write failed: {error}"),
-        }
-    }
-    let mut raw = Vec::new();
-    let mut buffer = [0_u8; 8192];
-    loop {
-        stream.readable().await.expect("readable");
-        match stream.try_read(&mut buffer) {
-            Ok(0) => break,
-            Ok(read) => raw.extend_from_slice(&buffer[..read]),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(error) => panic!("read failed: {error}"),
-        }
-    }
-    let raw = String::from_utf8(raw).expect("utf-8 response");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a header block");
-    let status = head[9..12].parse().expect("a status code");
-    (status, serde_json::from_str(body).expect("a JSON body"))
+    let answer = agentic_testkit::model::http::post(address, "/v1/chat/completions", request).await;
+    (answer.status, answer.json())
 }
 
 fn user_says(text: &str) -> Value {

@@ -4,6 +4,7 @@
 //! instead. It speaks the wire format faithfully (streamed chunks, fragmented tool-call
 //! arguments, usage) so client bugs show up here rather than against the real API.
 
+pub mod http;
 mod request;
 mod script;
 mod server;

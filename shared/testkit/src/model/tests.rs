@@ -1,101 +1,11 @@
 //! Wire-format tests over real TCP, the way the services' HTTP client sees the server.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
 
+use super::http::post;
 use super::{Match, Reply, Rule, ScriptedCall, StandInModel, demo_rules};
-
-struct HttpAnswer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl HttpAnswer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).expect("the body is JSON")
-    }
-
-    /// The `data:` payloads of a server-sent event stream, `[DONE]` included.
-    fn events(&self) -> Vec<String> {
-        self.body
-            .split("\n\n")
-            .filter(|event| !event.is_empty())
-            .map(|event| {
-                event
-                    .strip_prefix("data: ")
-                    .expect("a data event")
-                    .to_owned()
-            })
-            .collect()
-    }
-
-    fn chunks(&self) -> Vec<Value> {
-        let events = self.events();
-        assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
-        events[..events.len() - 1]
-            .iter()
-            .map(|event| serde_json::from_str(event).expect("a JSON chunk"))
-            .collect()
-    }
-}
-
-/// A minimal HTTP/1.1 client, so the tests see exactly the bytes a real client would.
-async fn post(address: SocketAddr, path: &str, body: &Value) -> HttpAnswer {
-    let stream = TcpStream::connect(address).await.expect("connect");
-    let payload = body.to_string();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n{payload}",
-        payload.len()
-    );
-    let mut unsent = request.as_bytes();
-    while !unsent.is_empty() {
-        stream.writable().await.expect("writable");
-        match stream.try_write(unsent) {
-            Ok(written) => unsent = &unsent[written..],
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(error) => panic!("write failed: {error}"),
-        }
-    }
-    let mut raw = Vec::new();
-    let mut buffer = [0_u8; 8192];
-    loop {
-        stream.readable().await.expect("readable");
-        match stream.try_read(&mut buffer) {
-            Ok(0) => break,
-            Ok(read) => raw.extend_from_slice(&buffer[..read]),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(error) => panic!("read failed: {error}"),
-        }
-    }
-    let raw = String::from_utf8(raw).expect("utf-8 response");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a header block");
-    let head = head.to_ascii_lowercase();
-    let status = head[9..12].parse().expect("a status code");
-    let body = if head.contains("transfer-encoding: chunked") {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    HttpAnswer { status, head, body }
-}
-
-fn dechunk(mut encoded: &str) -> String {
-    let mut decoded = String::new();
-    loop {
-        let (size, rest) = encoded.split_once("\r\n").expect("a chunk size line");
-        let size = usize::from_str_radix(size.trim(), 16).expect("a hex chunk size");
-        if size == 0 {
-            return decoded;
-        }
-        decoded.push_str(&rest[..size]);
-        encoded = &rest[size + 2..];
-    }
-}
 
 fn conversation(user: &str) -> Value {
     json!({"model": "gpt-test", "messages": [
