@@ -18,8 +18,9 @@ demo: build
 
 ## Every test: unit tests of each crate, the end-to-end suite against the real services, and
 ## offline checks of the delivery files (compose, Kubernetes) against what the binaries read.
-## The PostgreSQL variants of the store tests run when AGENTIC_TEST_POSTGRES_URL is set, which
-## this target does when a server answers on 127.0.0.1:5432 (user postgres, trust auth).
+## With PostgreSQL (AGENTIC_TEST_POSTGRES_URL, which this target sets when a server answers on
+## 127.0.0.1:5432, user postgres, trust auth) the store and replica tests run on it, and the
+## whole end-to-end suite runs a second time with every stack on PostgreSQL.
 test: export AGENTIC_TEST_POSTGRES_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo postgres://postgres@127.0.0.1:5432)
 test:
 	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
@@ -29,6 +30,12 @@ test:
 	fi
 	$(CARGO) build --workspace --all-targets --locked
 	$(CARGO) test --workspace --locked --no-fail-fast
+	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
+		echo "== the end-to-end suite again, every stack on PostgreSQL"; \
+		AGENTIC_TEST_STACK_DATABASE=postgres $(CARGO) test --locked -p agentic-tests --test e2e; \
+	else \
+		echo "!! SKIPPED: the end-to-end suite on PostgreSQL (no server)" >&2; \
+	fi
 	scripts/validate-delivery.sh
 
 ## Only the delivery checks (needs the debug binaries: `make build`).

@@ -103,51 +103,21 @@ async fn cancelling_during_a_slow_tool_call_ends_the_prompt_cancelled() {
             break; // the tool call is recorded and running
         }
     }
-    let mut tool_host = agentic_proto::v1::tool_host_client::ToolHostClient::new(
-        tonic::transport::Endpoint::from_shared(format!("http://{}", stack.tool_host_address))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap(),
-    );
-    let sleeping = async |tool_host: &mut agentic_proto::v1::tool_host_client::ToolHostClient<
-        tonic::transport::Channel,
-    >| {
-        let request = agentic_proto::v1::PrepareRequest {
-            user_id: "alice".into(),
-            ..Default::default()
-        };
-        let context = tool_host
-            .prepare(request)
-            .await
-            .unwrap()
-            .into_inner()
-            .context;
-        context
-            .into_iter()
-            .find(|item| item.name == "demo")
-            .unwrap()
-            .content
-    };
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while sleeping(&mut tool_host).await != "1 demo.sleep calls in flight" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool call never started"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    until_demo_calls_in_flight(
+        &stack,
+        "1 demo.sleep calls in flight",
+        "the tool call never started",
+    )
+    .await;
 
     cancel_then_follow_up(&stack, &prompt.id, NewPrompt::new("next")).await;
     // The tool-host saw the cancellation: the sleeping call was dropped, not left to run.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while sleeping(&mut tool_host).await != "0 demo.sleep calls in flight" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the cancelled tool call kept running in the tool-host"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    until_demo_calls_in_flight(
+        &stack,
+        "0 demo.sleep calls in flight",
+        "the cancelled tool call kept running in the tool-host",
+    )
+    .await;
 }
 
 #[tokio::test]

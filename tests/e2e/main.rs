@@ -15,6 +15,7 @@ mod faults;
 mod gateway;
 mod health;
 mod model;
+mod replicas;
 mod sdk;
 mod streams;
 mod support;

@@ -153,7 +153,12 @@ impl tonic::service::Interceptor for UserHeader {
 }
 
 pub async fn gateway_for(stack: &agentic_testkit::Stack, user: &str) -> Gateway {
-    let channel = tonic::transport::Endpoint::from_shared(stack.gateway_url())
+    gateway_at(&stack.gateway_url(), user).await
+}
+
+/// The raw gateway client of the gateway at `url` on behalf of `user` (dev mode).
+pub async fn gateway_at(url: &str, user: &str) -> Gateway {
+    let channel = tonic::transport::Endpoint::from_shared(url.to_owned())
         .unwrap()
         .connect()
         .await
@@ -202,4 +207,44 @@ pub fn assert_all_overlap(prompt: &Prompt, function: &str, count: usize) {
         latest_start < earliest_end,
         "all {count} calls of {function} overlapped: {intervals:?}"
     );
+}
+
+/// What the tool-host's demo plugin says about its calls in flight, e.g.
+/// `"1 demo.sleep calls in flight"`: proof that a cancelled call was really dropped.
+pub async fn demo_calls_in_flight(stack: &agentic_testkit::Stack) -> String {
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("http://{}", stack.tool_host_address))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+    let mut tool_host = agentic_proto::v1::tool_host_client::ToolHostClient::new(channel);
+    let request = agentic_proto::v1::PrepareRequest {
+        user_id: "alice".into(),
+        ..Default::default()
+    };
+    let context = tool_host
+        .prepare(request)
+        .await
+        .unwrap()
+        .into_inner()
+        .context;
+    context
+        .into_iter()
+        .find(|item| item.name == "demo")
+        .unwrap()
+        .content
+}
+
+/// Polls the demo plugin until `expected` calls are in flight, for at most [`PATIENCE`].
+pub async fn until_demo_calls_in_flight(
+    stack: &agentic_testkit::Stack,
+    expected: &str,
+    what: &str,
+) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while demo_calls_in_flight(stack).await != expected {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -3,7 +3,8 @@
 //! Two kinds of pause look the same to clients. A *durable* pause (classic mode) ended its
 //! run: once every pending call is decided, the gateway starts a new run with the decisions.
 //! A *live* pause (code mode) keeps its run open: each decision travels to the executor on
-//! that run's stream. Decisions are stored either way, so deciding twice is refused.
+//! that run's stream (through the database and a wake-up when another gateway replica runs
+//! it). Decisions are stored either way, so deciding twice is refused.
 
 use agentic_proto::v1::{ApprovalDecision, ApprovalState, Prompt, PromptState, prompt_output};
 
@@ -61,26 +62,41 @@ impl Prompts {
             .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
 
         match self.runner.decide(&prompt.id, decision).await {
-            // A live run took the decision; it goes on by itself once it has them all.
-            Some(Ok(())) if all_decided => {
-                self.store.resume(&prompt.id).await?;
+            // A live run here took the decision; it goes on by itself once it has them all.
+            Some(Ok(())) => {
+                if all_decided {
+                    self.store.resume_live(&prompt.id).await?;
+                }
             }
-            Some(Ok(())) => {}
             Some(Err(error)) => {
                 self.store
                     .forget_decision(&prompt.id, &request.tool_call_id)
                     .await?;
                 return Err(error);
             }
-            None if all_decided => {
-                if let Err(error) = self.resume_durable(&prompt, decided).await {
+            None => {
+                let paused_live = self
+                    .store
+                    .run_state(&prompt.id)
+                    .await?
+                    .is_some_and(|run| run.paused_live);
+                if paused_live {
+                    // Another replica runs it live: it reads the stored decision back when
+                    // poked. (Should that replica be gone, its lease expires and the prompt
+                    // fails.)
+                    self.store.poke(&prompt.id).await?;
+                    if all_decided {
+                        self.store.resume_live(&prompt.id).await?;
+                    }
+                } else if all_decided
+                    && let Err(error) = self.resume_durable(&prompt, decided).await
+                {
                     self.store
                         .forget_decision(&prompt.id, &request.tool_call_id)
                         .await?;
                     return Err(error);
                 }
             }
-            None => {}
         }
         self.get(&request.user_id, &prompt.id).await
     }
@@ -97,7 +113,7 @@ impl Prompts {
             .ok_or_else(|| GatewayError::UnknownMode(prompt.mode.clone()))?;
         let start = self.start_of(prompt, decisions).await?;
         let run = self.runner.open(&mode, start).await?;
-        if !self.store.resume(&prompt.id).await? {
+        if !self.store.claim_resumed(&prompt.id).await? {
             // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
             return Ok(());
         }

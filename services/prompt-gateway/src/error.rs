@@ -22,6 +22,9 @@ pub enum GatewayError {
     ModeUnavailable { mode: String, reason: String },
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The prompt ended (possibly through another replica): it takes no more events.
+    #[error("prompt {0} has already ended")]
+    PromptEnded(String),
     #[error("files are unavailable: {0}")]
     FilesUnavailable(String),
     /// The executor broke the Execute protocol (e.g. updated an output that does not exist).
@@ -53,7 +56,9 @@ impl ServiceError for GatewayError {
             GatewayError::ModeUnavailable { .. } | GatewayError::FilesUnavailable(_) => {
                 ErrorKind::Unavailable
             }
-            GatewayError::FailedPrecondition(_) => ErrorKind::FailedPrecondition,
+            GatewayError::FailedPrecondition(_) | GatewayError::PromptEnded(_) => {
+                ErrorKind::FailedPrecondition
+            }
             GatewayError::Protocol(_)
             | GatewayError::Config(_)
             | GatewayError::Database(_)

@@ -2,19 +2,27 @@
 //!
 //! The stream subscribes to the hub *before* reading the database, so an event is either in
 //! the replay or arrives live (or both: duplicates are skipped by sequence). Whenever the live
-//! channel shows a gap or lags, the missing events are read back from the database.
+//! channel shows a gap or lags, the missing events are read back from the database; so are
+//! events another gateway replica stored (announced by sequence only), and, as a safety net
+//! against a lost wake-up, whatever was stored while the stream heard nothing for a while.
 
 use agentic_proto::v1::{PromptEvent, PromptState, prompt_event};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
 use crate::error::GatewayError;
-use crate::hub::Hub;
+use crate::hub::{Hub, Live};
 use crate::store::Store;
 
 const REPLAY_BATCH: u32 = 500;
+
+/// A stream that heard nothing for this long reads the database again.
+const RECHECK_AFTER: Duration = Duration::from_secs(5);
 
 /// Events buffered towards one client before the follower waits for it.
 const CLIENT_BUFFER: usize = 64;
@@ -62,12 +70,17 @@ async fn forward(
         }
         // Follow live until a gap or lag sends us back to the database.
         loop {
-            match subscription.receiver.recv().await {
-                Ok(event) if event.sequence <= last => {}
-                Ok(event) if event.sequence == last + 1 => {
+            let Ok(heard) = tokio::time::timeout(RECHECK_AFTER, subscription.receiver.recv()).await
+            else {
+                break;
+            };
+            match heard {
+                Ok(Live::Event(event)) if event.sequence <= last => {}
+                Ok(Live::Stored(sequence)) if sequence <= last => {}
+                Ok(Live::Event(event)) if event.sequence == last + 1 => {
                     last = event.sequence;
                     let paused = matches!(event.kind, Some(prompt_event::Kind::Waiting(_)));
-                    if let Err(Stop::Done) = send(sender, event).await {
+                    if let Err(Stop::Done) = send(sender, Arc::unwrap_or_clone(event)).await {
                         return Ok(());
                     }
                     if paused {
@@ -76,7 +89,10 @@ async fn forward(
                         break;
                     }
                 }
-                Ok(_) | Err(RecvError::Lagged(_)) => break,
+                Ok(Live::Event(_) | Live::Stored(_) | Live::Recheck)
+                | Err(RecvError::Lagged(_)) => {
+                    break;
+                }
                 Err(RecvError::Closed) => return Ok(()),
             }
         }

@@ -2,7 +2,8 @@
 //!
 //! The hub is only a fast path: every event is in the database before it is published, and a
 //! stream that falls behind (or misses a publish) reads the gap back from the database. So the
-//! hub may drop events without losing any.
+//! hub may drop events without losing any. Events other gateway replicas store arrive as
+//! wake-ups (their sequence only): followers read them back from the database.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,25 +14,53 @@ use tokio::sync::broadcast;
 /// Events buffered per prompt for slow streams before they fall back to the database.
 const CHANNEL_CAPACITY: usize = 1024;
 
+/// What a follower of a prompt hears.
+#[derive(Debug, Clone)]
+pub enum Live {
+    /// An event this replica stored.
+    Event(Arc<PromptEvent>),
+    /// Another replica stored the event with this sequence (0: it changed something else).
+    Stored(u64),
+    /// Wake-ups may have been missed: read the database again.
+    Recheck,
+}
+
 #[derive(Clone, Default)]
 pub struct Hub {
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<PromptEvent>>>>,
+    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Live>>>>,
 }
 
 /// A stream's interest in one prompt; dropping it releases the channel when it was the last.
 pub struct Subscription {
     hub: Hub,
     prompt_id: String,
-    pub receiver: broadcast::Receiver<PromptEvent>,
+    pub receiver: broadcast::Receiver<Live>,
 }
 
 impl Hub {
     /// Sends a stored event to the prompt's followers, if there are any.
     pub fn publish(&self, event: &PromptEvent) {
+        self.send(&event.prompt_id, Live::Event(Arc::new(event.clone())));
+    }
+
+    /// Tells the prompt's followers that another replica stored event `sequence`.
+    pub fn wake(&self, prompt_id: &str, sequence: u64) {
+        self.send(prompt_id, Live::Stored(sequence));
+    }
+
+    /// Tells every follower to read the database again.
+    pub fn recheck_all(&self) {
         let channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sender) = channels.get(&event.prompt_id) {
+        for sender in channels.values() {
+            let _ = sender.send(Live::Recheck);
+        }
+    }
+
+    fn send(&self, prompt_id: &str, live: Live) {
+        let channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = channels.get(prompt_id) {
             // An error only means nobody is listening right now, which is fine.
-            let _ = sender.send(event.clone());
+            let _ = sender.send(live);
         }
     }
 

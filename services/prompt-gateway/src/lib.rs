@@ -16,6 +16,7 @@ mod store;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_server::PromptGatewayServer;
 use tokio::net::TcpListener;
@@ -30,7 +31,7 @@ use crate::hub::Hub;
 use crate::modes::ModeRegistry;
 use crate::prompts::Prompts;
 use crate::runner::Runner;
-use crate::store::Store;
+use crate::store::{Owner, Store, Wake};
 
 #[derive(clap::Parser, Debug, Clone)]
 #[command(name = "prompt-gateway", about = "The public gRPC API of agentic")]
@@ -38,13 +39,19 @@ pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "GATEWAY_LISTEN", default_value = "0.0.0.0:50051")]
     pub listen: SocketAddr,
-    /// The gateway's own database (SQLite file by default).
+    /// The gateway's own database: a SQLite file (one gateway) or a `postgres://` URL
+    /// (several gateway replicas may share it).
     #[arg(
         long,
         env = "GATEWAY_DATABASE_URL",
         default_value = "sqlite://gateway.db?mode=rwc"
     )]
     pub database_url: String,
+    /// How long a replica's claim on the prompts it runs lasts without renewal, in
+    /// milliseconds. Renewed every third of it; when a replica dies, another one fails its
+    /// running prompts once the lease has expired.
+    #[arg(long, env = "GATEWAY_LEASE_MS", default_value_t = 6000, value_parser = clap::value_parser!(u64).range(300..))]
+    pub lease_ms: u64,
     /// Execution modes as MODE=URL, comma separated. More can register at run time.
     #[arg(
         long,
@@ -97,12 +104,17 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let store = Store::connect(&config.database_url).await?;
+    let owner = Owner {
+        replica: uuid::Uuid::now_v7().to_string(),
+        lease: Duration::from_millis(config.lease_ms),
+    };
+    let store = Store::connect(&config.database_url, owner.clone()).await?;
     let hub = Hub::default();
     let runner = Runner::new(store.clone(), hub.clone());
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     let modes = ModeRegistry::from_specs(&config.modes, token.clone())?;
+    let store_is_shared = store.is_shared();
     let prompts = Prompts {
         store,
         hub,
@@ -116,6 +128,10 @@ pub async fn run(
             "failed prompts left running by a previous gateway process"
         );
     }
+    let background = [
+        tokio::spawn(keep_leases(prompts.clone())),
+        tokio::spawn(follow_other_replicas(prompts.clone())),
+    ];
     match &auth {
         Auth::DevMode => tracing::warn!(
             header = USER_HEADER,
@@ -144,7 +160,69 @@ pub async fn run(
     })
     .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
     .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-    tracing::info!(address = %listener.local_addr()?, modes = ?config.modes, "prompt-gateway serving");
-    agentic_rpc::serve(router.add_service(gateway), listener, shutdown).await?;
+    tracing::info!(
+        address = %listener.local_addr()?,
+        modes = ?config.modes,
+        replica = %owner.replica,
+        shared_database = store_is_shared,
+        "prompt-gateway serving"
+    );
+    let served = agentic_rpc::serve(router.add_service(gateway), listener, shutdown).await;
+    for task in background {
+        task.abort();
+    }
+    served?;
     Ok(())
+}
+
+/// Renews the leases of the runs this replica follows and fails the prompts of replicas
+/// whose leases expired, every third of a lease.
+async fn keep_leases(prompts: Prompts) {
+    let mut ticks = tokio::time::interval(prompts.store.owner().lease / 3);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(error) = prompts.store.renew_leases().await {
+            tracing::error!(%error, "could not renew this replica's leases");
+        }
+        if let Err(error) = prompts.fail_expired().await {
+            tracing::error!(%error, "could not fail prompts whose lease expired");
+        }
+    }
+}
+
+/// Passes other replicas' writes (PostgreSQL only) to this replica's streams and runs.
+async fn follow_other_replicas(prompts: Prompts) {
+    let mut wakeups = loop {
+        match prompts.store.wakeups().await {
+            Ok(Some(wakeups)) => break wakeups,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::error!(%error, "could not listen for other replicas' events; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    };
+    loop {
+        match wakeups.next().await {
+            Ok(Wake::Prompt {
+                prompt_id,
+                sequence,
+            }) => {
+                prompts.hub.wake(&prompt_id, sequence);
+                prompts.runner.poke(&prompt_id);
+            }
+            Ok(Wake::Everything) => {
+                tracing::warn!(
+                    "lost the connection that hears other replicas; rechecking every stream and run"
+                );
+                prompts.hub.recheck_all();
+                prompts.runner.poke_all();
+            }
+            Err(error) => {
+                tracing::error!(%error, "listening for other replicas' events failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
 }

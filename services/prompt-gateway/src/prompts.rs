@@ -204,46 +204,73 @@ impl Prompts {
         } else {
             reason
         };
-        match PromptState::try_from(prompt.state) {
-            Ok(PromptState::Running) => match self.runner.cancel(prompt_id, reason.clone()).await {
-                Some(result) => result,
-                // No run of it is active here: it finished meanwhile, or its run was lost.
-                None => match self.store.state(prompt_id).await? {
-                    Some(PromptState::Running) => {
-                        self.runner
-                            .finish(prompt_id, PromptState::Cancelled, reason)
-                            .await
-                    }
-                    _ => Err(already_ended(&self.get(user_id, prompt_id).await?)),
-                },
-            },
-            Ok(PromptState::WaitingForApproval) => {
+        if !matches!(
+            PromptState::try_from(prompt.state),
+            Ok(PromptState::Running | PromptState::WaitingForApproval)
+        ) {
+            return Err(already_ended(&prompt));
+        }
+        // The run this replica follows stops itself; otherwise the database takes the end
+        // (refusing it if the prompt ended meanwhile) and the replica running it, if any,
+        // hears of it and stops its run.
+        let result = match self.runner.cancel(prompt_id, reason.clone()).await {
+            Some(result) => result,
+            None => {
                 self.runner
                     .finish(prompt_id, PromptState::Cancelled, reason)
                     .await
             }
-            _ => Err(already_ended(&prompt)),
+        };
+        match result {
+            Err(GatewayError::PromptEnded(_)) => {
+                Err(already_ended(&self.get(user_id, prompt_id).await?))
+            }
+            result => result,
         }
     }
 
-    /// Fails prompts left RUNNING by a gateway that stopped mid-run: their executor streams
-    /// died with it, so nothing would ever finish them.
+    /// On SQLite, where this is the only gateway, fails prompts an earlier process of it left
+    /// running: their executor streams died with it, so nothing would ever finish them.
+    /// (With PostgreSQL, other replicas may be running them: their leases decide.)
     pub async fn fail_orphaned(&self) -> Result<usize, GatewayError> {
-        let orphaned = self.store.orphan_candidates().await?;
+        if self.store.is_shared() {
+            return Ok(0);
+        }
+        let orphaned = self.store.owned_by_others().await?;
         for prompt_id in &orphaned {
             tracing::warn!(
                 prompt_id,
                 "failing a prompt left running by a previous gateway process"
             );
-            self.runner
+            let failed = self
+                .runner
                 .finish(
                     prompt_id,
                     PromptState::Failed,
-                    "the gateway restarted while this prompt was running".into(),
+                    "the run was interrupted: the gateway restarted while this prompt was running"
+                        .into(),
                 )
-                .await?;
+                .await;
+            match failed {
+                Ok(_) | Err(GatewayError::PromptEnded(_)) => {}
+                Err(error) => return Err(error),
+            }
         }
         Ok(orphaned.len())
+    }
+
+    /// Fails prompts whose run's lease expired: the replica running them died or lost the
+    /// database. Returns how many it failed.
+    pub async fn fail_expired(&self) -> Result<usize, GatewayError> {
+        let before = crate::store::now_millis();
+        let mut failed = 0;
+        for prompt_id in self.store.expired(before).await? {
+            if self.runner.fail_expired(&prompt_id, before).await? {
+                tracing::warn!(prompt_id, "failed a prompt whose run's lease expired");
+                failed += 1;
+            }
+        }
+        Ok(failed)
     }
 }
 

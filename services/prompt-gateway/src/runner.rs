@@ -1,5 +1,8 @@
 //! Runs prompts on executors: opens the `Execute` stream, then numbers, stores and publishes
-//! everything the executor sends. One task per running prompt is that prompt's only writer.
+//! everything the executor sends. One task per running prompt, on the replica that owns the
+//! prompt's lease, follows its run; other writers (a cancel or an approval through another
+//! replica, the lease reaper) go through the database, which refuses events after the end,
+//! and wake the owner up (`poke`) to read what changed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,7 +13,7 @@ use agentic_proto::v1::{
     OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptFailed,
     PromptState, PromptWaiting, execute_event, execute_input, prompt_event, prompt_output,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 use tracing::Instrument as _;
@@ -46,11 +49,19 @@ enum Command {
     },
 }
 
+/// How other tasks reach a run this replica follows.
+#[derive(Clone)]
+struct RunHandle {
+    commands: mpsc::Sender<Command>,
+    /// Something about the prompt changed in the database (through another replica).
+    refresh: Arc<Notify>,
+}
+
 #[derive(Clone)]
 pub struct Runner {
     store: Store,
     hub: Hub,
-    active: Arc<Mutex<HashMap<String, mpsc::Sender<Command>>>>,
+    active: Arc<Mutex<HashMap<String, RunHandle>>>,
 }
 
 enum Next {
@@ -112,10 +123,17 @@ impl Runner {
     /// Follows an opened run in the background until it finishes, fails or is cancelled.
     pub fn spawn(&self, prompt: &Prompt, run: OpenRun) {
         let (command_sender, commands) = mpsc::channel(8);
+        let refresh = Arc::new(Notify::new());
         self.active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(prompt.id.clone(), command_sender);
+            .insert(
+                prompt.id.clone(),
+                RunHandle {
+                    commands: command_sender,
+                    refresh: refresh.clone(),
+                },
+            );
         let runner = self.clone();
         let prompt_id = prompt.id.clone();
         let mode = prompt.mode.clone();
@@ -124,9 +142,27 @@ impl Runner {
         tokio::spawn(
             async move {
                 metrics::run_started(&mode);
-                let state = runner
-                    .follow(&prompt_id, &mode, outputs, run, commands)
-                    .await;
+                let following = {
+                    let (runner, prompt_id, mode) = (runner.clone(), prompt_id.clone(), mode.clone());
+                    tokio::spawn(
+                        async move {
+                            runner
+                                .follow(&prompt_id, &mode, outputs, run, commands, &refresh)
+                                .await
+                        }
+                        .in_current_span(),
+                    )
+                };
+                let state = match following.await {
+                    Ok(state) => state,
+                    Err(panic) => {
+                        // A bug, not a run's fault: the prompt must still end.
+                        tracing::error!(prompt_id, error = %panic, "following a prompt's run panicked");
+                        let message = "internal error while running the prompt".to_owned();
+                        let _ = runner.finish(&prompt_id, PromptState::Failed, message).await;
+                        PromptState::Failed
+                    }
+                };
                 metrics::run_ended(&mode, state);
                 runner
                     .active
@@ -164,13 +200,48 @@ impl Runner {
     }
 
     async fn command(&self, prompt_id: &str, command: Command) -> Option<()> {
-        let sender = self
-            .active
+        let handle = self.handle(prompt_id)?;
+        handle.commands.send(command).await.ok()
+    }
+
+    fn handle(&self, prompt_id: &str) -> Option<RunHandle> {
+        self.active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(prompt_id)
-            .cloned()?;
-        sender.send(command).await.ok()
+            .cloned()
+    }
+
+    /// Another replica changed the prompt (ended it, or decided on a call its live run
+    /// waits for): if this replica runs it, the run reads the change back.
+    pub fn poke(&self, prompt_id: &str) {
+        if let Some(handle) = self.handle(prompt_id) {
+            handle.refresh.notify_one();
+        }
+    }
+
+    /// Wake-ups may have been missed: every run here reads its prompt back.
+    pub fn poke_all(&self) {
+        let active = self.active.lock().unwrap_or_else(PoisonError::into_inner);
+        for handle in active.values() {
+            handle.refresh.notify_one();
+        }
+    }
+
+    /// Fails a prompt whose run's lease expired before `before` (its replica died or lost
+    /// the database), unless it ended or was renewed meanwhile.
+    pub async fn fail_expired(&self, prompt_id: &str, before: i64) -> Result<bool, GatewayError> {
+        let message = "the run was interrupted: the gateway replica running this prompt stopped \
+                       (its lease expired)"
+            .to_owned();
+        match self.store.fail_expired(prompt_id, before, message).await {
+            Ok(event) => {
+                self.hub.publish(&event);
+                Ok(true)
+            }
+            Err(GatewayError::PromptEnded(_)) => Ok(false),
+            Err(error) => Err(error),
+        }
     }
 
     /// Ends a prompt that is not running here (waiting, or orphaned) with a terminal event.
@@ -212,23 +283,42 @@ impl Runner {
         mut outputs: usize,
         mut run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
+        refresh: &Notify,
     ) -> PromptState {
         // Whether a live run waits for decisions, and on which calls: it goes on once each of
-        // them has been decided (or timed out).
+        // them has been decided (or timed out). Decisions already sent to the executor are
+        // not sent again when the database is read back.
         let mut paused = false;
         let mut awaiting = HashSet::new();
+        let mut forwarded = HashSet::new();
+        let cancel = |run: &OpenRun, reason: String| {
+            let cancel = ExecuteInput {
+                kind: Some(execute_input::Kind::Cancel(CancelExecution { reason })),
+            };
+            // Either way the run stops there: dropping the stream cancels it too.
+            let _ = run.inputs.try_send(cancel);
+        };
         loop {
-            let next = tokio::select! {
+            let outcome = tokio::select! {
+                () = refresh.notified() => {
+                    match self.refresh(prompt_id, paused, &awaiting, &mut forwarded, &run).await {
+                        Ok(None) => continue,
+                        Ok(Some(ended)) => {
+                            cancel(&run, "the prompt ended through another gateway replica".into());
+                            return ended;
+                        }
+                        Err(error) => Err(error),
+                    }
+                }
                 Some(command) = commands.recv() => match command {
                     Command::Cancel { reason, reply } => {
-                        // Tell the executor, then drop the stream: either way the run stops there.
-                        let cancel = ExecuteInput { kind: Some(execute_input::Kind::Cancel(CancelExecution { reason: reason.clone() })) };
-                        let _ = run.inputs.try_send(cancel);
+                        cancel(&run, reason.clone());
                         let result = self.finish(prompt_id, PromptState::Cancelled, reason).await;
                         let _ = reply.send(result);
-                        return PromptState::Cancelled;
+                        return self.state_or(prompt_id, PromptState::Cancelled).await;
                     }
                     Command::Decide { decision, reply } => {
+                        forwarded.insert(decision.tool_call_id.clone());
                         let input = ExecuteInput { kind: Some(execute_input::Kind::Decision(decision)) };
                         let sent = run.inputs.send(input).await.map_err(|_| {
                             GatewayError::ModeUnavailable { mode: mode.to_owned(), reason: "the run's stream is closed".into() }
@@ -237,36 +327,90 @@ impl Runner {
                         continue;
                     }
                 },
-                message = run.events.message() => message,
-            };
-            let outcome = match next {
-                Ok(Some(event)) => {
-                    self.apply(prompt_id, &mut outputs, &mut paused, &mut awaiting, event)
-                        .await
-                }
-                Ok(None) => Err(GatewayError::Protocol(format!(
-                    "executor for mode {mode:?} ended the run without finishing it"
-                ))),
-                Err(status) => Err(GatewayError::ModeUnavailable {
-                    mode: mode.to_owned(),
-                    reason: format!("executor failed mid-run: {}", status.message()),
-                }),
+                message = run.events.message() => match message {
+                    Ok(Some(event)) => {
+                        self.apply(prompt_id, &mut outputs, &mut paused, &mut awaiting, event)
+                            .await
+                    }
+                    Ok(None) => Err(GatewayError::Protocol(format!(
+                        "executor for mode {mode:?} ended the run without finishing it"
+                    ))),
+                    Err(status) => Err(GatewayError::ModeUnavailable {
+                        mode: mode.to_owned(),
+                        reason: format!("executor failed mid-run: {}", status.message()),
+                    }),
+                },
             };
             match outcome {
                 Ok(Next::Continue) => {}
                 Ok(Next::Done(state)) => return state,
+                Err(GatewayError::PromptEnded(_)) => {
+                    // Ended elsewhere (cancelled through another replica, or failed by the
+                    // lease reaper): this run has nothing more to say.
+                    cancel(&run, "the prompt has ended".into());
+                    return self.state_or(prompt_id, PromptState::Failed).await;
+                }
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
+                    cancel(&run, error.to_string());
                     if let Err(store_error) = self
                         .finish(prompt_id, PromptState::Failed, error.to_string())
                         .await
                     {
                         tracing::error!(prompt_id, error = %store_error, "could not record the failure of a prompt");
                     }
-                    return PromptState::Failed;
+                    return self.state_or(prompt_id, PromptState::Failed).await;
                 }
             }
         }
+    }
+
+    /// The prompt's stored state after its run stopped here (`fallback` if it cannot be read).
+    async fn state_or(&self, prompt_id: &str, fallback: PromptState) -> PromptState {
+        match self.store.state(prompt_id).await {
+            Ok(Some(state)) => state,
+            _ => fallback,
+        }
+    }
+
+    /// Reads back what another replica changed. `Some(state)` when the prompt ended; a live
+    /// pause gets the decisions stored for the calls it waits on, each once.
+    async fn refresh(
+        &self,
+        prompt_id: &str,
+        paused: bool,
+        awaiting: &HashSet<String>,
+        forwarded: &mut HashSet<String>,
+        run: &OpenRun,
+    ) -> Result<Option<PromptState>, GatewayError> {
+        let state = self
+            .store
+            .state(prompt_id)
+            .await?
+            .unwrap_or(PromptState::Unspecified);
+        if !matches!(
+            state,
+            PromptState::Running | PromptState::WaitingForApproval
+        ) {
+            return Ok(Some(state));
+        }
+        if !paused {
+            return Ok(None);
+        }
+        for decision in self.store.decisions(prompt_id).await? {
+            if awaiting.contains(&decision.tool_call_id)
+                && forwarded.insert(decision.tool_call_id.clone())
+            {
+                let input = ExecuteInput {
+                    kind: Some(execute_input::Kind::Decision(decision)),
+                };
+                run.inputs
+                    .send(input)
+                    .await
+                    .map_err(|_| GatewayError::Internal("the run's stream is closed".into()))?;
+            }
+        }
+        Ok(None)
     }
 
     async fn apply(
@@ -298,7 +442,7 @@ impl Runner {
                     if decided && awaiting.remove(&tool.id) && awaiting.is_empty() && *paused {
                         // Every call the live run waited on is decided (or timed out): it goes on.
                         *paused = false;
-                        self.store.resume(prompt_id).await?;
+                        self.store.resume_live(prompt_id).await?;
                     }
                 }
             }

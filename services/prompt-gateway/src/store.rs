@@ -1,8 +1,18 @@
-//! The gateway's database: prompts, their outputs and their ordered event log.
+//! The gateway's database: prompts, their outputs and their ordered event log, on SQLite or
+//! PostgreSQL (chosen by the URL's scheme).
 //!
 //! Timeline entries and events are stored as encoded protobuf messages: the log keeps exactly
 //! the bytes clients receive, so replay cannot drift from what was delivered live. That makes
 //! the proto contract also a storage format: changes to it must stay wire-compatible.
+//!
+//! Both backends run the same SQL (`$N` placeholders, which SQLite understands too); each has
+//! its own migrations folder. With PostgreSQL several gateway replicas share the database:
+//! every stored event is announced with `NOTIFY` (see [`Wakeups`]), and each running prompt
+//! carries its owner's lease (see [`Store::renew_leases`] and [`Store::expired`]).
+//!
+//! Invariant kept here for every writer: an event is appended only while its prompt is
+//! RUNNING or WAITING_FOR_APPROVAL, so nothing follows a terminal event, whichever replica
+//! writes and whichever writes first.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -15,10 +25,45 @@ use agentic_proto::v1::{
     Usage, prompt_event, prompt_output,
 };
 use prost::Message;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, Sqlite, SqlitePool, Transaction};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
 use crate::error::GatewayError;
+
+/// The PostgreSQL channel every stored event is announced on.
+const EVENTS_CHANNEL: &str = "agentic_prompt_events";
+
+const MAX_CONNECTIONS: u32 = 16;
+
+const RUNNING: i32 = PromptState::Running as i32;
+const WAITING: i32 = PromptState::WaitingForApproval as i32;
+
+const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
+     input_tokens, output_tokens, total_tokens, error, max_rounds, state_data, created_at, updated_at";
+
+/// Bumps the sequence of a prompt that may still take events; no row when it has ended.
+/// Being the first statement of a write, it also takes SQLite's write lock (a read first
+/// could fail with SQLITE_BUSY when another writer commits in between) and PostgreSQL's row
+/// lock, so concurrent writers of one prompt are numbered one after the other.
+const NEXT_SEQUENCE: &str = "UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND (state = $3 OR state = $4) RETURNING last_sequence";
+
+/// As [`NEXT_SEQUENCE`], only for a prompt whose run is live and whose lease expired before $3.
+const NEXT_SEQUENCE_IF_EXPIRED: &str = "UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND lease_until < $3 AND (state = $4 OR (state = $5 AND paused_live = 1)) \
+     RETURNING last_sequence";
+
+/// Which prompts an event may still be appended to.
+#[derive(Debug, Clone, Copy)]
+enum Guard {
+    /// Any prompt that has not ended.
+    Open,
+    /// Only a prompt whose live run's lease expired before this time (ms): the reaper's
+    /// guard, so a lease renewed meanwhile wins.
+    LeaseExpiredBefore(i64),
+}
 
 /// A change to the prompt row that is committed together with one event.
 #[derive(Debug)]
@@ -42,32 +87,333 @@ pub enum Change {
     },
 }
 
+/// Who runs prompts through this store: the replica's id and how long its leases last.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub replica: String,
+    pub lease: Duration,
+}
+
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
+    owner: Owner,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to whichever backend's pool the store holds. The body is
+/// expanded once per backend, so the same query code compiles against both drivers.
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($pool) => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Reads a prompt with its outputs on `$conn` (a transaction or a pool connection).
+macro_rules! load_prompt {
+    ($conn:expr, $prompt_id:expr) => {
+        async {
+            let row: Option<PromptRow> = sqlx::query_as(&format!(
+                "SELECT {PROMPT_COLUMNS} FROM prompts WHERE id = $1"
+            ))
+            .bind($prompt_id)
+            .fetch_optional(&mut *$conn)
+            .await?;
+            let Some(row) = row else {
+                return Ok::<_, GatewayError>(None);
+            };
+            let outputs: Vec<Vec<u8>> = sqlx::query_scalar(
+                "SELECT payload FROM prompt_outputs WHERE prompt_id = $1 ORDER BY position",
+            )
+            .bind($prompt_id)
+            .fetch_all(&mut *$conn)
+            .await?;
+            Ok(Some(row.into_prompt(&outputs)?))
+        }
+        .await
+    };
+}
+
+/// Appends one event in transaction `$tx`: bumps the prompt's sequence (if `$guard` lets the
+/// prompt take events, else `PromptEnded`), applies `$change`, stores the event `$kind`
+/// builds and, on PostgreSQL, announces it to the other replicas on commit.
+macro_rules! append {
+    ($store:expr, $tx:ident, $prompt_id:expr, $guard:expr, $change:expr, $kind:expr) => {
+        async {
+            let (store, prompt_id, guard, change, kind): (&Store, &str, Guard, Change, _) =
+                ($store, $prompt_id, $guard, $change, $kind);
+            let at = now();
+            let at_millis = timestamp_millis(&at);
+            let sequence: Option<i64> = match guard {
+                Guard::Open => {
+                    sqlx::query_scalar(NEXT_SEQUENCE)
+                        .bind(at_millis)
+                        .bind(prompt_id)
+                        .bind(RUNNING)
+                        .bind(WAITING)
+                        .fetch_optional(&mut *$tx)
+                        .await?
+                }
+                Guard::LeaseExpiredBefore(before) => {
+                    sqlx::query_scalar(NEXT_SEQUENCE_IF_EXPIRED)
+                        .bind(at_millis)
+                        .bind(prompt_id)
+                        .bind(before)
+                        .bind(RUNNING)
+                        .bind(WAITING)
+                        .fetch_optional(&mut *$tx)
+                        .await?
+                }
+            };
+            let Some(sequence) = sequence else {
+                return Err::<PromptEvent, _>(GatewayError::PromptEnded(prompt_id.to_owned()));
+            };
+            let final_prompt = match change {
+                Change::None => None,
+                Change::AddOutput { index, output } => {
+                    sqlx::query(
+                        "INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES ($1, $2, $3)",
+                    )
+                    .bind(prompt_id)
+                    .bind(i64::from(index))
+                    .bind(output.encode_to_vec())
+                    .execute(&mut *$tx)
+                    .await?;
+                    if let Some(prompt_output::Kind::File(file)) = &output.kind {
+                        sqlx::query(
+                            "INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
+                             SELECT $1, id, user_id, conversation_id, $2, $3 FROM prompts WHERE id = $4",
+                        )
+                        .bind(&file.id)
+                        .bind(i64::from(index))
+                        .bind(file.encode_to_vec())
+                        .bind(prompt_id)
+                        .execute(&mut *$tx)
+                        .await?;
+                    }
+                    None
+                }
+                Change::UpdateOutput { index, output } => {
+                    let updated = sqlx::query(
+                        "UPDATE prompt_outputs SET payload = $1 WHERE prompt_id = $2 AND position = $3",
+                    )
+                    .bind(output.encode_to_vec())
+                    .bind(prompt_id)
+                    .bind(i64::from(index))
+                    .execute(&mut *$tx)
+                    .await?;
+                    if updated.rows_affected() == 0 {
+                        return Err(GatewayError::Protocol(format!(
+                            "output {index} does not exist"
+                        )));
+                    }
+                    None
+                }
+                Change::PauseLive => {
+                    sqlx::query("UPDATE prompts SET state = $1, paused_live = 1 WHERE id = $2")
+                        .bind(WAITING)
+                        .bind(prompt_id)
+                        .execute(&mut *$tx)
+                        .await?;
+                    load_prompt!($tx, prompt_id)?
+                }
+                Change::Finish { state, error } => {
+                    sqlx::query(
+                        "UPDATE prompts SET state = $1, error = $2, paused_live = 0 WHERE id = $3",
+                    )
+                    .bind(state as i32)
+                    .bind(&error)
+                    .bind(prompt_id)
+                    .execute(&mut *$tx)
+                    .await?;
+                    load_prompt!($tx, prompt_id)?
+                }
+            };
+            let event = PromptEvent {
+                sequence: unsigned(sequence),
+                prompt_id: prompt_id.to_owned(),
+                at: Some(at),
+                kind: Some(kind(final_prompt)),
+            };
+            sqlx::query(
+                "INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(prompt_id)
+            .bind(sequence)
+            .bind(at_millis)
+            .bind(event.encode_to_vec())
+            .execute(&mut *$tx)
+            .await?;
+            if store.is_shared() {
+                // Delivered to the other replicas when (and only if) the transaction commits.
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(EVENTS_CHANNEL)
+                    .bind(store.wakeup_payload(prompt_id, sequence))
+                    .execute(&mut *$tx)
+                    .await?;
+            }
+            Ok::<PromptEvent, GatewayError>(event)
+        }
+        .await
+    };
+}
+
+/// Whether `database_url` names a PostgreSQL database (anything else is SQLite).
+pub fn is_postgres_url(database_url: &str) -> bool {
+    database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")
+}
+
+/// The columns of `PROMPT_COLUMNS`, as stored.
+#[derive(sqlx::FromRow)]
+struct PromptRow {
+    id: String,
+    user_id: String,
+    conversation_id: String,
+    mode: String,
+    model: i32,
+    visible: bool,
+    state: i32,
+    input: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    total_tokens: i64,
+    error: String,
+    max_rounds: i64,
+    state_data: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl PromptRow {
+    fn into_prompt(self, outputs: &[Vec<u8>]) -> Result<Prompt, GatewayError> {
+        let output = outputs
+            .iter()
+            .map(|payload| PromptOutput::decode(payload.as_slice()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let state_data: serde_json::Value =
+            serde_json::from_str(&self.state_data).unwrap_or_default();
+        Ok(Prompt {
+            id: self.id,
+            user_id: self.user_id,
+            conversation_id: self.conversation_id,
+            mode: self.mode,
+            model: self.model,
+            visible: self.visible,
+            state: self.state,
+            input: self.input,
+            output,
+            usage: Some(Usage {
+                input_tokens: unsigned(self.input_tokens),
+                output_tokens: unsigned(self.output_tokens),
+                total_tokens: unsigned(self.total_tokens),
+            }),
+            error: self.error,
+            created_at: Some(timestamp_from_millis(self.created_at)),
+            updated_at: Some(timestamp_from_millis(self.updated_at)),
+            max_rounds: u32::try_from(self.max_rounds).unwrap_or_default(),
+            state_data: Some(json_to_struct(&state_data)),
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct ConversationRow {
+    id: String,
+    user_id: String,
+    title: String,
+    default_mode: String,
+    state: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl From<ConversationRow> for Conversation {
+    fn from(row: ConversationRow) -> Self {
+        let state: serde_json::Value = serde_json::from_str(&row.state).unwrap_or_default();
+        Conversation {
+            id: row.id,
+            user_id: row.user_id,
+            title: row.title,
+            default_mode: row.default_mode,
+            state: Some(json_to_struct(&state)),
+            created_at: Some(timestamp_from_millis(row.created_at)),
+            updated_at: Some(timestamp_from_millis(row.updated_at)),
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct DecisionRow {
+    tool_call_id: String,
+    approved: bool,
+    reason: String,
+}
+
+/// Where a prompt's run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunState {
+    pub state: PromptState,
+    /// A live run waits for decisions on its open stream (owned by some replica).
+    pub paused_live: bool,
 }
 
 impl Store {
-    /// Opens (creating if missing) the database at `url` and runs the migrations.
-    pub async fn connect(url: &str) -> Result<Store, GatewayError> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|error| {
-                GatewayError::Config(format!("invalid database url {url:?}: {error}"))
-            })?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Store { pool })
+    /// Opens the database at `url` and applies migrations: PostgreSQL for a `postgres://` or
+    /// `postgresql://` URL (the database must exist), otherwise SQLite (the file is created if
+    /// missing).
+    pub async fn connect(url: &str, owner: Owner) -> Result<Store, GatewayError> {
+        let invalid =
+            |error: sqlx::Error| GatewayError::Config(format!("invalid database url: {error}"));
+        let pool = if is_postgres_url(url) {
+            let options = PgConnectOptions::from_str(url).map_err(invalid)?;
+            let pool = PgPoolOptions::new()
+                .max_connections(MAX_CONNECTIONS)
+                .connect_with(options)
+                .await?;
+            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+            Pool::Postgres(pool)
+        } else {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(invalid)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options)
+                .await?;
+            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+            Pool::Sqlite(pool)
+        };
+        Ok(Store { pool, owner })
     }
 
-    /// Inserts a new RUNNING prompt together with its `created` event (sequence 1).
+    /// Whether several gateways may share this database (PostgreSQL); SQLite means one.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.pool, Pool::Postgres(_))
+    }
+
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    fn lease_until(&self) -> i64 {
+        let lease = i64::try_from(self.owner.lease.as_millis()).unwrap_or(i64::MAX);
+        now_millis().saturating_add(lease)
+    }
+
+    /// Inserts a new RUNNING prompt, leased to this replica, together with its `created`
+    /// event (sequence 1).
     pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
         let created = prompt
             .created_at
@@ -76,121 +422,109 @@ impl Store {
             .unwrap_or_default();
         let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
             .map_err(|error| GatewayError::Internal(error.to_string()))?;
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
-             max_rounds, state_data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&prompt.id)
-        .bind(&prompt.user_id)
-        .bind(&prompt.conversation_id)
-        .bind(&prompt.mode)
-        .bind(prompt.model)
-        .bind(prompt.visible)
-        .bind(prompt.state)
-        .bind(&prompt.input)
-        .bind(i64::from(prompt.max_rounds))
-        .bind(state_data)
-        .bind(created)
-        .bind(created)
-        .execute(&mut *tx)
-        .await?;
+        let lease_until = self.lease_until();
+        let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
+             max_rounds, state_data, created_at, updated_at, owner, lease_until) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });
-        let event = append(&mut tx, &prompt.id, kind).await?;
-        tx.commit().await?;
-        Ok(event)
+        with_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(insert)
+                .bind(&prompt.id)
+                .bind(&prompt.user_id)
+                .bind(&prompt.conversation_id)
+                .bind(&prompt.mode)
+                .bind(prompt.model)
+                .bind(prompt.visible)
+                .bind(prompt.state)
+                .bind(&prompt.input)
+                .bind(i64::from(prompt.max_rounds))
+                .bind(&state_data)
+                .bind(created)
+                .bind(created)
+                .bind(&self.owner.replica)
+                .bind(lease_until)
+                .execute(&mut *tx)
+                .await?;
+            let event = append!(self, tx, &prompt.id, Guard::Open, Change::None, |_| kind)?;
+            tx.commit().await?;
+            Ok(event)
+        })
     }
 
     /// Applies `change` and appends the event built by `kind` in one transaction, so the
-    /// event is durable (and numbered gap-free) before anyone can see it.
+    /// event is durable (and numbered gap-free) before anyone can see it. A prompt that has
+    /// ended takes no more events: that is [`GatewayError::PromptEnded`].
     pub async fn record(
         &self,
         prompt_id: &str,
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<PromptEvent, GatewayError> {
-        let mut tx = self.pool.begin().await?;
-        let final_prompt = match change {
-            Change::None => None,
-            Change::AddOutput { index, output } => {
-                sqlx::query(
-                    "INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES (?, ?, ?)",
-                )
-                .bind(prompt_id)
-                .bind(i64::from(index))
-                .bind(output.encode_to_vec())
-                .execute(&mut *tx)
+        self.record_guarded(prompt_id, Guard::Open, change, kind)
+            .await
+    }
+
+    async fn record_guarded(
+        &self,
+        prompt_id: &str,
+        guard: Guard,
+        change: Change,
+        kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+    ) -> Result<PromptEvent, GatewayError> {
+        with_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let event = append!(self, tx, prompt_id, guard, change, kind)?;
+            tx.commit().await?;
+            Ok(event)
+        })
+    }
+
+    fn wakeup_payload(&self, prompt_id: &str, sequence: i64) -> String {
+        format!("{} {prompt_id} {sequence}", self.owner.replica)
+    }
+
+    /// Tells the other replicas that something about a prompt changed that is not an event
+    /// (an approval decision): the replica running it reads it back. A no-op on SQLite.
+    pub async fn poke(&self, prompt_id: &str) -> Result<(), GatewayError> {
+        if let Pool::Postgres(pool) = &self.pool {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(EVENTS_CHANNEL)
+                .bind(self.wakeup_payload(prompt_id, 0))
+                .execute(pool)
                 .await?;
-                if let Some(prompt_output::Kind::File(file)) = &output.kind {
-                    sqlx::query(
-                        "INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
-                         SELECT ?, id, user_id, conversation_id, ?, ? FROM prompts WHERE id = ?",
-                    )
-                    .bind(&file.id)
-                    .bind(i64::from(index))
-                    .bind(file.encode_to_vec())
-                    .bind(prompt_id)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                None
-            }
-            Change::UpdateOutput { index, output } => {
-                let updated = sqlx::query(
-                    "UPDATE prompt_outputs SET payload = ? WHERE prompt_id = ? AND position = ?",
-                )
-                .bind(output.encode_to_vec())
-                .bind(prompt_id)
-                .bind(i64::from(index))
-                .execute(&mut *tx)
-                .await?;
-                if updated.rows_affected() == 0 {
-                    return Err(GatewayError::Protocol(format!(
-                        "output {index} does not exist"
-                    )));
-                }
-                None
-            }
-            Change::PauseLive => {
-                sqlx::query(
-                    "UPDATE prompts SET state = ?, paused_live = 1, updated_at = ? WHERE id = ?",
-                )
-                .bind(PromptState::WaitingForApproval as i32)
-                .bind(timestamp_millis(&now()))
-                .bind(prompt_id)
-                .execute(&mut *tx)
-                .await?;
-                load_prompt(&mut tx, prompt_id).await?
-            }
-            Change::Finish { state, error } => {
-                sqlx::query("UPDATE prompts SET state = ?, error = ?, paused_live = 0, updated_at = ? WHERE id = ?")
-                    .bind(state as i32)
-                    .bind(&error)
-                    .bind(timestamp_millis(&now()))
-                    .bind(prompt_id)
-                    .execute(&mut *tx)
-                    .await?;
-                load_prompt(&mut tx, prompt_id).await?
-            }
+        }
+        Ok(())
+    }
+
+    /// Wake-ups for events other replicas store; `None` on SQLite (one replica only).
+    pub async fn wakeups(&self) -> Result<Option<Wakeups>, GatewayError> {
+        let Pool::Postgres(pool) = &self.pool else {
+            return Ok(None);
         };
-        let event = append(&mut tx, prompt_id, kind(final_prompt)).await?;
-        tx.commit().await?;
-        Ok(event)
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(EVENTS_CHANNEL).await?;
+        Ok(Some(Wakeups {
+            listener,
+            replica: self.owner.replica.clone(),
+        }))
     }
 
     pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
-        sqlx::query(
-            "UPDATE prompts SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, \
-             total_tokens = total_tokens + ? WHERE id = ?",
-        )
-        .bind(saturating_i64(usage.input_tokens))
-        .bind(saturating_i64(usage.output_tokens))
-        .bind(saturating_i64(usage.total_tokens))
-        .bind(prompt_id)
-        .execute(&self.pool)
-        .await?;
+        let sql = "UPDATE prompts SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
+             total_tokens = total_tokens + $3 WHERE id = $4";
+        with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(saturating_i64(usage.input_tokens))
+                .bind(saturating_i64(usage.output_tokens))
+                .bind(saturating_i64(usage.total_tokens))
+                .bind(prompt_id)
+                .execute(pool)
+                .await
+                .map(drop)
+        })?;
         Ok(())
     }
 
@@ -200,9 +534,23 @@ impl Store {
         user_id: &str,
         prompt_id: &str,
     ) -> Result<Option<Prompt>, GatewayError> {
-        let mut conn = self.pool.acquire().await?;
-        let prompt = load_prompt(&mut conn, prompt_id).await?;
+        let prompt = with_pool!(self, |pool| {
+            let mut conn = pool.acquire().await?;
+            load_prompt!(conn, prompt_id)?
+        });
         Ok(prompt.filter(|prompt| prompt.user_id == user_id))
+    }
+
+    /// Prompts by id, in the order of `ids`, skipping any that vanished.
+    async fn prompts(&self, ids: &[String]) -> Result<Vec<Prompt>, GatewayError> {
+        with_pool!(self, |pool| {
+            let mut conn = pool.acquire().await?;
+            let mut prompts = Vec::with_capacity(ids.len());
+            for id in ids {
+                prompts.extend(load_prompt!(conn, id)?);
+            }
+            Ok(prompts)
+        })
     }
 
     /// The user's prompts, newest first, optionally of one conversation.
@@ -212,24 +560,17 @@ impl Store {
         conversation_id: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Prompt>, GatewayError> {
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM prompts WHERE user_id = ? AND (? IS NULL OR conversation_id = ?) \
-             ORDER BY created_at DESC, id DESC LIMIT ?",
-        )
-        .bind(user_id)
-        .bind(conversation_id)
-        .bind(conversation_id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        let mut conn = self.pool.acquire().await?;
-        let mut prompts = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(prompt) = load_prompt(&mut conn, &id).await? {
-                prompts.push(prompt);
-            }
-        }
-        Ok(prompts)
+        let sql = "SELECT id FROM prompts WHERE user_id = $1 AND ($2 IS NULL OR conversation_id = $2) \
+             ORDER BY created_at DESC, id DESC LIMIT $3";
+        let ids: Vec<String> = with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(user_id)
+                .bind(conversation_id)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?;
+        self.prompts(&ids).await
     }
 
     /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
@@ -239,26 +580,40 @@ impl Store {
         after: u64,
         limit: u32,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
-        let rows = sqlx::query("SELECT payload FROM prompt_events WHERE prompt_id = ? AND sequence > ? ORDER BY sequence LIMIT ?")
-            .bind(prompt_id)
-            .bind(saturating_i64(after))
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                PromptEvent::decode(row.get::<&[u8], _>("payload")).map_err(GatewayError::from)
-            })
+        let sql = "SELECT payload FROM prompt_events WHERE prompt_id = $1 AND sequence > $2 \
+                   ORDER BY sequence LIMIT $3";
+        let payloads: Vec<Vec<u8>> = with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(prompt_id)
+                .bind(saturating_i64(after))
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?;
+        payloads
+            .iter()
+            .map(|payload| PromptEvent::decode(payload.as_slice()).map_err(GatewayError::from))
             .collect()
     }
 
     /// The prompt's state, without ownership checks (callers checked ownership already).
     pub async fn state(&self, prompt_id: &str) -> Result<Option<PromptState>, GatewayError> {
-        let state: Option<i32> = sqlx::query_scalar("SELECT state FROM prompts WHERE id = ?")
-            .bind(prompt_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(state.map(|state| PromptState::try_from(state).unwrap_or(PromptState::Unspecified)))
+        Ok(self.run_state(prompt_id).await?.map(|run| run.state))
+    }
+
+    /// The prompt's state and whether a live run waits on it (no ownership checks).
+    pub async fn run_state(&self, prompt_id: &str) -> Result<Option<RunState>, GatewayError> {
+        let sql = "SELECT state, paused_live FROM prompts WHERE id = $1";
+        let row: Option<(i32, i32)> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(prompt_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|(state, paused_live)| RunState {
+            state: PromptState::try_from(state).unwrap_or(PromptState::Unspecified),
+            paused_live: paused_live != 0,
+        }))
     }
 
     /// Earlier prompts of a conversation, oldest first, without `except`.
@@ -267,19 +622,15 @@ impl Store {
         conversation_id: &str,
         except: &str,
     ) -> Result<Vec<Prompt>, GatewayError> {
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM prompts WHERE conversation_id = ? AND id != ? ORDER BY created_at, id",
-        )
-        .bind(conversation_id)
-        .bind(except)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut conn = self.pool.acquire().await?;
-        let mut prompts = Vec::with_capacity(ids.len());
-        for id in ids {
-            prompts.extend(load_prompt(&mut conn, &id).await?);
-        }
-        Ok(prompts)
+        let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 ORDER BY created_at, id";
+        let ids: Vec<String> = with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(conversation_id)
+                .bind(except)
+                .fetch_all(pool)
+                .await
+        })?;
+        self.prompts(&ids).await
     }
 
     pub async fn insert_conversation(
@@ -291,19 +642,22 @@ impl Store {
             .as_ref()
             .map(timestamp_millis)
             .unwrap_or_default();
-        sqlx::query(
-            "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&conversation.id)
-        .bind(&conversation.user_id)
-        .bind(&conversation.title)
-        .bind(&conversation.default_mode)
-        .bind(struct_to_json(conversation.state.as_ref()).to_string())
-        .bind(created)
-        .bind(created)
-        .execute(&self.pool)
-        .await?;
+        let state = struct_to_json(conversation.state.as_ref()).to_string();
+        let sql = "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(&conversation.id)
+                .bind(&conversation.user_id)
+                .bind(&conversation.title)
+                .bind(&conversation.default_mode)
+                .bind(&state)
+                .bind(created)
+                .bind(created)
+                .execute(pool)
+                .await
+                .map(drop)
+        })?;
         Ok(())
     }
 
@@ -313,12 +667,16 @@ impl Store {
         user_id: &str,
         conversation_id: &str,
     ) -> Result<Option<Conversation>, GatewayError> {
-        let row = sqlx::query("SELECT * FROM conversations WHERE id = ? AND user_id = ?")
-            .bind(conversation_id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.map(|row| conversation_from_row(&row)))
+        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
+                   FROM conversations WHERE id = $1 AND user_id = $2";
+        let row: Option<ConversationRow> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(conversation_id)
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(Conversation::from))
     }
 
     pub async fn list_conversations(
@@ -326,12 +684,16 @@ impl Store {
         user_id: &str,
         limit: u32,
     ) -> Result<Vec<Conversation>, GatewayError> {
-        let rows = sqlx::query("SELECT * FROM conversations WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?")
-            .bind(user_id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(conversation_from_row).collect())
+        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
+                   FROM conversations WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2";
+        let rows: Vec<ConversationRow> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(user_id)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?;
+        Ok(rows.into_iter().map(Conversation::from).collect())
     }
 
     /// Every file output of a conversation's prompts, in prompt and timeline order.
@@ -340,21 +702,17 @@ impl Store {
         user_id: &str,
         conversation_id: &str,
     ) -> Result<Vec<(String, FileOutput)>, GatewayError> {
-        let rows = sqlx::query(
-            "SELECT f.prompt_id, f.payload FROM prompt_files f JOIN prompts p ON p.id = f.prompt_id \
-             WHERE f.user_id = ? AND f.conversation_id = ? ORDER BY p.created_at, p.id, f.position",
-        )
-        .bind(user_id)
-        .bind(conversation_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok((
-                    row.get("prompt_id"),
-                    FileOutput::decode(row.get::<&[u8], _>("payload"))?,
-                ))
-            })
+        let sql = "SELECT f.prompt_id, f.payload FROM prompt_files f JOIN prompts p ON p.id = f.prompt_id \
+             WHERE f.user_id = $1 AND f.conversation_id = $2 ORDER BY p.created_at, p.id, f.position";
+        let rows: Vec<(String, Vec<u8>)> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(user_id)
+                .bind(conversation_id)
+                .fetch_all(pool)
+                .await
+        })?;
+        rows.into_iter()
+            .map(|(prompt_id, payload)| Ok((prompt_id, FileOutput::decode(payload.as_slice())?)))
             .collect()
     }
 
@@ -364,13 +722,14 @@ impl Store {
         user_id: &str,
         file_id: &str,
     ) -> Result<Option<FileOutput>, GatewayError> {
-        let payload: Option<Vec<u8>> = sqlx::query_scalar(
-            "SELECT payload FROM prompt_files WHERE file_id = ? AND user_id = ?",
-        )
-        .bind(file_id)
-        .bind(user_id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let sql = "SELECT payload FROM prompt_files WHERE file_id = $1 AND user_id = $2";
+        let payload: Option<Vec<u8>> = with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(file_id)
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await
+        })?;
         Ok(payload
             .map(|payload| FileOutput::decode(payload.as_slice()))
             .transpose()?)
@@ -382,18 +741,20 @@ impl Store {
         prompt_id: &str,
         decision: &ApprovalDecision,
     ) -> Result<bool, GatewayError> {
-        let inserted = sqlx::query(
-            "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT (prompt_id, tool_call_id) DO NOTHING",
-        )
-        .bind(prompt_id)
-        .bind(&decision.tool_call_id)
-        .bind(decision.approved)
-        .bind(&decision.reason)
-        .bind(timestamp_millis(&now()))
-        .execute(&self.pool)
-        .await?;
-        Ok(inserted.rows_affected() == 1)
+        let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
+        let inserted = with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(prompt_id)
+                .bind(&decision.tool_call_id)
+                .bind(decision.approved)
+                .bind(&decision.reason)
+                .bind(now_millis())
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(inserted == 1)
     }
 
     pub async fn forget_decision(
@@ -401,129 +762,186 @@ impl Store {
         prompt_id: &str,
         tool_call_id: &str,
     ) -> Result<(), GatewayError> {
-        sqlx::query("DELETE FROM approval_decisions WHERE prompt_id = ? AND tool_call_id = ?")
-            .bind(prompt_id)
-            .bind(tool_call_id)
-            .execute(&self.pool)
-            .await?;
+        let sql = "DELETE FROM approval_decisions WHERE prompt_id = $1 AND tool_call_id = $2";
+        with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(prompt_id)
+                .bind(tool_call_id)
+                .execute(pool)
+                .await
+                .map(drop)
+        })?;
         Ok(())
     }
 
     pub async fn decisions(&self, prompt_id: &str) -> Result<Vec<ApprovalDecision>, GatewayError> {
-        let rows = sqlx::query("SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = ? ORDER BY decided_at")
-            .bind(prompt_id)
-            .fetch_all(&self.pool)
-            .await?;
+        let sql = "SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = $1 \
+                   ORDER BY decided_at";
+        let rows: Vec<DecisionRow> = with_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(prompt_id).fetch_all(pool).await
+        })?;
         Ok(rows
-            .iter()
+            .into_iter()
             .map(|row| ApprovalDecision {
-                tool_call_id: row.get("tool_call_id"),
-                approved: row.get("approved"),
-                reason: row.get("reason"),
+                tool_call_id: row.tool_call_id,
+                approved: row.approved,
+                reason: row.reason,
             })
             .collect())
     }
 
-    /// Moves a paused prompt back to RUNNING when its run resumes. `false` when it was no
-    /// longer waiting (another caller resumed or cancelled it first).
-    pub async fn resume(&self, prompt_id: &str) -> Result<bool, GatewayError> {
-        let updated =
-            sqlx::query("UPDATE prompts SET state = ?, paused_live = 0, updated_at = ? WHERE id = ? AND state = ?")
-                .bind(PromptState::Running as i32)
-                .bind(timestamp_millis(&now()))
+    /// Moves a live-paused prompt back to RUNNING once its run has every decision; its run
+    /// (and lease) stay where they are. `false` when it was no longer waiting.
+    pub async fn resume_live(&self, prompt_id: &str) -> Result<bool, GatewayError> {
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
+                   WHERE id = $3 AND state = $4";
+        let updated = with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(RUNNING)
+                .bind(now_millis())
                 .bind(prompt_id)
-                .bind(PromptState::WaitingForApproval as i32)
-                .execute(&self.pool)
-                .await?;
-        Ok(updated.rows_affected() == 1)
+                .bind(WAITING)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(updated == 1)
     }
 
-    /// Ids of prompts whose run needs an open Execute stream (RUNNING, or paused live), e.g.
-    /// left behind by a gateway that stopped mid-run.
-    pub async fn orphan_candidates(&self) -> Result<Vec<String>, GatewayError> {
-        Ok(sqlx::query_scalar(
-            "SELECT id FROM prompts WHERE state = ? OR (state = ? AND paused_live = 1)",
+    /// Moves a prompt whose run ended waiting (a durable pause) back to RUNNING under this
+    /// replica's lease, for the new run this replica starts. `false` when it was no longer
+    /// waiting (another caller resumed or cancelled it first).
+    pub async fn claim_resumed(&self, prompt_id: &str) -> Result<bool, GatewayError> {
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = $3, lease_until = $4 \
+                   WHERE id = $5 AND state = $6 AND paused_live = 0";
+        let updated = with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(RUNNING)
+                .bind(now_millis())
+                .bind(&self.owner.replica)
+                .bind(self.lease_until())
+                .bind(prompt_id)
+                .bind(WAITING)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(updated == 1)
+    }
+
+    /// Extends the lease of every live run this replica owns; returns how many there are.
+    pub async fn renew_leases(&self) -> Result<u64, GatewayError> {
+        let sql = "UPDATE prompts SET lease_until = $1 \
+                   WHERE owner = $2 AND (state = $3 OR (state = $4 AND paused_live = 1))";
+        let renewed = with_pool!(self, |pool| {
+            sqlx::query(sql)
+                .bind(self.lease_until())
+                .bind(&self.owner.replica)
+                .bind(RUNNING)
+                .bind(WAITING)
+                .execute(pool)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
+        Ok(renewed)
+    }
+
+    /// Ids of prompts with a live run (RUNNING, or paused live) whose owner's lease expired
+    /// before `before` (ms since the epoch).
+    pub async fn expired(&self, before: i64) -> Result<Vec<String>, GatewayError> {
+        let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
+                   AND lease_until < $3";
+        Ok(with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(RUNNING)
+                .bind(WAITING)
+                .bind(before)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// Ids of prompts with a live run that another replica owns: on SQLite, where this is
+    /// the only gateway, runs of an earlier process of it.
+    pub async fn owned_by_others(&self) -> Result<Vec<String>, GatewayError> {
+        let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
+                   AND owner != $3";
+        Ok(with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(RUNNING)
+                .bind(WAITING)
+                .bind(&self.owner.replica)
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+
+    /// Fails a prompt whose owner's lease expired before `before`, with the terminal event
+    /// saying why. [`GatewayError::PromptEnded`] when it ended or its lease was renewed first.
+    pub async fn fail_expired(
+        &self,
+        prompt_id: &str,
+        before: i64,
+        message: String,
+    ) -> Result<PromptEvent, GatewayError> {
+        let change = Change::Finish {
+            state: PromptState::Failed,
+            error: message.clone(),
+        };
+        self.record_guarded(
+            prompt_id,
+            Guard::LeaseExpiredBefore(before),
+            change,
+            |prompt| prompt_event::Kind::Error(agentic_proto::v1::PromptFailed { message, prompt }),
         )
-        .bind(PromptState::Running as i32)
-        .bind(PromptState::WaitingForApproval as i32)
-        .fetch_all(&self.pool)
-        .await?)
+        .await
     }
 }
 
-/// Appends one event with the next sequence of the prompt. The sequence is bumped first,
-/// so the transaction takes SQLite's write lock on its first statement and waits for it
-/// (a read first could fail with SQLITE_BUSY when another writer commits in between).
-async fn append(
-    tx: &mut Transaction<'_, Sqlite>,
-    prompt_id: &str,
-    kind: prompt_event::Kind,
-) -> Result<PromptEvent, GatewayError> {
-    let at = now();
-    let sequence: i64 =
-        sqlx::query_scalar("UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = ? WHERE id = ? RETURNING last_sequence")
-            .bind(timestamp_millis(&at))
-            .bind(prompt_id)
-            .fetch_one(&mut **tx)
-            .await?;
-    let event = PromptEvent {
-        sequence: u64::try_from(sequence).unwrap_or_default(),
-        prompt_id: prompt_id.to_owned(),
-        at: Some(at),
-        kind: Some(kind),
-    };
-    sqlx::query("INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES (?, ?, ?, ?)")
-        .bind(prompt_id)
-        .bind(sequence)
-        .bind(event.at.as_ref().map(timestamp_millis).unwrap_or_default())
-        .bind(event.encode_to_vec())
-        .execute(&mut **tx)
-        .await?;
-    Ok(event)
+/// What another replica's write means for this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// Something about this prompt changed: event `sequence` was stored (0: not an event).
+    Prompt { prompt_id: String, sequence: u64 },
+    /// Wake-ups may have been missed (the connection dropped): look at everything again.
+    Everything,
 }
 
-async fn load_prompt(
-    conn: &mut sqlx::SqliteConnection,
-    prompt_id: &str,
-) -> Result<Option<Prompt>, GatewayError> {
-    let Some(row) = sqlx::query("SELECT * FROM prompts WHERE id = ?")
-        .bind(prompt_id)
-        .fetch_optional(&mut *conn)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let outputs =
-        sqlx::query("SELECT payload FROM prompt_outputs WHERE prompt_id = ? ORDER BY position")
-            .bind(prompt_id)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(|row| PromptOutput::decode(row.get::<&[u8], _>("payload")))
-            .collect::<Result<Vec<_>, _>>()?;
-    let state_data: serde_json::Value =
-        serde_json::from_str(row.get::<&str, _>("state_data")).unwrap_or_default();
-    Ok(Some(Prompt {
-        id: row.get("id"),
-        user_id: row.get("user_id"),
-        conversation_id: row.get("conversation_id"),
-        mode: row.get("mode"),
-        model: row.get("model"),
-        visible: row.get("visible"),
-        state: row.get("state"),
-        input: row.get("input"),
-        output: outputs,
-        usage: Some(Usage {
-            input_tokens: unsigned(row.get("input_tokens")),
-            output_tokens: unsigned(row.get("output_tokens")),
-            total_tokens: unsigned(row.get("total_tokens")),
-        }),
-        error: row.get("error"),
-        created_at: Some(timestamp_from_millis(row.get("created_at"))),
-        updated_at: Some(timestamp_from_millis(row.get("updated_at"))),
-        max_rounds: u32::try_from(row.get::<i64, _>("max_rounds")).unwrap_or_default(),
-        state_data: Some(json_to_struct(&state_data)),
-    }))
+/// The stream of other replicas' writes (PostgreSQL `LISTEN`).
+pub struct Wakeups {
+    listener: PgListener,
+    replica: String,
+}
+
+impl Wakeups {
+    /// The next write of another replica. After a lost connection this says
+    /// [`Wake::Everything`] and the next call reconnects (an error if that fails).
+    pub async fn next(&mut self) -> Result<Wake, GatewayError> {
+        loop {
+            let Some(notification) = self.listener.try_recv().await? else {
+                return Ok(Wake::Everything);
+            };
+            let mut parts = notification.payload().splitn(3, ' ');
+            let (Some(replica), Some(prompt_id), Some(sequence)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            if replica == self.replica {
+                continue;
+            }
+            return Ok(Wake::Prompt {
+                prompt_id: prompt_id.to_owned(),
+                sequence: sequence.parse().unwrap_or_default(),
+            });
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch, by this machine's clock. Leases compare the clocks of
+/// different replicas: they must be kept in sync (NTP) well within a lease.
+pub fn now_millis() -> i64 {
+    timestamp_millis(&now())
 }
 
 fn unsigned(value: i64) -> u64 {
@@ -532,18 +950,4 @@ fn unsigned(value: i64) -> u64 {
 
 fn saturating_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn conversation_from_row(row: &sqlx::sqlite::SqliteRow) -> Conversation {
-    let state: serde_json::Value =
-        serde_json::from_str(row.get::<&str, _>("state")).unwrap_or_default();
-    Conversation {
-        id: row.get("id"),
-        user_id: row.get("user_id"),
-        title: row.get("title"),
-        default_mode: row.get("default_mode"),
-        state: Some(json_to_struct(&state)),
-        created_at: Some(timestamp_from_millis(row.get("created_at"))),
-        updated_at: Some(timestamp_from_millis(row.get("updated_at"))),
-    }
 }

@@ -1,8 +1,10 @@
 //! Test and demo support: the scripted stand-in model (an OpenAI-compatible HTTP server) and
-//! the stack sandbox that runs the real services in one process.
+//! the stack sandbox that runs the real services in one process, on fresh SQLite or
+//! PostgreSQL databases.
 
+pub mod database;
 pub mod model;
 pub mod stack;
 
 pub use model::{Match, RecordedRequest, Reply, Rule, ScriptedCall, StandInModel};
-pub use stack::{Stack, StackOptions};
+pub use stack::{GatewayReplica, Stack, StackDatabase, StackOptions};

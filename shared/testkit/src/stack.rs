@@ -4,6 +4,10 @@
 //! Every listener is bound on port 0 before any service starts, so nothing waits or retries
 //! to connect. Each service runs on a runtime of its own, so a test can kill one outright
 //! (sockets and in-flight calls die with it) the way a crashed process would.
+//!
+//! The gateway and the tool-host keep their data in fresh SQLite files, or in fresh
+//! PostgreSQL databases when the options say so (by default when `AGENTIC_TEST_STACK_DATABASE`
+//! is `postgres`: `make test` runs the end-to-end suite once per backend that way).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -12,7 +16,30 @@ use std::path::{Path, PathBuf};
 use agentic_llm::LlmConfig;
 use tokio::runtime::Runtime;
 
+use crate::database::{TestDatabase, postgres_server};
 use crate::model::{Rule, StandInModel};
+
+/// Set to `postgres` to run stacks on PostgreSQL by default (with `AGENTIC_TEST_POSTGRES_URL`).
+pub const STACK_DATABASE_VARIABLE: &str = "AGENTIC_TEST_STACK_DATABASE";
+
+/// Where a stack's gateway and tool-host keep their data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackDatabase {
+    /// SQLite files in the stack's data folder.
+    Sqlite,
+    /// Fresh databases on the `AGENTIC_TEST_POSTGRES_URL` server, dropped with the stack.
+    Postgres,
+}
+
+impl StackDatabase {
+    /// `Postgres` when `AGENTIC_TEST_STACK_DATABASE=postgres`, else `Sqlite`.
+    pub fn from_env() -> StackDatabase {
+        match std::env::var(STACK_DATABASE_VARIABLE).as_deref() {
+            Ok("postgres") => StackDatabase::Postgres,
+            _ => StackDatabase::Sqlite,
+        }
+    }
+}
 
 /// What to start; `StackOptions::default()` is the usual test stack.
 #[derive(Debug, Clone)]
@@ -31,8 +58,12 @@ pub struct StackOptions {
     pub auth_tokens: Vec<String>,
     /// Retries after a failed LLM call.
     pub llm_max_retries: u32,
-    /// Where the services keep their databases; a fresh temporary folder when `None`.
+    /// Where the services keep their SQLite databases; a fresh temporary folder when `None`.
     pub data_dir: Option<PathBuf>,
+    /// SQLite or PostgreSQL for the gateway and the tool-host.
+    pub database: StackDatabase,
+    /// How long a gateway's lease on the prompts it runs lasts (ms).
+    pub gateway_lease_ms: u64,
 }
 
 impl Default for StackOptions {
@@ -46,6 +77,8 @@ impl Default for StackOptions {
             auth_tokens: Vec::new(),
             llm_max_retries: 2,
             data_dir: None,
+            database: StackDatabase::from_env(),
+            gateway_lease_ms: 6000,
         }
     }
 }
@@ -109,8 +142,33 @@ pub struct Stack {
     tool_host: Service,
     options: StackOptions,
     modes: Vec<prompt_gateway::ModeSpec>,
-    data_dir: PathBuf,
+    gateway_database_url: String,
+    /// Kept until the stack is dropped (after its services: fields drop in order).
+    _databases: Vec<TestDatabase>,
     _temp_dir: Option<tempfile::TempDir>,
+}
+
+/// One more gateway on a stack's database (see [`Stack::start_gateway_replica`]).
+pub struct GatewayReplica {
+    pub address: SocketAddr,
+    service: Service,
+}
+
+impl GatewayReplica {
+    /// `http://127.0.0.1:PORT` of this replica.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// A client SDK connection to this replica on behalf of `user`.
+    pub async fn client(&self, user: &str) -> anyhow::Result<agentic_client::Client> {
+        Ok(agentic_client::Client::connect(&self.url(), user).await?)
+    }
+
+    /// Kills the replica outright, as a crashed process would die.
+    pub fn kill(&mut self) {
+        self.service.kill();
+    }
 }
 
 fn bind() -> anyhow::Result<(std::net::TcpListener, SocketAddr)> {
@@ -139,6 +197,26 @@ impl Stack {
                 (Some(temp), path)
             }
         };
+        let mut databases = Vec::new();
+        let (gateway_database_url, tool_host_database_url) = match options.database {
+            StackDatabase::Sqlite => (
+                sqlite_url(&data_dir, "gateway.db"),
+                sqlite_url(&data_dir, "tool-host.db"),
+            ),
+            StackDatabase::Postgres => {
+                let server = postgres_server("a PostgreSQL stack").ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "a PostgreSQL stack needs {}",
+                        crate::database::POSTGRES_URL_VARIABLE
+                    )
+                })?;
+                let gateway = TestDatabase::postgres(&server, "gateway").await?;
+                let tool_host = TestDatabase::postgres(&server, "tool_host").await?;
+                let urls = (gateway.url().to_owned(), tool_host.url().to_owned());
+                databases.extend([gateway, tool_host]);
+                urls
+            }
+        };
         let (tool_host_listener, tool_host_address) = bind()?;
         let (classic_listener, classic_address) = bind()?;
         let (code_listener, code_address) = bind()?;
@@ -154,13 +232,17 @@ impl Stack {
             },
         ];
 
-        let tool_host =
-            Stack::start_tool_host(&options, &data_dir, code_address, tool_host_listener)?;
+        let tool_host = Stack::start_tool_host(
+            &options,
+            &tool_host_database_url,
+            code_address,
+            tool_host_listener,
+        )?;
         let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
         let code = Stack::start_code(&options, &model, tool_host_address, code_listener)?;
         let gateway = Stack::start_gateway(
             &options,
-            &data_dir,
+            &gateway_database_url,
             &modes,
             tool_host_address,
             gateway_listener,
@@ -177,14 +259,15 @@ impl Stack {
             tool_host,
             modes,
             options,
-            data_dir,
+            gateway_database_url,
+            _databases: databases,
             _temp_dir: temp_dir,
         })
     }
 
     fn start_tool_host(
         options: &StackOptions,
-        data_dir: &Path,
+        database_url: &str,
         code_runner: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Service> {
@@ -194,7 +277,7 @@ impl Stack {
         }
         let config = tool_host::Config {
             listen: listener.local_addr()?,
-            database_url: sqlite_url(data_dir, "tool-host.db"),
+            database_url: database_url.to_owned(),
             plugins,
             code_runner_url: format!("http://{code_runner}"),
             internal_token: options.internal_token.clone(),
@@ -252,14 +335,15 @@ impl Stack {
 
     fn start_gateway(
         options: &StackOptions,
-        data_dir: &Path,
+        database_url: &str,
         modes: &[prompt_gateway::ModeSpec],
         tool_host: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Service> {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
-            database_url: sqlite_url(data_dir, "gateway.db"),
+            database_url: database_url.to_owned(),
+            lease_ms: options.gateway_lease_ms,
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),
@@ -310,13 +394,27 @@ impl Stack {
         let (listener, address) = bind()?;
         self.gateway = Stack::start_gateway(
             &self.options,
-            &self.data_dir,
+            &self.gateway_database_url,
             &self.modes,
             self.tool_host_address,
             listener,
         )?;
         self.gateway_address = address;
         Ok(())
+    }
+
+    /// Starts one more gateway on this stack's database, as another replica would run
+    /// (several replicas need the PostgreSQL backend).
+    pub fn start_gateway_replica(&self) -> anyhow::Result<GatewayReplica> {
+        let (listener, address) = bind()?;
+        let service = Stack::start_gateway(
+            &self.options,
+            &self.gateway_database_url,
+            &self.modes,
+            self.tool_host_address,
+            listener,
+        )?;
+        Ok(GatewayReplica { address, service })
     }
 
     pub fn options(&self) -> &StackOptions {

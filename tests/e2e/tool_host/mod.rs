@@ -8,7 +8,6 @@
 //! afterwards. Without that variable the PostgreSQL variants print a `SKIPPED` line each and
 //! pass; `make test` sets it when a server answers on 127.0.0.1:5432.
 
-use std::io::Write;
 use std::time::Duration;
 
 use agentic_proto::json;
@@ -21,7 +20,6 @@ use agentic_proto::v1::{
 };
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use sqlx::{Connection, Executor, PgConnection};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::Code;
@@ -35,7 +33,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test]
                 async fn $name() -> anyhow::Result<()> {
-                    let database = super::TestDatabase::sqlite();
+                    let database = super::TestDatabase::sqlite("tool-host-e2e");
                     super::$name(&database).await
                 }
             )*
@@ -46,9 +44,10 @@ macro_rules! on_both_backends {
                 #[tokio::test]
                 async fn $name() -> anyhow::Result<()> {
                     let test = concat!(module_path!(), "::", stringify!($name));
-                    let Some(database) = super::TestDatabase::postgres(test).await? else {
+                    let Some(server) = agentic_testkit::database::postgres_server(test) else {
                         return Ok(());
                     };
+                    let database = super::TestDatabase::postgres(&server, "tool_host").await?;
                     super::$name(&database).await
                 }
             )*
@@ -59,105 +58,7 @@ macro_rules! on_both_backends {
 mod artifacts;
 mod tools;
 
-/// The server the PostgreSQL variants create their databases on.
-const POSTGRES_URL_VARIABLE: &str = "AGENTIC_TEST_POSTGRES_URL";
-
-/// A fresh, empty database for one test; dropping it removes the database (best effort).
-struct TestDatabase {
-    url: String,
-    backend: Backend,
-}
-
-enum Backend {
-    Sqlite(std::path::PathBuf),
-    Postgres { server: String, name: String },
-}
-
-impl TestDatabase {
-    fn sqlite() -> Self {
-        let path = std::env::temp_dir().join(format!("tool-host-e2e-{}.db", uuid::Uuid::now_v7()));
-        TestDatabase {
-            url: format!("sqlite://{}?mode=rwc", path.display()),
-            backend: Backend::Sqlite(path),
-        }
-    }
-
-    /// A new uuid-named database on the `AGENTIC_TEST_POSTGRES_URL` server, or `None` (after
-    /// saying so on stderr) when the variable is unset.
-    async fn postgres(test: &str) -> anyhow::Result<Option<Self>> {
-        let server = match std::env::var(POSTGRES_URL_VARIABLE) {
-            Ok(server) if !server.trim().is_empty() => {
-                server.trim().trim_end_matches('/').to_owned()
-            }
-            _ => {
-                // Straight to stderr, past the test harness's output capture, so the skip shows.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "SKIPPED (no PostgreSQL): {test} — set {POSTGRES_URL_VARIABLE}"
-                );
-                return Ok(None);
-            }
-        };
-        let name = format!("tool_host_{}", uuid::Uuid::now_v7().simple());
-        let mut admin = PgConnection::connect(&format!("{server}/postgres"))
-            .await
-            .with_context(|| {
-                format!("connecting to {server}/postgres ({POSTGRES_URL_VARIABLE})")
-            })?;
-        admin
-            .execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
-            .await
-            .with_context(|| format!("creating the database {name}"))?;
-        admin.close().await?;
-        Ok(Some(TestDatabase {
-            url: format!("{server}/{name}"),
-            backend: Backend::Postgres { server, name },
-        }))
-    }
-
-    fn url(&self) -> &str {
-        &self.url
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        match &self.backend {
-            Backend::Sqlite(path) => {
-                for suffix in ["", "-wal", "-shm"] {
-                    let mut path = path.clone().into_os_string();
-                    path.push(suffix);
-                    let _ = std::fs::remove_file(path);
-                }
-            }
-            Backend::Postgres { server, name } => {
-                // Drop runs inside the test's runtime, so the cleanup gets a thread and a
-                // runtime of its own. FORCE ends the connections the tool-host still holds.
-                let (server, name) = (server.clone(), name.clone());
-                let cleanup = std::thread::spawn(move || {
-                    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    else {
-                        return;
-                    };
-                    runtime.block_on(async {
-                        if let Ok(mut admin) =
-                            PgConnection::connect(&format!("{server}/postgres")).await
-                        {
-                            let sql = format!(r#"DROP DATABASE IF EXISTS "{name}" WITH (FORCE)"#);
-                            if let Err(error) = admin.execute(sql.as_str()).await {
-                                eprintln!("could not drop the test database {name}: {error}");
-                            }
-                            let _ = admin.close().await;
-                        }
-                    });
-                });
-                let _ = cleanup.join();
-            }
-        }
-    }
-}
+use agentic_testkit::database::TestDatabase;
 
 /// A running tool-host. Dropping it shuts the server down.
 struct TestToolHost {
