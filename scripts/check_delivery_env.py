@@ -50,7 +50,9 @@ def check_compose():
 
 
 def manifest_documents():
-    for path in sorted((ROOT / "deploy").rglob("*.yaml")):
+    # deploy/compose holds compose's configuration files, not manifests.
+    kubernetes = [ROOT / "deploy" / "base", ROOT / "deploy" / "overlays"]
+    for path in sorted(path for directory in kubernetes for path in directory.rglob("*.yaml")):
         if path.name == "kustomization.yaml":
             kustomization = yaml.safe_load(path.read_text())
             for resource in kustomization.get("resources", []):

@@ -15,10 +15,22 @@ fi
 echo "== compose file against the compose-spec schema"
 "$venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec docker-compose.yml
 
-echo "== Kubernetes manifests (strict, 1.33)"
-manifests=$(find deploy -name '*.yaml' ! -name kustomization.yaml | sort)
+echo "== Kubernetes manifests (strict, 1.33): each file, then what kustomize renders"
+# deploy/compose holds compose's configuration files, not manifests.
+manifests=$(find deploy/base deploy/overlays -name '*.yaml' ! -name kustomization.yaml | sort)
 # shellcheck disable=SC2086
 "$venv/bin/kubernetes-validate" --strict -k 1.33.0 $manifests
+if command -v kubectl >/dev/null 2>&1; then
+    rendered=$(mktemp -d)
+    trap 'rm -rf "$rendered"' EXIT
+    for kustomization in $(find deploy/base deploy/overlays -name kustomization.yaml -printf '%h\n' | sort); do
+        echo "-- kubectl kustomize $kustomization"
+        kubectl kustomize "$kustomization" >"$rendered/out.yaml"
+        "$venv/bin/kubernetes-validate" --strict -k 1.33.0 "$rendered/out.yaml"
+    done
+else
+    echo "!! no kubectl: the kustomize renderings of deploy/base and deploy/overlays/* are NOT checked" >&2
+fi
 
 echo "== settings in compose and manifests are ones the binaries read"
 "$venv/bin/python" scripts/check_delivery_env.py
