@@ -162,13 +162,22 @@ async fn a_code_prompt_that_calls_a_tool_is_one_trace_across_all_services() {
         .iter()
         .find(|span| span.name.starts_with("chat "))
         .expect("a chat span in the prompt's trace");
+    // The gateway's writes of the prompt's events are in it too.
+    let db = named("INSERT prompt_events");
+    assert!(
+        matches!(
+            string_attribute(db, "db.system.name").as_deref(),
+            Some("sqlite" | "postgresql")
+        ),
+        "the database span names its system"
+    );
 
     // Every span but the trace's root has its parent in the same trace.
     let by_id: HashMap<SpanId, &SpanData> = spans
         .iter()
         .map(|span| (span.span_context.span_id(), span))
         .collect();
-    for span in [prompt_span, agent, sandbox, tool, chat] {
+    for span in [prompt_span, agent, sandbox, tool, chat, db] {
         assert_eq!(span.span_context.trace_id(), trace);
         assert!(
             by_id.contains_key(&span.parent_span_id),

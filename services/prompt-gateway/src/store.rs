@@ -403,6 +403,14 @@ impl Store {
         matches!(self.pool, Pool::Postgres(_))
     }
 
+    /// The `db.system.name` of the backend, for spans.
+    pub fn system(&self) -> &'static str {
+        match self.pool {
+            Pool::Sqlite(_) => "sqlite",
+            Pool::Postgres(_) => "postgresql",
+        }
+    }
+
     pub fn owner(&self) -> &Owner {
         &self.owner
     }
@@ -414,6 +422,12 @@ impl Store {
 
     /// Inserts a new RUNNING prompt, leased to this replica, together with its `created`
     /// event (sequence 1).
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompts",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompts",
+    ))]
     pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
         let created = prompt
             .created_at
@@ -467,6 +481,12 @@ impl Store {
             .await
     }
 
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompt_events",
+    ))]
     async fn record_guarded(
         &self,
         prompt_id: &str,
@@ -574,6 +594,12 @@ impl Store {
     }
 
     /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "SELECT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "SELECT",
+        db.collection.name = "prompt_events",
+    ))]
     pub async fn events_after(
         &self,
         prompt_id: &str,

@@ -166,11 +166,25 @@ impl Store {
         })
     }
 
+    /// The `db.system.name` of the backend, for spans.
+    pub fn system(&self) -> &'static str {
+        match self.pool {
+            Pool::Sqlite(_) => "sqlite",
+            Pool::Postgres(_) => "postgresql",
+        }
+    }
+
     /// Waits for open connections to finish and closes them.
     pub async fn close(&self) {
         with_pool!(self, |pool| pool.close().await);
     }
 
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "artifacts",
+    ))]
     pub async fn insert(&self, new: NewArtifact) -> Result<ArtifactMeta, Error> {
         let (data, content) = match &new.body {
             ArtifactBody::Json(value) => (Some(value.to_string()), None),
@@ -219,6 +233,12 @@ impl Store {
     }
 
     /// The artifact `id` if `user_id` owns it.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "SELECT artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "SELECT",
+        db.collection.name = "artifacts",
+    ))]
     pub async fn get(&self, user_id: &str, id: &str) -> Result<Artifact, Error> {
         let sql = format!(
             "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = $1 AND user_id = $2"
@@ -246,6 +266,12 @@ impl Store {
 
     /// The user's artifacts, newest first, optionally only those of one conversation.
     /// `limit` is clamped to `1..=MAX_LIST_LIMIT`.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "SELECT artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "SELECT",
+        db.collection.name = "artifacts",
+    ))]
     pub async fn list(
         &self,
         user_id: &str,
