@@ -173,16 +173,24 @@ pub fn describe_error(error: &CodeError) -> String {
     text
 }
 
-/// The code in a reply: the first fenced block when the model added fences anyway.
+/// The code in a reply: when the model added fences anyway, every fenced block in order (a
+/// model that splits one program into blocks with prose between them means all of it).
 pub fn extract_code(reply: &str) -> String {
-    let Some(start) = reply.find("```") else {
+    if !reply.contains("```") {
         return reply.trim().to_owned();
-    };
-    let after_fence = &reply[start + 3..];
-    // Skip the language tag (```js, ```javascript) up to the end of the line.
-    let body = after_fence.split_once('\n').map_or("", |(_, body)| body);
-    let end = body.find("```").unwrap_or(body.len());
-    body[..end].trim().to_owned()
+    }
+    let mut blocks = Vec::new();
+    let mut rest = reply;
+    while let Some(start) = rest.find("```") {
+        // Skip the language tag (```js, ```javascript) up to the end of the line.
+        let Some((_, body)) = rest[start + 3..].split_once('\n') else {
+            break;
+        };
+        let end = body.find("```").unwrap_or(body.len());
+        blocks.push(body[..end].trim());
+        rest = body.get(end + 3..).unwrap_or("");
+    }
+    blocks.join("\n")
 }
 
 fn truncate(text: &str, max_chars: usize) -> String {
@@ -208,6 +216,10 @@ mod tests {
             "done()"
         );
         assert_eq!(extract_code("  output('hi')  "), "output('hi')");
+        assert_eq!(
+            extract_code("First:\n```js\nstore('k', 1);\n```\nThen:\n```\ndone()\n```\n"),
+            "store('k', 1);\ndone()"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Conversation use cases: create, read, list, and the files their prompts created.
 
-use agentic_proto::json::now;
+use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::{Conversation, ConversationFile, File, GetArtifactRequest};
 use agentic_rpc::InternalChannel;
@@ -27,12 +27,14 @@ impl Prompts {
                 "title is longer than {MAX_TITLE_CHARS} characters"
             )));
         }
+        crate::prompts::check_state(request.state.as_ref())?;
         if let Some(mode) = &request.default_mode
             && self.modes.get(mode).is_none()
         {
             return Err(GatewayError::UnknownMode(mode.clone()));
         }
-        let created_at = now();
+        // Stored to the millisecond: answer what a later read returns.
+        let created_at = timestamp_from_millis(timestamp_millis(&now()));
         let conversation = Conversation {
             id: uuid::Uuid::now_v7().to_string(),
             user_id: request.user_id,

@@ -1,7 +1,7 @@
 //! Prompt use cases: create and start (in a conversation or alone), read, list, cancel.
 //! Validated input in, domain errors out; the gRPC edge converts both.
 
-use agentic_proto::json::now;
+use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::{
     ApprovalDecision, ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState, Usage,
 };
@@ -21,6 +21,16 @@ pub const MAX_INPUT_BYTES: usize = 256 * 1024;
 /// Highest per-prompt round limit a caller may ask for.
 pub const MAX_ROUNDS_LIMIT: u32 = 100;
 
+/// Deepest nesting of structs and lists accepted in a prompt's or conversation's `state`.
+/// Every service decodes protobuf with a recursion limit of 100 messages, and `state` travels
+/// wrapped in several messages (events, `Execute` inputs): deeper state would be stored but
+/// could then not be run or read back.
+pub const MAX_STATE_DEPTH: usize = 16;
+
+/// Largest accepted `state`, encoded. It is stored with the prompt, sent with every tool call
+/// and returned with every read of the prompt, so it must stay far below the message limit.
+pub const MAX_STATE_BYTES: usize = 1024 * 1024;
+
 pub const MAX_LIST_LIMIT: u32 = 500;
 const DEFAULT_LIST_LIMIT: u32 = 50;
 
@@ -30,6 +40,52 @@ pub fn list_limit(limit: u32) -> u32 {
         DEFAULT_LIST_LIMIT
     } else {
         limit.min(MAX_LIST_LIMIT)
+    }
+}
+
+/// Checks a caller's `state` against [`MAX_STATE_DEPTH`] and [`MAX_STATE_BYTES`].
+pub fn check_state(state: Option<&prost_types::Struct>) -> Result<(), GatewayError> {
+    let Some(state) = state else {
+        return Ok(());
+    };
+    let bytes = prost::Message::encoded_len(state);
+    if bytes > MAX_STATE_BYTES {
+        return Err(GatewayError::InvalidArgument(format!(
+            "state is larger than {MAX_STATE_BYTES} bytes ({bytes} bytes encoded)"
+        )));
+    }
+    if struct_depth(state, 1) > MAX_STATE_DEPTH {
+        return Err(GatewayError::InvalidArgument(format!(
+            "state is nested deeper than {MAX_STATE_DEPTH} levels"
+        )));
+    }
+    Ok(())
+}
+
+/// How deep `fields` nests, counting itself as `level`; stops counting past the maximum.
+fn struct_depth(fields: &prost_types::Struct, level: usize) -> usize {
+    fields
+        .fields
+        .values()
+        .map(|value| value_depth(value, level))
+        .max()
+        .unwrap_or(level)
+}
+
+fn value_depth(value: &prost_types::Value, level: usize) -> usize {
+    use prost_types::value::Kind;
+    if level > MAX_STATE_DEPTH {
+        return level;
+    }
+    match &value.kind {
+        Some(Kind::StructValue(inner)) => struct_depth(inner, level + 1),
+        Some(Kind::ListValue(list)) => list
+            .values
+            .iter()
+            .map(|item| value_depth(item, level + 1))
+            .max()
+            .unwrap_or(level + 1),
+        _ => level,
     }
 }
 
@@ -74,6 +130,7 @@ impl Prompts {
                 "max_rounds must be at most {MAX_ROUNDS_LIMIT}"
             )));
         }
+        check_state(request.state.as_ref())?;
         let conversation = match &request.conversation_id {
             Some(id) => Some(
                 self.store
@@ -100,7 +157,8 @@ impl Prompts {
             .modes
             .get(&mode_id)
             .ok_or(GatewayError::UnknownMode(mode_id))?;
-        let created_at = now();
+        // Stored to the millisecond: answer what a later read returns.
+        let created_at = timestamp_from_millis(timestamp_millis(&now()));
         let prompt = Prompt {
             id: uuid::Uuid::now_v7().to_string(),
             user_id: request.user_id.clone(),

@@ -37,13 +37,22 @@ pub(super) fn to_sized_json<'js>(
     Ok((json, text.len()))
 }
 
-/// JSON of the round's result. A value without a JSON form still tells the model something
-/// as its printed text.
-pub(super) fn result_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Json {
-    match to_json(ctx, value.clone()) {
-        Ok(json) => json,
-        Err(_) => Json::String(display(ctx, &value)),
+/// JSON of the round's result, which is recorded with the prompt and read by the model. `Err`
+/// says why there is none: the value has no JSON form (a cycle, a BigInt, a throwing `toJSON`),
+/// or its JSON is longer than `max_bytes`.
+pub(super) fn result_json<'js>(
+    ctx: &Ctx<'js>,
+    value: Value<'js>,
+    max_bytes: usize,
+) -> Result<Json, String> {
+    let (json, bytes) = to_sized_json(ctx, value)
+        .map_err(|error| format!("The result is not JSON-serialisable: {error}"))?;
+    if bytes > max_bytes {
+        return Err(format!(
+            "The result is too large: {bytes} bytes of JSON, the limit is {max_bytes} bytes (return less, or keep data with store())"
+        ));
     }
+    Ok(json)
 }
 
 /// How `log()` and `output()` print a value: strings raw, numbers and booleans as JavaScript

@@ -118,7 +118,7 @@ fn run_in_fresh_runtime(
     let context = Context::full(&runtime).map_err(could_not_start)?;
 
     context.with(|ctx| {
-        install(&ctx, session, tools, input)
+        let _stack_hook = install(&ctx, session, tools, input)
             .map_err(|error| could_not_start(convert::caught_text(&ctx, error)))?;
         evaluate(&ctx, session, code, source)
     })
@@ -129,10 +129,11 @@ fn install<'js>(
     session: &Rc<Session>,
     tools: Vec<SandboxTool>,
     input: Option<&Json>,
-) -> Result<(), rquickjs::CaughtError<'js>> {
-    errors::install_stack_hook(ctx, session).catch(ctx)?;
+) -> Result<errors::StackHook<'js>, rquickjs::CaughtError<'js>> {
+    let stack_hook = errors::install_stack_hook(ctx, session).catch(ctx)?;
     globals::install(ctx, session, input).catch(ctx)?;
-    tools::install(ctx, session, tools).catch(ctx)
+    tools::install(ctx, session, tools).catch(ctx)?;
+    Ok(stack_hook)
 }
 
 fn could_not_start(error: impl std::fmt::Display) -> CodeError {
@@ -172,7 +173,8 @@ fn evaluate<'js>(
     // Reactions the code scheduled without awaiting them (`promise.then(output)`) still run,
     // as they would before a Node.js script exits.
     while !session.should_interrupt() && ctx.execute_pending_job() {}
-    Ok(convert::result_json(ctx, value))
+    convert::result_json(ctx, value, session.limits.max_output_bytes)
+        .map_err(CodeError::unpositioned)
 }
 
 /// Runs jobs until `promise` settles.

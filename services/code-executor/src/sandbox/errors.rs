@@ -5,6 +5,7 @@
 //! the first `code.js:<line>:<column>` frame. Static imports are rewritten line for line
 //! (see `modules`), so engine lines are the model's lines.
 
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
@@ -77,16 +78,33 @@ impl Source<'_> {
 /// memory" and "Maximum call stack size exceeded" errors, which the code could otherwise catch
 /// and carry on: the hook records a [`Stop`], and the interrupt handler then ends the run.
 /// And it writes stacks in QuickJS's own format, so positions parse the same way.
+///
+/// Once the run is stopping, the hook switches itself off: the engine discards any exception
+/// raised while it calls the hook, the interrupt included, so code that builds errors in a
+/// loop (catching each) could otherwise have every interrupt swallowed and run forever.
+/// Keep the returned [`StackHook`] until the run ends, inside the context.
 pub(super) fn install_stack_hook<'js>(
     ctx: &Ctx<'js>,
     session: &Rc<Session>,
-) -> rquickjs::Result<()> {
+) -> rquickjs::Result<StackHook<'js>> {
     let session = Rc::clone(session);
+    // The engine's own setter, the only way to clear the hook once the property is locked.
+    let engine_setter: Function =
+        ctx.eval("Object.getOwnPropertyDescriptor(Error, 'prepareStackTrace').set")?;
+    let switch = StackHook {
+        engine_setter: Rc::new(RefCell::new(Some(engine_setter))),
+    };
+    let engine_setter = Rc::clone(&switch.engine_setter);
     let hook = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, error: Value<'js>, sites: Value<'js>| -> Value<'js> {
             // A panic must not unwind into the engine's C frames; a missing stack is harmless.
             let stack = catch_unwind(AssertUnwindSafe(|| {
+                // Not for the limit's own error: the engine asks again for it further up the
+                // stack until its position can be read.
+                if session.should_interrupt() && limit_hit(&error).is_none() {
+                    switch_off(&ctx, &engine_setter);
+                }
                 prepare_stack(&ctx, &session, &error, &sites)
             }))
             .ok()
@@ -109,7 +127,37 @@ pub(super) fn install_stack_hook<'js>(
         "(hook) => Object.defineProperty(Error, 'prepareStackTrace', \
          { value: hook, writable: false, enumerable: false, configurable: false })",
     )?;
-    lock.call::<_, ()>((hook,))
+    lock.call::<_, ()>((hook,))?;
+    Ok(switch)
+}
+
+/// The means to switch the stack hook off; released when dropped, which must happen before
+/// the context goes (the engine does not see the reference it holds).
+pub(super) struct StackHook<'js> {
+    engine_setter: Rc<RefCell<Option<Function<'js>>>>,
+}
+
+impl Drop for StackHook<'_> {
+    fn drop(&mut self) {
+        self.engine_setter.borrow_mut().take();
+    }
+}
+
+/// Clears the engine's hook. A call interrupted on its way in keeps the setter for the next
+/// error to try again.
+fn switch_off<'js>(ctx: &Ctx<'js>, engine_setter: &RefCell<Option<Function<'js>>>) {
+    let Some(setter) = engine_setter.borrow_mut().take() else {
+        return;
+    };
+    // The setter only needs an object as `this`; the global `Error` may have been replaced.
+    let this = This(setter.clone());
+    if setter
+        .call::<_, ()>((this, Value::new_undefined(ctx.clone())))
+        .is_err()
+    {
+        ctx.catch();
+        *engine_setter.borrow_mut() = Some(setter);
+    }
 }
 
 /// The stack text of `error`, or `None` when the frames cannot be read right now.

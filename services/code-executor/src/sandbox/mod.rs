@@ -42,7 +42,7 @@ pub struct Limits {
     /// JavaScript stack. Capped at 1.5 MiB because blocking threads have 2 MiB of real stack
     /// and host functions run on the same stack above the deepest JavaScript frame.
     pub stack_bytes: usize,
-    /// Total bytes of `output()` and `log()` text.
+    /// Total bytes of `output()` and `log()` text; also the most JSON a round's result may be.
     pub max_output_bytes: usize,
     /// Tool calls, counting every slot of `parallel()` and the artifact helpers.
     pub max_tool_calls: u32,
