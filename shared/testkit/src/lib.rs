@@ -1,10 +1,12 @@
 //! Test and demo support: the scripted stand-in model (an OpenAI-compatible HTTP server) and
-//! the stack sandbox that runs the real services in one process, on fresh SQLite or
-//! PostgreSQL databases.
+//! the stack sandbox that runs the real services in one process (or, in `processes`, as child
+//! processes of the built binaries), on fresh SQLite or PostgreSQL databases.
 
 pub mod database;
 pub mod model;
+pub mod processes;
 pub mod stack;
 
 pub use model::{Match, RecordedRequest, Reply, Rule, ScriptedCall, StandInModel};
+pub use processes::{ProcessStack, ProcessStackOptions, Service};
 pub use stack::{GatewayReplica, Stack, StackDatabase, StackOptions};

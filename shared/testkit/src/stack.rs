@@ -58,6 +58,10 @@ pub struct StackOptions {
     pub auth_tokens: Vec<String>,
     /// Retries after a failed LLM call.
     pub llm_max_retries: u32,
+    /// Time limit of one LLM call attempt, in seconds.
+    pub llm_timeout_secs: u64,
+    /// Where the executors send LLM requests instead of the stand-in model (e.g. a closed port).
+    pub llm_base_url: Option<String>,
     /// Where the services keep their SQLite databases; a fresh temporary folder when `None`.
     pub data_dir: Option<PathBuf>,
     /// SQLite or PostgreSQL for the gateway and the tool-host.
@@ -76,6 +80,8 @@ impl Default for StackOptions {
             internal_token: None,
             auth_tokens: Vec::new(),
             llm_max_retries: 2,
+            llm_timeout_secs: 30,
+            llm_base_url: None,
             data_dir: None,
             database: StackDatabase::from_env(),
             gateway_lease_ms: 6000,
@@ -434,11 +440,14 @@ impl Stack {
 pub fn llm_config(model: &StandInModel, options: &StackOptions) -> LlmConfig {
     LlmConfig {
         openai_api_key: Some("stand-in".into()),
-        openai_base_url: model.base_url(),
+        openai_base_url: options
+            .llm_base_url
+            .clone()
+            .unwrap_or_else(|| model.base_url()),
         model_normal: "stand-in-normal".into(),
         model_high: "stand-in-high".into(),
         llm_max_retries: options.llm_max_retries,
         llm_retry_base_ms: 10,
-        llm_timeout_secs: 30,
+        llm_timeout_secs: options.llm_timeout_secs,
     }
 }

@@ -145,6 +145,9 @@ pub enum Reply {
     Error { status: u16, message: String },
     /// Never answers, so the client's timeout or cancellation has to end the call.
     Hang,
+    /// HTTP 200 with a body that is not a completion: the text verbatim as the JSON body of a
+    /// plain request, or as the data of one server-sent event (then `[DONE]`) of a stream.
+    Garbage(String),
 }
 
 impl Reply {

@@ -148,6 +148,7 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             return error_response(status, message);
         }
+        Reply::Garbage(garbage) => return garbage_response(request.stream, garbage),
         Reply::Hang => {
             tracing::debug!(rule = index, "stand-in model hangs as scripted");
             state.shutting_down().await;
@@ -188,7 +189,13 @@ fn stream_response(chunks: Vec<Value>) -> Response {
     let events = chunks
         .into_iter()
         .map(|chunk| format!("data: {chunk}\n\n"))
-        .chain(std::iter::once("data: [DONE]\n\n".to_owned()));
+        .chain(std::iter::once("data: [DONE]\n\n".to_owned()))
+        .collect();
+    stream_events(events)
+}
+
+/// Sends each already framed event as a body frame of its own.
+fn stream_events(events: Vec<String>) -> Response {
     let body = futures::stream::iter(events).then(|event| async move {
         tokio::task::yield_now().await;
         Ok::<_, Infallible>(Bytes::from(event))
@@ -201,6 +208,25 @@ fn stream_response(chunks: Vec<Value>) -> Response {
             error_response(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "stand-in model: could not build the event stream",
+            )
+        })
+}
+
+/// A 200 answer whose body is not a completion, in the framing the request asked for.
+fn garbage_response(stream: bool, garbage: &str) -> Response {
+    if stream {
+        return stream_events(vec![
+            format!("data: {garbage}\n\n"),
+            "data: [DONE]\n\n".to_owned(),
+        ]);
+    }
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(garbage.to_owned()))
+        .unwrap_or_else(|_| {
+            error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "stand-in model: could not build the garbage answer",
             )
         })
 }

@@ -273,3 +273,32 @@ fn scripts_read_from_json() {
     let read_back: Vec<Rule> = serde_json::from_value(demo).expect("round trip");
     assert_eq!(read_back, demo_rules());
 }
+
+#[tokio::test]
+async fn garbage_is_a_200_whose_body_or_stream_event_is_the_text_verbatim() {
+    let model = StandInModel::start(vec![Rule::new(
+        Match::Any,
+        Reply::Garbage("<html>502 Bad Gateway</html>".into()),
+    )])
+    .await
+    .expect("start");
+    let plain = post(
+        model.local_addr(),
+        "/v1/chat/completions",
+        &conversation("Ada"),
+    )
+    .await;
+    assert_eq!(plain.status, 200);
+    assert!(plain.head.contains("content-type: application/json"));
+    assert_eq!(plain.body, "<html>502 Bad Gateway</html>");
+
+    let stream = post(
+        model.local_addr(),
+        "/v1/chat/completions",
+        &streamed(conversation("Ada"), true),
+    )
+    .await;
+    assert_eq!(stream.status, 200);
+    assert!(stream.head.contains("content-type: text/event-stream"));
+    assert_eq!(stream.events(), ["<html>502 Bad Gateway</html>", "[DONE]"]);
+}

@@ -1,0 +1,409 @@
+//! Crashes of real processes: each service, running as its own binary, is SIGKILLed while a
+//! prompt is provably in flight in it. The prompt ends FAILED within 10 s of the kill, saying
+//! why; nothing stays RUNNING; every event a client saw is still in the log; and once the
+//! service restarts on its port, new prompts complete without restarting the others (their
+//! channels reconnect by themselves).
+
+use std::time::{Duration, Instant};
+
+use agentic_client::{Client, NewPrompt};
+use agentic_proto::v1::{PromptEvent, PromptState, prompt_event};
+use agentic_testkit::model::{Match, Reply, Rule};
+use agentic_testkit::{ProcessStack, ProcessStackOptions, Service};
+use serde_json::json;
+use tonic::codec::Streaming;
+
+use crate::support::*;
+
+/// How soon after a kill the prompt must have ended.
+const RECOVERY: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn killing_the_gateway_mid_prompt_fails_it_on_restart_and_clients_reconnect() {
+    let mut stack = ProcessStack::start(
+        echo_then_hang("orphan me", "Echoing first."),
+        ProcessStackOptions::default(),
+    )
+    .await
+    .unwrap();
+    stack.model.add_rule(text(
+        Match::LastUserContains("classic after the gateway".into()),
+        "Back in business.",
+    ));
+    stack
+        .model
+        .add_rule(code_for("code after the gateway", "done();"));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("orphan me"))
+        .await
+        .unwrap();
+    let (mut live, mut seen) = watch_until(&client, &prompt.id, |events| {
+        kinds(events).contains(&"output_updated")
+    })
+    .await;
+    let model = &stack.model;
+    eventually("the run waits on the model in round 2", || {
+        model.request_count() == 2
+    })
+    .await;
+
+    for service in Service::ALL {
+        let peak = stack.peak_rss_bytes(service).unwrap();
+        assert!(
+            peak > 1 << 20,
+            "{service:?} is a real process of {peak} bytes"
+        );
+    }
+    let first_gateway = stack.pid(Service::Gateway).unwrap();
+    stack.kill(Service::Gateway);
+    let killed = Instant::now();
+    assert_eq!(stack.pid(Service::Gateway), None);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{first_gateway}")).exists(),
+        "the killed gateway was reaped"
+    );
+    let ended = drain(&mut live, &mut seen).await;
+    assert!(ended.is_err(), "the live stream broke with the gateway");
+    stack.restart(Service::Gateway).await.unwrap();
+    assert_ne!(stack.pid(Service::Gateway), Some(first_gateway));
+
+    // The client made before the kill reconnects by itself.
+    let stored = ended_within(&client, &prompt.id, killed).await;
+    assert_eq!(stored.state, PromptState::Failed as i32);
+    assert!(stored.error.contains("interrupted"), "{}", stored.error);
+    assert_log_keeps(&client, &prompt.id, &seen).await;
+    completes(&client, NewPrompt::new("classic after the gateway")).await;
+    completes(
+        &client,
+        NewPrompt::new("code after the gateway").mode("code"),
+    )
+    .await;
+    assert_nothing_running(&client).await;
+}
+
+#[tokio::test]
+async fn killing_the_classic_executor_mid_prompt_fails_it_and_the_restarted_one_serves() {
+    let mut stack = ProcessStack::start(
+        echo_then_hang("classic mid-run", "Echoing first."),
+        ProcessStackOptions::default(),
+    )
+    .await
+    .unwrap();
+    stack.model.add_rule(text(
+        Match::LastUserContains("after the executor".into()),
+        "Back in business.",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("classic mid-run"))
+        .await
+        .unwrap();
+    let (mut live, mut seen) = watch_until(&client, &prompt.id, |events| {
+        kinds(events).contains(&"output_updated")
+    })
+    .await;
+    let model = &stack.model;
+    eventually("the classic executor waits on the model in round 2", || {
+        model.request_count() == 2
+    })
+    .await;
+
+    stack.kill(Service::Classic);
+    let killed = Instant::now();
+    drain(&mut live, &mut seen)
+        .await
+        .expect("the gateway ends the stream itself");
+    assert_eq!(kind(seen.last().unwrap()), "error");
+    let stored = ended_within(&client, &prompt.id, killed).await;
+    assert_eq!(stored.state, PromptState::Failed as i32);
+    assert!(stored.error.contains("classic"), "{}", stored.error);
+    assert_log_keeps(&client, &prompt.id, &seen).await;
+
+    stack.restart(Service::Classic).await.unwrap();
+    completes(&client, NewPrompt::new("after the executor")).await;
+    assert_nothing_running(&client).await;
+}
+
+#[tokio::test]
+async fn killing_the_code_executor_mid_run_fails_the_prompt_and_the_restarted_one_serves() {
+    let spin = code_for("spin forever", "output(\"spinning\\n\");\nwhile (true) {}");
+    let mut stack = ProcessStack::start(vec![spin], ProcessStackOptions::default())
+        .await
+        .unwrap();
+    stack.model.add_rule(code_for(
+        "code after the executor",
+        "output(\"back\\n\");\ndone();",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("spin forever").mode("code"))
+        .await
+        .unwrap();
+    // The sandbox is running: its `output()` arrived, and the loop after it never ends.
+    let (mut live, mut seen) = watch_until(&client, &prompt.id, |events| {
+        streamed_text(events).contains("spinning")
+    })
+    .await;
+
+    stack.kill(Service::Code);
+    let killed = Instant::now();
+    drain(&mut live, &mut seen)
+        .await
+        .expect("the gateway ends the stream itself");
+    assert_eq!(kind(seen.last().unwrap()), "error");
+    let stored = ended_within(&client, &prompt.id, killed).await;
+    assert_eq!(stored.state, PromptState::Failed as i32);
+    assert!(stored.error.contains("code"), "{}", stored.error);
+    assert_log_keeps(&client, &prompt.id, &seen).await;
+
+    stack.restart(Service::Code).await.unwrap();
+    let events = completes(
+        &client,
+        NewPrompt::new("code after the executor").mode("code"),
+    )
+    .await;
+    assert_eq!(streamed_text(&events), "back\n");
+    assert_nothing_running(&client).await;
+}
+
+#[tokio::test]
+async fn killing_the_tool_host_mid_call_fails_the_prompt_and_both_modes_reach_the_restarted_one() {
+    let sleep = calls(
+        Match::LastUserContains("sleep long".into()),
+        vec![call("demo__sleep", json!({"ms": 60000}))],
+    );
+    let mut stack = ProcessStack::start(vec![sleep], ProcessStackOptions::default())
+        .await
+        .unwrap();
+    stack.model.add_rule(calls(
+        Match::All(vec![
+            Match::LastUserContains("classic echo after".into()),
+            Match::NoToolResults,
+        ]),
+        vec![call("demo__echo", json!({"back": true}))],
+    ));
+    stack.model.add_rule(text(
+        Match::LastUserContains("classic echo after".into()),
+        "Echoed: {last_tool_result}",
+    ));
+    stack.model.add_rule(code_for(
+        "code echo after",
+        "output(JSON.stringify(demoEcho({back: true})));\ndone();",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("sleep long"))
+        .await
+        .unwrap();
+    let (mut live, mut seen) = watch_until(&client, &prompt.id, |events| {
+        kinds(events).contains(&"output")
+    })
+    .await;
+    let tool_host = stack.address(Service::ToolHost);
+    let deadline = Instant::now() + PATIENCE;
+    while demo_sleeps(tool_host).await != "1 demo.sleep calls in flight" {
+        assert!(
+            Instant::now() < deadline,
+            "the sleep never reached the tool-host"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    stack.kill(Service::ToolHost);
+    let killed = Instant::now();
+    drain(&mut live, &mut seen)
+        .await
+        .expect("the gateway ends the stream itself");
+    assert_eq!(kind(seen.last().unwrap()), "error");
+    let stored = ended_within(&client, &prompt.id, killed).await;
+    assert_eq!(stored.state, PromptState::Failed as i32);
+    assert!(stored.error.contains("tool-host"), "{}", stored.error);
+    assert_log_keeps(&client, &prompt.id, &seen).await;
+
+    stack.restart(Service::ToolHost).await.unwrap();
+    let events = completes(&client, NewPrompt::new("classic echo after")).await;
+    assert!(
+        streamed_text(&events).contains(r#""back":true"#),
+        "{}",
+        streamed_text(&events)
+    );
+    let events = completes(&client, NewPrompt::new("code echo after").mode("code")).await;
+    assert!(
+        streamed_text(&events).contains(r#""back":true"#),
+        "{}",
+        streamed_text(&events)
+    );
+    assert_nothing_running(&client).await;
+}
+
+/// Classic rules for a prompt `input`: round 1 says `content` and echoes, round 2 hangs.
+fn echo_then_hang(input: &str, content: &str) -> Vec<Rule> {
+    vec![
+        Rule::new(
+            Match::All(vec![
+                Match::LastUserContains(input.to_owned()),
+                Match::NoToolResults,
+            ]),
+            Reply::ToolCalls {
+                content: Some(content.to_owned()),
+                calls: vec![call("demo__echo", json!({"n": 1}))],
+            },
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::LastUserContains(input.to_owned()),
+                Match::HasToolResults,
+            ]),
+            Reply::Hang,
+        ),
+    ]
+}
+
+/// Code mode answers the prompt whose input contains `input` with `code`, in round 1 only.
+fn code_for(input: &str, code: &str) -> Rule {
+    Rule::new(
+        Match::All(vec![
+            Match::AnyMessageContains(input.to_owned()),
+            Match::AssistantTurns(0),
+        ]),
+        Reply::Text(code.to_owned()),
+    )
+}
+
+/// Follows the prompt's live stream from the start until `ready` holds for what arrived.
+async fn watch_until(
+    client: &Client,
+    prompt_id: &str,
+    ready: impl Fn(&[PromptEvent]) -> bool,
+) -> (Streaming<PromptEvent>, Vec<PromptEvent>) {
+    let mut stream = client.stream_prompt(prompt_id, 0).await.unwrap();
+    let mut seen = Vec::new();
+    tokio::time::timeout(PATIENCE, async {
+        while !ready(&seen) {
+            let event = stream.message().await.unwrap();
+            seen.push(event.expect("the prompt is still running"));
+        }
+    })
+    .await
+    .expect("the prompt gets there in time");
+    (stream, seen)
+}
+
+/// Reads the rest of a live stream into `seen`: Ok when the server ended it, Err when it broke.
+async fn drain(
+    stream: &mut Streaming<PromptEvent>,
+    seen: &mut Vec<PromptEvent>,
+) -> Result<(), tonic::Status> {
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(event) = stream.message().await? {
+            seen.push(event);
+        }
+        Ok(())
+    })
+    .await
+    .expect("the live stream ends or breaks in time")
+}
+
+/// Polls the prompt until it leaves RUNNING, which must happen within [`RECOVERY`] of `killed`.
+async fn ended_within(
+    client: &Client,
+    prompt_id: &str,
+    killed: Instant,
+) -> agentic_proto::v1::Prompt {
+    loop {
+        let prompt = client.get_prompt(prompt_id).await;
+        if let Ok(prompt) = prompt
+            && prompt.state != PromptState::Running as i32
+        {
+            assert!(
+                killed.elapsed() <= RECOVERY,
+                "the prompt ended {:?} after the kill",
+                killed.elapsed()
+            );
+            return prompt;
+        }
+        assert!(
+            killed.elapsed() <= RECOVERY,
+            "the prompt still runs {RECOVERY:?} after the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every event the client saw live is in the stored log, at the same sequence, unchanged,
+/// and the log ends with the error.
+async fn assert_log_keeps(client: &Client, prompt_id: &str, seen: &[PromptEvent]) {
+    let stored = collect(client, prompt_id, 0).await;
+    assert_eq!(
+        sequences(&stored),
+        (1..=stored.len() as u64).collect::<Vec<_>>(),
+        "gap-free sequences"
+    );
+    assert!(
+        stored.len() >= seen.len(),
+        "the log lost events: {:?} stored, {:?} seen",
+        kinds(&stored),
+        kinds(seen)
+    );
+    assert_eq!(&stored[..seen.len()], seen, "the log keeps what was seen");
+    let last = stored.last().unwrap();
+    assert!(
+        matches!(last.kind, Some(prompt_event::Kind::Error(_))),
+        "the log ends with an error: {:?}",
+        kinds(&stored)
+    );
+}
+
+/// Creates the prompt and streams it: it must complete.
+async fn completes(client: &Client, prompt: NewPrompt) -> Vec<PromptEvent> {
+    let prompt = client.create_prompt(prompt).await.unwrap();
+    let events = collect(client, &prompt.id, 0).await;
+    let stored = client.get_prompt(&prompt.id).await.unwrap();
+    assert_eq!(
+        stored.state,
+        PromptState::Completed as i32,
+        "{:?}: {}",
+        kinds(&events),
+        stored.error
+    );
+    events
+}
+
+async fn assert_nothing_running(client: &Client) {
+    let prompts = client.list_prompts(None).await.unwrap();
+    assert!(!prompts.is_empty());
+    for prompt in prompts {
+        assert_ne!(
+            prompt.state,
+            PromptState::Running as i32,
+            "{} stays RUNNING",
+            prompt.input
+        );
+    }
+}
+
+/// What the demo plugin of the tool-host at `address` says about its sleeps in flight.
+async fn demo_sleeps(address: std::net::SocketAddr) -> String {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut tool_host = agentic_proto::v1::tool_host_client::ToolHostClient::new(channel);
+    let request = agentic_proto::v1::PrepareRequest {
+        user_id: "alice".into(),
+        ..Default::default()
+    };
+    let context = tool_host
+        .prepare(request)
+        .await
+        .unwrap()
+        .into_inner()
+        .context;
+    context
+        .into_iter()
+        .find(|item| item.name == "demo")
+        .unwrap()
+        .content
+}
