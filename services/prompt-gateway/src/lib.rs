@@ -14,6 +14,9 @@ mod prompts;
 mod runner;
 mod store;
 
+#[cfg(test)]
+mod log_properties;
+
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -2,7 +2,9 @@
 //! and answers deterministically.
 
 mod api;
+mod hostile;
 mod limits;
+mod properties;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
