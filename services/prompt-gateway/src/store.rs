@@ -55,6 +55,19 @@ const NEXT_SEQUENCE_IF_EXPIRED: &str = "UPDATE prompts SET last_sequence = last_
      WHERE id = $2 AND lease_until < $3 AND (state = $4 OR (state = $5 AND paused_live = 1)) \
      RETURNING last_sequence";
 
+/// SQLite's append of an event that changes nothing else, as one command to the database's
+/// thread: holding the single write connection across several round trips (each waiting
+/// for this task to be scheduled again) is what limits SQLite's event rate under load. The
+/// event is stored without its sequence, which the same statement numbers; reads put it
+/// back from the row.
+const APPEND_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
+     UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND (state = $3 OR state = $4); \
+     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+     SELECT id, last_sequence, $1, $5 FROM prompts WHERE id = $2 AND changes() = 1 \
+     RETURNING sequence; \
+     COMMIT;";
+
 /// Which prompts an event may still be appended to.
 #[derive(Debug, Clone, Copy)]
 enum Guard {
@@ -102,16 +115,33 @@ pub struct Store {
 
 #[derive(Clone)]
 enum Pool {
-    Sqlite(SqlitePool),
+    /// SQLite takes one writer at a time: writes queue for the single `write` connection
+    /// rather than contend for the file's lock (whose busy handler sleeps in millisecond
+    /// steps), while reads run on their own connections beside it (WAL).
+    Sqlite {
+        read: SqlitePool,
+        write: SqlitePool,
+    },
     Postgres(PgPool),
 }
 
-/// Runs `$body` with `$pool` bound to whichever backend's pool the store holds. The body is
-/// expanded once per backend, so the same query code compiles against both drivers.
+/// Runs `$body` with `$pool` bound to whichever backend's pool for reads the store holds.
+/// The body is expanded once per backend, so the same query code compiles against both
+/// drivers.
 macro_rules! with_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.pool {
-            Pool::Sqlite($pool) => $body,
+            Pool::Sqlite { read: $pool, .. } => $body,
+            Pool::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// As [`with_pool!`], with the pool for writes.
+macro_rules! with_writer {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite { write: $pool, .. } => $body,
             Pool::Postgres($pool) => $body,
         }
     };
@@ -266,6 +296,47 @@ macro_rules! append {
     };
 }
 
+/// Appends an event that changes nothing else on SQLite's write connection, in one command
+/// (see [`APPEND_IN_ONE_COMMAND`]).
+async fn append_in_one_command(
+    write: &SqlitePool,
+    prompt_id: &str,
+    kind: prompt_event::Kind,
+) -> Result<PromptEvent, GatewayError> {
+    let at = now();
+    let at_millis = timestamp_millis(&at);
+    let mut event = PromptEvent {
+        sequence: 0,
+        prompt_id: prompt_id.to_owned(),
+        at: Some(at),
+        kind: Some(kind),
+    };
+    let mut conn = write.acquire().await?;
+    // `fetch_all` runs every statement, COMMIT included.
+    let appended: Result<Vec<i64>, sqlx::Error> = sqlx::query_scalar(APPEND_IN_ONE_COMMAND)
+        .bind(at_millis)
+        .bind(prompt_id)
+        .bind(RUNNING)
+        .bind(WAITING)
+        .bind(event.encode_to_vec())
+        .fetch_all(&mut *conn)
+        .await;
+    match appended {
+        Ok(sequences) => {
+            let sequence = sequences
+                .first()
+                .ok_or_else(|| GatewayError::PromptEnded(prompt_id.to_owned()))?;
+            event.sequence = unsigned(*sequence);
+            Ok(event)
+        }
+        Err(error) => {
+            // Never hand the connection back inside a transaction.
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            Err(error.into())
+        }
+    }
+}
+
 /// Whether `database_url` names a PostgreSQL database (anything else is SQLite).
 pub fn is_postgres_url(database_url: &str) -> bool {
     database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")
@@ -388,12 +459,16 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true);
-            let pool = SqlitePoolOptions::new()
+            let write = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options.clone())
+                .await?;
+            sqlx::migrate!("./migrations/sqlite").run(&write).await?;
+            let read = SqlitePoolOptions::new()
                 .max_connections(8)
                 .connect_with(options)
                 .await?;
-            sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-            Pool::Sqlite(pool)
+            Pool::Sqlite { read, write }
         };
         Ok(Store { pool, owner })
     }
@@ -406,7 +481,7 @@ impl Store {
     /// The `db.system.name` of the backend, for spans.
     pub fn system(&self) -> &'static str {
         match self.pool {
-            Pool::Sqlite(_) => "sqlite",
+            Pool::Sqlite { .. } => "sqlite",
             Pool::Postgres(_) => "postgresql",
         }
     }
@@ -443,7 +518,7 @@ impl Store {
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(insert)
                 .bind(&prompt.id)
@@ -494,7 +569,12 @@ impl Store {
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<PromptEvent, GatewayError> {
-        with_pool!(self, |pool| {
+        if let (Pool::Sqlite { write, .. }, Guard::Open, Change::None) =
+            (&self.pool, guard, &change)
+        {
+            return append_in_one_command(write, prompt_id, kind(None)).await;
+        }
+        with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             let event = append!(self, tx, prompt_id, guard, change, kind)?;
             tx.commit().await?;
@@ -535,7 +615,7 @@ impl Store {
     pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
         let sql = "UPDATE prompts SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
              total_tokens = total_tokens + $3 WHERE id = $4";
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(saturating_i64(usage.input_tokens))
                 .bind(saturating_i64(usage.output_tokens))
@@ -606,19 +686,23 @@ impl Store {
         after: u64,
         limit: u32,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
-        let sql = "SELECT payload FROM prompt_events WHERE prompt_id = $1 AND sequence > $2 \
+        let sql = "SELECT sequence, payload FROM prompt_events WHERE prompt_id = $1 AND sequence > $2 \
                    ORDER BY sequence LIMIT $3";
-        let payloads: Vec<Vec<u8>> = with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
+        let rows: Vec<(i64, Vec<u8>)> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
                 .bind(prompt_id)
                 .bind(saturating_i64(after))
                 .bind(i64::from(limit))
                 .fetch_all(pool)
                 .await
         })?;
-        payloads
-            .iter()
-            .map(|payload| PromptEvent::decode(payload.as_slice()).map_err(GatewayError::from))
+        rows.iter()
+            .map(|(sequence, payload)| {
+                // The row's sequence is the event's (a payload may be stored without it).
+                let mut event = PromptEvent::decode(payload.as_slice())?;
+                event.sequence = unsigned(*sequence);
+                Ok(event)
+            })
             .collect()
     }
 
@@ -671,7 +755,7 @@ impl Store {
         let state = struct_to_json(conversation.state.as_ref()).to_string();
         let sql = "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)";
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(&conversation.id)
                 .bind(&conversation.user_id)
@@ -769,7 +853,7 @@ impl Store {
     ) -> Result<bool, GatewayError> {
         let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
-        let inserted = with_pool!(self, |pool| {
+        let inserted = with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(prompt_id)
                 .bind(&decision.tool_call_id)
@@ -789,7 +873,7 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<(), GatewayError> {
         let sql = "DELETE FROM approval_decisions WHERE prompt_id = $1 AND tool_call_id = $2";
-        with_pool!(self, |pool| {
+        with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(prompt_id)
                 .bind(tool_call_id)
@@ -821,7 +905,7 @@ impl Store {
     pub async fn resume_live(&self, prompt_id: &str) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
                    WHERE id = $3 AND state = $4";
-        let updated = with_pool!(self, |pool| {
+        let updated = with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(RUNNING)
                 .bind(now_millis())
@@ -840,7 +924,7 @@ impl Store {
     pub async fn claim_resumed(&self, prompt_id: &str) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = $3, lease_until = $4 \
                    WHERE id = $5 AND state = $6 AND paused_live = 0";
-        let updated = with_pool!(self, |pool| {
+        let updated = with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(RUNNING)
                 .bind(now_millis())
@@ -859,7 +943,7 @@ impl Store {
     pub async fn renew_leases(&self) -> Result<u64, GatewayError> {
         let sql = "UPDATE prompts SET lease_until = $1 \
                    WHERE owner = $2 AND (state = $3 OR (state = $4 AND paused_live = 1))";
-        let renewed = with_pool!(self, |pool| {
+        let renewed = with_writer!(self, |pool| {
             sqlx::query(sql)
                 .bind(self.lease_until())
                 .bind(&self.owner.replica)
@@ -872,16 +956,18 @@ impl Store {
         Ok(renewed)
     }
 
-    /// Ids of prompts with a live run (RUNNING, or paused live) whose owner's lease expired
-    /// before `before` (ms since the epoch).
+    /// Ids of prompts with a live run (RUNNING, or paused live) of another replica whose
+    /// lease expired before `before` (ms since the epoch). A replica never reaps its own
+    /// runs: it knows they are alive even when a busy database delayed its renewals.
     pub async fn expired(&self, before: i64) -> Result<Vec<String>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
-                   AND lease_until < $3";
+                   AND lease_until < $3 AND owner != $4";
         Ok(with_pool!(self, |pool| {
             sqlx::query_scalar(sql)
                 .bind(RUNNING)
                 .bind(WAITING)
                 .bind(before)
+                .bind(&self.owner.replica)
                 .fetch_all(pool)
                 .await
         })?)
