@@ -1,7 +1,7 @@
 # The two commands: `make run` (or `make demo`) and `make test`. See README.md.
 CARGO ?= cargo
 
-.PHONY: all build run demo test validate lint fmt clean
+.PHONY: all build run demo test bench validate lint fmt clean
 
 all: build
 
@@ -37,6 +37,15 @@ test:
 		echo "!! SKIPPED: the end-to-end suite on PostgreSQL (no server)" >&2; \
 	fi
 	scripts/validate-delivery.sh
+
+## Benchmarks on a release build: prints a table (p50/p99 of each latency beside a loopback
+## tonic round trip measured in the same run, target, PASS/MISS) and writes
+## target/bench/results.json. BENCH_ARGS=--quick is a short smoke run; --strict exits non-zero
+## on a miss. Sets AGENTIC_TEST_POSTGRES_URL like `make test`, else the PostgreSQL row is SKIPPED.
+bench: export AGENTIC_TEST_POSTGRES_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo postgres://postgres@127.0.0.1:5432)
+bench:
+	$(CARGO) build --release --locked --workspace --bins
+	target/release/agentic-bench $(BENCH_ARGS)
 
 ## Only the delivery checks (needs the debug binaries: `make build`).
 validate:
