@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use agentic_proto::json::now;
 use agentic_proto::v1::{
-    Prompt, PromptCancelled, PromptCompleted, PromptEvent, PromptState, TextDelta, prompt_event,
+    OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptEvent,
+    PromptOutput, PromptState, TextDelta, TextOutput, prompt_event, prompt_output,
 };
 use proptest::prelude::*;
 use sqlx::{Connection, Executor, PgConnection};
@@ -44,6 +45,26 @@ fn plans() -> impl Strategy<Value = Plan> {
             readers,
             cancel_after,
         })
+}
+
+fn text_output(content: String) -> PromptOutput {
+    PromptOutput {
+        kind: Some(prompt_output::Kind::Text(TextOutput { content })),
+    }
+}
+
+/// The text a writer put into an event.
+fn written_text(event: &PromptEvent) -> Option<&str> {
+    let output = match &event.kind {
+        Some(prompt_event::Kind::Stream(delta)) => return Some(&delta.text),
+        Some(prompt_event::Kind::Output(added)) => added.output.as_ref(),
+        Some(prompt_event::Kind::OutputUpdated(updated)) => updated.output.as_ref(),
+        _ => None,
+    };
+    match output?.kind.as_ref()? {
+        prompt_output::Kind::Text(text) => Some(&text.content),
+        _ => None,
+    }
 }
 
 fn delta(text: String) -> prompt_event::Kind {
@@ -111,7 +132,34 @@ async fn check(url: &str, plan: &Plan) {
             tokio::spawn(async move {
                 for n in 0..count {
                     let text = format!("{writer}:{n}");
-                    match store.record(&id, Change::None, |_| delta(text)).await {
+                    // Writer 0 adds timeline entries and replaces each once; the others
+                    // only stream text.
+                    let (change, kind) = if writer != 0 {
+                        (Change::None, delta(text))
+                    } else {
+                        let index = (n / 2) as u32;
+                        let output = text_output(text);
+                        if n % 2 == 0 {
+                            let added = OutputAdded {
+                                index,
+                                output: Some(output.clone()),
+                            };
+                            (
+                                Change::AddOutput { index, output },
+                                prompt_event::Kind::Output(added),
+                            )
+                        } else {
+                            let updated = OutputUpdated {
+                                index,
+                                output: Some(output.clone()),
+                            };
+                            (
+                                Change::UpdateOutput { index, output },
+                                prompt_event::Kind::OutputUpdated(updated),
+                            )
+                        }
+                    };
+                    match store.record(&id, change, |_| kind).await {
                         Ok(event) => hub.publish(&event),
                         Err(GatewayError::PromptEnded(_)) => return,
                         Err(error) => panic!("writer {writer}: {error}"),
@@ -182,17 +230,25 @@ async fn check(url: &str, plan: &Plan) {
     for writer in 0..plan.writers.len() {
         let mine: Vec<String> = stored
             .iter()
-            .filter_map(|event| match &event.kind {
-                Some(prompt_event::Kind::Stream(delta)) => delta
-                    .text
+            .filter_map(|event| {
+                written_text(event)?
                     .strip_prefix(&format!("{writer}:"))
-                    .map(str::to_owned),
-                _ => None,
+                    .map(str::to_owned)
             })
             .collect();
         let in_order: Vec<String> = (0..mine.len()).map(|n| n.to_string()).collect();
         assert_eq!(mine, in_order, "writer {writer}'s order: {plan:?}");
     }
+    // The timeline holds writer 0's entries, each as last written.
+    let prompt = store.prompt("alice", &id).await.unwrap().unwrap();
+    let written_by_0 = stored
+        .iter()
+        .filter(|event| written_text(event).is_some_and(|text| text.starts_with("0:")))
+        .count();
+    let expected: Vec<PromptOutput> = (0..written_by_0.div_ceil(2))
+        .map(|index| text_output(format!("0:{}", (2 * index + 1).min(written_by_0 - 1))))
+        .collect();
+    assert_eq!(prompt.output, expected, "the timeline: {plan:?}");
     for reader in readers {
         let (after, events) = tokio::time::timeout(Duration::from_secs(20), reader)
             .await

@@ -68,6 +68,35 @@ const APPEND_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
      RETURNING sequence; \
      COMMIT;";
 
+/// As [`APPEND_IN_ONE_COMMAND`], adding timeline entry $6 (payload $7) with the event.
+const ADD_OUTPUT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
+     INSERT INTO prompt_outputs (prompt_id, position, payload) \
+     SELECT id, $6, $7 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4); \
+     UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND changes() = 1; \
+     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+     SELECT id, last_sequence, $1, $5 FROM prompts WHERE id = $2 AND changes() = 1 \
+     RETURNING sequence; \
+     COMMIT;";
+
+/// As [`APPEND_IN_ONE_COMMAND`], replacing timeline entry $6 with payload $7 with the event.
+const UPDATE_OUTPUT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
+     UPDATE prompt_outputs SET payload = $7 WHERE prompt_id = $2 AND position = $6 \
+     AND EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)); \
+     UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND changes() = 1; \
+     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+     SELECT id, last_sequence, $1, $5 FROM prompts WHERE id = $2 AND changes() = 1 \
+     RETURNING sequence; \
+     COMMIT;";
+
+/// What an append in one command changes besides the log.
+enum OneCommand {
+    EventOnly,
+    AddOutput { index: u32, output: Vec<u8> },
+    UpdateOutput { index: u32, output: Vec<u8> },
+}
+
 /// Which prompts an event may still be appended to.
 #[derive(Debug, Clone, Copy)]
 enum Guard {
@@ -296,11 +325,12 @@ macro_rules! append {
     };
 }
 
-/// Appends an event that changes nothing else on SQLite's write connection, in one command
-/// (see [`APPEND_IN_ONE_COMMAND`]).
+/// Appends an event (with a timeline entry added or replaced) on SQLite's write connection,
+/// in one command (see [`APPEND_IN_ONE_COMMAND`]).
 async fn append_in_one_command(
     write: &SqlitePool,
     prompt_id: &str,
+    change: OneCommand,
     kind: prompt_event::Kind,
 ) -> Result<PromptEvent, GatewayError> {
     let at = now();
@@ -313,19 +343,44 @@ async fn append_in_one_command(
     };
     let mut conn = write.acquire().await?;
     // `fetch_all` runs every statement, COMMIT included.
-    let appended: Result<Vec<i64>, sqlx::Error> = sqlx::query_scalar(APPEND_IN_ONE_COMMAND)
+    let sql = match &change {
+        OneCommand::EventOnly => APPEND_IN_ONE_COMMAND,
+        OneCommand::AddOutput { .. } => ADD_OUTPUT_IN_ONE_COMMAND,
+        OneCommand::UpdateOutput { .. } => UPDATE_OUTPUT_IN_ONE_COMMAND,
+    };
+    let query = sqlx::query_scalar(sql)
         .bind(at_millis)
         .bind(prompt_id)
         .bind(RUNNING)
         .bind(WAITING)
-        .bind(event.encode_to_vec())
-        .fetch_all(&mut *conn)
-        .await;
+        .bind(event.encode_to_vec());
+    let query = match &change {
+        OneCommand::EventOnly => query,
+        OneCommand::AddOutput { index, output } | OneCommand::UpdateOutput { index, output } => {
+            query.bind(i64::from(*index)).bind(output.as_slice())
+        }
+    };
+    let appended: Result<Vec<i64>, sqlx::Error> = query.fetch_all(&mut *conn).await;
     match appended {
         Ok(sequences) => {
-            let sequence = sequences
-                .first()
-                .ok_or_else(|| GatewayError::PromptEnded(prompt_id.to_owned()))?;
+            let Some(sequence) = sequences.first() else {
+                // Nothing changed: the prompt ended, or the entry to replace does not exist.
+                drop(conn);
+                let open: Option<i64> = sqlx::query_scalar(
+                    "SELECT 1 FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)",
+                )
+                .bind(prompt_id)
+                .bind(RUNNING)
+                .bind(WAITING)
+                .fetch_optional(write)
+                .await?;
+                return Err(match (open, change) {
+                    (Some(_), OneCommand::UpdateOutput { index, .. }) => {
+                        GatewayError::Protocol(format!("output {index} does not exist"))
+                    }
+                    _ => GatewayError::PromptEnded(prompt_id.to_owned()),
+                });
+            };
             event.sequence = unsigned(*sequence);
             Ok(event)
         }
@@ -569,10 +624,27 @@ impl Store {
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<PromptEvent, GatewayError> {
-        if let (Pool::Sqlite { write, .. }, Guard::Open, Change::None) =
-            (&self.pool, guard, &change)
-        {
-            return append_in_one_command(write, prompt_id, kind(None)).await;
+        if let (Pool::Sqlite { write, .. }, Guard::Open) = (&self.pool, guard) {
+            let one_command = match &change {
+                Change::None => Some(OneCommand::EventOnly),
+                // A file also goes into the file index: the general path does that.
+                Change::AddOutput { index, output }
+                    if !matches!(output.kind, Some(prompt_output::Kind::File(_))) =>
+                {
+                    Some(OneCommand::AddOutput {
+                        index: *index,
+                        output: output.encode_to_vec(),
+                    })
+                }
+                Change::UpdateOutput { index, output } => Some(OneCommand::UpdateOutput {
+                    index: *index,
+                    output: output.encode_to_vec(),
+                }),
+                _ => None,
+            };
+            if let Some(one_command) = one_command {
+                return append_in_one_command(write, prompt_id, one_command, kind(None)).await;
+            }
         }
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
