@@ -38,6 +38,11 @@ impl PromptGateway for GatewayService {
     async fn create_prompt(&self, request: Request<CreatePromptRequest>) -> GrpcResult<Prompt> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[
+            ("input", &request.input),
+            ("mode", &request.mode),
+            ("conversation_id", &request.conversation_id),
+        ])?;
         let model = match ModelTier::try_from(request.model) {
             Ok(ModelTier::Unspecified) => ModelTier::Normal,
             Ok(tier) => tier,
@@ -72,6 +77,7 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<EventStream> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[("prompt_id", &request.prompt_id)])?;
         // Ownership first: another user's prompt does not exist.
         self.prompts
             .get(&user_id, &request.prompt_id)
@@ -88,9 +94,11 @@ impl PromptGateway for GatewayService {
 
     async fn get_prompt(&self, request: Request<GetPromptRequest>) -> GrpcResult<Prompt> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let prompt_id = request.into_inner().prompt_id;
+        no_nul(&[("prompt_id", &prompt_id)])?;
         let prompt = self
             .prompts
-            .get(&user_id, &request.into_inner().prompt_id)
+            .get(&user_id, &prompt_id)
             .await
             .map_err(to_status)?;
         Ok(Response::new(prompt))
@@ -102,6 +110,7 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<ListPromptsResponse> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[("conversation_id", &request.conversation_id)])?;
         let conversation = non_empty(request.conversation_id);
         let prompts = self
             .prompts
@@ -114,6 +123,10 @@ impl PromptGateway for GatewayService {
     async fn cancel_prompt(&self, request: Request<CancelPromptRequest>) -> GrpcResult<Prompt> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[
+            ("prompt_id", &request.prompt_id),
+            ("reason", &request.reason),
+        ])?;
         let prompt = self
             .prompts
             .cancel(&user_id, &request.prompt_id, request.reason)
@@ -128,6 +141,10 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<Prompt> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[
+            ("prompt_id", &request.prompt_id),
+            ("tool_call_id", &request.tool_call_id),
+        ])?;
         let decide = Decide {
             user_id,
             prompt_id: request.prompt_id,
@@ -146,6 +163,11 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<Prompt> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[
+            ("prompt_id", &request.prompt_id),
+            ("tool_call_id", &request.tool_call_id),
+            ("reason", &request.reason),
+        ])?;
         let reason = if request.reason.trim().is_empty() {
             "rejected by the user".to_owned()
         } else {
@@ -206,6 +228,10 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<Conversation> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
+        no_nul(&[
+            ("title", &request.title),
+            ("default_mode", &request.default_mode),
+        ])?;
         let conversation = self
             .prompts
             .create_conversation(NewConversation {
@@ -225,6 +251,7 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<Conversation> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let conversation_id = request.into_inner().conversation_id;
+        no_nul(&[("conversation_id", &conversation_id)])?;
         Ok(Response::new(
             self.prompts
                 .conversation(&user_id, &conversation_id)
@@ -253,6 +280,7 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<ListConversationFilesResponse> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let conversation_id = request.into_inner().conversation_id;
+        no_nul(&[("conversation_id", &conversation_id)])?;
         let files = self
             .prompts
             .conversation_files(&user_id, &conversation_id)
@@ -264,11 +292,24 @@ impl PromptGateway for GatewayService {
     async fn get_file(&self, request: Request<GetFileRequest>) -> GrpcResult<File> {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let file_id = request.into_inner().file_id;
+        no_nul(&[("file_id", &file_id)])?;
         Ok(Response::new(
             self.prompts
                 .file(&user_id, &file_id, &self.artifacts)
                 .await
                 .map_err(to_status)?,
         ))
+    }
+}
+
+/// Refuses request text with NUL characters: PostgreSQL cannot store them in text, and no
+/// backend should behave differently from the other. (Outputs and state are stored encoded,
+/// so NUL bytes inside them are kept.)
+fn no_nul(fields: &[(&str, &str)]) -> Result<(), Status> {
+    match fields.iter().find(|(_, value)| value.contains('\0')) {
+        Some((field, _)) => Err(to_status(GatewayError::InvalidArgument(format!(
+            "{field} must not contain NUL characters"
+        )))),
+        None => Ok(()),
     }
 }

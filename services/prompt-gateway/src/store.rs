@@ -289,7 +289,8 @@ macro_rules! append {
                         "UPDATE prompts SET state = $1, error = $2, paused_live = 0 WHERE id = $3",
                     )
                     .bind(state as i32)
-                    .bind(&error)
+                    // PostgreSQL text cannot hold NUL; both backends store the same.
+                    .bind(error.replace('\0', "\u{FFFD}"))
                     .bind(prompt_id)
                     .execute(&mut *$tx)
                     .await?;
