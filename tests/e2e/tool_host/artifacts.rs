@@ -8,6 +8,7 @@ on_both_backends!(
     artifact_requests_without_a_user_are_invalid,
     artifact_tools_store_and_read_back_data_for_the_calling_user_only,
     a_named_text_artifact_is_kept_as_the_files_text,
+    nul_characters_in_artifact_metadata_are_refused_and_in_data_kept,
 );
 
 async fn a_stored_artifact_is_returned_to_its_owner_and_not_found_for_anyone_else(
@@ -198,5 +199,42 @@ async fn a_named_text_artifact_is_kept_as_the_files_text(
         .await?
         .into_inner();
     assert_eq!(output(&fetched)?["data"], "a,b\n1,2\n");
+    Ok(())
+}
+
+async fn nul_characters_in_artifact_metadata_are_refused_and_in_data_kept(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    for field in ["description", "filename", "mime_type"] {
+        let input = json!({"data": 1, field: "a\u{0}b"});
+        let refused = tools
+            .invoke_tool(invoke("artifact.store", "alice", input))
+            .await?
+            .into_inner();
+        let error = tool_error(&refused)?;
+        assert!(error.contains(field), "{field}: {error}");
+    }
+    let refused = tools
+        .invoke_tool(invoke("artifact.get", "alice", json!({"id": "\u{0}"})))
+        .await?
+        .into_inner();
+    assert!(tool_error(&refused)?.contains("id"));
+
+    let stored = tools
+        .invoke_tool(invoke(
+            "artifact.store",
+            "alice",
+            json!({"data": "a\u{0}b"}),
+        ))
+        .await?
+        .into_inner();
+    let id = output(&stored)?["id"].as_str().context("no id")?.to_owned();
+    let fetched = tools
+        .invoke_tool(invoke("artifact.get", "alice", json!({"id": id})))
+        .await?
+        .into_inner();
+    assert_eq!(output(&fetched)?["data"], "a\u{0}b");
     Ok(())
 }

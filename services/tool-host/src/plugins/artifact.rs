@@ -115,6 +115,9 @@ impl Plugin for ArtifactPlugin {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
+        // Metadata is stored as text, which cannot hold NUL on PostgreSQL: refused on both
+        // backends alike (the data itself is JSON, where NUL is escaped, and kept).
+        const NO_NUL: &str = "^[^\\x00]*$";
         vec![
             ToolSpec {
                 id: "artifact.store".into(),
@@ -125,13 +128,15 @@ impl Plugin for ArtifactPlugin {
                     "type": "object",
                     "properties": {
                         "data": {"description": "The value to store: any JSON value."},
-                        "description": {"type": "string", "description": "What the data is, to recognise it later."},
+                        "description": {"type": "string", "pattern": NO_NUL, "description": "What the data is, to recognise it later."},
                         "filename": {
                             "type": "string",
+                            "pattern": NO_NUL,
                             "description": "A file name; when given, the user sees the artifact as a file whose text is string data.",
                         },
                         "mime_type": {
                             "type": "string",
+                            "pattern": NO_NUL,
                             "description": "Media type of the data; application/json when omitted.",
                         },
                     },
@@ -146,7 +151,7 @@ impl Plugin for ArtifactPlugin {
                 input_schema: json!({
                     "type": "object",
                     "properties": {
-                        "id": {"type": "string", "minLength": 1, "description": "The artifact id."},
+                        "id": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "The artifact id."},
                     },
                     "required": ["id"],
                     "additionalProperties": false,
