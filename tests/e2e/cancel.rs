@@ -104,7 +104,7 @@ async fn cancelling_during_a_slow_tool_call_ends_the_prompt_cancelled() {
         }
     }
     until_demo_calls_in_flight(
-        &stack,
+        stack.tool_host_address,
         "1 demo.sleep calls in flight",
         "the tool call never started",
     )
@@ -113,7 +113,7 @@ async fn cancelling_during_a_slow_tool_call_ends_the_prompt_cancelled() {
     cancel_then_follow_up(&stack, &prompt.id, NewPrompt::new("next")).await;
     // The tool-host saw the cancellation: the sleeping call was dropped, not left to run.
     until_demo_calls_in_flight(
-        &stack,
+        stack.tool_host_address,
         "0 demo.sleep calls in flight",
         "the cancelled tool call kept running in the tool-host",
     )

@@ -200,15 +200,12 @@ async fn killing_the_tool_host_mid_call_fails_the_prompt_and_both_modes_reach_th
         kinds(events).contains(&"output")
     })
     .await;
-    let tool_host = stack.address(Service::ToolHost);
-    let deadline = Instant::now() + PATIENCE;
-    while demo_sleeps(tool_host).await != "1 demo.sleep calls in flight" {
-        assert!(
-            Instant::now() < deadline,
-            "the sleep never reached the tool-host"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_demo_calls_in_flight(
+        stack.address(Service::ToolHost),
+        "1 demo.sleep calls in flight",
+        "the sleep never reached the tool-host",
+    )
+    .await;
 
     stack.kill(Service::ToolHost);
     let killed = Instant::now();
@@ -381,29 +378,4 @@ async fn assert_nothing_running(client: &Client) {
             prompt.input
         );
     }
-}
-
-/// What the demo plugin of the tool-host at `address` says about its sleeps in flight.
-async fn demo_sleeps(address: std::net::SocketAddr) -> String {
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut tool_host = agentic_proto::v1::tool_host_client::ToolHostClient::new(channel);
-    let request = agentic_proto::v1::PrepareRequest {
-        user_id: "alice".into(),
-        ..Default::default()
-    };
-    let context = tool_host
-        .prepare(request)
-        .await
-        .unwrap()
-        .into_inner()
-        .context;
-    context
-        .into_iter()
-        .find(|item| item.name == "demo")
-        .unwrap()
-        .content
 }

@@ -217,7 +217,12 @@ async fn a_prompt_is_cancelled_through_another_replica_and_its_run_stops() {
         .create_prompt(NewPrompt::new("sleep long"))
         .await
         .unwrap();
-    until_demo_calls_in_flight(&stack, "1 demo.sleep calls in flight", "the call started").await;
+    until_demo_calls_in_flight(
+        stack.tool_host_address,
+        "1 demo.sleep calls in flight",
+        "the call started",
+    )
+    .await;
 
     let mut b = gateway_at(&replica.url(), "alice").await;
     let cancelled = b
@@ -231,7 +236,7 @@ async fn a_prompt_is_cancelled_through_another_replica_and_its_run_stops() {
     assert_eq!(cancelled.state, PromptState::Cancelled as i32);
     // Replica A heard it and stopped its run: the tool-host dropped the sleeping call.
     until_demo_calls_in_flight(
-        &stack,
+        stack.tool_host_address,
         "0 demo.sleep calls in flight",
         "replica A's run kept its tool call running",
     )

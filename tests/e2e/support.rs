@@ -209,15 +209,14 @@ pub fn assert_all_overlap(prompt: &Prompt, function: &str, count: usize) {
     );
 }
 
-/// What the tool-host's demo plugin says about its calls in flight, e.g.
+/// What the demo plugin of the tool-host at `address` says about its calls in flight, e.g.
 /// `"1 demo.sleep calls in flight"`: proof that a cancelled call was really dropped.
-pub async fn demo_calls_in_flight(stack: &agentic_testkit::Stack) -> String {
-    let channel =
-        tonic::transport::Endpoint::from_shared(format!("http://{}", stack.tool_host_address))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+pub async fn demo_calls_in_flight(address: std::net::SocketAddr) -> String {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
     let mut tool_host = agentic_proto::v1::tool_host_client::ToolHostClient::new(channel);
     let request = agentic_proto::v1::PrepareRequest {
         user_id: "alice".into(),
@@ -236,14 +235,11 @@ pub async fn demo_calls_in_flight(stack: &agentic_testkit::Stack) -> String {
         .content
 }
 
-/// Polls the demo plugin until `expected` calls are in flight, for at most [`PATIENCE`].
-pub async fn until_demo_calls_in_flight(
-    stack: &agentic_testkit::Stack,
-    expected: &str,
-    what: &str,
-) {
+/// Polls the demo plugin of the tool-host at `address` until `expected` calls are in flight,
+/// for at most [`PATIENCE`].
+pub async fn until_demo_calls_in_flight(address: std::net::SocketAddr, expected: &str, what: &str) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    while demo_calls_in_flight(stack).await != expected {
+    while demo_calls_in_flight(address).await != expected {
         assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -5,6 +5,7 @@
 //! and wake the owner up (`poke`) to read what changed.
 
 use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentic_proto::v1::executor_client::ExecutorClient;
@@ -13,6 +14,7 @@ use agentic_proto::v1::{
     OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptFailed,
     PromptState, PromptWaiting, execute_event, execute_input, prompt_event, prompt_output,
 };
+use futures::FutureExt as _;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
@@ -142,24 +144,21 @@ impl Runner {
         tokio::spawn(
             async move {
                 metrics::run_started(&mode);
-                let following = {
-                    let (runner, prompt_id, mode) = (runner.clone(), prompt_id.clone(), mode.clone());
-                    tokio::spawn(
-                        async move {
-                            runner
-                                .follow(&prompt_id, &mode, outputs, run, commands, &refresh)
-                                .await
-                        }
-                        .in_current_span(),
-                    )
-                };
-                let state = match following.await {
+                let following = runner.follow(&prompt_id, &mode, outputs, run, commands, &refresh);
+                let state = match AssertUnwindSafe(following).catch_unwind().await {
                     Ok(state) => state,
                     Err(panic) => {
                         // A bug, not a run's fault: the prompt must still end.
-                        tracing::error!(prompt_id, error = %panic, "following a prompt's run panicked");
+                        let message = panic
+                            .downcast_ref::<&str>()
+                            .map(|text| (*text).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        tracing::error!(prompt_id, panic = %message, "following a prompt's run panicked");
                         let message = "internal error while running the prompt".to_owned();
-                        let _ = runner.finish(&prompt_id, PromptState::Failed, message).await;
+                        let _ = runner
+                            .finish(&prompt_id, PromptState::Failed, message)
+                            .await;
                         PromptState::Failed
                     }
                 };

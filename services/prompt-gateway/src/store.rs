@@ -30,6 +30,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use agentic_rpc::config::is_postgres_url;
+
 use crate::error::GatewayError;
 
 /// The PostgreSQL channel every stored event is announced on.
@@ -391,11 +393,6 @@ async fn append_in_one_command(
             Err(error.into())
         }
     }
-}
-
-/// Whether `database_url` names a PostgreSQL database (anything else is SQLite).
-pub fn is_postgres_url(database_url: &str) -> bool {
-    database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")
 }
 
 /// The columns of `PROMPT_COLUMNS`, as stored.

@@ -14,6 +14,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use agentic_rpc::config::is_postgres_url;
+
 use crate::error::Error;
 
 /// Listing returns at most this many artifacts, whatever the caller asks for.
@@ -48,11 +50,6 @@ macro_rules! with_pool {
             Pool::Postgres($pool) => $body,
         }
     };
-}
-
-/// Whether `database_url` names a PostgreSQL database (anything else is SQLite).
-pub fn is_postgres_url(database_url: &str) -> bool {
-    database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")
 }
 
 /// The columns of `METADATA_COLUMNS`, as stored.

@@ -20,6 +20,12 @@ pub const ENV_PREFIXES: &[&str] = &[
 /// reads them before anything else is set up.
 pub const TELEMETRY_SETTINGS: &[&str] = &["AGENTIC_LOG_FORMAT"];
 
+/// Whether a service's `database_url` names a PostgreSQL database; anything else is SQLite.
+/// One answer for every service that keeps data.
+pub fn is_postgres_url(database_url: &str) -> bool {
+    database_url.starts_with("postgres://") || database_url.starts_with("postgresql://")
+}
+
 /// Environment variables in `environment` that look like agentic settings but that
 /// `command` does not read.
 pub fn unknown_settings(

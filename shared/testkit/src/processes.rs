@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::database::{POSTGRES_URL_VARIABLE, TestDatabase, postgres_server};
+use crate::database::TestDatabase;
 use crate::model::{Rule, StandInModel};
 use crate::stack::StackDatabase;
 
@@ -105,23 +105,10 @@ impl ProcessStack {
         let model = StandInModel::start(rules).await?;
         let temp_dir = tempfile::tempdir()?;
         let log_dir = temp_dir.path().to_owned();
-        let mut databases = Vec::new();
-        let (gateway_database_url, tool_host_database_url) = match options.database {
-            StackDatabase::Sqlite => (
-                sqlite_url(&log_dir, "gateway.db"),
-                sqlite_url(&log_dir, "tool-host.db"),
-            ),
-            StackDatabase::Postgres => {
-                let server = postgres_server("a PostgreSQL process stack").ok_or_else(|| {
-                    anyhow::anyhow!("a PostgreSQL stack needs {POSTGRES_URL_VARIABLE}")
-                })?;
-                let gateway = TestDatabase::postgres(&server, "gateway").await?;
-                let tool_host = TestDatabase::postgres(&server, "tool_host").await?;
-                let urls = (gateway.url().to_owned(), tool_host.url().to_owned());
-                databases.extend([gateway, tool_host]);
-                urls
-            }
-        };
+        let (gateway_database_url, tool_host_database_url, databases) = options
+            .database
+            .prepare(&log_dir, "a PostgreSQL process stack")
+            .await?;
         let addresses = Service::ALL
             .into_iter()
             .map(|service| Ok((service, free_port()?)))
@@ -372,10 +359,6 @@ fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
 fn free_port() -> anyhow::Result<SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?)
-}
-
-fn sqlite_url(dir: &Path, name: &str) -> String {
-    format!("sqlite://{}?mode=rwc", dir.join(name).display())
 }
 
 /// The last [`LOG_TAIL_BYTES`] of a log file, for error messages.

@@ -39,6 +39,33 @@ impl StackDatabase {
             _ => StackDatabase::Sqlite,
         }
     }
+
+    /// The gateway's and the tool-host's database URLs: SQLite files in `dir`, or two fresh
+    /// PostgreSQL databases, returned with them so they live as long as the caller keeps them.
+    /// `what` names the stack in the error when PostgreSQL is not configured.
+    pub(crate) async fn prepare(
+        self,
+        dir: &Path,
+        what: &str,
+    ) -> anyhow::Result<(String, String, Vec<TestDatabase>)> {
+        match self {
+            StackDatabase::Sqlite => Ok((
+                sqlite_url(dir, "gateway.db"),
+                sqlite_url(dir, "tool-host.db"),
+                Vec::new(),
+            )),
+            StackDatabase::Postgres => {
+                let server = postgres_server(what).ok_or_else(|| {
+                    anyhow::anyhow!("{what} needs {}", crate::database::POSTGRES_URL_VARIABLE)
+                })?;
+                let gateway = TestDatabase::postgres(&server, "gateway").await?;
+                let tool_host = TestDatabase::postgres(&server, "tool_host").await?;
+                let (gateway_url, tool_host_url) =
+                    (gateway.url().to_owned(), tool_host.url().to_owned());
+                Ok((gateway_url, tool_host_url, vec![gateway, tool_host]))
+            }
+        }
+    }
 }
 
 /// What to start; `StackOptions::default()` is the usual test stack.
@@ -89,13 +116,18 @@ impl Default for StackOptions {
     }
 }
 
-/// One service on a runtime of its own.
-struct Service {
+/// A server on a runtime of its own; dropping it stops the server at once, as if its
+/// process died. Also what the benchmarks run their own servers on.
+pub struct Background {
     runtime: Option<Runtime>,
 }
 
-impl Service {
-    fn start<F, Fut>(name: &str, listener: std::net::TcpListener, run: F) -> anyhow::Result<Service>
+impl Background {
+    pub fn start<F, Fut>(
+        name: &str,
+        listener: std::net::TcpListener,
+        run: F,
+    ) -> anyhow::Result<Background>
     where
         F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
         Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
@@ -116,20 +148,20 @@ impl Service {
                 eprintln!("stack: {name} stopped with an error: {error:#}");
             }
         });
-        Ok(Service {
+        Ok(Background {
             runtime: Some(runtime),
         })
     }
 
     /// Stops the service at once, as if its process died.
-    fn kill(&mut self) {
+    pub fn kill(&mut self) {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
     }
 }
 
-impl Drop for Service {
+impl Drop for Background {
     fn drop(&mut self) {
         self.kill();
     }
@@ -142,10 +174,10 @@ pub struct Stack {
     pub classic_address: SocketAddr,
     pub code_address: SocketAddr,
     pub tool_host_address: SocketAddr,
-    gateway: Service,
-    classic: Service,
-    code: Service,
-    tool_host: Service,
+    gateway: Background,
+    classic: Background,
+    code: Background,
+    tool_host: Background,
     options: StackOptions,
     modes: Vec<prompt_gateway::ModeSpec>,
     gateway_database_url: String,
@@ -157,7 +189,7 @@ pub struct Stack {
 /// One more gateway on a stack's database (see [`Stack::start_gateway_replica`]).
 pub struct GatewayReplica {
     pub address: SocketAddr,
-    service: Service,
+    service: Background,
 }
 
 impl GatewayReplica {
@@ -177,13 +209,14 @@ impl GatewayReplica {
     }
 }
 
-fn bind() -> anyhow::Result<(std::net::TcpListener, SocketAddr)> {
+/// A listener on a free port of 127.0.0.1.
+pub fn bind() -> anyhow::Result<(std::net::TcpListener, SocketAddr)> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let address = listener.local_addr()?;
     Ok((listener, address))
 }
 
-fn sqlite_url(dir: &Path, name: &str) -> String {
+pub(crate) fn sqlite_url(dir: &Path, name: &str) -> String {
     format!("sqlite://{}?mode=rwc", dir.join(name).display())
 }
 
@@ -203,26 +236,10 @@ impl Stack {
                 (Some(temp), path)
             }
         };
-        let mut databases = Vec::new();
-        let (gateway_database_url, tool_host_database_url) = match options.database {
-            StackDatabase::Sqlite => (
-                sqlite_url(&data_dir, "gateway.db"),
-                sqlite_url(&data_dir, "tool-host.db"),
-            ),
-            StackDatabase::Postgres => {
-                let server = postgres_server("a PostgreSQL stack").ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "a PostgreSQL stack needs {}",
-                        crate::database::POSTGRES_URL_VARIABLE
-                    )
-                })?;
-                let gateway = TestDatabase::postgres(&server, "gateway").await?;
-                let tool_host = TestDatabase::postgres(&server, "tool_host").await?;
-                let urls = (gateway.url().to_owned(), tool_host.url().to_owned());
-                databases.extend([gateway, tool_host]);
-                urls
-            }
-        };
+        let (gateway_database_url, tool_host_database_url, databases) = options
+            .database
+            .prepare(&data_dir, "a PostgreSQL stack")
+            .await?;
         let (tool_host_listener, tool_host_address) = bind()?;
         let (classic_listener, classic_address) = bind()?;
         let (code_listener, code_address) = bind()?;
@@ -276,7 +293,7 @@ impl Stack {
         database_url: &str,
         code_runner: SocketAddr,
         listener: std::net::TcpListener,
-    ) -> anyhow::Result<Service> {
+    ) -> anyhow::Result<Background> {
         let mut plugins = vec!["artifact".to_owned(), "interpreter".to_owned()];
         if options.demo_plugin {
             plugins.push("demo".to_owned());
@@ -290,7 +307,7 @@ impl Stack {
             check_config: false,
             probe: false,
         };
-        Service::start("tool-host", listener, move |listener| {
+        Background::start("tool-host", listener, move |listener| {
             tool_host::run(config, listener, std::future::pending())
         })
     }
@@ -300,7 +317,7 @@ impl Stack {
         model: &StandInModel,
         tool_host: SocketAddr,
         listener: std::net::TcpListener,
-    ) -> anyhow::Result<Service> {
+    ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
@@ -310,7 +327,7 @@ impl Stack {
             probe: false,
             llm: llm_config(model, options),
         };
-        Service::start("classic-executor", listener, move |listener| {
+        Background::start("classic-executor", listener, move |listener| {
             classic_executor::run(config, listener, std::future::pending())
         })
     }
@@ -320,7 +337,7 @@ impl Stack {
         model: &StandInModel,
         tool_host: SocketAddr,
         listener: std::net::TcpListener,
-    ) -> anyhow::Result<Service> {
+    ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
@@ -334,7 +351,7 @@ impl Stack {
             probe: false,
             llm: llm_config(model, options),
         };
-        Service::start("code-executor", listener, move |listener| {
+        Background::start("code-executor", listener, move |listener| {
             code_executor::run(config, listener, std::future::pending())
         })
     }
@@ -345,7 +362,7 @@ impl Stack {
         modes: &[prompt_gateway::ModeSpec],
         tool_host: SocketAddr,
         listener: std::net::TcpListener,
-    ) -> anyhow::Result<Service> {
+    ) -> anyhow::Result<Background> {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
             database_url: database_url.to_owned(),
@@ -358,7 +375,7 @@ impl Stack {
             auth_tokens: options.auth_tokens.clone(),
             auth_tokens_file: None,
         };
-        Service::start("prompt-gateway", listener, move |listener| {
+        Background::start("prompt-gateway", listener, move |listener| {
             prompt_gateway::run(config, listener, std::future::pending())
         })
     }
