@@ -94,18 +94,20 @@ fn int_attribute(span: &SpanData, key: &str) -> Option<i64> {
 }
 
 /// The spans of the trace the prompt's span belongs to, once the run's outermost spans
-/// (gateway and executor) have ended.
+/// (gateway and executor) have ended. The prompt span keeps the `CreatePrompt` request span
+/// it was opened in alive, which ends (and is exported) just after it: wait for that too.
 async fn trace_of_prompt(prompt_id: &str) -> (TraceId, Vec<SpanData>) {
     let prompt_span = format!("prompt {prompt_id}");
     let ended = |spans: &[SpanData]| {
-        let trace = spans
+        let prompt = spans.iter().find(|span| span.name == prompt_span)?;
+        let trace = prompt.span_context.trace_id();
+        let parent_ended = spans
             .iter()
-            .find(|span| span.name == prompt_span)
-            .map(|span| span.span_context.trace_id())?;
-        spans
+            .any(|span| span.span_context.span_id() == prompt.parent_span_id);
+        let agent_ended = spans
             .iter()
-            .any(|span| span.span_context.trace_id() == trace && span.name == "invoke_agent code")
-            .then_some(trace)
+            .any(|span| span.span_context.trace_id() == trace && span.name == "invoke_agent code");
+        (parent_ended && agent_ended).then_some(trace)
     };
     eventually("the prompt's spans ended", || {
         ended(&exporter().get_finished_spans().unwrap()).is_some()
