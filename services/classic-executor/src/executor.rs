@@ -12,7 +12,7 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
-use agentic_executor::{EventSink, Mode, StreamClosed, ToolHostError};
+use agentic_executor::{EventSink, Mode, SchemaCache, StreamClosed, ToolHostError};
 
 use crate::error::RunFailure;
 use crate::messages;
@@ -32,6 +32,8 @@ pub struct Executor {
     pub tool_host: ToolHost,
     /// Rounds allowed when the request names no limit.
     pub default_max_rounds: u32,
+    /// The tools' input checks, compiled once for all runs rather than on every prompt.
+    pub schemas: SchemaCache,
 }
 
 #[async_trait::async_trait]
@@ -94,7 +96,7 @@ impl Executor {
             input: request.input,
             history: request.history,
             system_prompt: messages::system_prompt(&prepared.context),
-            catalogue: ToolCatalogue::new(prepared.tools),
+            catalogue: ToolCatalogue::new(prepared.tools, &self.schemas),
             outputs: request.outputs,
             call_ids,
         };

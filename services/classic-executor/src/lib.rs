@@ -10,6 +10,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::ToolHost;
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use anyhow::Context as _;
@@ -83,6 +84,7 @@ pub async fn run_with_model(
         model,
         tool_host: ToolHost::new(channel),
         default_max_rounds: config.max_rounds,
+        schemas: SchemaCache::default(),
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     agentic_executor::serve(executor, require, listener, shutdown, &[], |router| router)

@@ -2,12 +2,13 @@
 //! accepts, schemas), and the checks a requested call must pass before it is invoked.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use agentic_llm::{ToolCall, ToolDef};
 use serde_json::{Value as Json, json};
 
-use agentic_executor::InputCheck;
 use agentic_executor::tool_host::ToolSpec;
+use agentic_executor::{InputCheck, SchemaCache};
 
 /// OpenAI function names must match `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_FUNCTION_NAME_CHARS: usize = 64;
@@ -22,7 +23,7 @@ struct CatalogueTool {
     spec: ToolSpec,
     function_name: String,
     /// The tool-host validates again before running it either way.
-    input_check: InputCheck,
+    input_check: Arc<InputCheck>,
 }
 
 /// A call the model asked for, resolved against the catalogue.
@@ -44,7 +45,8 @@ pub enum Verdict {
 }
 
 impl ToolCatalogue {
-    pub fn new(specs: Vec<ToolSpec>) -> ToolCatalogue {
+    /// Input checks come from `schemas`, the executor's cache: compiled on first sight only.
+    pub fn new(specs: Vec<ToolSpec>, schemas: &SchemaCache) -> ToolCatalogue {
         let mut unique_specs: Vec<ToolSpec> = Vec::with_capacity(specs.len());
         for spec in specs {
             if unique_specs.iter().any(|known| known.id == spec.id) {
@@ -58,7 +60,7 @@ impl ToolCatalogue {
             .into_iter()
             .map(|spec| CatalogueTool {
                 function_name: names.function_name(&spec.id).unwrap_or_default().to_owned(),
-                input_check: InputCheck::compile(&spec.id, &spec.input_schema),
+                input_check: schemas.input_check(&spec.id, &spec.input_schema),
                 spec,
             })
             .collect();
@@ -286,10 +288,13 @@ mod tests {
             "properties": {"text": {"type": "string"}, "count": {"type": "integer"}},
             "required": ["text"],
         });
-        let catalogue = ToolCatalogue::new(vec![
-            spec("demo.echo", schema, false),
-            spec("demo.approve", Json::Null, true),
-        ]);
+        let catalogue = ToolCatalogue::new(
+            vec![
+                spec("demo.echo", schema, false),
+                spec("demo.approve", Json::Null, true),
+            ],
+            &SchemaCache::default(),
+        );
 
         let ready = catalogue.check(&call("demo__echo", r#"{"text": "hi"}"#));
         assert_eq!(
@@ -330,7 +335,10 @@ mod tests {
 
     #[test]
     fn tools_without_a_schema_are_offered_as_empty_objects() {
-        let catalogue = ToolCatalogue::new(vec![spec("demo.approve", Json::Null, true)]);
+        let catalogue = ToolCatalogue::new(
+            vec![spec("demo.approve", Json::Null, true)],
+            &SchemaCache::default(),
+        );
         let definitions = catalogue.definitions();
         assert_eq!(definitions[0].name, "demo__approve");
         assert_eq!(

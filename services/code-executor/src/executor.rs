@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, ToolResult};
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use agentic_executor::{EventSink, Mode, StreamClosed};
+use agentic_executor::{EventSink, Mode, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
@@ -28,6 +28,8 @@ pub struct CodeMode {
     pub limits: Limits,
     /// How long a tool call waits for a person to approve or reject it.
     pub approval_timeout: Duration,
+    /// The tools' input checks, compiled once for all runs (shared with `RunCode`).
+    pub schemas: Arc<SchemaCache>,
 }
 
 /// Why a run stopped before finishing.
@@ -104,7 +106,7 @@ impl CodeMode {
             .prepare(&scope)
             .await
             .map_err(|error| Halt::Failed(format!("tool-host unavailable: {error}")))?;
-        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools);
+        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools, &self.schemas);
         let mut messages = vec![ChatMessage::System(prompt::system(
             toolbox.specs(),
             &prepared.modules,

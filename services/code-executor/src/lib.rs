@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::ToolHost;
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use agentic_proto::v1::code_runner_server::{CodeRunnerServer, SERVICE_NAME as CODE_RUNNER};
@@ -102,10 +103,12 @@ pub async fn run(
         .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
     let tool_host = ToolHost::new(channel);
     let limits = config.limits();
+    let schemas = Arc::new(SchemaCache::default());
     let runner = CodeRunnerServer::new(CodeRunnerService {
         model: Arc::clone(&model),
         tool_host: tool_host.clone(),
         limits: limits.clone(),
+        schemas: Arc::clone(&schemas),
     })
     .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
     .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
@@ -115,6 +118,7 @@ pub async fn run(
         default_max_rounds: config.max_rounds,
         limits,
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
+        schemas,
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let runner = tonic::service::interceptor::InterceptedService::new(runner, require.clone());

@@ -5,6 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_llm::{ChatModel, Tier};
 use agentic_proto::json;
@@ -45,6 +46,8 @@ pub struct CodeRunnerService {
     pub model: Arc<dyn ChatModel>,
     pub tool_host: ToolHost,
     pub limits: Limits,
+    /// The tools' input checks, compiled once for all runs (shared with code mode).
+    pub schemas: Arc<SchemaCache>,
 }
 
 #[tonic::async_trait]
@@ -86,7 +89,7 @@ impl CodeRunnerService {
             .prepare(&scope)
             .await
             .map_err(|error| RunCodeError::ToolHostUnavailable(error.to_string()))?;
-        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools);
+        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools, &self.schemas);
         let mut limits = self.limits.clone();
         if request.timeout_ms > 0 {
             limits.timeout = Duration::from_millis(u64::from(request.timeout_ms)).min(MAX_TIMEOUT);
@@ -232,7 +235,12 @@ mod tests {
             input_schema: json!({ "type": "object" }),
             requires_approval: true,
         };
-        let toolbox = Toolbox::new(ToolHost::new(channel), scope, vec![spec]);
+        let toolbox = Toolbox::new(
+            ToolHost::new(channel),
+            scope,
+            vec![spec],
+            &SchemaCache::default(),
+        );
         let program = Program {
             code: "try { filesDelete({}) } catch (error) { error.message }".into(),
             tools: toolbox.sandbox_tools(),

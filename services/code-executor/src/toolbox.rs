@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentic_executor::InputCheck;
 use agentic_executor::tool_host::{Invoked, RunScope, ToolHost, ToolSpec};
+use agentic_executor::{InputCheck, SchemaCache};
 use serde_json::Value as Json;
 
 use crate::sandbox::SandboxTool;
@@ -17,11 +17,17 @@ pub struct Toolbox {
     tool_host: ToolHost,
     scope: Arc<RunScope>,
     tools: Vec<ToolSpec>,
-    checks: HashMap<String, InputCheck>,
+    checks: HashMap<String, Arc<InputCheck>>,
 }
 
 impl Toolbox {
-    pub fn new(tool_host: ToolHost, scope: Arc<RunScope>, specs: Vec<ToolSpec>) -> Toolbox {
+    /// Input checks come from `schemas`, the executor's cache: compiled on first sight only.
+    pub fn new(
+        tool_host: ToolHost,
+        scope: Arc<RunScope>,
+        specs: Vec<ToolSpec>,
+        schemas: &SchemaCache,
+    ) -> Toolbox {
         let tools: Vec<ToolSpec> = specs
             .into_iter()
             .filter(|spec| !HIDDEN_TOOLS.contains(&spec.id.as_str()))
@@ -31,7 +37,7 @@ impl Toolbox {
             .map(|spec| {
                 (
                     spec.id.clone(),
-                    InputCheck::compile(&spec.id, &spec.input_schema),
+                    schemas.input_check(&spec.id, &spec.input_schema),
                 )
             })
             .collect();

@@ -1,6 +1,7 @@
 //! What every execution mode shares: the `Execute` edge (start, cancellation, time limit,
 //! live decisions, protobuf conversion), the timeline types runs speak in, the tool-host
-//! client, and tool input checks. A mode implements [`Mode`] and calls [`serve`].
+//! client, and tool input checks (compiled once per executor, in a [`SchemaCache`]). A mode
+//! implements [`Mode`] and calls [`serve`].
 
 mod edge;
 mod error;
@@ -17,7 +18,7 @@ use tokio::net::TcpListener;
 
 pub use edge::{ExecutorService, Mode};
 pub use error::{ExecuteError, ToolHostError};
-pub use schema::InputCheck;
+pub use schema::{InputCheck, MAX_CACHED_SCHEMAS, SchemaCache};
 pub use sink::{EventSink, StreamClosed};
 
 /// Serves `mode` as an `Executor` (with health and reflection, plus `extra` services such as

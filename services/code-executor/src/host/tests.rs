@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use agentic_executor::SchemaCache;
 use agentic_executor::timeline::Decision;
 use agentic_executor::tool_host::{RunScope, ToolHost, ToolSpec};
 use agentic_llm::{ChatResponse, LlmError};
@@ -96,6 +97,7 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         ToolHost::new(channel),
         scope,
         vec![spec("files.delete", true), spec("files.list", false)],
+        &SchemaCache::default(),
     );
     let (sender, events) = mpsc::channel(64);
     let approvals = Arc::new(Approvals::default());
