@@ -80,7 +80,7 @@ impl PromptGateway for GatewayService {
         no_nul(&[("prompt_id", &request.prompt_id)])?;
         // Ownership first: another user's prompt does not exist.
         self.prompts
-            .get(&user_id, &request.prompt_id)
+            .check_owner(&user_id, &request.prompt_id)
             .await
             .map_err(to_status)?;
         let stream = follow(

@@ -1,6 +1,8 @@
 //! Property test of the event log: random interleavings of concurrent writers (a run, a
-//! cancel racing it) and readers joining at random points never produce gaps, duplicates or
-//! reordering, on SQLite and (with `AGENTIC_TEST_POSTGRES_URL`) PostgreSQL.
+//! cancel racing it), appending one event at a time or in batches of random sizes, and
+//! readers joining at random points never produce gaps, duplicates or reordering, and a batch
+//! is stored whole or not at all, on SQLite and (with `AGENTIC_TEST_POSTGRES_URL`)
+//! PostgreSQL.
 //!
 //! `make test` runs a bounded number of cases; run longer with e.g.
 //! `PROPTEST_CASES=500 cargo test -p prompt-gateway log_properties`.
@@ -12,7 +14,7 @@ use std::time::Duration;
 use agentic_proto::json::now;
 use agentic_proto::v1::{
     OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptEvent,
-    PromptOutput, PromptState, TextDelta, TextOutput, prompt_event, prompt_output,
+    PromptOutput, PromptState, TextDelta, TextOutput, Usage, prompt_event, prompt_output,
 };
 use proptest::prelude::*;
 use sqlx::{Connection, Executor, PgConnection};
@@ -21,13 +23,14 @@ use tokio_stream::StreamExt;
 use crate::error::GatewayError;
 use crate::follow::follow;
 use crate::hub::Hub;
-use crate::store::{Change, Owner, Store};
+use crate::store::{Append, Change, Owner, Store};
 
 /// One generated interleaving.
 #[derive(Debug, Clone)]
 struct Plan {
-    /// Events each writer appends; each bit of the pattern says whether to yield after one.
-    writers: Vec<(usize, u32)>,
+    /// Events each writer appends; each bit of the pattern says whether to yield after a
+    /// write; how many events a write takes at most (1: `record`, more: `append_batch`).
+    writers: Vec<(usize, u32, usize)>,
     /// Readers: (writes stored before it joins, which earlier sequence it resumes after).
     readers: Vec<(usize, usize)>,
     /// A cancel racing the writers, after this many writes.
@@ -36,7 +39,7 @@ struct Plan {
 
 fn plans() -> impl Strategy<Value = Plan> {
     (
-        proptest::collection::vec((0usize..12, any::<u32>()), 1..4),
+        proptest::collection::vec((0usize..12, any::<u32>(), 1usize..5), 1..4),
         proptest::collection::vec((0usize..30, 0usize..30), 1..6),
         proptest::option::weighted(0.3, 0usize..20),
     )
@@ -71,6 +74,39 @@ fn delta(text: String) -> prompt_event::Kind {
     prompt_event::Kind::Stream(TextDelta { text })
 }
 
+/// Writer 0 adds timeline entries and replaces each once (within a batch too); the others
+/// only stream text.
+fn written_event(writer: usize, n: usize) -> Append {
+    let text = format!("{writer}:{n}");
+    if writer != 0 {
+        return Append {
+            change: Change::None,
+            kind: delta(text),
+        };
+    }
+    let index = (n / 2) as u32;
+    let output = text_output(text);
+    if n.is_multiple_of(2) {
+        let added = OutputAdded {
+            index,
+            output: Some(output.clone()),
+        };
+        Append {
+            change: Change::AddOutput { index, output },
+            kind: prompt_event::Kind::Output(added),
+        }
+    } else {
+        let updated = OutputUpdated {
+            index,
+            output: Some(output.clone()),
+        };
+        Append {
+            change: Change::UpdateOutput { index, output },
+            kind: prompt_event::Kind::OutputUpdated(updated),
+        }
+    }
+}
+
 /// Waits until `count` writes are stored or the writers are done.
 async fn until(written: &AtomicUsize, count: usize, done: &AtomicBool) {
     while written.load(Ordering::SeqCst) < count && !done.load(Ordering::SeqCst) {
@@ -99,7 +135,7 @@ async fn check(url: &str, plan: &Plan) {
     };
     hub.publish(&store.insert_prompt(&prompt).await.unwrap());
     let id = prompt.id.clone();
-    let total_writes: usize = plan.writers.iter().map(|(count, _)| count).sum();
+    let total_writes: usize = plan.writers.iter().map(|(count, ..)| count).sum();
     let written = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
 
@@ -126,48 +162,45 @@ async fn check(url: &str, plan: &Plan) {
         .writers
         .iter()
         .enumerate()
-        .map(|(writer, &(count, yields))| {
+        .map(|(writer, &(count, yields, batch))| {
             let (store, hub, id, written) =
                 (store.clone(), hub.clone(), id.clone(), written.clone());
             tokio::spawn(async move {
-                for n in 0..count {
-                    let text = format!("{writer}:{n}");
-                    // Writer 0 adds timeline entries and replaces each once; the others
-                    // only stream text.
-                    let (change, kind) = if writer != 0 {
-                        (Change::None, delta(text))
+                let mut n = 0;
+                while n < count {
+                    let size = batch.min(count - n);
+                    let appends: Vec<Append> =
+                        (n..n + size).map(|n| written_event(writer, n)).collect();
+                    let stored = if size == 1 && batch == 1 {
+                        let Append { change, kind } = appends.into_iter().next().unwrap();
+                        store
+                            .record(&id, change, |_| kind)
+                            .await
+                            .map(|event| vec![event])
                     } else {
-                        let index = (n / 2) as u32;
-                        let output = text_output(text);
-                        if n % 2 == 0 {
-                            let added = OutputAdded {
-                                index,
-                                output: Some(output.clone()),
-                            };
-                            (
-                                Change::AddOutput { index, output },
-                                prompt_event::Kind::Output(added),
-                            )
-                        } else {
-                            let updated = OutputUpdated {
-                                index,
-                                output: Some(output.clone()),
-                            };
-                            (
-                                Change::UpdateOutput { index, output },
-                                prompt_event::Kind::OutputUpdated(updated),
-                            )
-                        }
+                        // Each event of a batch uses one token: the prompt's tokens count
+                        // exactly the events stored.
+                        let usage = Usage {
+                            total_tokens: size as u64,
+                            ..Usage::default()
+                        };
+                        store.append_batch(&id, appends, &usage).await
                     };
-                    match store.record(&id, change, |_| kind).await {
-                        Ok(event) => hub.publish(&event),
+                    match stored {
+                        Ok(events) => {
+                            assert_eq!(events.len(), size, "writer {writer}: the whole batch");
+                            for event in &events {
+                                hub.publish(event);
+                            }
+                        }
                         Err(GatewayError::PromptEnded(_)) => return,
                         Err(error) => panic!("writer {writer}: {error}"),
                     }
-                    written.fetch_add(1, Ordering::SeqCst);
+                    written.fetch_add(size, Ordering::SeqCst);
                     if yields & (1 << (n % 32)) != 0 {
                         tokio::task::yield_now().await;
                     }
+                    n += size;
                 }
             })
         })
@@ -249,6 +282,31 @@ async fn check(url: &str, plan: &Plan) {
         .map(|index| text_output(format!("0:{}", (2 * index + 1).min(written_by_0 - 1))))
         .collect();
     assert_eq!(prompt.output, expected, "the timeline: {plan:?}");
+    // Tokens came with batches only, one per event: a batch counts whole or not at all.
+    let batched: u64 = plan
+        .writers
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, _, batch))| *batch > 1)
+        .map(|(writer, _)| {
+            stored
+                .iter()
+                .filter(|event| {
+                    written_text(event).is_some_and(|text| text.starts_with(&format!("{writer}:")))
+                })
+                .count() as u64
+        })
+        .sum();
+    assert_eq!(
+        prompt.usage.unwrap_or_default().total_tokens,
+        batched,
+        "tokens of the stored batches: {plan:?}"
+    );
+    let terminal = stored.last().and_then(PromptEvent::final_prompt).unwrap();
+    assert_eq!(
+        terminal, &prompt,
+        "the terminal event carries the prompt as stored: {plan:?}"
+    );
     for reader in readers {
         let (after, events) = tokio::time::timeout(Duration::from_secs(20), reader)
             .await
@@ -260,6 +318,103 @@ async fn check(url: &str, plan: &Plan) {
             "a reader resuming after {after} sees the rest of the log exactly: {plan:?}"
         );
     }
+}
+
+/// A batch that replaces an entry the timeline does not have is refused whole, as a protocol
+/// error, on both backends; the log and the timeline stay as they were.
+async fn check_missing_entry(url: &str) {
+    let owner = Owner {
+        replica: "test".into(),
+        lease: Duration::from_secs(60),
+    };
+    let store = Store::connect(url, owner).await.unwrap();
+    let created_at = now();
+    let prompt = Prompt {
+        id: uuid::Uuid::now_v7().to_string(),
+        user_id: "alice".into(),
+        mode: "classic".into(),
+        state: PromptState::Running as i32,
+        input: "log".into(),
+        created_at: Some(created_at),
+        updated_at: Some(created_at),
+        ..Default::default()
+    };
+    store.insert_prompt(&prompt).await.unwrap();
+    // Entry 0 is added and replaced; entry 1 never existed.
+    let batch = vec![
+        written_event(0, 0),
+        written_event(0, 1),
+        written_event(0, 3),
+    ];
+    let usage = Usage {
+        total_tokens: 7,
+        ..Usage::default()
+    };
+    let refused = store.append_batch(&prompt.id, batch, &usage).await;
+    assert!(
+        matches!(refused, Err(GatewayError::Protocol(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.events_after(&prompt.id, 0, 100).await.unwrap().len(),
+        1
+    );
+    let stored = store.prompt("alice", &prompt.id).await.unwrap().unwrap();
+    assert!(stored.output.is_empty());
+    assert_eq!(stored.usage.unwrap_or_default().total_tokens, 0);
+    let stored = store
+        .append_batch(
+            &prompt.id,
+            vec![written_event(0, 0), written_event(0, 1)],
+            &usage,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        stored
+            .iter()
+            .map(|event| event.sequence)
+            .collect::<Vec<_>>(),
+        [2, 3]
+    );
+}
+
+async fn on_postgres(check: impl AsyncFnOnce(&str)) {
+    let Ok(server) = std::env::var("AGENTIC_TEST_POSTGRES_URL") else {
+        eprintln!(
+            "SKIPPED (no PostgreSQL): log_properties on PostgreSQL — set AGENTIC_TEST_POSTGRES_URL"
+        );
+        return;
+    };
+    let server = server.trim_end_matches('/').to_owned();
+    let name = format!("gateway_log_{}", uuid::Uuid::now_v7().simple());
+    let mut admin = PgConnection::connect(&format!("{server}/postgres"))
+        .await
+        .unwrap();
+    admin
+        .execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
+        .await
+        .unwrap();
+    check(&format!("{server}/{name}")).await;
+    admin
+        .execute(format!(r#"DROP DATABASE "{name}" WITH (FORCE)"#).as_str())
+        .await
+        .unwrap();
+}
+
+#[test]
+fn a_batch_replacing_a_missing_entry_is_refused_whole_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("gateway.db").display()
+    );
+    runtime().block_on(check_missing_entry(&url));
+}
+
+#[test]
+fn a_batch_replacing_a_missing_entry_is_refused_whole_on_postgres() {
+    runtime().block_on(on_postgres(async |url| check_missing_entry(url).await));
 }
 
 fn config() -> ProptestConfig {
@@ -293,20 +448,6 @@ proptest! {
 
     #[test]
     fn interleaved_writers_and_readers_on_postgres_see_one_gap_free_log(plan in plans()) {
-        let Ok(server) = std::env::var("AGENTIC_TEST_POSTGRES_URL") else {
-            eprintln!("SKIPPED (no PostgreSQL): log_properties on PostgreSQL — set AGENTIC_TEST_POSTGRES_URL");
-            return Ok(());
-        };
-        let server = server.trim_end_matches('/').to_owned();
-        runtime().block_on(async {
-            let name = format!("gateway_log_{}", uuid::Uuid::now_v7().simple());
-            let mut admin = PgConnection::connect(&format!("{server}/postgres")).await.unwrap();
-            admin.execute(format!(r#"CREATE DATABASE "{name}""#).as_str()).await.unwrap();
-            check(&format!("{server}/{name}"), &plan).await;
-            admin
-                .execute(format!(r#"DROP DATABASE "{name}" WITH (FORCE)"#).as_str())
-                .await
-                .unwrap();
-        });
+        runtime().block_on(on_postgres(async |url| check(url, &plan).await));
     }
 }

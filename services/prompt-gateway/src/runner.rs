@@ -12,9 +12,9 @@ use agentic_proto::v1::executor_client::ExecutorClient;
 use agentic_proto::v1::{
     ApprovalDecision, ApprovalState, CancelExecution, ExecuteEvent, ExecuteInput, ExecuteStart,
     OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptFailed,
-    PromptState, PromptWaiting, execute_event, execute_input, prompt_event, prompt_output,
+    PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
 };
-use futures::FutureExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
@@ -24,7 +24,7 @@ use crate::error::GatewayError;
 use crate::hub::Hub;
 use crate::metrics;
 use crate::modes::Mode;
-use crate::store::{Change, Store};
+use crate::store::{Append, Change, Store};
 
 /// An executor stream that accepted the start of a run.
 pub struct OpenRun {
@@ -64,6 +64,17 @@ pub struct Runner {
     store: Store,
     hub: Hub,
     active: Arc<Mutex<HashMap<String, RunHandle>>>,
+}
+
+/// Most events the executor sent at once that are stored in one write.
+const MAX_BATCH_EVENTS: usize = 64;
+
+/// Events whose write waits for the rest of what the executor sent at once: stored together
+/// before anything else happens (another write, a pause, the end of the run), in order.
+#[derive(Default)]
+struct Pending {
+    appends: Vec<Append>,
+    usage: Usage,
 }
 
 enum Next {
@@ -280,7 +291,7 @@ impl Runner {
         prompt_id: &str,
         mode: &str,
         mut outputs: usize,
-        mut run: OpenRun,
+        run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
     ) -> PromptState {
@@ -290,20 +301,23 @@ impl Runner {
         let mut paused = false;
         let mut awaiting = HashSet::new();
         let mut forwarded = HashSet::new();
-        let cancel = |run: &OpenRun, reason: String| {
+        let OpenRun { inputs, events, .. } = run;
+        // Everything the executor already sent is taken at once, so it is stored in one write.
+        let mut events = events.ready_chunks(MAX_BATCH_EVENTS);
+        let cancel = |reason: String| {
             let cancel = ExecuteInput {
                 kind: Some(execute_input::Kind::Cancel(CancelExecution { reason })),
             };
             // Either way the run stops there: dropping the stream cancels it too.
-            let _ = run.inputs.try_send(cancel);
+            let _ = inputs.try_send(cancel);
         };
         loop {
             let outcome = tokio::select! {
                 () = refresh.notified() => {
-                    match self.refresh(prompt_id, paused, &awaiting, &mut forwarded, &run).await {
+                    match self.refresh(prompt_id, paused, &awaiting, &mut forwarded, &inputs).await {
                         Ok(None) => continue,
                         Ok(Some(ended)) => {
-                            cancel(&run, "the prompt ended through another gateway replica".into());
+                            cancel("the prompt ended through another gateway replica".into());
                             return ended;
                         }
                         Err(error) => Err(error),
@@ -311,7 +325,7 @@ impl Runner {
                 }
                 Some(command) = commands.recv() => match command {
                     Command::Cancel { reason, reply } => {
-                        cancel(&run, reason.clone());
+                        cancel(reason.clone());
                         let result = self.finish(prompt_id, PromptState::Cancelled, reason).await;
                         let _ = reply.send(result);
                         return self.state_or(prompt_id, PromptState::Cancelled).await;
@@ -319,25 +333,21 @@ impl Runner {
                     Command::Decide { decision, reply } => {
                         forwarded.insert(decision.tool_call_id.clone());
                         let input = ExecuteInput { kind: Some(execute_input::Kind::Decision(decision)) };
-                        let sent = run.inputs.send(input).await.map_err(|_| {
+                        let sent = inputs.send(input).await.map_err(|_| {
                             GatewayError::ModeUnavailable { mode: mode.to_owned(), reason: "the run's stream is closed".into() }
                         });
                         let _ = reply.send(sent);
                         continue;
                     }
                 },
-                message = run.events.message() => match message {
-                    Ok(Some(event)) => {
-                        self.apply(prompt_id, &mut outputs, &mut paused, &mut awaiting, event)
+                batch = events.next() => match batch {
+                    Some(batch) => {
+                        self.apply_all(prompt_id, mode, &mut outputs, &mut paused, &mut awaiting, batch)
                             .await
                     }
-                    Ok(None) => Err(GatewayError::Protocol(format!(
+                    None => Err(GatewayError::Protocol(format!(
                         "executor for mode {mode:?} ended the run without finishing it"
                     ))),
-                    Err(status) => Err(GatewayError::ModeUnavailable {
-                        mode: mode.to_owned(),
-                        reason: format!("executor failed mid-run: {}", status.message()),
-                    }),
                 },
             };
             match outcome {
@@ -346,12 +356,12 @@ impl Runner {
                 Err(GatewayError::PromptEnded(_)) => {
                     // Ended elsewhere (cancelled through another replica, or failed by the
                     // lease reaper): this run has nothing more to say.
-                    cancel(&run, "the prompt has ended".into());
+                    cancel("the prompt has ended".into());
                     return self.state_or(prompt_id, PromptState::Failed).await;
                 }
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
-                    cancel(&run, error.to_string());
+                    cancel(error.to_string());
                     if let Err(store_error) = self
                         .finish(prompt_id, PromptState::Failed, error.to_string())
                         .await
@@ -380,7 +390,7 @@ impl Runner {
         paused: bool,
         awaiting: &HashSet<String>,
         forwarded: &mut HashSet<String>,
-        run: &OpenRun,
+        inputs: &mpsc::Sender<ExecuteInput>,
     ) -> Result<Option<PromptState>, GatewayError> {
         let state = self
             .store
@@ -403,7 +413,7 @@ impl Runner {
                 let input = ExecuteInput {
                     kind: Some(execute_input::Kind::Decision(decision)),
                 };
-                run.inputs
+                inputs
                     .send(input)
                     .await
                     .map_err(|_| GatewayError::Internal("the run's stream is closed".into()))?;
@@ -412,12 +422,61 @@ impl Runner {
         Ok(None)
     }
 
+    /// Applies what the executor sent at once, in order. Events that only add to the log (and
+    /// the tokens used) are stored together, in one write; the events before a failure are
+    /// stored too.
+    async fn apply_all(
+        &self,
+        prompt_id: &str,
+        mode: &str,
+        outputs: &mut usize,
+        paused: &mut bool,
+        awaiting: &mut HashSet<String>,
+        batch: Vec<Result<ExecuteEvent, tonic::Status>>,
+    ) -> Result<Next, GatewayError> {
+        let mut pending = Pending::default();
+        let mut next = Ok(Next::Continue);
+        for item in batch {
+            next = match item {
+                Ok(event) => {
+                    self.apply(prompt_id, outputs, paused, awaiting, &mut pending, event)
+                        .await
+                }
+                Err(status) => Err(GatewayError::ModeUnavailable {
+                    mode: mode.to_owned(),
+                    reason: format!("executor failed mid-run: {}", status.message()),
+                }),
+            };
+            if !matches!(next, Ok(Next::Continue)) {
+                break;
+            }
+        }
+        let flushed = self.flush(prompt_id, &mut pending).await;
+        match (next, flushed) {
+            (Err(error), _) | (Ok(_), Err(error)) => Err(error),
+            (Ok(next), Ok(())) => Ok(next),
+        }
+    }
+
+    /// Stores and publishes the pending events, if any.
+    async fn flush(&self, prompt_id: &str, pending: &mut Pending) -> Result<(), GatewayError> {
+        let Pending { appends, usage } = std::mem::take(pending);
+        if appends.is_empty() && usage == Usage::default() {
+            return Ok(());
+        }
+        for event in self.store.append_batch(prompt_id, appends, &usage).await? {
+            self.hub.publish(&event);
+        }
+        Ok(())
+    }
+
     async fn apply(
         &self,
         prompt_id: &str,
         outputs: &mut usize,
         paused: &mut bool,
         awaiting: &mut HashSet<String>,
+        pending: &mut Pending,
         event: ExecuteEvent,
     ) -> Result<Next, GatewayError> {
         let Some(kind) = event.kind else {
@@ -441,6 +500,7 @@ impl Runner {
                     if decided && awaiting.remove(&tool.id) && awaiting.is_empty() && *paused {
                         // Every call the live run waited on is decided (or timed out): it goes on.
                         *paused = false;
+                        self.flush(prompt_id, pending).await?;
                         self.store.resume_live(prompt_id).await?;
                     }
                 }
@@ -448,6 +508,7 @@ impl Runner {
             execute_event::Kind::Paused(_) => {
                 if !*paused && !awaiting.is_empty() {
                     *paused = true;
+                    self.flush(prompt_id, pending).await?;
                     let event = self
                         .store
                         .record(prompt_id, Change::PauseLive, |prompt| {
@@ -511,7 +572,10 @@ impl Runner {
             ),
             execute_event::Kind::Paused(_) => return Ok(Next::Continue),
             execute_event::Kind::Usage(usage) => {
-                self.store.add_usage(prompt_id, &usage).await?;
+                let total = &mut pending.usage;
+                total.input_tokens = total.input_tokens.saturating_add(usage.input_tokens);
+                total.output_tokens = total.output_tokens.saturating_add(usage.output_tokens);
+                total.total_tokens = total.total_tokens.saturating_add(usage.total_tokens);
                 return Ok(Next::Continue);
             }
             execute_event::Kind::Finished(finished) => {
@@ -556,6 +620,17 @@ impl Runner {
                 )
             }
         };
+        if Append::batches(&change) {
+            pending.appends.push(Append {
+                change,
+                kind: kind(None),
+            });
+            if pending.appends.len() >= MAX_BATCH_EVENTS {
+                self.flush(prompt_id, pending).await?;
+            }
+            return Ok(next);
+        }
+        self.flush(prompt_id, pending).await?;
         let event = self.store.record(prompt_id, change, kind).await?;
         self.hub.publish(&event);
         Ok(next)

@@ -14,6 +14,7 @@
 //! RUNNING or WAITING_FOR_APPROVAL, so nothing follows a terminal event, whichever replica
 //! writes and whichever writes first.
 
+use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -57,46 +58,88 @@ const NEXT_SEQUENCE_IF_EXPIRED: &str = "UPDATE prompts SET last_sequence = last_
      WHERE id = $2 AND lease_until < $3 AND (state = $4 OR (state = $5 AND paused_live = 1)) \
      RETURNING last_sequence";
 
-/// SQLite's append of an event that changes nothing else, as one command to the database's
-/// thread: holding the single write connection across several round trips (each waiting
-/// for this task to be scheduled again) is what limits SQLite's event rate under load. The
-/// event is stored without its sequence, which the same statement numbers; reads put it
-/// back from the row.
-const APPEND_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
-     UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+/// [`APPEND_BATCH`]'s condition: prompt $2 takes events and has every entry of $7.
+macro_rules! batch_applies {
+    () => {
+        "EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)) \
+         AND (SELECT count(*) FROM prompt_outputs WHERE prompt_id = $2 \
+         AND position IN (SELECT value ->> 0 FROM json_each($7))) = json_array_length($7)"
+    };
+}
+
+/// SQLite's append of a run of events, each possibly adding or replacing a timeline entry,
+/// together with the tokens the run used meanwhile, as one command to the database's thread:
+/// holding the single write connection across several round trips (each waiting for this
+/// task to be scheduled again) is what limits SQLite's event rate under load, and a run's
+/// events often arrive several at once. The events are stored without their sequences, which
+/// the same statement numbers; reads put them back from the rows.
+///
+/// $1 the time (ms), $2 the prompt, $3 and $4 the states that take events, $5 the events (a
+/// JSON array of hex-encoded payloads), $6 the entries added and $7 the entries replaced
+/// (JSON arrays of `[position, hex payload]`, one per position), $8 to $10 the tokens. Every
+/// statement applies only while the prompt takes events and every entry to replace exists
+/// ([`batch_applies!`]); in one transaction they all agree, so the batch is stored whole or not
+/// at all (no sequence is returned then).
+const APPEND_BATCH: &str = concat!(
+    "BEGIN IMMEDIATE; \
+     INSERT INTO prompt_outputs (prompt_id, position, payload) \
+     SELECT $2, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($6) a WHERE ",
+    batch_applies!(),
+    "; UPDATE prompt_outputs SET payload = \
+     (SELECT unhex(r.value ->> 1) FROM json_each($7) r WHERE r.value ->> 0 = prompt_outputs.position) \
+     WHERE prompt_id = $2 AND position IN (SELECT value ->> 0 FROM json_each($7)) AND ",
+    batch_applies!(),
+    "; INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+     SELECT $2, (SELECT last_sequence FROM prompts WHERE id = $2) + 1 + e.key, $1, unhex(e.value) \
+     FROM json_each($5) e WHERE ",
+    batch_applies!(),
+    " RETURNING sequence; \
+     UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), updated_at = $1, \
+     input_tokens = input_tokens + $8, output_tokens = output_tokens + $9, \
+     total_tokens = total_tokens + $10 WHERE id = $2 AND ",
+    batch_applies!(),
+    "; COMMIT;"
+);
+
+/// SQLite's insert of a new prompt with its `created` event (sequence 1), as one command.
+const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
+     INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
+     max_rounds, state_data, created_at, updated_at, owner, lease_until, last_sequence) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, 1); \
+     INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, 1, $14, $15); \
+     COMMIT;";
+
+/// SQLite's terminal event, second command: the state and error change and the event, which
+/// carries the prompt the first command ([`Store::finish_sqlite`]) read in the same
+/// transaction.
+const FINISH_WRITE: &str = "\
+     UPDATE prompts SET state = $5, error = $6, paused_live = 0, \
+     last_sequence = last_sequence + 1, updated_at = $1 \
      WHERE id = $2 AND (state = $3 OR state = $4); \
      INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-     SELECT id, last_sequence, $1, $5 FROM prompts WHERE id = $2 AND changes() = 1 \
+     SELECT id, last_sequence, $1, $7 FROM prompts WHERE id = $2 AND changes() = 1 \
      RETURNING sequence; \
      COMMIT;";
 
-/// As [`APPEND_IN_ONE_COMMAND`], adding timeline entry $6 (payload $7) with the event.
-const ADD_OUTPUT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
-     INSERT INTO prompt_outputs (prompt_id, position, payload) \
-     SELECT id, $6, $7 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4); \
-     UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
-     WHERE id = $2 AND changes() = 1; \
-     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-     SELECT id, last_sequence, $1, $5 FROM prompts WHERE id = $2 AND changes() = 1 \
-     RETURNING sequence; \
-     COMMIT;";
+/// One event of a batch append and what it changes besides the log.
+#[derive(Debug)]
+pub struct Append {
+    pub change: Change,
+    pub kind: prompt_event::Kind,
+}
 
-/// As [`APPEND_IN_ONE_COMMAND`], replacing timeline entry $6 with payload $7 with the event.
-const UPDATE_OUTPUT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
-     UPDATE prompt_outputs SET payload = $7 WHERE prompt_id = $2 AND position = $6 \
-     AND EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)); \
-     UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
-     WHERE id = $2 AND changes() = 1; \
-     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-     SELECT id, last_sequence, $1, $5 FROM prompts WHERE id = $2 AND changes() = 1 \
-     RETURNING sequence; \
-     COMMIT;";
-
-/// What an append in one command changes besides the log.
-enum OneCommand {
-    EventOnly,
-    AddOutput { index: u32, output: Vec<u8> },
-    UpdateOutput { index: u32, output: Vec<u8> },
+impl Append {
+    /// Whether [`Store::append_batch`] takes this change: anything but a file entry (which
+    /// also goes into the file index), a pause or an end.
+    pub fn batches(change: &Change) -> bool {
+        match change {
+            Change::None | Change::UpdateOutput { .. } => true,
+            Change::AddOutput { output, .. } => {
+                !matches!(output.kind, Some(prompt_output::Kind::File(_)))
+            }
+            Change::PauseLive | Change::Finish { .. } => false,
+        }
+    }
 }
 
 /// Which prompts an event may still be appended to.
@@ -328,71 +371,197 @@ macro_rules! append {
     };
 }
 
-/// Appends an event (with a timeline entry added or replaced) on SQLite's write connection,
-/// in one command (see [`APPEND_IN_ONE_COMMAND`]).
-async fn append_in_one_command(
+/// Runs `query`, a one-command transaction (`BEGIN IMMEDIATE; …; COMMIT;`) whose one
+/// `RETURNING sequence` statement numbers its events, on SQLite's write connection.
+async fn sqlite_one_command<'q>(
     write: &SqlitePool,
-    prompt_id: &str,
-    change: OneCommand,
-    kind: prompt_event::Kind,
-) -> Result<PromptEvent, GatewayError> {
-    let at = now();
-    let at_millis = timestamp_millis(&at);
-    let mut event = PromptEvent {
-        sequence: 0,
-        prompt_id: prompt_id.to_owned(),
-        at: Some(at),
-        kind: Some(kind),
-    };
+    query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
+) -> Result<Vec<i64>, GatewayError> {
     let mut conn = write.acquire().await?;
     // `fetch_all` runs every statement, COMMIT included.
-    let sql = match &change {
-        OneCommand::EventOnly => APPEND_IN_ONE_COMMAND,
-        OneCommand::AddOutput { .. } => ADD_OUTPUT_IN_ONE_COMMAND,
-        OneCommand::UpdateOutput { .. } => UPDATE_OUTPUT_IN_ONE_COMMAND,
-    };
-    let query = sqlx::query_scalar(sql)
-        .bind(at_millis)
-        .bind(prompt_id)
-        .bind(RUNNING)
-        .bind(WAITING)
-        .bind(event.encode_to_vec());
-    let query = match &change {
-        OneCommand::EventOnly => query,
-        OneCommand::AddOutput { index, output } | OneCommand::UpdateOutput { index, output } => {
-            query.bind(i64::from(*index)).bind(output.as_slice())
-        }
-    };
-    let appended: Result<Vec<i64>, sqlx::Error> = query.fetch_all(&mut *conn).await;
-    match appended {
-        Ok(sequences) => {
-            let Some(sequence) = sequences.first() else {
-                // Nothing changed: the prompt ended, or the entry to replace does not exist.
-                drop(conn);
-                let open: Option<i64> = sqlx::query_scalar(
-                    "SELECT 1 FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)",
-                )
-                .bind(prompt_id)
-                .bind(RUNNING)
-                .bind(WAITING)
-                .fetch_optional(write)
-                .await?;
-                return Err(match (open, change) {
-                    (Some(_), OneCommand::UpdateOutput { index, .. }) => {
-                        GatewayError::Protocol(format!("output {index} does not exist"))
-                    }
-                    _ => GatewayError::PromptEnded(prompt_id.to_owned()),
-                });
-            };
-            event.sequence = unsigned(*sequence);
-            Ok(event)
-        }
+    match query.fetch_all(&mut *conn).await {
+        Ok(sequences) => Ok(sequences),
         Err(error) => {
             // Never hand the connection back inside a transaction.
             let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
             Err(error.into())
         }
     }
+}
+
+/// `[position, hex payload]` pairs as a JSON array, for [`APPEND_BATCH`].
+fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
+    let entries: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(position, payload)| serde_json::json!([position, hex::encode(payload)]))
+        .collect();
+    serde_json::Value::Array(entries).to_string()
+}
+
+/// Adds $1 to $3 to a prompt's tokens.
+const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
+     output_tokens = output_tokens + $2, total_tokens = total_tokens + $3 WHERE id = $4";
+
+/// [`Store::append_batch`] on SQLite: [`APPEND_BATCH`].
+async fn append_batch_sqlite(
+    write: &SqlitePool,
+    prompt_id: &str,
+    appends: Vec<Append>,
+    usage: &Usage,
+) -> Result<Vec<PromptEvent>, GatewayError> {
+    let at = now();
+    let at_millis = timestamp_millis(&at);
+    // One row per position, as it ends up: an entry added and then replaced within the batch
+    // is inserted in its last form.
+    let mut added = BTreeMap::new();
+    let mut replaced = BTreeMap::new();
+    let mut events = Vec::with_capacity(appends.len());
+    let mut payloads = Vec::with_capacity(appends.len());
+    for Append { change, kind } in appends {
+        match change {
+            Change::AddOutput { index, output } => {
+                added.insert(index, output.encode_to_vec());
+            }
+            Change::UpdateOutput { index, output } => match added.get_mut(&index) {
+                Some(entry) => *entry = output.encode_to_vec(),
+                None => {
+                    replaced.insert(index, output.encode_to_vec());
+                }
+            },
+            Change::None | Change::PauseLive | Change::Finish { .. } => {}
+        }
+        let event = PromptEvent {
+            sequence: 0,
+            prompt_id: prompt_id.to_owned(),
+            at: Some(at),
+            kind: Some(kind),
+        };
+        payloads.push(serde_json::Value::String(hex::encode(
+            event.encode_to_vec(),
+        )));
+        events.push(event);
+    }
+    let query = sqlx::query_scalar(APPEND_BATCH)
+        .bind(at_millis)
+        .bind(prompt_id)
+        .bind(RUNNING)
+        .bind(WAITING)
+        .bind(serde_json::Value::Array(payloads).to_string())
+        .bind(entries_json(&added))
+        .bind(entries_json(&replaced))
+        .bind(saturating_i64(usage.input_tokens))
+        .bind(saturating_i64(usage.output_tokens))
+        .bind(saturating_i64(usage.total_tokens));
+    let sequences = sqlite_one_command(write, query).await?;
+    let Some(first) = sequences.iter().copied().min() else {
+        // Nothing was stored: the prompt ended, or an entry to replace does not exist.
+        let open: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)",
+        )
+        .bind(prompt_id)
+        .bind(RUNNING)
+        .bind(WAITING)
+        .fetch_optional(write)
+        .await?;
+        return Err(match open {
+            Some(_) if !replaced.is_empty() => GatewayError::Protocol(format!(
+                "an output to update does not exist (positions {:?})",
+                replaced.keys().collect::<Vec<_>>()
+            )),
+            _ => GatewayError::PromptEnded(prompt_id.to_owned()),
+        });
+    };
+    if sequences.len() != events.len() {
+        return Err(GatewayError::Internal(format!(
+            "{} of {} events were numbered",
+            sequences.len(),
+            events.len()
+        )));
+    }
+    for (event, sequence) in events.iter_mut().zip(first..) {
+        event.sequence = unsigned(sequence);
+    }
+    Ok(events)
+}
+
+/// A terminal event on SQLite in two commands on the write connection: the first begins the
+/// transaction and reads the prompt with its timeline (so nothing can change it before the
+/// event that carries it is stored), the second is [`FINISH_WRITE`].
+async fn finish_sqlite(
+    write: &SqlitePool,
+    prompt_id: &str,
+    state: PromptState,
+    error: String,
+    kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+) -> Result<PromptEvent, GatewayError> {
+    let read = format!(
+        "BEGIN IMMEDIATE; SELECT {PROMPT_COLUMNS}, \
+         (SELECT json_group_array(hex(payload) ORDER BY position) FROM prompt_outputs \
+         WHERE prompt_id = $1) AS outputs \
+         FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)"
+    );
+    let mut conn = write.acquire().await?;
+    let finished = async {
+        let row: Option<PromptWithOutputs> = sqlx::query_as(&read)
+            .bind(prompt_id)
+            .bind(RUNNING)
+            .bind(WAITING)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(PromptWithOutputs { row, outputs }) = row else {
+            return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
+        };
+        let outputs: Vec<String> = serde_json::from_str(&outputs)
+            .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
+        let outputs = outputs
+            .iter()
+            .map(hex::decode)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
+        let mut prompt = row.into_prompt(&outputs)?;
+        let at = now();
+        // PostgreSQL text cannot hold NUL; both backends store the same.
+        let error = error.replace('\0', "\u{FFFD}");
+        prompt.state = state as i32;
+        prompt.error.clone_from(&error);
+        prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(&at)));
+        let mut event = PromptEvent {
+            sequence: 0,
+            prompt_id: prompt_id.to_owned(),
+            at: Some(at),
+            kind: Some(kind(Some(prompt))),
+        };
+        // `fetch_all` runs every statement, COMMIT included.
+        let sequences: Vec<i64> = sqlx::query_scalar(FINISH_WRITE)
+            .bind(timestamp_millis(&at))
+            .bind(prompt_id)
+            .bind(RUNNING)
+            .bind(WAITING)
+            .bind(state as i32)
+            .bind(&error)
+            .bind(event.encode_to_vec())
+            .fetch_all(&mut *conn)
+            .await?;
+        let sequence = sequences
+            .first()
+            .ok_or_else(|| GatewayError::Internal("the terminal event was not stored".into()))?;
+        event.sequence = unsigned(*sequence);
+        Ok(event)
+    }
+    .await;
+    if finished.is_err() {
+        // Never hand the connection back inside a transaction (a no-op after COMMIT).
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+    }
+    finished
+}
+
+/// A prompt row with its timeline's payloads, hex-encoded in a JSON array (SQLite).
+#[derive(sqlx::FromRow)]
+struct PromptWithOutputs {
+    #[sqlx(flatten)]
+    row: PromptRow,
+    outputs: String,
 }
 
 /// The columns of `PROMPT_COLUMNS`, as stored.
@@ -512,13 +681,17 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true);
+            // A SQLite connection is a thread in this process, not a link that can break: the
+            // pool's ping before every checkout would only double each command's hand-offs.
             let write = SqlitePoolOptions::new()
                 .max_connections(1)
+                .test_before_acquire(false)
                 .connect_with(options.clone())
                 .await?;
             sqlx::migrate!("./migrations/sqlite").run(&write).await?;
             let read = SqlitePoolOptions::new()
                 .max_connections(8)
+                .test_before_acquire(false)
                 .connect_with(options)
                 .await?;
             Pool::Sqlite { read, write }
@@ -571,6 +744,34 @@ impl Store {
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });
+        if let Pool::Sqlite { write, .. } = &self.pool {
+            let at = now();
+            let mut event = PromptEvent {
+                sequence: 0,
+                prompt_id: prompt.id.clone(),
+                at: Some(at),
+                kind: Some(kind),
+            };
+            let query = sqlx::query_scalar(INSERT_PROMPT_IN_ONE_COMMAND)
+                .bind(&prompt.id)
+                .bind(&prompt.user_id)
+                .bind(&prompt.conversation_id)
+                .bind(&prompt.mode)
+                .bind(prompt.model)
+                .bind(prompt.visible)
+                .bind(prompt.state)
+                .bind(&prompt.input)
+                .bind(i64::from(prompt.max_rounds))
+                .bind(&state_data)
+                .bind(created)
+                .bind(&self.owner.replica)
+                .bind(lease_until)
+                .bind(timestamp_millis(&at))
+                .bind(event.encode_to_vec());
+            sqlite_one_command(write, query).await?;
+            event.sequence = 1;
+            return Ok(event);
+        }
         with_writer!(self, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(insert)
@@ -623,25 +824,19 @@ impl Store {
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<PromptEvent, GatewayError> {
         if let (Pool::Sqlite { write, .. }, Guard::Open) = (&self.pool, guard) {
-            let one_command = match &change {
-                Change::None => Some(OneCommand::EventOnly),
-                // A file also goes into the file index: the general path does that.
-                Change::AddOutput { index, output }
-                    if !matches!(output.kind, Some(prompt_output::Kind::File(_))) =>
-                {
-                    Some(OneCommand::AddOutput {
-                        index: *index,
-                        output: output.encode_to_vec(),
-                    })
-                }
-                Change::UpdateOutput { index, output } => Some(OneCommand::UpdateOutput {
-                    index: *index,
-                    output: output.encode_to_vec(),
-                }),
-                _ => None,
-            };
-            if let Some(one_command) = one_command {
-                return append_in_one_command(write, prompt_id, one_command, kind(None)).await;
+            if let Change::Finish { state, error } = change {
+                return finish_sqlite(write, prompt_id, state, error, kind).await;
+            }
+            if Append::batches(&change) {
+                let append = Append {
+                    change,
+                    kind: kind(None),
+                };
+                let mut events =
+                    append_batch_sqlite(write, prompt_id, vec![append], &Usage::default()).await?;
+                return events
+                    .pop()
+                    .ok_or_else(|| GatewayError::Internal("an append stored no event".into()));
             }
         }
         with_writer!(self, |pool| {
@@ -650,6 +845,61 @@ impl Store {
             tx.commit().await?;
             Ok(event)
         })
+    }
+
+    /// Appends `appends` in order, and adds `usage` to the prompt's tokens, in one
+    /// transaction (one command on SQLite): a run's events that arrived together cost one
+    /// write. All or nothing: a prompt that has ended takes none of them
+    /// ([`GatewayError::PromptEnded`]). Each change must be one [`Append::batches`] takes.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompt_events",
+        events = appends.len(),
+    ))]
+    pub async fn append_batch(
+        &self,
+        prompt_id: &str,
+        appends: Vec<Append>,
+        usage: &Usage,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
+        if appends.is_empty() {
+            self.add_usage(prompt_id, usage).await?;
+            return Ok(Vec::new());
+        }
+        if let Some(append) = appends
+            .iter()
+            .find(|append| !Append::batches(&append.change))
+        {
+            return Err(GatewayError::Internal(format!(
+                "{:?} cannot be appended in a batch",
+                append.change
+            )));
+        }
+        match &self.pool {
+            Pool::Sqlite { write, .. } => {
+                append_batch_sqlite(write, prompt_id, appends, usage).await
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let mut events = Vec::with_capacity(appends.len());
+                for Append { change, kind } in appends {
+                    events.push(append!(self, tx, prompt_id, Guard::Open, change, |_| kind)?);
+                }
+                if *usage != Usage::default() {
+                    sqlx::query(ADD_USAGE)
+                        .bind(saturating_i64(usage.input_tokens))
+                        .bind(saturating_i64(usage.output_tokens))
+                        .bind(saturating_i64(usage.total_tokens))
+                        .bind(prompt_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(events)
+            }
+        }
     }
 
     fn wakeup_payload(&self, prompt_id: &str, sequence: i64) -> String {
@@ -683,10 +933,8 @@ impl Store {
     }
 
     pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
-        let sql = "UPDATE prompts SET input_tokens = input_tokens + $1, output_tokens = output_tokens + $2, \
-             total_tokens = total_tokens + $3 WHERE id = $4";
         with_writer!(self, |pool| {
-            sqlx::query(sql)
+            sqlx::query(ADD_USAGE)
                 .bind(saturating_i64(usage.input_tokens))
                 .bind(saturating_i64(usage.output_tokens))
                 .bind(saturating_i64(usage.total_tokens))
@@ -709,6 +957,17 @@ impl Store {
             load_prompt!(conn, prompt_id)?
         });
         Ok(prompt.filter(|prompt| prompt.user_id == user_id))
+    }
+
+    /// The user a prompt belongs to, if it exists.
+    pub async fn owner_of(&self, prompt_id: &str) -> Result<Option<String>, GatewayError> {
+        let sql = "SELECT user_id FROM prompts WHERE id = $1";
+        Ok(with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(prompt_id)
+                .fetch_optional(pool)
+                .await
+        })?)
     }
 
     /// Prompts by id, in the order of `ids`, skipping any that vanished.

@@ -153,8 +153,11 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(BUSY_TIMEOUT);
+        // A SQLite connection is a thread in this process, not a link that can break: the
+        // pool's ping before every checkout would only double each command's hand-offs.
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
