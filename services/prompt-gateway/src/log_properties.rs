@@ -1,5 +1,6 @@
 //! Property test of the event log: random interleavings of concurrent writers (a run, a
-//! cancel racing it), appending one event at a time or in batches of random sizes, and
+//! cancel racing it, events stored with the end), appending one event at a time or in
+//! batches of random sizes, and
 //! readers joining at random points never produce gaps, duplicates or reordering, and a batch
 //! is stored whole or not at all, on SQLite and (with `AGENTIC_TEST_POSTGRES_URL`)
 //! PostgreSQL.
@@ -35,6 +36,8 @@ struct Plan {
     readers: Vec<(usize, usize)>,
     /// A cancel racing the writers, after this many writes.
     cancel_after: Option<usize>,
+    /// Events stored together with the end (`finish_after`), by one more writer.
+    trailing: usize,
 }
 
 fn plans() -> impl Strategy<Value = Plan> {
@@ -42,11 +45,13 @@ fn plans() -> impl Strategy<Value = Plan> {
         proptest::collection::vec((0usize..12, any::<u32>(), 1usize..5), 1..4),
         proptest::collection::vec((0usize..30, 0usize..30), 1..6),
         proptest::option::weighted(0.3, 0usize..20),
+        0usize..4,
     )
-        .prop_map(|(writers, readers, cancel_after)| Plan {
+        .prop_map(|(writers, readers, cancel_after, trailing)| Plan {
             writers,
             readers,
             cancel_after,
+            trailing,
         })
 }
 
@@ -237,8 +242,34 @@ async fn check(url: &str, plan: &Plan) {
         error: String::new(),
     };
     let completed = |prompt| prompt_event::Kind::Completed(PromptCompleted { prompt });
-    match store.record(&id, finish, completed).await {
-        Ok(event) => hub.publish(&event),
+    let last_writer = plan.writers.len();
+    let ended = if plan.trailing == 0 {
+        store
+            .record(&id, finish, completed)
+            .await
+            .map(|event| vec![event])
+    } else {
+        let Change::Finish { state, error } = finish else {
+            unreachable!()
+        };
+        let trailing = (0..plan.trailing)
+            .map(|n| written_event(last_writer, n))
+            .collect();
+        let usage = Usage {
+            total_tokens: plan.trailing as u64,
+            ..Usage::default()
+        };
+        store
+            .finish_after(&id, trailing, &usage, state, error, completed)
+            .await
+    };
+    match ended {
+        Ok(events) => {
+            assert!(events.last().is_some_and(PromptEvent::is_terminal));
+            for event in &events {
+                hub.publish(event);
+            }
+        }
         Err(GatewayError::PromptEnded(_)) => {}
         Err(error) => panic!("finishing: {error}"),
     }
@@ -260,7 +291,7 @@ async fn check(url: &str, plan: &Plan) {
         "the end is last: {plan:?}"
     );
     // Each writer's events are in the log in the order it wrote them.
-    for writer in 0..plan.writers.len() {
+    for writer in 0..=plan.writers.len() {
         let mine: Vec<String> = stored
             .iter()
             .filter_map(|event| {
@@ -286,8 +317,10 @@ async fn check(url: &str, plan: &Plan) {
     let batched: u64 = plan
         .writers
         .iter()
+        .map(|(_, _, batch)| *batch)
+        .chain([2])
         .enumerate()
-        .filter(|(_, (_, _, batch))| *batch > 1)
+        .filter(|(_, batch)| *batch > 1)
         .map(|(writer, _)| {
             stored
                 .iter()
@@ -377,6 +410,99 @@ async fn check_missing_entry(url: &str) {
             .collect::<Vec<_>>(),
         [2, 3]
     );
+}
+
+/// The events stored with the end (`finish_after`) are in the log just before it, and the
+/// terminal event carries the prompt as they leave it: entries added and replaced, tokens.
+async fn check_finish_after(url: &str) {
+    let owner = Owner {
+        replica: "test".into(),
+        lease: Duration::from_secs(60),
+    };
+    let store = Store::connect(url, owner).await.unwrap();
+    let created_at = now();
+    let prompt = Prompt {
+        id: uuid::Uuid::now_v7().to_string(),
+        user_id: "alice".into(),
+        mode: "classic".into(),
+        state: PromptState::Running as i32,
+        input: "log".into(),
+        created_at: Some(created_at),
+        updated_at: Some(created_at),
+        ..Default::default()
+    };
+    store.insert_prompt(&prompt).await.unwrap();
+    let usage = Usage {
+        input_tokens: 1,
+        output_tokens: 2,
+        total_tokens: 3,
+    };
+    // Entry 0 before; entry 0 replaced, entry 1 added and replaced with the end.
+    store
+        .append_batch(&prompt.id, vec![written_event(0, 0)], &usage)
+        .await
+        .unwrap();
+    let before = vec![
+        written_event(0, 1),
+        written_event(0, 2),
+        written_event(0, 3),
+        written_event(1, 0),
+    ];
+    let completed = |prompt| prompt_event::Kind::Completed(PromptCompleted { prompt });
+    let events = store
+        .finish_after(
+            &prompt.id,
+            before,
+            &usage,
+            PromptState::Completed,
+            String::new(),
+            completed,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        events
+            .iter()
+            .map(|event| event.sequence)
+            .collect::<Vec<_>>(),
+        [3, 4, 5, 6, 7]
+    );
+    let stored = store.events_after(&prompt.id, 0, 100).await.unwrap();
+    assert_eq!(stored[2..], events[..]);
+    let read = store.prompt("alice", &prompt.id).await.unwrap().unwrap();
+    assert_eq!(
+        read.output,
+        [text_output("0:1".into()), text_output("0:3".into())]
+    );
+    assert_eq!(read.usage.unwrap_or_default().total_tokens, 6);
+    assert_eq!(read.state, PromptState::Completed as i32);
+    assert_eq!(
+        events.last().and_then(PromptEvent::final_prompt),
+        Some(&read)
+    );
+    // Nothing follows the end.
+    let late = store
+        .append_batch(&prompt.id, vec![written_event(1, 1)], &Usage::default())
+        .await;
+    assert!(
+        matches!(late, Err(GatewayError::PromptEnded(_))),
+        "{late:?}"
+    );
+}
+
+#[test]
+fn the_events_stored_with_the_end_are_in_its_prompt_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("gateway.db").display()
+    );
+    runtime().block_on(check_finish_after(&url));
+}
+
+#[test]
+fn the_events_stored_with_the_end_are_in_its_prompt_on_postgres() {
+    runtime().block_on(on_postgres(async |url| check_finish_after(url).await));
 }
 
 async fn on_postgres(check: impl AsyncFnOnce(&str)) {

@@ -630,6 +630,18 @@ impl Runner {
             }
             return Ok(next);
         }
+        if let Change::Finish { state, error } = change {
+            // The events just before the end are stored with it, in one transaction.
+            let Pending { appends, usage } = std::mem::take(pending);
+            let events = self
+                .store
+                .finish_after(prompt_id, appends, &usage, state, error, kind)
+                .await?;
+            for event in &events {
+                self.hub.publish(event);
+            }
+            return Ok(next);
+        }
         self.flush(prompt_id, pending).await?;
         let event = self.store.record(prompt_id, change, kind).await?;
         self.hub.publish(&event);

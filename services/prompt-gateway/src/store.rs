@@ -68,11 +68,11 @@ macro_rules! batch_applies {
 }
 
 /// SQLite's append of a run of events, each possibly adding or replacing a timeline entry,
-/// together with the tokens the run used meanwhile, as one command to the database's thread:
-/// holding the single write connection across several round trips (each waiting for this
-/// task to be scheduled again) is what limits SQLite's event rate under load, and a run's
-/// events often arrive several at once. The events are stored without their sequences, which
-/// the same statement numbers; reads put them back from the rows.
+/// together with the tokens the run used meanwhile, as statements of one command to the
+/// database's thread: holding the single write connection across several round trips (each
+/// waiting for this task to be scheduled again) is what limits SQLite's event rate under
+/// load, and a run's events often arrive several at once. The events are stored without
+/// their sequences, which the same statement numbers; reads put them back from the rows.
 ///
 /// $1 the time (ms), $2 the prompt, $3 and $4 the states that take events, $5 the events (a
 /// JSON array of hex-encoded payloads), $6 the entries added and $7 the entries replaced
@@ -80,26 +80,34 @@ macro_rules! batch_applies {
 /// statement applies only while the prompt takes events and every entry to replace exists
 /// ([`batch_applies!`]); in one transaction they all agree, so the batch is stored whole or not
 /// at all (no sequence is returned then).
-const APPEND_BATCH: &str = concat!(
-    "BEGIN IMMEDIATE; \
-     INSERT INTO prompt_outputs (prompt_id, position, payload) \
-     SELECT $2, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($6) a WHERE ",
-    batch_applies!(),
-    "; UPDATE prompt_outputs SET payload = \
-     (SELECT unhex(r.value ->> 1) FROM json_each($7) r WHERE r.value ->> 0 = prompt_outputs.position) \
-     WHERE prompt_id = $2 AND position IN (SELECT value ->> 0 FROM json_each($7)) AND ",
-    batch_applies!(),
-    "; INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-     SELECT $2, (SELECT last_sequence FROM prompts WHERE id = $2) + 1 + e.key, $1, unhex(e.value) \
-     FROM json_each($5) e WHERE ",
-    batch_applies!(),
-    " RETURNING sequence; \
-     UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), updated_at = $1, \
-     input_tokens = input_tokens + $8, output_tokens = output_tokens + $9, \
-     total_tokens = total_tokens + $10 WHERE id = $2 AND ",
-    batch_applies!(),
-    "; COMMIT;"
-);
+macro_rules! append_batch_statements {
+    () => {
+        concat!(
+            "INSERT INTO prompt_outputs (prompt_id, position, payload) \
+             SELECT $2, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($6) a WHERE ",
+            batch_applies!(),
+            "; UPDATE prompt_outputs SET payload = \
+             (SELECT unhex(r.value ->> 1) FROM json_each($7) r \
+             WHERE r.value ->> 0 = prompt_outputs.position) \
+             WHERE prompt_id = $2 AND position IN (SELECT value ->> 0 FROM json_each($7)) AND ",
+            batch_applies!(),
+            "; INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+             SELECT $2, (SELECT last_sequence FROM prompts WHERE id = $2) + 1 + e.key, $1, \
+             unhex(e.value) FROM json_each($5) e WHERE ",
+            batch_applies!(),
+            " RETURNING sequence; \
+             UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), \
+             updated_at = $1, input_tokens = input_tokens + $8, \
+             output_tokens = output_tokens + $9, total_tokens = total_tokens + $10 \
+             WHERE id = $2 AND ",
+            batch_applies!(),
+            ";"
+        )
+    };
+}
+
+/// [`append_batch_statements!`] as a transaction of its own.
+const APPEND_BATCH: &str = concat!("BEGIN IMMEDIATE; ", append_batch_statements!(), " COMMIT;");
 
 /// SQLite's insert of a new prompt with its `created` event (sequence 1), as one command.
 const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
@@ -109,17 +117,20 @@ const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
      INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, 1, $14, $15); \
      COMMIT;";
 
-/// SQLite's terminal event, second command: the state and error change and the event, which
-/// carries the prompt the first command ([`Store::finish_sqlite`]) read in the same
-/// transaction.
-const FINISH_WRITE: &str = "\
-     UPDATE prompts SET state = $5, error = $6, paused_live = 0, \
+/// SQLite's terminal event, second command of [`finish_sqlite`]: the events that came just
+/// before it ([`append_batch_statements!`], $1 to $10), then the state ($11) and error ($12)
+/// change and the terminal event ($13), which carries the prompt the first command read in
+/// the same transaction.
+const FINISH_WRITE: &str = concat!(
+    append_batch_statements!(),
+    " UPDATE prompts SET state = $11, error = $12, paused_live = 0, \
      last_sequence = last_sequence + 1, updated_at = $1 \
      WHERE id = $2 AND (state = $3 OR state = $4); \
      INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-     SELECT id, last_sequence, $1, $7 FROM prompts WHERE id = $2 AND changes() = 1 \
+     SELECT id, last_sequence, $1, $13 FROM prompts WHERE id = $2 AND changes() = 1 \
      RETURNING sequence; \
-     COMMIT;";
+     COMMIT;"
+);
 
 /// One event of a batch append and what it changes besides the log.
 #[derive(Debug)]
@@ -402,6 +413,102 @@ fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
 const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      output_tokens = output_tokens + $2, total_tokens = total_tokens + $3 WHERE id = $4";
 
+/// A batch ready for [`append_batch_statements!`].
+struct SqliteBatch {
+    /// The events, numbered once stored.
+    events: Vec<PromptEvent>,
+    /// $5, $6 and $7.
+    payloads: String,
+    added: String,
+    replaced: BTreeMap<u32, Vec<u8>>,
+    /// The timeline entries the batch sets, in order: (position, entry).
+    entries: Vec<(u32, PromptOutput)>,
+}
+
+impl SqliteBatch {
+    fn new(prompt_id: &str, at: prost_types::Timestamp, appends: Vec<Append>) -> SqliteBatch {
+        // One row per position, as it ends up: an entry added and then replaced within the
+        // batch is inserted in its last form.
+        let mut added = BTreeMap::new();
+        let mut replaced = BTreeMap::new();
+        let mut entries = Vec::new();
+        let mut events = Vec::with_capacity(appends.len());
+        let mut payloads = Vec::with_capacity(appends.len());
+        for Append { change, kind } in appends {
+            match change {
+                Change::AddOutput { index, output } => {
+                    added.insert(index, output.encode_to_vec());
+                    entries.push((index, output));
+                }
+                Change::UpdateOutput { index, output } => {
+                    match added.get_mut(&index) {
+                        Some(entry) => *entry = output.encode_to_vec(),
+                        None => {
+                            replaced.insert(index, output.encode_to_vec());
+                        }
+                    }
+                    entries.push((index, output));
+                }
+                Change::None | Change::PauseLive | Change::Finish { .. } => {}
+            }
+            let event = PromptEvent {
+                sequence: 0,
+                prompt_id: prompt_id.to_owned(),
+                at: Some(at),
+                kind: Some(kind),
+            };
+            payloads.push(serde_json::Value::String(hex::encode(
+                event.encode_to_vec(),
+            )));
+            events.push(event);
+        }
+        SqliteBatch {
+            events,
+            payloads: serde_json::Value::Array(payloads).to_string(),
+            added: entries_json(&added),
+            replaced,
+            entries,
+        }
+    }
+
+    /// Binds $1 to $10 of [`append_batch_statements!`].
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
+        at_millis: i64,
+        prompt_id: &'q str,
+        usage: &Usage,
+    ) -> sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>> {
+        query
+            .bind(at_millis)
+            .bind(prompt_id)
+            .bind(RUNNING)
+            .bind(WAITING)
+            .bind(self.payloads.as_str())
+            .bind(self.added.as_str())
+            .bind(entries_json(&self.replaced))
+            .bind(saturating_i64(usage.input_tokens))
+            .bind(saturating_i64(usage.output_tokens))
+            .bind(saturating_i64(usage.total_tokens))
+    }
+
+    /// Numbers the events from the sequences the statements returned (the smallest first).
+    fn numbered(mut self, sequences: &[i64]) -> Result<Vec<PromptEvent>, GatewayError> {
+        let first = sequences.iter().copied().min().unwrap_or_default();
+        if sequences.len() != self.events.len() {
+            return Err(GatewayError::Internal(format!(
+                "{} of {} events were numbered",
+                sequences.len(),
+                self.events.len()
+            )));
+        }
+        for (event, sequence) in self.events.iter_mut().zip(first..) {
+            event.sequence = unsigned(sequence);
+        }
+        Ok(self.events)
+    }
+}
+
 /// [`Store::append_batch`] on SQLite: [`APPEND_BATCH`].
 async fn append_batch_sqlite(
     write: &SqlitePool,
@@ -410,50 +517,15 @@ async fn append_batch_sqlite(
     usage: &Usage,
 ) -> Result<Vec<PromptEvent>, GatewayError> {
     let at = now();
-    let at_millis = timestamp_millis(&at);
-    // One row per position, as it ends up: an entry added and then replaced within the batch
-    // is inserted in its last form.
-    let mut added = BTreeMap::new();
-    let mut replaced = BTreeMap::new();
-    let mut events = Vec::with_capacity(appends.len());
-    let mut payloads = Vec::with_capacity(appends.len());
-    for Append { change, kind } in appends {
-        match change {
-            Change::AddOutput { index, output } => {
-                added.insert(index, output.encode_to_vec());
-            }
-            Change::UpdateOutput { index, output } => match added.get_mut(&index) {
-                Some(entry) => *entry = output.encode_to_vec(),
-                None => {
-                    replaced.insert(index, output.encode_to_vec());
-                }
-            },
-            Change::None | Change::PauseLive | Change::Finish { .. } => {}
-        }
-        let event = PromptEvent {
-            sequence: 0,
-            prompt_id: prompt_id.to_owned(),
-            at: Some(at),
-            kind: Some(kind),
-        };
-        payloads.push(serde_json::Value::String(hex::encode(
-            event.encode_to_vec(),
-        )));
-        events.push(event);
-    }
-    let query = sqlx::query_scalar(APPEND_BATCH)
-        .bind(at_millis)
-        .bind(prompt_id)
-        .bind(RUNNING)
-        .bind(WAITING)
-        .bind(serde_json::Value::Array(payloads).to_string())
-        .bind(entries_json(&added))
-        .bind(entries_json(&replaced))
-        .bind(saturating_i64(usage.input_tokens))
-        .bind(saturating_i64(usage.output_tokens))
-        .bind(saturating_i64(usage.total_tokens));
+    let batch = SqliteBatch::new(prompt_id, at, appends);
+    let query = batch.bind(
+        sqlx::query_scalar(APPEND_BATCH),
+        timestamp_millis(&at),
+        prompt_id,
+        usage,
+    );
     let sequences = sqlite_one_command(write, query).await?;
-    let Some(first) = sequences.iter().copied().min() else {
+    if sequences.is_empty() {
         // Nothing was stored: the prompt ended, or an entry to replace does not exist.
         let open: Option<i64> = sqlx::query_scalar(
             "SELECT 1 FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)",
@@ -464,36 +536,33 @@ async fn append_batch_sqlite(
         .fetch_optional(write)
         .await?;
         return Err(match open {
-            Some(_) if !replaced.is_empty() => GatewayError::Protocol(format!(
-                "an output to update does not exist (positions {:?})",
-                replaced.keys().collect::<Vec<_>>()
-            )),
+            Some(_) if !batch.replaced.is_empty() => missing_entry(&batch.replaced),
             _ => GatewayError::PromptEnded(prompt_id.to_owned()),
         });
-    };
-    if sequences.len() != events.len() {
-        return Err(GatewayError::Internal(format!(
-            "{} of {} events were numbered",
-            sequences.len(),
-            events.len()
-        )));
     }
-    for (event, sequence) in events.iter_mut().zip(first..) {
-        event.sequence = unsigned(sequence);
-    }
-    Ok(events)
+    batch.numbered(&sequences)
 }
 
-/// A terminal event on SQLite in two commands on the write connection: the first begins the
-/// transaction and reads the prompt with its timeline (so nothing can change it before the
-/// event that carries it is stored), the second is [`FINISH_WRITE`].
+fn missing_entry(replaced: &BTreeMap<u32, Vec<u8>>) -> GatewayError {
+    GatewayError::Protocol(format!(
+        "an output to update does not exist (positions {:?})",
+        replaced.keys().collect::<Vec<_>>()
+    ))
+}
+
+/// A terminal event on SQLite, after the events that came just before it, in two commands on
+/// the write connection: the first begins the transaction and reads the prompt with its
+/// timeline (so nothing else can change it before the event that carries it is stored), the
+/// second is [`FINISH_WRITE`].
 async fn finish_sqlite(
     write: &SqlitePool,
     prompt_id: &str,
+    before: Vec<Append>,
+    usage: &Usage,
     state: PromptState,
     error: String,
     kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
-) -> Result<PromptEvent, GatewayError> {
+) -> Result<Vec<PromptEvent>, GatewayError> {
     let read = format!(
         "BEGIN IMMEDIATE; SELECT {PROMPT_COLUMNS}, \
          (SELECT json_group_array(hex(payload) ORDER BY position) FROM prompt_outputs \
@@ -520,33 +589,54 @@ async fn finish_sqlite(
             .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
         let mut prompt = row.into_prompt(&outputs)?;
         let at = now();
+        let batch = SqliteBatch::new(prompt_id, at, before);
+        // The prompt as the events before the end leave it.
+        for (index, output) in &batch.entries {
+            let index = *index as usize;
+            match prompt.output.len().cmp(&index) {
+                std::cmp::Ordering::Equal => prompt.output.push(output.clone()),
+                std::cmp::Ordering::Greater => prompt.output[index] = output.clone(),
+                std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced)),
+            }
+        }
+        let tokens = prompt.usage.get_or_insert_default();
+        tokens.input_tokens = tokens.input_tokens.saturating_add(usage.input_tokens);
+        tokens.output_tokens = tokens.output_tokens.saturating_add(usage.output_tokens);
+        tokens.total_tokens = tokens.total_tokens.saturating_add(usage.total_tokens);
         // PostgreSQL text cannot hold NUL; both backends store the same.
         let error = error.replace('\0', "\u{FFFD}");
         prompt.state = state as i32;
         prompt.error.clone_from(&error);
         prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(&at)));
-        let mut event = PromptEvent {
+        let mut terminal = PromptEvent {
             sequence: 0,
             prompt_id: prompt_id.to_owned(),
             at: Some(at),
             kind: Some(kind(Some(prompt))),
         };
+        let terminal_payload = terminal.encode_to_vec();
         // `fetch_all` runs every statement, COMMIT included.
-        let sequences: Vec<i64> = sqlx::query_scalar(FINISH_WRITE)
-            .bind(timestamp_millis(&at))
-            .bind(prompt_id)
-            .bind(RUNNING)
-            .bind(WAITING)
+        let mut sequences = batch
+            .bind(
+                sqlx::query_scalar(FINISH_WRITE),
+                timestamp_millis(&at),
+                prompt_id,
+                usage,
+            )
             .bind(state as i32)
             .bind(&error)
-            .bind(event.encode_to_vec())
+            .bind(terminal_payload)
             .fetch_all(&mut *conn)
             .await?;
-        let sequence = sequences
-            .first()
-            .ok_or_else(|| GatewayError::Internal("the terminal event was not stored".into()))?;
-        event.sequence = unsigned(*sequence);
-        Ok(event)
+        let sequence =
+            sequences.iter().copied().max().ok_or_else(|| {
+                GatewayError::Internal("the terminal event was not stored".into())
+            })?;
+        sequences.retain(|stored| *stored != sequence);
+        terminal.sequence = unsigned(sequence);
+        let mut events = batch.numbered(&sequences)?;
+        events.push(terminal);
+        Ok(events)
     }
     .await;
     if finished.is_err() {
@@ -825,7 +915,19 @@ impl Store {
     ) -> Result<PromptEvent, GatewayError> {
         if let (Pool::Sqlite { write, .. }, Guard::Open) = (&self.pool, guard) {
             if let Change::Finish { state, error } = change {
-                return finish_sqlite(write, prompt_id, state, error, kind).await;
+                let mut events = finish_sqlite(
+                    write,
+                    prompt_id,
+                    Vec::new(),
+                    &Usage::default(),
+                    state,
+                    error,
+                    kind,
+                )
+                .await?;
+                return events
+                    .pop()
+                    .ok_or_else(|| GatewayError::Internal("the end stored no event".into()));
             }
             if Append::batches(&change) {
                 let append = Append {
@@ -896,6 +998,61 @@ impl Store {
                         .execute(&mut *tx)
                         .await?;
                 }
+                tx.commit().await?;
+                Ok(events)
+            }
+        }
+    }
+
+    /// [`Store::append_batch`] of the events that came just before the end, and the end
+    /// ([`Change::Finish`]) in the same transaction: the terminal event carries the prompt as
+    /// they leave it. Returns the events in order, the terminal one last.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompt_events",
+        events = before.len() + 1,
+    ))]
+    pub async fn finish_after(
+        &self,
+        prompt_id: &str,
+        before: Vec<Append>,
+        usage: &Usage,
+        state: PromptState,
+        error: String,
+        kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
+        if let Some(append) = before
+            .iter()
+            .find(|append| !Append::batches(&append.change))
+        {
+            return Err(GatewayError::Internal(format!(
+                "{:?} cannot be appended in a batch",
+                append.change
+            )));
+        }
+        match &self.pool {
+            Pool::Sqlite { write, .. } => {
+                finish_sqlite(write, prompt_id, before, usage, state, error, kind).await
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let mut events = Vec::with_capacity(before.len() + 1);
+                for Append { change, kind } in before {
+                    events.push(append!(self, tx, prompt_id, Guard::Open, change, |_| kind)?);
+                }
+                if *usage != Usage::default() {
+                    sqlx::query(ADD_USAGE)
+                        .bind(saturating_i64(usage.input_tokens))
+                        .bind(saturating_i64(usage.output_tokens))
+                        .bind(saturating_i64(usage.total_tokens))
+                        .bind(prompt_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let change = Change::Finish { state, error };
+                events.push(append!(self, tx, prompt_id, Guard::Open, change, kind)?);
                 tx.commit().await?;
                 Ok(events)
             }
