@@ -24,7 +24,8 @@ const BODY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
 
 pub(crate) struct ServerState {
     rules: Mutex<Vec<RuleSlot>>,
-    requests: Mutex<Vec<RecordedRequest>>,
+    /// Shared with the handler that answers each, which reads it after recording it.
+    requests: Mutex<Vec<Arc<RecordedRequest>>>,
     /// Tool call ids come from one counter so they stay unique for the server's lifetime.
     next_call_number: AtomicU64,
     /// Closes when the `StandInModel` goes away, which ends hanging and delayed answers.
@@ -56,7 +57,10 @@ impl ServerState {
     }
 
     pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
-        lock(&self.requests).clone()
+        lock(&self.requests)
+            .iter()
+            .map(|request| RecordedRequest::clone(request))
+            .collect()
     }
 
     pub(crate) fn request_count(&self) -> usize {
@@ -75,7 +79,7 @@ impl ServerState {
         Some((index, slot.rule.clone()))
     }
 
-    fn record(&self, request: RecordedRequest) {
+    fn record(&self, request: Arc<RecordedRequest>) {
         lock(&self.requests).push(request);
     }
 
@@ -103,7 +107,7 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
 async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) -> Response {
     let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
         let raw = String::from_utf8_lossy(&body).into_owned();
-        state.record(RecordedRequest::new(Value::String(raw)));
+        state.record(Arc::new(RecordedRequest::new(Value::String(raw))));
         return error_response(
             StatusCode::BAD_REQUEST,
             "stand-in model: the request body is not JSON",
@@ -112,7 +116,9 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
     let mut request = RecordedRequest::new(parsed);
     let claimed = state.claim_rule(&request);
     request.answered_by = claimed.as_ref().map(|(index, _)| *index);
-    state.record(request.clone());
+    // Recorded as it is answered, without copying it (an agent's request can be large).
+    let request = Arc::new(request);
+    state.record(Arc::clone(&request));
 
     let Some((index, rule)) = claimed else {
         let last_user = request
@@ -194,12 +200,16 @@ fn stream_response(chunks: Vec<Value>) -> Response {
     stream_events(events)
 }
 
-/// Sends each already framed event as a body frame of its own.
+/// Sends each already framed event as a body frame of its own: the first at once, each
+/// further one after a yield (see [`stream_response`]).
 fn stream_events(events: Vec<String>) -> Response {
-    let body = futures::stream::iter(events).then(|event| async move {
-        tokio::task::yield_now().await;
-        Ok::<_, Infallible>(Bytes::from(event))
-    });
+    let body =
+        futures::stream::iter(events.into_iter().enumerate()).then(|(index, event)| async move {
+            if index > 0 {
+                tokio::task::yield_now().await;
+            }
+            Ok::<_, Infallible>(Bytes::from(event))
+        });
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
