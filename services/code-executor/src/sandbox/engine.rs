@@ -1,5 +1,6 @@
-//! One run on its blocking thread: a fresh runtime with the run's limits, the globals, the
-//! evaluation of the code until its promise settles, and the outcome.
+//! One run on its sandbox thread: a sandbox no code has run in yet (a warm thread's spare, or
+//! one made on the spot), the run's limits and globals bound to it, the evaluation of the code
+//! until its promise settles, and the outcome.
 //!
 //! The code is evaluated as a global script with `promise: true`: top-level `await` works,
 //! and the promise resolves to `{ value: <last expression> }`, which is the round's result.
@@ -13,12 +14,13 @@ use std::time::Instant;
 
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{CatchResultExt, Context, Ctx, Promise, Runtime, Value};
+use rquickjs::{CatchResultExt, Ctx, Promise, Value};
 use serde_json::Value as Json;
 
 use super::errors::{self, CODE_FILE, Source};
 use super::modules::{ModuleLoader, ModuleResolver, rewrite_static_imports};
-use super::session::{CancelSignal, Session};
+use super::session::{CancelSignal, Session, SessionSlot};
+use super::spare::Spare;
 use super::{CodeError, Host, Limits, Program, RunOutcome, SandboxTool, convert, globals, tools};
 
 /// Host functions run on the same thread stack as the deepest JavaScript frame: keep at least
@@ -30,12 +32,15 @@ const MIN_MEMORY_BYTES: usize = 1024 * 1024;
 
 const NEVER_SETTLES: &str = "The code awaits a promise that can never settle (the sandbox has no timers or events; tool calls return their results directly)";
 
+/// Runs `program` in `spare`, or, without one, in a sandbox made now and dropped before this
+/// returns. A spare is left to the caller to discard once the outcome is on its way.
 pub(super) fn execute(
     program: Program,
     host: Arc<dyn Host>,
     limits: Limits,
     cancel: CancelSignal,
     runtime: tokio::runtime::Handle,
+    spare: Option<&Spare>,
 ) -> RunOutcome {
     let started = Instant::now();
     let Program {
@@ -52,7 +57,13 @@ pub(super) fn execute(
         ..limits
     };
     let session = Rc::new(Session::new(host, limits, runtime, cancel, memory));
-    let result = run_code(&session, &code, tools, modules, input.as_ref());
+    let run = Run {
+        code: &code,
+        tools,
+        modules,
+        input: input.as_ref(),
+    };
+    let result = run_code(&session, run, spare);
     tracing::debug!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         tool_calls = session.tool_calls(),
@@ -68,13 +79,16 @@ pub(super) fn execute(
     }
 }
 
-fn run_code(
-    session: &Rc<Session>,
-    code: &str,
+/// The program's parts the sandbox takes in.
+struct Run<'a> {
+    code: &'a str,
     tools: Vec<SandboxTool>,
     modules: Vec<(String, String)>,
-    input: Option<&Json>,
-) -> Result<Json, CodeError> {
+    input: Option<&'a Json>,
+}
+
+fn run_code(session: &Rc<Session>, run: Run<'_>, spare: Option<&Spare>) -> Result<Json, CodeError> {
+    let code = run.code;
     if let Some(offset) = code.find('\0') {
         return Err(errors::nul_error(code, offset));
     }
@@ -83,11 +97,20 @@ fn run_code(
         code,
         imports: &rewrite.imports,
     };
-    // The caller may have gone away while the run waited for a blocking thread.
+    let run = Run {
+        code: &rewrite.code,
+        ..run
+    };
+    // The caller may have gone away while the run waited for a sandbox thread.
     let result = if session.should_interrupt() {
         Err(CodeError::unpositioned("Execution did not start"))
     } else {
-        run_in_fresh_runtime(session, &rewrite.code, &source, tools, modules, input)
+        match spare {
+            Some(spare) => run_in(spare, session, run, &source),
+            None => Spare::new()
+                .map_err(could_not_start)
+                .and_then(|spare| run_in(&spare, session, run, &source)),
+        }
     };
     // A limit or cancellation overrides whatever the code made of it (it may have caught the
     // error we threw, or finished before the interrupt handler's next check).
@@ -100,40 +123,43 @@ fn run_code(
     }
 }
 
-fn run_in_fresh_runtime(
+/// Binds the run to a sandbox no code has run in yet, and evaluates its code.
+fn run_in(
+    spare: &Spare,
     session: &Rc<Session>,
-    code: &str,
+    run: Run<'_>,
     source: &Source<'_>,
-    tools: Vec<SandboxTool>,
-    modules: Vec<(String, String)>,
-    input: Option<&Json>,
 ) -> Result<Json, CodeError> {
-    let runtime = Runtime::new().map_err(could_not_start)?;
+    let runtime = &spare.runtime;
+    // The engine counts every allocation since the runtime was made, so a limit set now holds
+    // the context's own memory to it as well.
     runtime.set_memory_limit(session.limits.memory_bytes);
     runtime.set_max_stack_size(session.limits.stack_bytes);
     let watched = Rc::clone(session);
     runtime.set_interrupt_handler(Some(Box::new(move || watched.should_interrupt())));
-    runtime.set_loader(ModuleResolver::new(&modules), ModuleLoader::new(modules));
-    // Declared after the runtime, so dropped before it.
-    let context = Context::full(&runtime).map_err(could_not_start)?;
+    runtime.set_loader(
+        ModuleResolver::new(&run.modules),
+        ModuleLoader::new(run.modules),
+    );
+    spare.slot.bind(Rc::clone(session));
 
-    context.with(|ctx| {
-        let _stack_hook = install(&ctx, session, tools, input)
+    spare.context.with(|ctx| {
+        install(&ctx, &spare.slot, run.tools, run.input)
+            .catch(&ctx)
             .map_err(|error| could_not_start(convert::caught_text(&ctx, error)))?;
-        evaluate(&ctx, session, code, source)
+        evaluate(&ctx, session, run.code, source)
     })
 }
 
-fn install<'js>(
-    ctx: &Ctx<'js>,
-    session: &Rc<Session>,
+/// The globals that differ from run to run.
+fn install(
+    ctx: &Ctx<'_>,
+    slot: &SessionSlot,
     tools: Vec<SandboxTool>,
     input: Option<&Json>,
-) -> Result<errors::StackHook<'js>, rquickjs::CaughtError<'js>> {
-    let stack_hook = errors::install_stack_hook(ctx, session).catch(ctx)?;
-    globals::install(ctx, session, input).catch(ctx)?;
-    tools::install(ctx, session, tools).catch(ctx)?;
-    Ok(stack_hook)
+) -> rquickjs::Result<()> {
+    globals::install_input(ctx, input)?;
+    tools::install(ctx, slot, tools)
 }
 
 fn could_not_start(error: impl std::fmt::Display) -> CodeError {

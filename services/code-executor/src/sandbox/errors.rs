@@ -11,12 +11,12 @@ use std::rc::Rc;
 
 use rquickjs::convert::Coerced;
 use rquickjs::function::This;
-use rquickjs::{CaughtError, Ctx, Exception, Function, Object, Value};
+use rquickjs::{CaughtError, Ctx, Exception, Function, Object, Persistent, Value};
 
 use super::CodeError;
 use super::convert;
 use super::modules::Import;
-use super::session::{Session, Stop};
+use super::session::{Session, SessionSlot, Stop};
 
 /// The file name the model's code runs under; frames in it are positions in that code.
 pub(super) const CODE_FILE: &str = "code.js";
@@ -72,7 +72,8 @@ impl Source<'_> {
     }
 }
 
-/// Installs `Error.prepareStackTrace` as a host function and locks it in place.
+/// Installs `Error.prepareStackTrace` as a host function and locks it in place. It serves the
+/// run bound to `slot`.
 ///
 /// Two reasons. The engine calls it for every error it builds, including its own "out of
 /// memory" and "Maximum call stack size exceeded" errors, which the code could otherwise catch
@@ -82,17 +83,17 @@ impl Source<'_> {
 /// Once the run is stopping, the hook switches itself off: the engine discards any exception
 /// raised while it calls the hook, the interrupt included, so code that builds errors in a
 /// loop (catching each) could otherwise have every interrupt swallowed and run forever.
-/// Keep the returned [`StackHook`] until the run ends, inside the context.
+/// Keep the returned [`StackHook`] as long as the context, and drop it before the runtime.
 pub(super) fn install_stack_hook<'js>(
     ctx: &Ctx<'js>,
-    session: &Rc<Session>,
-) -> rquickjs::Result<StackHook<'js>> {
-    let session = Rc::clone(session);
+    slot: &SessionSlot,
+) -> rquickjs::Result<StackHook> {
+    let slot = slot.clone();
     // The engine's own setter, the only way to clear the hook once the property is locked.
     let engine_setter: Function =
         ctx.eval("Object.getOwnPropertyDescriptor(Error, 'prepareStackTrace').set")?;
     let switch = StackHook {
-        engine_setter: Rc::new(RefCell::new(Some(engine_setter))),
+        engine_setter: Rc::new(RefCell::new(Some(Persistent::save(ctx, engine_setter)))),
     };
     let engine_setter = Rc::clone(&switch.engine_setter);
     let hook = Function::new(
@@ -100,6 +101,8 @@ pub(super) fn install_stack_hook<'js>(
         move |ctx: Ctx<'js>, error: Value<'js>, sites: Value<'js>| -> Value<'js> {
             // A panic must not unwind into the engine's C frames; a missing stack is harmless.
             let stack = catch_unwind(AssertUnwindSafe(|| {
+                // Errors built before a run is bound (none are) need no stack.
+                let session = slot.session()?;
                 // Not for the limit's own error: the engine asks again for it further up the
                 // stack until its position can be read.
                 if session.should_interrupt() && limit_hit(&error).is_none() {
@@ -131,13 +134,16 @@ pub(super) fn install_stack_hook<'js>(
     Ok(switch)
 }
 
+/// The engine's setter, held outside the context so that the hook can switch itself off.
+type EngineSetter = RefCell<Option<Persistent<Function<'static>>>>;
+
 /// The means to switch the stack hook off; released when dropped, which must happen before
-/// the context goes (the engine does not see the reference it holds).
-pub(super) struct StackHook<'js> {
-    engine_setter: Rc<RefCell<Option<Function<'js>>>>,
+/// the runtime goes (the engine does not see the reference it holds).
+pub(super) struct StackHook {
+    engine_setter: Rc<EngineSetter>,
 }
 
-impl Drop for StackHook<'_> {
+impl Drop for StackHook {
     fn drop(&mut self) {
         self.engine_setter.borrow_mut().take();
     }
@@ -145,8 +151,11 @@ impl Drop for StackHook<'_> {
 
 /// Clears the engine's hook. A call interrupted on its way in keeps the setter for the next
 /// error to try again.
-fn switch_off<'js>(ctx: &Ctx<'js>, engine_setter: &RefCell<Option<Function<'js>>>) {
+fn switch_off(ctx: &Ctx<'_>, engine_setter: &EngineSetter) {
     let Some(setter) = engine_setter.borrow_mut().take() else {
+        return;
+    };
+    let Ok(setter) = setter.restore(ctx) else {
         return;
     };
     // The setter only needs an object as `this`; the global `Error` may have been replaced.
@@ -156,7 +165,7 @@ fn switch_off<'js>(ctx: &Ctx<'js>, engine_setter: &RefCell<Option<Function<'js>>
         .is_err()
     {
         ctx.catch();
-        *engine_setter.borrow_mut() = Some(setter);
+        *engine_setter.borrow_mut() = Some(Persistent::save(ctx, setter));
     }
 }
 

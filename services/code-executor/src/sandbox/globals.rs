@@ -1,9 +1,9 @@
 //! The host API every sandbox gets besides its tools: `output`, `log` and `console`, `done`,
 //! `complete`, `store`/`recall`, `llm`/`llmJson` and `input`; and `define`, the one way a host
-//! function is made (panics caught, errors thrown, limits enforced).
+//! function is made (panics caught, errors thrown, limits enforced, the session read from the
+//! sandbox's slot at each call).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::rc::Rc;
 
 use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Value};
@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 use super::Completion;
 use super::convert::{display, to_js, to_json, to_sized_json};
 use super::errors;
-use super::session::{HostError, HostResult, Session};
+use super::session::{HostError, HostResult, Session, SessionSlot};
 
 /// The names of the host API, which tools never shadow.
 pub(super) const API_NAMES: &[&str] = &[
@@ -36,24 +36,31 @@ pub(super) const API_NAMES: &[&str] = &[
     "writeFile",
 ];
 
-/// Defines `target[name]` as a host function. The body runs only while the run may go on,
-/// a panic in it becomes a JavaScript error instead of unwinding into the engine (the runtime
-/// is discarded after every run anyway), and its [`HostError`]s are thrown.
+/// Defines `target[name]` as a host function. The body runs only while the run bound to
+/// `slot` may go on, a panic in it becomes a JavaScript error instead of unwinding into the
+/// engine (the runtime is discarded after every run anyway), and its [`HostError`]s are thrown.
 pub(super) fn define<'js, F>(
     ctx: &Ctx<'js>,
     target: &Object<'js>,
     name: &str,
-    session: &Rc<Session>,
+    slot: &SessionSlot,
     body: F,
 ) -> rquickjs::Result<()>
 where
     F: Fn(&Ctx<'js>, &Session, Vec<Value<'js>>) -> HostResult<Value<'js>> + 'js,
 {
-    let session = Rc::clone(session);
+    let slot = slot.clone();
     let label = name.to_owned();
     let function = Function::new(
         ctx.clone(),
         move |ctx: Ctx<'js>, args: Rest<Value<'js>>| -> rquickjs::Result<Value<'js>> {
+            // No code runs before a session is bound: this is only a safeguard.
+            let Some(session) = slot.session() else {
+                return Err(Exception::throw_internal(
+                    &ctx,
+                    &format!("{label}() was called outside a run"),
+                ));
+            };
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 session.check_running()?;
                 body(&ctx, &session, args.0)
@@ -91,7 +98,7 @@ fn throw<'js>(ctx: &Ctx<'js>, session: &Session, error: HostError) -> rquickjs::
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
@@ -106,43 +113,44 @@ pub(super) fn argument<'js>(ctx: &Ctx<'js>, args: &[Value<'js>], index: usize) -
         .unwrap_or_else(|| Value::new_undefined(ctx.clone()))
 }
 
-/// Installs everything but the tools (see `tools::install`).
-pub(super) fn install<'js>(
-    ctx: &Ctx<'js>,
-    session: &Rc<Session>,
-    input: Option<&Json>,
-) -> rquickjs::Result<()> {
+/// Installs the host API that is the same for every run, before the run is known: everything
+/// but `input` (see [`install_input`]) and the tools (see `tools::install`).
+pub(super) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
     let globals = ctx.globals();
-    define(ctx, &globals, "output", session, output)?;
-    define(ctx, &globals, "log", session, log)?;
+    define(ctx, &globals, "output", slot, output)?;
+    define(ctx, &globals, "log", slot, log)?;
     let console = Object::new(ctx.clone())?;
     for level in ["log", "info", "warn", "error", "debug"] {
-        define(ctx, &console, level, session, log)?;
+        define(ctx, &console, level, slot, log)?;
     }
     globals.set("console", console)?;
-    define(ctx, &globals, "done", session, |ctx, session, _| {
+    define(ctx, &globals, "done", slot, |ctx, session, _| {
         *session.completion.borrow_mut() = Some(Completion::default());
         Ok(Value::new_undefined(ctx.clone()))
     })?;
-    define(ctx, &globals, "complete", session, complete)?;
-    define(ctx, &globals, "store", session, store)?;
-    define(ctx, &globals, "recall", session, recall)?;
-    define(ctx, &globals, "llm", session, |ctx, session, args| {
+    define(ctx, &globals, "complete", slot, complete)?;
+    define(ctx, &globals, "store", slot, store)?;
+    define(ctx, &globals, "recall", slot, recall)?;
+    define(ctx, &globals, "llm", slot, |ctx, session, args| {
         let text = ask(ctx, session, &args, false)?;
         Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
     })?;
-    define(ctx, &globals, "llmJson", session, |ctx, session, args| {
+    define(ctx, &globals, "llmJson", slot, |ctx, session, args| {
         let text = ask(ctx, session, &args, true)?;
         match serde_json::from_str::<Json>(&text) {
             Ok(json) => Ok(to_js(ctx, &json)?),
             // JSON mode is a request, not a guarantee: hand the code what the model said.
             Err(_) => Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value()),
         }
-    })?;
-    if let Some(input) = input {
-        globals.set("input", to_js(ctx, input)?)?;
+    })
+}
+
+/// `input`, when the run has one (`CodeRunner.RunCode`).
+pub(super) fn install_input(ctx: &Ctx<'_>, input: Option<&Json>) -> rquickjs::Result<()> {
+    match input {
+        Some(input) => ctx.globals().set("input", to_js(ctx, input)?),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn output<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {

@@ -1,13 +1,19 @@
 //! The sandbox engine of code mode: runs one round of model-written JavaScript in a fresh
-//! QuickJS runtime on a tokio blocking thread, with the conversation's tools and a small host
-//! API as its only globals.
+//! QuickJS runtime and context that no other run has used, on a thread of its own, with the
+//! conversation's tools and a small host API as its only globals.
 //!
 //! Map of this module:
-//! - `engine`: one run from start to finish (runtime, limits, evaluation, outcome).
-//! - `session`: the state one run's host functions share, and cancellation.
+//! - `engine`: one run from start to finish (sandbox, limits, evaluation, outcome).
+//! - `spare`: a sandbox made before its run is known, with everything that is the same for
+//!   every run; it serves one run and is discarded.
+//! - `warm`: threads that each keep a spare ready, so most runs skip making their sandbox; a
+//!   run that finds none idle makes its own on a tokio blocking thread.
+//! - `session`: the state one run's host functions share, the slot they find it in, and
+//!   cancellation.
 //! - `clock`: the time budget, which stands still while a host call waits for a person.
 //! - `globals`: the host API (`output`, `log`, `store`, `llm`, …).
 //! - `tools`: tool functions, `callTool`, `parallel`, discovery and the artifact helpers.
+//! - `naming`: the function name of a tool (`lowerCamelCase` of its id).
 //! - `modules`: plugin ES modules, and static `import` rewriting so the code stays a script.
 //! - `errors`: stack traces, limit detection and JavaScript errors as [`CodeError`]s.
 //! - `convert`: JSON in and out of the engine, and how values print.
@@ -18,13 +24,17 @@ mod engine;
 mod errors;
 mod globals;
 mod modules;
+mod naming;
 mod session;
+mod spare;
 mod tools;
+mod warm;
 
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
@@ -212,44 +222,74 @@ pub struct RunOutcome {
     pub tool_calls: u32,
 }
 
+/// The warm threads of the process. Process-wide like tokio's blocking pool, whose place they
+/// take for most runs: spares belong to threads, not to callers, and every caller (the round
+/// loop, `CodeRunner.RunCode`) gets a sandbox no other run has used either way, so passing a
+/// pool down to each would change their signatures for nothing.
+static WARM_THREADS: LazyLock<warm::Pool> =
+    LazyLock::new(|| warm::Pool::new(warm::Config::default()));
+
 /// Runs `program` in a fresh sandbox and reports what happened. Never fails: every problem,
 /// including a crash of the sandbox itself, is a [`CodeError`] in the outcome.
 ///
 /// Cancel-safe: dropping the returned future interrupts the JavaScript at its next check,
-/// drops any host call in flight and lets the blocking thread finish within milliseconds.
+/// drops any host call in flight and lets the sandbox thread finish within milliseconds.
 pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOutcome {
+    run_on(&WARM_THREADS, program, host, limits).await
+}
+
+/// [`run`] on the warm threads of `pool`.
+async fn run_on(
+    pool: &warm::Pool,
+    program: Program,
+    host: Arc<dyn Host>,
+    limits: Limits,
+) -> RunOutcome {
     let (cancel_on_drop, cancel) = session::cancellation();
     // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
     let memory_before = program.memory.clone();
+    // Host calls block the sandbox thread on the caller's runtime.
     let runtime = tokio::runtime::Handle::current();
     let started = std::time::Instant::now();
-    // Entered on the blocking thread, so host calls (tools, `llm()`) made from the
+    // Entered on the sandbox thread, so host calls (tools, `llm()`) made from the
     // JavaScript are its children and carry its trace context to the tool-host.
     let span = tracing::info_span!("sandbox.run", tool_calls = tracing::field::Empty);
-    let task = tokio::task::spawn_blocking({
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    pool.submit(Box::new({
         let span = span.clone();
-        move || {
+        move |spare| {
             let _entered = span.enter();
-            engine::execute(program, host, limits, cancel, runtime)
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                engine::execute(program, host, limits, cancel, runtime, spare)
+            }));
+            // The caller may be gone (cancelled): nobody is left to tell.
+            let _ = answer.send(outcome.map_err(|panic| globals::panic_message(panic.as_ref())));
         }
-    });
-    let outcome = match task.await {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            tracing::error!(%error, "sandbox thread failed");
-            RunOutcome {
-                result: Err(CodeError::unpositioned(format!(
-                    "The sandbox failed: {error}"
-                ))),
-                logs: Vec::new(),
-                completion: None,
-                memory: memory_before,
-                tool_calls: 0,
-            }
-        }
+    }));
+    let outcome = match answered.await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(reason)) => crashed(format!("the run panicked: {reason}"), memory_before),
+        Err(_) => crashed(
+            "the sandbox thread ended without an answer".to_owned(),
+            memory_before,
+        ),
     };
     drop(cancel_on_drop);
     span.record("tool_calls", i64::from(outcome.tool_calls));
     crate::metrics::sandbox_run(started.elapsed(), &outcome);
     outcome
+}
+
+/// The outcome of a run whose sandbox crashed: an error, and the memory as it was before.
+fn crashed(error: String, memory_before: Map<String, Json>) -> RunOutcome {
+    tracing::error!(%error, "sandbox thread failed");
+    RunOutcome {
+        result: Err(CodeError::unpositioned(format!(
+            "The sandbox failed: {error}"
+        ))),
+        logs: Vec::new(),
+        completion: None,
+        memory: memory_before,
+        tool_calls: 0,
+    }
 }

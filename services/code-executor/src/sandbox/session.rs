@@ -2,12 +2,16 @@
 //! counters, logs, memory, the completion, the time budget, cancellation and why the run had
 //! to stop.
 //!
-//! Everything here lives on the run's blocking thread (`Rc`/`Cell`), except the cancellation
+//! Everything here lives on the run's sandbox thread (`Rc`/`Cell`), except the cancellation
 //! flag, which the async side sets from wherever `run`'s future is dropped.
+//!
+//! Host functions are made before the run they serve is known (see `spare`), so they do not
+//! hold a session: they read it from the [`SessionSlot`] of their sandbox when called.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -56,6 +60,22 @@ pub(super) struct CancelSignal {
 impl CancelSignal {
     fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
+    }
+}
+
+/// The run a sandbox serves: empty while the sandbox waits for its run, then that run's
+/// session until the sandbox is discarded (a sandbox serves one run only). Clones share it.
+#[derive(Clone, Default)]
+pub(super) struct SessionSlot(Rc<RefCell<Option<Rc<Session>>>>);
+
+impl SessionSlot {
+    pub fn bind(&self, session: Rc<Session>) {
+        *self.0.borrow_mut() = Some(session);
+    }
+
+    /// The session of the run, or `None` while no run is bound (no code runs then).
+    pub fn session(&self) -> Option<Rc<Session>> {
+        self.0.borrow().clone()
     }
 }
 

@@ -5,27 +5,17 @@
 //! synchronous to the code and `await tool()` works as well. `parallel` is the one way to
 //! overlap calls: all of them run concurrently inside a single blocking host call.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::rc::Rc;
 
-use heck::ToLowerCamelCase;
 use rquickjs::{Ctx, Object, Value};
 use serde_json::{Map, Value as Json, json};
 
 use super::convert::{to_js, to_sized_json};
 use super::globals::{API_NAMES, argument, define};
-use super::session::{HostError, HostResult, Session};
+use super::naming::{is_callable_name, lower_camel_case};
+use super::session::{HostError, HostResult, Session, SessionSlot};
 use super::{SandboxTool, ToolFailure};
-
-/// Words a tool function cannot be called by, even though a property of that name could exist.
-const RESERVED_WORDS: &str = "arguments await break case catch class const continue debugger \
-    default delete do else enum eval export extends false finally for function if implements \
-    import in instanceof interface let new null package private protected public return static \
-    super switch this throw true try typeof var void while with yield";
-
-fn is_reserved_word(name: &str) -> bool {
-    RESERVED_WORDS.split_whitespace().any(|word| word == name)
-}
 
 struct Entry {
     tool: SandboxTool,
@@ -36,8 +26,6 @@ struct Entry {
 /// The program's tools with the names of their functions.
 struct ToolTable {
     entries: Vec<Entry>,
-    by_id: HashMap<String, usize>,
-    by_function: HashMap<String, usize>,
 }
 
 impl ToolTable {
@@ -45,32 +33,40 @@ impl ToolTable {
     /// identifier, is `taken` (host API, engine globals) or went to an earlier tool. Such tools
     /// stay reachable through `callTool(id)`.
     fn new(tools: Vec<SandboxTool>, taken: impl Fn(&str) -> bool) -> ToolTable {
-        let mut table = ToolTable {
-            entries: Vec::with_capacity(tools.len()),
-            by_id: HashMap::new(),
-            by_function: HashMap::new(),
-        };
-        for tool in tools {
-            let index = table.entries.len();
-            table.by_id.entry(tool.id.clone()).or_insert(index);
-            let name = tool.id.to_lower_camel_case();
-            let usable = is_identifier(&name) && !is_reserved_word(&name) && !taken(&name);
-            let function = (usable && !table.by_function.contains_key(&name)).then_some(name);
-            if let Some(function) = &function {
-                table.by_function.insert(function.clone(), index);
-            }
-            table.entries.push(Entry { tool, function });
-        }
-        table
+        let names: Vec<String> = tools
+            .iter()
+            .map(|tool| lower_camel_case(&tool.id))
+            .collect();
+        let mut given: HashSet<&str> = HashSet::with_capacity(names.len());
+        let keep: Vec<bool> = names
+            .iter()
+            .map(|name| is_callable_name(name) && !taken(name) && given.insert(name))
+            .collect();
+        let entries = tools
+            .into_iter()
+            .zip(names.into_iter().zip(keep))
+            .map(|(tool, (name, keep))| Entry {
+                tool,
+                function: keep.then_some(name),
+            })
+            .collect();
+        ToolTable { entries }
     }
 
-    /// A tool by id, or by its function name (models mix the two up).
+    /// A tool by id, or by its function name (models mix the two up); the first of an id
+    /// wins. A scan rather than an index: building one would cost every run, while lookups
+    /// happen only for `callTool`, `parallel` and `toolSchema`, over a few dozen tools.
     fn find(&self, id_or_function: &str) -> Option<&SandboxTool> {
-        let index = self
-            .by_id
-            .get(id_or_function)
-            .or_else(|| self.by_function.get(id_or_function))?;
-        Some(&self.entries[*index].tool)
+        let entry = self
+            .entries
+            .iter()
+            .find(|entry| entry.tool.id == id_or_function)
+            .or_else(|| {
+                self.entries
+                    .iter()
+                    .find(|entry| entry.function.as_deref() == Some(id_or_function))
+            })?;
+        Some(&entry.tool)
     }
 
     fn require(&self, id: &str) -> HostResult<&SandboxTool> {
@@ -83,19 +79,11 @@ fn unknown_tool(id: &str) -> String {
     format!("Unknown tool \"{id}\"")
 }
 
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
-}
-
-/// Installs the tool functions and the tool-related host API. Runs after `globals::install`,
-/// so a tool can never shadow a host function or an engine global.
+/// Installs the run's tool functions and the tool-related host API. Runs after
+/// `globals::install`, so a tool can never shadow a host function or an engine global.
 pub(super) fn install<'js>(
     ctx: &Ctx<'js>,
-    session: &Rc<Session>,
+    slot: &SessionSlot,
     tools: Vec<SandboxTool>,
 ) -> rquickjs::Result<()> {
     let globals = ctx.globals();
@@ -108,16 +96,10 @@ pub(super) fn install<'js>(
             continue;
         };
         let id = entry.tool.id.clone();
-        define(
-            ctx,
-            &globals,
-            function,
-            session,
-            move |ctx, session, args| {
-                let input = tool_input(ctx, &id, argument(ctx, &args, 0))?;
-                Ok(to_js(ctx, &call(session, &id, input)?)?)
-            },
-        )?;
+        define(ctx, &globals, function, slot, move |ctx, session, args| {
+            let input = tool_input(ctx, &id, argument(ctx, &args, 0))?;
+            Ok(to_js(ctx, &call(session, &id, input)?)?)
+        })?;
     }
 
     let tools = Rc::clone(&table);
@@ -125,7 +107,7 @@ pub(super) fn install<'js>(
         ctx,
         &globals,
         "callTool",
-        session,
+        slot,
         move |ctx, session, args| {
             let Some(id) = argument(ctx, &args, 0)
                 .as_string()
@@ -147,12 +129,12 @@ pub(super) fn install<'js>(
         ctx,
         &globals,
         "parallel",
-        session,
+        slot,
         move |ctx, session, args| parallel(ctx, session, &tools, argument(ctx, &args, 0)),
     )?;
 
     let tools = Rc::clone(&table);
-    define(ctx, &globals, "discoverTools", session, move |ctx, _, _| {
+    define(ctx, &globals, "discoverTools", slot, move |ctx, _, _| {
         let list: Vec<Json> = tools
             .entries
             .iter()
@@ -162,7 +144,7 @@ pub(super) fn install<'js>(
     })?;
 
     let tools = Rc::clone(&table);
-    define(ctx, &globals, "toolSchema", session, move |ctx, _, args| {
+    define(ctx, &globals, "toolSchema", slot, move |ctx, _, args| {
         let id = argument(ctx, &args, 0);
         let Some(id) = id.as_string().map(|id| id.to_string()).transpose()? else {
             return Err(HostError::Type(
@@ -172,7 +154,7 @@ pub(super) fn install<'js>(
         Ok(to_js(ctx, &tools.require(&id)?.input_schema)?)
     })?;
 
-    install_artifact_helpers(ctx, &globals, session)
+    install_artifact_helpers(ctx, &globals, slot)
 }
 
 /// The input of a tool call: an omitted input is `{}`.
@@ -260,51 +242,39 @@ fn parallel<'js>(
 fn install_artifact_helpers<'js>(
     ctx: &Ctx<'js>,
     globals: &Object<'js>,
-    session: &Rc<Session>,
+    slot: &SessionSlot,
 ) -> rquickjs::Result<()> {
-    define(
-        ctx,
-        globals,
-        "storeArtifact",
-        session,
-        |ctx, session, args| {
-            let mut input = Map::new();
+    define(ctx, globals, "storeArtifact", slot, |ctx, session, args| {
+        let mut input = Map::new();
+        input.insert(
+            "data".into(),
+            tool_input(ctx, "artifact.store", argument(ctx, &args, 0))?,
+        );
+        let description = argument(ctx, &args, 1);
+        if !description.is_undefined() {
             input.insert(
-                "data".into(),
-                tool_input(ctx, "artifact.store", argument(ctx, &args, 0))?,
+                "description".into(),
+                tool_input(ctx, "artifact.store", description)?,
             );
-            let description = argument(ctx, &args, 1);
-            if !description.is_undefined() {
-                input.insert(
-                    "description".into(),
-                    tool_input(ctx, "artifact.store", description)?,
-                );
-            }
-            field(
-                ctx,
-                call(session, "artifact.store", Json::Object(input))?,
-                "id",
-            )
-        },
-    )?;
-    define(
-        ctx,
-        globals,
-        "getArtifact",
-        session,
-        |ctx, session, args| {
-            let id = tool_input(ctx, "artifact.get", argument(ctx, &args, 0))?;
-            field(
-                ctx,
-                call(session, "artifact.get", json!({ "id": id }))?,
-                "data",
-            )
-        },
-    )?;
-    define(ctx, globals, "listArtifacts", session, |ctx, session, _| {
+        }
+        field(
+            ctx,
+            call(session, "artifact.store", Json::Object(input))?,
+            "id",
+        )
+    })?;
+    define(ctx, globals, "getArtifact", slot, |ctx, session, args| {
+        let id = tool_input(ctx, "artifact.get", argument(ctx, &args, 0))?;
+        field(
+            ctx,
+            call(session, "artifact.get", json!({ "id": id }))?,
+            "data",
+        )
+    })?;
+    define(ctx, globals, "listArtifacts", slot, |ctx, session, _| {
         field(ctx, call(session, "artifact.list", json!({}))?, "artifacts")
     })?;
-    define(ctx, globals, "writeFile", session, |ctx, session, args| {
+    define(ctx, globals, "writeFile", slot, |ctx, session, args| {
         let mut input = Map::new();
         input.insert(
             "filename".into(),

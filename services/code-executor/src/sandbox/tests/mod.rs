@@ -5,6 +5,7 @@ mod api;
 mod hostile;
 mod limits;
 mod properties;
+mod warm;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,8 @@ const TOOL_IDS: &[&str] = &[
 #[derive(Default)]
 struct TestHost {
     calls: Mutex<Vec<(String, Json)>>,
+    /// The thread each call came from (the run's sandbox thread), and its name.
+    threads: Mutex<Vec<(std::thread::ThreadId, String)>>,
     outputs: Mutex<Vec<String>>,
     ticks: AtomicU32,
     /// `sleep` calls whose future was dropped before it finished.
@@ -53,6 +56,10 @@ impl TestHost {
 
     fn outputs(&self) -> Vec<String> {
         self.outputs.lock().unwrap().clone()
+    }
+
+    fn threads(&self) -> Vec<(std::thread::ThreadId, String)> {
+        self.threads.lock().unwrap().clone()
     }
 }
 
@@ -79,6 +86,10 @@ impl Host for TestHost {
             .lock()
             .unwrap()
             .push((tool_id.to_owned(), input.clone()));
+        // Before any `.await`: still on the sandbox thread, which blocks on this call.
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or_default().to_owned();
+        self.threads.lock().unwrap().push((thread.id(), name));
         let number = |name: &str| input.get(name).and_then(Json::as_f64).unwrap_or(0.0);
         match tool_id {
             "math.add" => Ok(json!({ "sum": number("a") + number("b") })),
