@@ -1,4 +1,4 @@
-//! Items 1–3: the code sandbox on its own, through `code_executor::sandbox::run` with a bench
+//! Items 1–3: the code sandbox on its own, through `code_executor::sandbox::Sandboxes::run` with a bench
 //! host: a fresh sandbox with 30 tools, one tool call in process and through the real
 //! tool-host over gRPC, and `parallel` of ten 50 ms calls.
 
@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use code_executor::sandbox::{self, Clock, Host, Limits, Program, SandboxTool, ToolFailure};
+use code_executor::sandbox::{Clock, Host, Limits, Program, SandboxTool, Sandboxes, ToolFailure};
 use serde_json::{Map, Value as Json, json};
 
 use crate::Effort;
@@ -125,9 +125,13 @@ fn limits() -> Limits {
     }
 }
 
-async fn run_checked(program: Program, host: Arc<BenchHost>) -> anyhow::Result<Duration> {
+async fn run_checked(
+    sandboxes: &Sandboxes,
+    program: Program,
+    host: Arc<BenchHost>,
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let outcome = sandbox::run(program, host, limits()).await;
+    let outcome = sandboxes.run(program, host, limits()).await;
     let elapsed = started.elapsed();
     if let Err(error) = outcome.result {
         anyhow::bail!("sandbox run failed: {}", error.message);
@@ -136,6 +140,7 @@ async fn run_checked(program: Program, host: Arc<BenchHost>) -> anyhow::Result<D
 }
 
 async fn fresh_runs(
+    sandboxes: &Sandboxes,
     host: &Arc<BenchHost>,
     code: &str,
     tools: Vec<SandboxTool>,
@@ -147,7 +152,7 @@ async fn fresh_runs(
             tools: tools.clone(),
             ..program(code)
         };
-        let elapsed = run_checked(program, Arc::clone(host)).await?;
+        let elapsed = run_checked(sandboxes, program, Arc::clone(host)).await?;
         if iteration >= iterations / 10 {
             samples.push(elapsed);
         }
@@ -162,9 +167,18 @@ async fn fresh_runs(
 pub async fn fresh_sandbox(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let host = BenchHost::new(Backend::InProcess);
     let iterations = effort.pick(200, 2_000);
-    let full = fresh_runs(&host, "benchTool07({id: 'a'})", tools(), iterations).await?;
-    let empty = fresh_runs(&host, "1", Vec::new(), iterations).await?;
-    let with_tools = fresh_runs(&host, "1", tools(), iterations).await?;
+    // An executor's sandboxes, as code mode has them.
+    let sandboxes = Sandboxes::default();
+    let full = fresh_runs(
+        &sandboxes,
+        &host,
+        "benchTool07({id: 'a'})",
+        tools(),
+        iterations,
+    )
+    .await?;
+    let empty = fresh_runs(&sandboxes, &host, "1", Vec::new(), iterations).await?;
+    let with_tools = fresh_runs(&sandboxes, &host, "1", tools(), iterations).await?;
     Ok(vec![
         Figure::latency(
             "1",
@@ -172,7 +186,7 @@ pub async fn fresh_sandbox(effort: Effort) -> anyhow::Result<Vec<Figure>> {
             full.latency(),
             Some(Target::MaxMicros { micros: 150.0 }),
         )
-        .note("sandbox::run wall time, in-process host answering at once"),
+        .note("Sandboxes::run wall time, in-process host answering at once"),
         Figure::latency(
             "1·",
             "… of which: fresh sandbox, no tools, code `1`",
@@ -189,11 +203,16 @@ pub async fn fresh_sandbox(effort: Effort) -> anyhow::Result<Vec<Figure>> {
 }
 
 /// Gaps between consecutive tool calls of a tight loop in one run.
-async fn call_gaps(host: Arc<BenchHost>, calls: usize, runs: usize) -> anyhow::Result<Samples> {
+async fn call_gaps(
+    sandboxes: &Sandboxes,
+    host: Arc<BenchHost>,
+    calls: usize,
+    runs: usize,
+) -> anyhow::Result<Samples> {
     let code = format!("for (let i = 0; i < {calls}; i++) demoEcho({{id: 'r' + i}});");
     let mut samples = Samples::new();
     for run in 0..runs + 1 {
-        run_checked(program(&code), Arc::clone(&host)).await?;
+        run_checked(sandboxes, program(&code), Arc::clone(&host)).await?;
         let arrivals = host.take_arrivals();
         // The first run warms up (and, over gRPC, connects).
         if run == 0 {
@@ -208,7 +227,9 @@ async fn call_gaps(host: Arc<BenchHost>, calls: usize, runs: usize) -> anyhow::R
 
 /// Item 2: one tool call from sandbox code, in process and through the tool-host over gRPC.
 pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
+    let sandboxes = Sandboxes::default();
     let in_process = call_gaps(
+        &sandboxes,
         BenchHost::new(Backend::InProcess),
         effort.pick(1_000, 5_000),
         effort.pick(3, 10),
@@ -228,6 +249,7 @@ pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         state: Map::new(),
     };
     let grpc = call_gaps(
+        &sandboxes,
         BenchHost::new(Backend::Grpc {
             tool_host: Box::new(ToolHost::new(channel)),
             scope,
@@ -258,12 +280,13 @@ pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
 
 /// Item 3: `parallel` of ten 50 ms tool calls, the whole run.
 pub async fn parallel_sleeps(effort: Effort) -> anyhow::Result<Figure> {
+    let sandboxes = Sandboxes::default();
     let host = BenchHost::new(Backend::InProcess);
     let code = "parallel(Array.from({length: 10}, () => ({tool: 'bench.sleep', input: {ms: 50}})))";
     let iterations = effort.pick(10, 40);
     let mut samples = Samples::new();
     for iteration in 0..iterations + 1 {
-        let elapsed = run_checked(program(code), Arc::clone(&host)).await?;
+        let elapsed = run_checked(&sandboxes, program(code), Arc::clone(&host)).await?;
         if host.take_arrivals().len() != 10 {
             anyhow::bail!("parallel did not make ten calls");
         }
@@ -277,5 +300,5 @@ pub async fn parallel_sleeps(effort: Effort) -> anyhow::Result<Figure> {
         samples.latency(),
         Some(Target::MaxMicros { micros: 60_000.0 }),
     )
-    .note("sandbox::run wall time, fresh sandbox included"))
+    .note("Sandboxes::run wall time, fresh sandbox included"))
 }

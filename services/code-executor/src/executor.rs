@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::approvals::Approvals;
 use crate::host::{PromptHost, Timeline, running, tool_output};
 use crate::prompt::{self, CODE_TOOL};
-use crate::sandbox::{self, Limits, Program};
+use crate::sandbox::{self, Limits, Program, Sandboxes};
 use crate::toolbox::Toolbox;
 
 pub const MODE_ID: &str = "code";
@@ -30,6 +30,8 @@ pub struct CodeMode {
     pub approval_timeout: Duration,
     /// The tools' input checks, compiled once for all runs (shared with `RunCode`).
     pub schemas: Arc<SchemaCache>,
+    /// Where the rounds' code runs (shared with `RunCode`).
+    pub sandboxes: Sandboxes,
 }
 
 /// Why a run stopped before finishing.
@@ -158,7 +160,10 @@ impl CodeMode {
                 input: None,
                 memory: std::mem::take(&mut memory),
             };
-            let outcome = sandbox::run(program, host.clone(), self.limits.clone()).await;
+            let outcome = self
+                .sandboxes
+                .run(program, host.clone(), self.limits.clone())
+                .await;
             memory = outcome.memory.clone();
             let result = match &outcome.result {
                 Ok(value) => ToolResult::Success {

@@ -104,11 +104,14 @@ pub async fn run(
     let tool_host = ToolHost::new(channel);
     let limits = config.limits();
     let schemas = Arc::new(SchemaCache::default());
+    // One set of warm sandbox threads for code mode and `RunCode`.
+    let sandboxes = sandbox::Sandboxes::default();
     let runner = CodeRunnerServer::new(CodeRunnerService {
         model: Arc::clone(&model),
         tool_host: tool_host.clone(),
         limits: limits.clone(),
         schemas: Arc::clone(&schemas),
+        sandboxes: sandboxes.clone(),
     })
     .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
     .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
@@ -119,6 +122,7 @@ pub async fn run(
         limits,
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         schemas,
+        sandboxes,
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let runner = tonic::service::interceptor::InterceptedService::new(runner, require.clone());

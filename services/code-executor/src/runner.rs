@@ -19,7 +19,7 @@ use serde_json::Value as Json;
 use tonic::{Request, Response, Status};
 
 use crate::host::ask;
-use crate::sandbox::{self, Clock, Host, Limits, Program, ToolFailure};
+use crate::sandbox::{Clock, Host, Limits, Program, Sandboxes, ToolFailure};
 use crate::toolbox::Toolbox;
 
 /// The longest run a caller may ask for.
@@ -48,6 +48,8 @@ pub struct CodeRunnerService {
     pub limits: Limits,
     /// The tools' input checks, compiled once for all runs (shared with code mode).
     pub schemas: Arc<SchemaCache>,
+    /// Where the code runs (shared with code mode).
+    pub sandboxes: Sandboxes,
 }
 
 #[tonic::async_trait]
@@ -107,7 +109,7 @@ impl CodeRunnerService {
             calls: Mutex::default(),
             outputs: Mutex::default(),
         });
-        let outcome = sandbox::run(program, host.clone(), limits).await;
+        let outcome = self.sandboxes.run(program, host.clone(), limits).await;
 
         let mut logs: Vec<String> =
             std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
@@ -254,7 +256,9 @@ mod tests {
             calls: Mutex::default(),
             outputs: Mutex::default(),
         });
-        let outcome = sandbox::run(program, host.clone(), Limits::default()).await;
+        let outcome = Sandboxes::default()
+            .run(program, host.clone(), Limits::default())
+            .await;
         assert_eq!(
             outcome.result,
             Ok(json!(

@@ -339,7 +339,9 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
         timeout: Duration::from_millis(300),
         ..Limits::default()
     };
-    let run = tokio::spawn(sandbox::run(program, prompt.host.clone(), limits));
+    let sandboxes = sandbox::Sandboxes::default();
+    let host = prompt.host.clone();
+    let run = tokio::spawn(async move { sandboxes.run(program, host, limits).await });
     let (_, ids) = prompt.until_paused().await;
     // The person takes longer than the whole budget of the run.
     tokio::time::sleep(Duration::from_millis(600)).await;

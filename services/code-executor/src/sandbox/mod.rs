@@ -7,7 +7,8 @@
 //! - `spare`: a sandbox made before its run is known, with everything that is the same for
 //!   every run; it serves one run and is discarded.
 //! - `warm`: threads that each keep a spare ready, so most runs skip making their sandbox; a
-//!   run that finds none idle makes its own on a tokio blocking thread.
+//!   run that finds none idle makes its own on a tokio blocking thread. An executor owns its
+//!   threads through [`Sandboxes`]; they end with its last clone.
 //! - `session`: the state one run's host functions share, the slot they find it in, and
 //!   cancellation.
 //! - `clock`: the time budget, which stands still while a host call waits for a person.
@@ -34,7 +35,7 @@ mod warm;
 mod tests;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
@@ -222,62 +223,73 @@ pub struct RunOutcome {
     pub tool_calls: u32,
 }
 
-/// The warm threads of the process. Process-wide like tokio's blocking pool, whose place they
-/// take for most runs: spares belong to threads, not to callers, and every caller (the round
-/// loop, `CodeRunner.RunCode`) gets a sandbox no other run has used either way, so passing a
-/// pool down to each would change their signatures for nothing.
-static WARM_THREADS: LazyLock<warm::Pool> =
-    LazyLock::new(|| warm::Pool::new(warm::Config::default()));
-
-/// Runs `program` in a fresh sandbox and reports what happened. Never fails: every problem,
-/// including a crash of the sandbox itself, is a [`CodeError`] in the outcome.
-///
-/// Cancel-safe: dropping the returned future interrupts the JavaScript at its next check,
-/// drops any host call in flight and lets the sandbox thread finish within milliseconds.
-pub async fn run(program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOutcome {
-    run_on(&WARM_THREADS, program, host, limits).await
+/// Where runs happen: the warm sandbox threads of one executor (see `warm`). Clones share
+/// them; they end when the last clone is dropped.
+#[derive(Clone)]
+pub struct Sandboxes {
+    pool: warm::Pool,
 }
 
-/// [`run`] on the warm threads of `pool`.
-async fn run_on(
-    pool: &warm::Pool,
-    program: Program,
-    host: Arc<dyn Host>,
-    limits: Limits,
-) -> RunOutcome {
-    let (cancel_on_drop, cancel) = session::cancellation();
-    // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
-    let memory_before = program.memory.clone();
-    // Host calls block the sandbox thread on the caller's runtime.
-    let runtime = tokio::runtime::Handle::current();
-    let started = std::time::Instant::now();
-    // Entered on the sandbox thread, so host calls (tools, `llm()`) made from the
-    // JavaScript are its children and carry its trace context to the tool-host.
-    let span = tracing::info_span!("sandbox.run", tool_calls = tracing::field::Empty);
-    let (answer, answered) = tokio::sync::oneshot::channel();
-    pool.submit(Box::new({
-        let span = span.clone();
-        move |spare| {
-            let _entered = span.enter();
-            let outcome = catch_unwind(AssertUnwindSafe(|| {
-                engine::execute(program, host, limits, cancel, runtime, spare)
-            }));
-            // The caller may be gone (cancelled): nobody is left to tell.
-            let _ = answer.send(outcome.map_err(|panic| globals::panic_message(panic.as_ref())));
+impl Default for Sandboxes {
+    fn default() -> Sandboxes {
+        Sandboxes::with_config(warm::Config::default())
+    }
+}
+
+impl Sandboxes {
+    fn with_config(config: warm::Config) -> Sandboxes {
+        Sandboxes {
+            pool: warm::Pool::new(config),
         }
-    }));
-    let outcome = match answered.await {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(reason)) => crashed(format!("the run panicked: {reason}"), memory_before),
-        Err(_) => crashed(
-            "the sandbox thread ended without an answer".to_owned(),
-            memory_before,
-        ),
-    };
-    drop(cancel_on_drop);
-    span.record("tool_calls", i64::from(outcome.tool_calls));
-    crate::metrics::sandbox_run(started.elapsed(), &outcome);
-    outcome
+    }
+
+    /// Warm threads alive or starting, and of those the idle ones.
+    #[cfg(test)]
+    fn counts(&self) -> (usize, usize) {
+        self.pool.counts()
+    }
+
+    /// Runs `program` in a fresh sandbox and reports what happened. Never fails: every
+    /// problem, including a crash of the sandbox itself, is a [`CodeError`] in the outcome.
+    ///
+    /// Cancel-safe: dropping the returned future interrupts the JavaScript at its next check,
+    /// drops any host call in flight and lets the sandbox thread finish within milliseconds.
+    pub async fn run(&self, program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOutcome {
+        let (cancel_on_drop, cancel) = session::cancellation();
+        // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
+        let memory_before = program.memory.clone();
+        // Host calls block the sandbox thread on the caller's runtime.
+        let runtime = tokio::runtime::Handle::current();
+        let started = std::time::Instant::now();
+        // Entered on the sandbox thread, so host calls (tools, `llm()`) made from the
+        // JavaScript are its children and carry its trace context to the tool-host.
+        let span = tracing::info_span!("sandbox.run", tool_calls = tracing::field::Empty);
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.pool.submit(Box::new({
+            let span = span.clone();
+            move |spare| {
+                let _entered = span.enter();
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    engine::execute(program, host, limits, cancel, runtime, spare)
+                }));
+                // The caller may be gone (cancelled): nobody is left to tell.
+                let _ =
+                    answer.send(outcome.map_err(|panic| globals::panic_message(panic.as_ref())));
+            }
+        }));
+        let outcome = match answered.await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(reason)) => crashed(format!("the run panicked: {reason}"), memory_before),
+            Err(_) => crashed(
+                "the sandbox thread ended without an answer".to_owned(),
+                memory_before,
+            ),
+        };
+        drop(cancel_on_drop);
+        span.record("tool_calls", i64::from(outcome.tool_calls));
+        crate::metrics::sandbox_run(started.elapsed(), &outcome);
+        outcome
+    }
 }
 
 /// The outcome of a run whose sandbox crashed: an error, and the memory as it was before.

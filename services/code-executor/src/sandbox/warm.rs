@@ -55,10 +55,26 @@ pub(super) const THREAD_NAME: &str = "sandbox-warm";
 /// (`Limits::stack_bytes`, capped at 1.5 MiB) assumes.
 const THREAD_STACK_BYTES: usize = 2 * 1024 * 1024;
 
-/// A set of warm threads. Clones share it.
+/// A set of warm threads. Clones share it; when the last clone is dropped, idle threads end
+/// at once and busy ones after their run.
 #[derive(Clone)]
 pub(super) struct Pool {
     shared: Arc<Shared>,
+    _closer: Arc<Closer>,
+}
+
+/// Closes the pool when the last [`Pool`] handle goes (the threads hold only [`Shared`]).
+struct Closer {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.closed = true;
+        // Dropping their senders wakes the idle threads, which then end.
+        state.idle.clear();
+    }
 }
 
 struct Shared {
@@ -70,6 +86,8 @@ struct Shared {
 struct State {
     /// Threads waiting with a spare; the most recently parked last.
     idle: Vec<Idle>,
+    /// No handle is left: threads end instead of waiting for runs.
+    closed: bool,
     /// Warm threads alive or starting, busy or idle.
     threads: usize,
     next_id: u64,
@@ -82,11 +100,15 @@ struct Idle {
 
 impl Pool {
     pub fn new(config: Config) -> Pool {
+        let shared = Arc::new(Shared {
+            config,
+            state: Mutex::new(State::default()),
+        });
         Pool {
-            shared: Arc::new(Shared {
-                config,
-                state: Mutex::new(State::default()),
+            _closer: Arc::new(Closer {
+                shared: Arc::clone(&shared),
             }),
+            shared,
         }
     }
 
@@ -117,12 +139,20 @@ impl Pool {
     /// Threads alive or starting, and of those the idle ones.
     #[cfg(test)]
     pub fn counts(&self) -> (usize, usize) {
-        let state = self.shared.lock();
-        (state.threads, state.idle.len())
+        self.counter()()
+    }
+
+    /// [`Pool::counts`] that does not keep the pool open.
+    #[cfg(test)]
+    pub fn counter(&self) -> impl Fn() -> (usize, usize) + use<> {
+        let shared = Arc::clone(&self.shared);
+        move || {
+            let state = shared.lock();
+            (state.threads, state.idle.len())
+        }
     }
 
     fn start_thread(&self, id: u64) {
-        let (jobs, inbox) = mpsc::channel();
         let shared = Arc::clone(&self.shared);
         let started = std::thread::Builder::new()
             .name(THREAD_NAME.to_owned())
@@ -132,7 +162,7 @@ impl Pool {
                     shared: &shared,
                     id,
                 };
-                leaving.shared.serve(id, &jobs, &inbox);
+                leaving.shared.serve(id);
             });
         if let Err(error) = started {
             tracing::warn!(%error, "could not start a warm sandbox thread");
@@ -165,8 +195,11 @@ impl Shared {
     /// A warm thread's life: make a spare, wait for a run, run it, discard the spare; again,
     /// until the thread has been idle past its keep-alive. Making and discarding yield to
     /// other threads between their steps (see the module docs).
-    fn serve(&self, id: u64, jobs: &mpsc::Sender<Job>, inbox: &mpsc::Receiver<Job>) {
+    fn serve(&self, id: u64) {
         loop {
+            if self.lock().closed {
+                return;
+            }
             let spare = match Spare::new_between_steps(std::thread::yield_now) {
                 Ok(spare) => spare,
                 Err(error) => {
@@ -174,11 +207,17 @@ impl Shared {
                     return;
                 }
             };
-            self.lock().idle.push(Idle {
-                id,
-                jobs: jobs.clone(),
-            });
-            let Some(job) = self.next_job(id, inbox) else {
+            // A channel per wait: whoever drops the thread's entry (a closing pool, the
+            // keep-alive) disconnects it.
+            let (jobs, inbox) = mpsc::channel();
+            {
+                let mut state = self.lock();
+                if state.closed {
+                    return;
+                }
+                state.idle.push(Idle { id, jobs });
+            }
+            let Some(job) = self.next_job(id, &inbox) else {
                 return;
             };
             // The job catches the run's panics; one that escapes ends this thread.

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::super::{Limits, run};
-use super::{TestHost, error_of, limits_with_timeout, program, run_program, value_of};
+use super::super::Limits;
+use super::{TestHost, error_of, limits_with_timeout, program, run, run_program, value_of};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reference_error_points_at_the_line_that_caused_it() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{Clock, Host, Limits, Program, RunOutcome, SandboxTool, ToolFailure, run};
+use super::{Clock, Host, Limits, Program, RunOutcome, SandboxTool, Sandboxes, ToolFailure};
 
 /// Tools of the test host, by id.
 const TOOL_IDS: &[&str] = &[
@@ -169,6 +169,21 @@ fn limits_with_timeout(milliseconds: u64) -> Limits {
         timeout: Duration::from_millis(milliseconds),
         ..Limits::default()
     }
+}
+
+/// The sandboxes these tests share, as an executor's runs do: most runs land on warm threads.
+fn sandboxes() -> &'static Sandboxes {
+    static SANDBOXES: std::sync::OnceLock<Sandboxes> = std::sync::OnceLock::new();
+    SANDBOXES.get_or_init(Sandboxes::default)
+}
+
+/// A run on the shared sandboxes.
+fn run(
+    program: Program,
+    host: Arc<dyn Host>,
+    limits: Limits,
+) -> impl Future<Output = RunOutcome> + Send + 'static {
+    sandboxes().run(program, host, limits)
 }
 
 async fn run_program(program: Program, limits: Limits) -> (RunOutcome, Arc<TestHost>) {

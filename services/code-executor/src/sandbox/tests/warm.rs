@@ -7,16 +7,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
-use super::super::warm::{Config, Pool, THREAD_NAME};
-use super::super::{Limits, Program, RunOutcome, run_on};
+use super::super::warm::{Config, THREAD_NAME};
+use super::super::{Limits, Program, RunOutcome, Sandboxes};
 use super::{TestHost, limits_with_timeout, program};
 
-fn pool(config: Config) -> Pool {
-    Pool::new(config)
+fn pool(config: Config) -> Sandboxes {
+    Sandboxes::with_config(config)
 }
 
 /// One warm thread, never ended for being idle.
-fn one_thread() -> Pool {
+fn one_thread() -> Sandboxes {
     pool(Config {
         kept_idle: 1,
         most_threads: 1,
@@ -25,7 +25,7 @@ fn one_thread() -> Pool {
 }
 
 /// Waits (boundedly) until `pool` counts `threads` threads, `idle` of them idle.
-async fn eventually_counts(pool: &Pool, threads: usize, idle: usize) {
+async fn eventually_counts(pool: &Sandboxes, threads: usize, idle: usize) {
     let started = Instant::now();
     while pool.counts() != (threads, idle) {
         assert!(
@@ -38,9 +38,13 @@ async fn eventually_counts(pool: &Pool, threads: usize, idle: usize) {
 }
 
 /// A run on `pool`, with the host it used.
-async fn run_with(pool: &Pool, program: Program, limits: Limits) -> (RunOutcome, Arc<TestHost>) {
+async fn run_with(
+    pool: &Sandboxes,
+    program: Program,
+    limits: Limits,
+) -> (RunOutcome, Arc<TestHost>) {
     let host = Arc::new(TestHost::default());
-    let outcome = run_on(pool, program, host.clone(), limits).await;
+    let outcome = pool.run(program, host.clone(), limits).await;
     (outcome, host)
 }
 
@@ -236,12 +240,7 @@ async fn dropping_a_run_stops_its_code_on_a_warm_sandbox() {
         max_tool_calls: u32::MAX,
         ..limits_with_timeout(30_000)
     };
-    let running = run_on(
-        &pool,
-        program("while (true) { tick() }"),
-        host.clone(),
-        limits,
-    );
+    let running = pool.run(program("while (true) { tick() }"), host.clone(), limits);
     assert!(
         tokio::time::timeout(Duration::from_millis(100), running)
             .await
@@ -293,9 +292,42 @@ async fn a_warm_thread_whose_job_panics_ends_and_the_pool_carries_on() {
     run_with(&pool, program("1"), Limits::default()).await;
     eventually_counts(&pool, 1, 1).await;
     // Runs catch their own panics; this job stands for one that escapes anyway.
-    pool.submit(Box::new(|_| panic!("a job that escapes")));
+    pool.pool.submit(Box::new(|_| panic!("a job that escapes")));
     eventually_counts(&pool, 0, 0).await;
     let (outcome, _) = run_with(&pool, program("echo({}).tool"), Limits::default()).await;
     assert_eq!(outcome.result, Ok(json!("echo")));
     eventually_counts(&pool, 1, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_the_last_handle_ends_the_warm_threads() {
+    let pool = pool(Config {
+        kept_idle: 2,
+        most_threads: 2,
+        keep_alive: Duration::from_secs(60),
+    });
+    let counts = pool.pool.counter();
+    let clone = pool.clone();
+    // Two runs at once: both threads start and then wait, kept idle.
+    let (first, second) = tokio::join!(
+        run_with(&pool, program("1"), Limits::default()),
+        run_with(&clone, program("2"), Limits::default())
+    );
+    assert_eq!(first.0.result, Ok(json!(1)));
+    assert_eq!(second.0.result, Ok(json!(2)));
+    eventually_counts(&pool, 2, 2).await;
+    drop(pool);
+    // A clone still holds them.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(counts(), (2, 2));
+    drop(clone);
+    let started = Instant::now();
+    while counts() != (0, 0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the warm threads outlived their pool: {:?}",
+            counts()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
 }
