@@ -409,6 +409,20 @@ fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
     serde_json::Value::Array(entries).to_string()
 }
 
+/// `Internal` unless every change is one [`Append::batches`] takes.
+fn check_batchable(appends: &[Append]) -> Result<(), GatewayError> {
+    match appends
+        .iter()
+        .find(|append| !Append::batches(&append.change))
+    {
+        Some(append) => Err(GatewayError::Internal(format!(
+            "{:?} cannot be appended in a batch",
+            append.change
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Adds $1 to $3 to a prompt's tokens.
 const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      output_tokens = output_tokens + $2, total_tokens = total_tokens + $3 WHERE id = $4";
@@ -420,7 +434,9 @@ struct SqliteBatch {
     /// $5, $6 and $7.
     payloads: String,
     added: String,
-    replaced: BTreeMap<u32, Vec<u8>>,
+    replaced: String,
+    /// The positions of $7, for the error when one does not exist.
+    replaced_positions: Vec<u32>,
     /// The timeline entries the batch sets, in order: (position, entry).
     entries: Vec<(u32, PromptOutput)>,
 }
@@ -466,7 +482,8 @@ impl SqliteBatch {
             events,
             payloads: serde_json::Value::Array(payloads).to_string(),
             added: entries_json(&added),
-            replaced,
+            replaced_positions: replaced.keys().copied().collect(),
+            replaced: entries_json(&replaced),
             entries,
         }
     }
@@ -486,7 +503,7 @@ impl SqliteBatch {
             .bind(WAITING)
             .bind(self.payloads.as_str())
             .bind(self.added.as_str())
-            .bind(entries_json(&self.replaced))
+            .bind(self.replaced.as_str())
             .bind(saturating_i64(usage.input_tokens))
             .bind(saturating_i64(usage.output_tokens))
             .bind(saturating_i64(usage.total_tokens))
@@ -536,17 +553,18 @@ async fn append_batch_sqlite(
         .fetch_optional(write)
         .await?;
         return Err(match open {
-            Some(_) if !batch.replaced.is_empty() => missing_entry(&batch.replaced),
+            Some(_) if !batch.replaced_positions.is_empty() => {
+                missing_entry(&batch.replaced_positions)
+            }
             _ => GatewayError::PromptEnded(prompt_id.to_owned()),
         });
     }
     batch.numbered(&sequences)
 }
 
-fn missing_entry(replaced: &BTreeMap<u32, Vec<u8>>) -> GatewayError {
+fn missing_entry(positions: &[u32]) -> GatewayError {
     GatewayError::Protocol(format!(
-        "an output to update does not exist (positions {:?})",
-        replaced.keys().collect::<Vec<_>>()
+        "an output to update does not exist (positions {positions:?})"
     ))
 }
 
@@ -596,7 +614,7 @@ async fn finish_sqlite(
             match prompt.output.len().cmp(&index) {
                 std::cmp::Ordering::Equal => prompt.output.push(output.clone()),
                 std::cmp::Ordering::Greater => prompt.output[index] = output.clone(),
-                std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced)),
+                std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced_positions)),
             }
         }
         let tokens = prompt.usage.get_or_insert_default();
@@ -970,38 +988,46 @@ impl Store {
             self.add_usage(prompt_id, usage).await?;
             return Ok(Vec::new());
         }
-        if let Some(append) = appends
-            .iter()
-            .find(|append| !Append::batches(&append.change))
-        {
-            return Err(GatewayError::Internal(format!(
-                "{:?} cannot be appended in a batch",
-                append.change
-            )));
-        }
+        check_batchable(&appends)?;
         match &self.pool {
             Pool::Sqlite { write, .. } => {
                 append_batch_sqlite(write, prompt_id, appends, usage).await
             }
             Pool::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                let mut events = Vec::with_capacity(appends.len());
-                for Append { change, kind } in appends {
-                    events.push(append!(self, tx, prompt_id, Guard::Open, change, |_| kind)?);
-                }
-                if *usage != Usage::default() {
-                    sqlx::query(ADD_USAGE)
-                        .bind(saturating_i64(usage.input_tokens))
-                        .bind(saturating_i64(usage.output_tokens))
-                        .bind(saturating_i64(usage.total_tokens))
-                        .bind(prompt_id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                let events = self
+                    .append_all_postgres(&mut tx, prompt_id, appends, usage)
+                    .await?;
                 tx.commit().await?;
                 Ok(events)
             }
         }
+    }
+
+    /// [`Store::append_batch`]'s work on PostgreSQL, inside the caller's transaction `conn`.
+    async fn append_all_postgres(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        prompt_id: &str,
+        appends: Vec<Append>,
+        usage: &Usage,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
+        let mut events = Vec::with_capacity(appends.len() + 1);
+        for Append { change, kind } in appends {
+            events.push(append!(self, conn, prompt_id, Guard::Open, change, |_| {
+                kind
+            })?);
+        }
+        if *usage != Usage::default() {
+            sqlx::query(ADD_USAGE)
+                .bind(saturating_i64(usage.input_tokens))
+                .bind(saturating_i64(usage.output_tokens))
+                .bind(saturating_i64(usage.total_tokens))
+                .bind(prompt_id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(events)
     }
 
     /// [`Store::append_batch`] of the events that came just before the end, and the end
@@ -1023,34 +1049,16 @@ impl Store {
         error: String,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
-        if let Some(append) = before
-            .iter()
-            .find(|append| !Append::batches(&append.change))
-        {
-            return Err(GatewayError::Internal(format!(
-                "{:?} cannot be appended in a batch",
-                append.change
-            )));
-        }
+        check_batchable(&before)?;
         match &self.pool {
             Pool::Sqlite { write, .. } => {
                 finish_sqlite(write, prompt_id, before, usage, state, error, kind).await
             }
             Pool::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                let mut events = Vec::with_capacity(before.len() + 1);
-                for Append { change, kind } in before {
-                    events.push(append!(self, tx, prompt_id, Guard::Open, change, |_| kind)?);
-                }
-                if *usage != Usage::default() {
-                    sqlx::query(ADD_USAGE)
-                        .bind(saturating_i64(usage.input_tokens))
-                        .bind(saturating_i64(usage.output_tokens))
-                        .bind(saturating_i64(usage.total_tokens))
-                        .bind(prompt_id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                let mut events = self
+                    .append_all_postgres(&mut tx, prompt_id, before, usage)
+                    .await?;
                 let change = Change::Finish { state, error };
                 events.push(append!(self, tx, prompt_id, Guard::Open, change, kind)?);
                 tx.commit().await?;
