@@ -32,7 +32,7 @@ test:
 	$(CARGO) test --workspace --locked --no-fail-fast
 	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
 		echo "== the end-to-end suite again, every stack on PostgreSQL"; \
-		AGENTIC_TEST_STACK_DATABASE=postgres $(CARGO) test --locked -p agentic-tests --test e2e; \
+		AGENTIC_TEST_STACK_DATABASE=postgres $(CARGO) test --workspace --locked --test e2e; \
 	else \
 		echo "!! SKIPPED: the end-to-end suite on PostgreSQL (no server)" >&2; \
 	fi
