@@ -16,8 +16,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
 use crate::error::GatewayError;
-use crate::hub::{Hub, Live};
-use crate::store::Store;
+use crate::hub::{Hub, Live, Subscription};
+use crate::store::{EventPage, Store};
 
 const REPLAY_BATCH: u32 = 500;
 
@@ -29,14 +29,34 @@ const CLIENT_BUFFER: usize = 64;
 
 pub type EventStream = ReceiverStream<Result<PromptEvent, Status>>;
 
-pub fn follow(store: Store, hub: Hub, prompt_id: String, after_sequence: u64) -> EventStream {
+/// Streams `prompt_id`'s events after `after_sequence` to `user_id`: `PromptNotFound` when
+/// the prompt does not exist or is another user's. The first page of the replay comes with
+/// that check, in the same read.
+pub async fn follow(
+    store: Store,
+    hub: Hub,
+    user_id: &str,
+    prompt_id: String,
+    after_sequence: u64,
+) -> Result<EventStream, GatewayError> {
+    let subscription = hub.subscribe(&prompt_id);
+    let first = store
+        .event_page(&prompt_id, after_sequence, REPLAY_BATCH)
+        .await?
+        .filter(|page| page.user_id == user_id)
+        .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.clone()))?;
     let (sender, receiver) = mpsc::channel(CLIENT_BUFFER);
     tokio::spawn(async move {
-        if let Err(error) = forward(&store, &hub, &prompt_id, after_sequence, &sender).await {
+        let stream = Follower {
+            store: &store,
+            prompt_id: &prompt_id,
+            sender: &sender,
+        };
+        if let Err(error) = stream.forward(subscription, after_sequence, first).await {
             let _ = sender.send(Err(agentic_rpc::to_status(error))).await;
         }
     });
-    ReceiverStream::new(receiver)
+    Ok(ReceiverStream::new(receiver))
 }
 
 /// Why forwarding stopped early without an error.
@@ -45,76 +65,97 @@ enum Stop {
     Done,
 }
 
-async fn forward(
-    store: &Store,
-    hub: &Hub,
-    prompt_id: &str,
-    after_sequence: u64,
-    sender: &mpsc::Sender<Result<PromptEvent, Status>>,
-) -> Result<(), GatewayError> {
-    let mut subscription = hub.subscribe(prompt_id);
-    let mut last = after_sequence;
-    loop {
-        // Catch up from the database.
-        if let Err(Stop::Done) = replay(store, prompt_id, &mut last, sender).await? {
-            return Ok(());
-        }
-        // Nothing more is stored: a prompt that no longer runs has nothing more to say. Its
-        // last events may have been stored between the replay and this check: send them too.
-        match store.state(prompt_id).await? {
-            Some(PromptState::Running) => {}
-            _ => {
-                let _ = replay(store, prompt_id, &mut last, sender).await?;
+struct Follower<'a> {
+    store: &'a Store,
+    prompt_id: &'a str,
+    sender: &'a mpsc::Sender<Result<PromptEvent, Status>>,
+}
+
+impl Follower<'_> {
+    /// Replays from `first` on, then follows live. `subscription` was taken before `first`
+    /// was read, so every event is in a page or arrives live (or both: duplicates are skipped).
+    async fn forward(
+        &self,
+        mut subscription: Subscription,
+        after_sequence: u64,
+        first: EventPage,
+    ) -> Result<(), GatewayError> {
+        let mut last = after_sequence;
+        let mut page = Some(first);
+        loop {
+            // Catch up from the database.
+            let state = match self.replay(&mut last, page.take()).await? {
+                Ok(state) => state,
+                Err(Stop::Done) => return Ok(()),
+            };
+            // The last page read holds every event stored up to the state it was read with:
+            // a prompt that no longer runs has nothing more to say.
+            if state != Some(PromptState::Running) {
                 return Ok(());
             }
-        }
-        // Follow live until a gap or lag sends us back to the database.
-        loop {
-            let Ok(heard) = tokio::time::timeout(RECHECK_AFTER, subscription.receiver.recv()).await
-            else {
-                break;
-            };
-            match heard {
-                Ok(Live::Event(event)) if event.sequence <= last => {}
-                Ok(Live::Stored(sequence)) if sequence <= last => {}
-                Ok(Live::Event(event)) if event.sequence == last + 1 => {
-                    last = event.sequence;
-                    let paused = matches!(event.kind, Some(prompt_event::Kind::Waiting(_)));
-                    if let Err(Stop::Done) = send(sender, Arc::unwrap_or_clone(event)).await {
-                        return Ok(());
+            // Follow live until a gap or lag sends us back to the database.
+            loop {
+                let Ok(heard) =
+                    tokio::time::timeout(RECHECK_AFTER, subscription.receiver.recv()).await
+                else {
+                    break;
+                };
+                match heard {
+                    Ok(Live::Event(event)) if event.sequence <= last => {}
+                    Ok(Live::Stored(sequence)) if sequence <= last => {}
+                    Ok(Live::Event(event)) if event.sequence == last + 1 => {
+                        last = event.sequence;
+                        let paused = matches!(event.kind, Some(prompt_event::Kind::Waiting(_)));
+                        if let Err(Stop::Done) =
+                            send(self.sender, Arc::unwrap_or_clone(event)).await
+                        {
+                            return Ok(());
+                        }
+                        if paused {
+                            // The database says whether it still waits (the stream ends) or
+                            // was resumed meanwhile (it goes on).
+                            break;
+                        }
                     }
-                    if paused {
-                        // The database says whether it still waits (the stream ends) or
-                        // was resumed meanwhile (it goes on).
+                    Ok(Live::Event(_) | Live::Stored(_) | Live::Recheck)
+                    | Err(RecvError::Lagged(_)) => {
                         break;
                     }
+                    Err(RecvError::Closed) => return Ok(()),
                 }
-                Ok(Live::Event(_) | Live::Stored(_) | Live::Recheck)
-                | Err(RecvError::Lagged(_)) => {
-                    break;
-                }
-                Err(RecvError::Closed) => return Ok(()),
             }
         }
     }
-}
 
-/// Sends every stored event after `last`, advancing it.
-async fn replay(
-    store: &Store,
-    prompt_id: &str,
-    last: &mut u64,
-    sender: &mpsc::Sender<Result<PromptEvent, Status>>,
-) -> Result<Result<(), Stop>, GatewayError> {
-    loop {
-        let batch = store.events_after(prompt_id, *last, REPLAY_BATCH).await?;
-        if batch.is_empty() {
-            return Ok(Ok(()));
-        }
-        for event in batch {
-            *last = event.sequence;
-            if let Err(stop) = send(sender, event).await {
-                return Ok(Err(stop));
+    /// Sends every stored event after `last`, advancing it, starting with `page` when one was
+    /// read already; answers the prompt's state as the last page read saw it (`None`: gone).
+    async fn replay(
+        &self,
+        last: &mut u64,
+        mut page: Option<EventPage>,
+    ) -> Result<Result<Option<PromptState>, Stop>, GatewayError> {
+        loop {
+            let read = match page.take() {
+                Some(read) => read,
+                None => match self
+                    .store
+                    .event_page(self.prompt_id, *last, REPLAY_BATCH)
+                    .await?
+                {
+                    Some(read) => read,
+                    None => return Ok(Ok(None)),
+                },
+            };
+            // A short page is the end of what was stored when it was read.
+            let more = read.events.len() >= REPLAY_BATCH as usize;
+            for event in read.events {
+                *last = event.sequence;
+                if let Err(stop) = send(self.sender, event).await {
+                    return Ok(Err(stop));
+                }
+            }
+            if !more {
+                return Ok(Ok(Some(read.state)));
             }
         }
     }

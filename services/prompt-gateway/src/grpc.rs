@@ -78,17 +78,15 @@ impl PromptGateway for GatewayService {
         let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
         let request = request.into_inner();
         no_nul(&[("prompt_id", &request.prompt_id)])?;
-        // Ownership first: another user's prompt does not exist.
-        self.prompts
-            .check_owner(&user_id, &request.prompt_id)
-            .await
-            .map_err(to_status)?;
         let stream = follow(
             self.prompts.store.clone(),
             self.prompts.hub.clone(),
+            &user_id,
             request.prompt_id,
             request.after_sequence,
-        );
+        )
+        .await
+        .map_err(to_status)?;
         Ok(Response::new(stream))
     }
 

@@ -155,7 +155,9 @@ async fn check(url: &str, plan: &Plan) {
                 // Resume after a sequence that exists (1 is `created`).
                 let stored = store.events_after(&id, 0, 10_000).await.unwrap().len();
                 let after = (resume_after % (stored + 1)) as u64;
-                let events: Vec<PromptEvent> = follow(store, hub, id, after)
+                let events: Vec<PromptEvent> = follow(store, hub, "alice", id, after)
+                    .await
+                    .expect("the stream opens")
                     .map(|event| event.expect("the stream delivers"))
                     .collect()
                     .await;

@@ -234,14 +234,6 @@ impl Prompts {
             .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_owned()))
     }
 
-    /// `PromptNotFound` unless the prompt exists and belongs to `user_id` (without loading it).
-    pub async fn check_owner(&self, user_id: &str, prompt_id: &str) -> Result<(), GatewayError> {
-        match self.store.owner_of(prompt_id).await? {
-            Some(owner) if owner == user_id => Ok(()),
-            _ => Err(GatewayError::PromptNotFound(prompt_id.to_owned())),
-        }
-    }
-
     pub async fn list(
         &self,
         user_id: &str,

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_proto::json::{
@@ -26,9 +27,11 @@ use agentic_proto::v1::{
     Usage, prompt_event, prompt_output,
 };
 use prost::Message;
+use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
 };
 
 use agentic_rpc::config::is_postgres_url;
@@ -185,6 +188,14 @@ pub enum Change {
     },
 }
 
+/// A page of a prompt's events, with its owner and state as they were when it was read.
+#[derive(Debug)]
+pub struct EventPage {
+    pub user_id: String,
+    pub state: PromptState,
+    pub events: Vec<PromptEvent>,
+}
+
 /// Who runs prompts through this store: the replica's id and how long its leases last.
 #[derive(Debug, Clone)]
 pub struct Owner {
@@ -205,9 +216,36 @@ enum Pool {
     /// steps), while reads run on their own connections beside it (WAL).
     Sqlite {
         read: SqlitePool,
-        write: SqlitePool,
+        write: SqliteWriter,
     },
     Postgres(PgPool),
+}
+
+/// SQLite's one write connection, held by the store instead of a pool: sqlx's pool pings a
+/// connection each time it is handed back (a round trip to the connection's thread), and
+/// with a single writer every write waited for the ping after the one before it.
+#[derive(Clone)]
+struct SqliteWriter(Arc<tokio::sync::Mutex<WriteConnection>>);
+
+struct WriteConnection {
+    conn: SqliteConnection,
+    /// A one-command transaction ([`sqlite_one_command`]) was sent and its caller went away
+    /// before it ended: it may still be open, and the next writer rolls it back.
+    unfinished: bool,
+}
+
+impl SqliteWriter {
+    /// Waits for the write connection; a transaction an interrupted caller left open is
+    /// rolled back first (all or nothing, as if it had never been sent).
+    async fn lock(&self) -> tokio::sync::MutexGuard<'_, WriteConnection> {
+        let mut writer = self.0.lock().await;
+        if writer.unfinished {
+            // Fails harmlessly when the transaction had already ended.
+            let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
+            writer.unfinished = false;
+        }
+        writer
+    }
 }
 
 /// Runs `$body` with `$pool` bound to whichever backend's pool for reads the store holds.
@@ -226,7 +264,11 @@ macro_rules! with_pool {
 macro_rules! with_writer {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.pool {
-            Pool::Sqlite { write: $pool, .. } => $body,
+            Pool::Sqlite { write, .. } => {
+                let mut writer = write.lock().await;
+                let $pool = &mut writer.conn;
+                $body
+            }
             Pool::Postgres($pool) => $body,
         }
     };
@@ -385,19 +427,19 @@ macro_rules! append {
 /// Runs `query`, a one-command transaction (`BEGIN IMMEDIATE; …; COMMIT;`) whose one
 /// `RETURNING sequence` statement numbers its events, on SQLite's write connection.
 async fn sqlite_one_command<'q>(
-    write: &SqlitePool,
+    write: &SqliteWriter,
     query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
 ) -> Result<Vec<i64>, GatewayError> {
-    let mut conn = write.acquire().await?;
+    let mut writer = write.lock().await;
+    writer.unfinished = true;
     // `fetch_all` runs every statement, COMMIT included.
-    match query.fetch_all(&mut *conn).await {
-        Ok(sequences) => Ok(sequences),
-        Err(error) => {
-            // Never hand the connection back inside a transaction.
-            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-            Err(error.into())
-        }
+    let result = query.fetch_all(&mut writer.conn).await;
+    if result.is_err() {
+        // Never leave the connection inside a transaction.
+        let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
     }
+    writer.unfinished = false;
+    Ok(result?)
 }
 
 /// `[position, hex payload]` pairs as a JSON array, for [`APPEND_BATCH`].
@@ -528,7 +570,7 @@ impl SqliteBatch {
 
 /// [`Store::append_batch`] on SQLite: [`APPEND_BATCH`].
 async fn append_batch_sqlite(
-    write: &SqlitePool,
+    write: &SqliteWriter,
     prompt_id: &str,
     appends: Vec<Append>,
     usage: &Usage,
@@ -550,7 +592,7 @@ async fn append_batch_sqlite(
         .bind(prompt_id)
         .bind(RUNNING)
         .bind(WAITING)
-        .fetch_optional(write)
+        .fetch_optional(&mut write.lock().await.conn)
         .await?;
         return Err(match open {
             Some(_) if !batch.replaced_positions.is_empty() => {
@@ -573,7 +615,7 @@ fn missing_entry(positions: &[u32]) -> GatewayError {
 /// timeline (so nothing else can change it before the event that carries it is stored), the
 /// second is [`FINISH_WRITE`].
 async fn finish_sqlite(
-    write: &SqlitePool,
+    write: &SqliteWriter,
     prompt_id: &str,
     before: Vec<Append>,
     usage: &Usage,
@@ -587,7 +629,9 @@ async fn finish_sqlite(
          WHERE prompt_id = $1) AS outputs \
          FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)"
     );
-    let mut conn = write.acquire().await?;
+    let mut writer = write.lock().await;
+    writer.unfinished = true;
+    let conn = &mut writer.conn;
     let finished = async {
         let row: Option<PromptWithOutputs> = sqlx::query_as(&read)
             .bind(prompt_id)
@@ -658,9 +702,10 @@ async fn finish_sqlite(
     }
     .await;
     if finished.is_err() {
-        // Never hand the connection back inside a transaction (a no-op after COMMIT).
+        // Never leave the connection inside a transaction (a no-op after COMMIT).
         let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
     }
+    writer.unfinished = false;
     finished
 }
 
@@ -791,17 +836,16 @@ impl Store {
                 .foreign_keys(true);
             // A SQLite connection is a thread in this process, not a link that can break: the
             // pool's ping before every checkout would only double each command's hand-offs.
-            let write = SqlitePoolOptions::new()
-                .max_connections(1)
-                .test_before_acquire(false)
-                .connect_with(options.clone())
-                .await?;
-            sqlx::migrate!("./migrations/sqlite").run(&write).await?;
             let read = SqlitePoolOptions::new()
                 .max_connections(8)
                 .test_before_acquire(false)
-                .connect_with(options)
+                .connect_with(options.clone())
                 .await?;
+            sqlx::migrate!("./migrations/sqlite").run(&read).await?;
+            let write = SqliteWriter(Arc::new(tokio::sync::Mutex::new(WriteConnection {
+                conn: SqliteConnection::connect_with(&options).await?,
+                unfinished: false,
+            })));
             Pool::Sqlite { read, write }
         };
         Ok(Store { pool, owner })
@@ -1125,16 +1169,6 @@ impl Store {
     }
 
     /// The user a prompt belongs to, if it exists.
-    pub async fn owner_of(&self, prompt_id: &str) -> Result<Option<String>, GatewayError> {
-        let sql = "SELECT user_id FROM prompts WHERE id = $1";
-        Ok(with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
-                .bind(prompt_id)
-                .fetch_optional(pool)
-                .await
-        })?)
-    }
-
     /// Prompts by id, in the order of `ids`, skipping any that vanished.
     async fn prompts(&self, ids: &[String]) -> Result<Vec<Prompt>, GatewayError> {
         with_pool!(self, |pool| {
@@ -1168,21 +1202,40 @@ impl Store {
     }
 
     /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
-    #[tracing::instrument(name = "db", skip_all, fields(
-        otel.name = "SELECT prompt_events",
-        db.system.name = self.system(),
-        db.operation.name = "SELECT",
-        db.collection.name = "prompt_events",
-    ))]
+    #[cfg(test)]
     pub async fn events_after(
         &self,
         prompt_id: &str,
         after: u64,
         limit: u32,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
-        let sql = "SELECT sequence, payload FROM prompt_events WHERE prompt_id = $1 AND sequence > $2 \
-                   ORDER BY sequence LIMIT $3";
-        let rows: Vec<(i64, Vec<u8>)> = with_pool!(self, |pool| {
+        Ok(self
+            .event_page(prompt_id, after, limit)
+            .await?
+            .map(|page| page.events)
+            .unwrap_or_default())
+    }
+
+    /// As [`Store::events_after`], with the prompt's owner and state read in the same
+    /// statement, so from the same snapshot: a page whose state is not RUNNING holds every
+    /// event up to that state. `None` when the prompt does not exist (no ownership checks).
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "SELECT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "SELECT",
+        db.collection.name = "prompt_events",
+    ))]
+    pub async fn event_page(
+        &self,
+        prompt_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Option<EventPage>, GatewayError> {
+        let sql = "SELECT p.user_id, p.state, e.sequence, e.payload FROM prompts p \
+                   LEFT JOIN prompt_events e ON e.prompt_id = p.id AND e.sequence > $2 \
+                   WHERE p.id = $1 ORDER BY e.sequence LIMIT $3";
+        type Row = (String, i32, Option<i64>, Option<Vec<u8>>);
+        let rows: Vec<Row> = with_pool!(self, |pool| {
             sqlx::query_as(sql)
                 .bind(prompt_id)
                 .bind(saturating_i64(after))
@@ -1190,14 +1243,28 @@ impl Store {
                 .fetch_all(pool)
                 .await
         })?;
-        rows.iter()
+        let Some((user_id, state, _, _)) = rows.first() else {
+            return Ok(None);
+        };
+        let (user_id, state) = (
+            user_id.clone(),
+            PromptState::try_from(*state).unwrap_or(PromptState::Unspecified),
+        );
+        let events = rows
+            .into_iter()
+            .filter_map(|(_, _, sequence, payload)| Some((sequence?, payload?)))
             .map(|(sequence, payload)| {
                 // The row's sequence is the event's (a payload may be stored without it).
                 let mut event = PromptEvent::decode(payload.as_slice())?;
-                event.sequence = unsigned(*sequence);
+                event.sequence = unsigned(sequence);
                 Ok(event)
             })
-            .collect()
+            .collect::<Result<_, GatewayError>>()?;
+        Ok(Some(EventPage {
+            user_id,
+            state,
+            events,
+        }))
     }
 
     /// The prompt's state, without ownership checks (callers checked ownership already).

@@ -116,8 +116,20 @@ impl Default for StackOptions {
     }
 }
 
-/// A server on a runtime of its own; dropping it stops the server at once, as if its
-/// process died. Also what the benchmarks run their own servers on.
+/// Worker threads of each service's runtime: one, as the gateway, the classic-executor and
+/// the tool-host get in the Kubernetes base (tokio starts one worker per core it may use,
+/// and their CPU limit is one core; the code-executor's two go mostly to its sandbox
+/// threads). On a small machine shared by four services it is also the cheaper choice: a
+/// second worker per runtime mostly wakes up to find nothing to steal (a classic prompt
+/// through the stack cost 3.2 ms of CPU with one worker per service, 4.0 ms with two, on two
+/// cores). Blocking work never runs on these workers (SQLite and the sandboxes have threads
+/// of their own), and the tests keep it that way: a call that blocked its runtime would
+/// stall a one-worker service.
+pub const SERVICE_WORKER_THREADS: usize = 1;
+
+/// A server on a runtime of its own ([`SERVICE_WORKER_THREADS`] workers); dropping it stops
+/// the server at once, as if its process died. Also what the benchmarks run their own
+/// servers on.
 pub struct Background {
     runtime: Option<Runtime>,
 }
@@ -133,7 +145,7 @@ impl Background {
         Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
     {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(SERVICE_WORKER_THREADS)
             .thread_name(format!("stack-{name}"))
             .enable_all()
             .build()?;
