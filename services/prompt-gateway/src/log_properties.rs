@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use agentic_proto::json::now;
@@ -543,6 +544,74 @@ fn a_batch_replacing_a_missing_entry_is_refused_whole_on_sqlite() {
 #[test]
 fn a_batch_replacing_a_missing_entry_is_refused_whole_on_postgres() {
     runtime().block_on(on_postgres(async |url| check_missing_entry(url).await));
+}
+
+/// Writes whose callers go away at any point (a cancelled request drops its future mid-write)
+/// leave each batch whole or absent, and later writes work: the log stays gap-free.
+async fn check_dropped_writes(url: &str) {
+    let owner = Owner {
+        replica: "test".into(),
+        lease: Duration::from_secs(60),
+    };
+    let store = Store::connect(url, owner).await.unwrap();
+    let created_at = now();
+    let prompt = Prompt {
+        id: uuid::Uuid::now_v7().to_string(),
+        user_id: "alice".into(),
+        mode: "classic".into(),
+        state: PromptState::Running as i32,
+        input: "log".into(),
+        created_at: Some(created_at),
+        updated_at: Some(created_at),
+        ..Default::default()
+    };
+    store.insert_prompt(&prompt).await.unwrap();
+    let mut dropped = 0;
+    let usage = Usage::default();
+    for attempt in 0..40u64 {
+        let batch = (0..3).map(|n| written_event(1, n)).collect();
+        // Dropped at its first await, after a few polls, or not at all (it finished).
+        let mut write = std::pin::pin!(store.append_batch(&prompt.id, batch, &usage));
+        let mut finished = false;
+        for _ in 0..=attempt % 10 {
+            let polled = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+            if polled.is_ready() {
+                finished = true;
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        if !finished {
+            dropped += 1;
+        }
+    }
+    assert!(dropped > 0, "no write was interrupted");
+    let last = store
+        .append_batch(&prompt.id, vec![written_event(1, 9)], &Usage::default())
+        .await
+        .expect("a write after interrupted ones works");
+    let stored = store.events_after(&prompt.id, 0, 10_000).await.unwrap();
+    let sequences: Vec<u64> = stored.iter().map(|event| event.sequence).collect();
+    let gap_free: Vec<u64> = (1..=sequences.len() as u64).collect();
+    assert_eq!(sequences, gap_free);
+    assert_eq!(last[0].sequence, sequences.len() as u64);
+    // `created`, whole batches of three, the last write.
+    assert_eq!((stored.len() - 2) % 3, 0, "a batch was stored in part");
+}
+
+#[test]
+fn writes_dropped_midway_leave_a_whole_gap_free_log_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("gateway.db").display()
+    );
+    runtime().block_on(check_dropped_writes(&url));
+}
+
+#[test]
+fn writes_dropped_midway_leave_a_whole_gap_free_log_on_postgres() {
+    runtime().block_on(on_postgres(async |url| check_dropped_writes(url).await));
 }
 
 fn config() -> ProptestConfig {
