@@ -13,7 +13,8 @@ use openai_api_rs::v1::chat_completion::{
 use openai_api_rs::v1::error::APIError;
 use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::Instrument as _;
 
@@ -292,33 +293,68 @@ fn endpoint_url(base: &str, path: &str) -> String {
     }
 }
 
+/// The JSON body of a streamed request, serialized straight from borrowed parts (no
+/// intermediate `Value` tree: the conversation and every tool schema would be copied once more
+/// per call).
+#[derive(Serialize)]
+struct StreamBody<'a> {
+    model: &'a str,
+    messages: &'a [ChatCompletionMessage],
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
 fn stream_body(
     model: &str,
     messages: &[ChatCompletionMessage],
     tools: &[ToolDef],
     response_format: Option<&Value>,
 ) -> Vec<u8> {
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !tools.is_empty() {
-        body["tools"] = tools
+    let body = StreamBody {
+        model,
+        messages,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        tools: tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-                })
+            .map(|tool| WireTool {
+                r#type: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
             })
-            .collect();
-    }
-    if let Some(format) = response_format {
-        body["response_format"] = format.clone();
-    }
-    body.to_string().into_bytes()
+            .collect(),
+        response_format,
+    };
+    // Strings, options and `Value`s (whose maps have string keys) always serialize; the
+    // `json!` this replaced panicked the same way had they not.
+    serde_json::to_vec(&body).expect("a request body of strings and JSON values serializes")
 }
 
 fn to_library_message(message: &ChatMessage) -> ChatCompletionMessage {
@@ -442,6 +478,8 @@ mod tests {
         );
     }
 
+    use serde_json::json;
+
     #[test]
     fn tools_are_sent_with_their_schema_verbatim() {
         let schema = json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
@@ -453,6 +491,22 @@ mod tests {
         let body: Value =
             serde_json::from_slice(&stream_body("m", &[], &tools, None)).expect("json body");
         assert_eq!(body["tools"][0]["function"]["parameters"], schema);
+        assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["stream_options"]["include_usage"], true);
+        assert!(body.get("response_format").is_none());
+    }
+
+    #[test]
+    fn a_body_without_tools_has_no_tools_key_and_keeps_the_response_format() {
+        let messages = [to_library_message(&ChatMessage::User("hi".into()))];
+        let format = json!({"type": "json_object"});
+        let body: Value = serde_json::from_slice(&stream_body("m", &messages, &[], Some(&format)))
+            .expect("json body");
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert_eq!(body["messages"][0]["content"], "hi");
+        assert!(body.get("tools").is_none());
+        assert_eq!(body["response_format"], format);
     }
 }
