@@ -134,6 +134,7 @@ pub async fn run(
     let background = [
         tokio::spawn(keep_leases(prompts.clone())),
         tokio::spawn(follow_other_replicas(prompts.clone())),
+        tokio::spawn(checkpoint(prompts.store.clone())),
     ];
     match &auth {
         Auth::DevMode => tracing::warn!(
@@ -190,6 +191,21 @@ async fn keep_leases(prompts: Prompts) {
         }
         if let Err(error) = prompts.fail_expired().await {
             tracing::error!(%error, "could not fail prompts whose lease expired");
+        }
+    }
+}
+
+/// Checkpoints SQLite's write-ahead log in the background (see [`store::CHECKPOINT_EVERY`]).
+async fn checkpoint(store: Store) {
+    if store.is_shared() {
+        return;
+    }
+    let mut ticks = tokio::time::interval(store::CHECKPOINT_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(error) = store.checkpoint().await {
+            tracing::warn!(%error, "could not checkpoint the database's write-ahead log");
         }
     }
 }

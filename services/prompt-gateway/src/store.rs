@@ -43,6 +43,16 @@ const EVENTS_CHANNEL: &str = "agentic_prompt_events";
 
 const MAX_CONNECTIONS: u32 = 16;
 
+/// How often the SQLite write-ahead log is checkpointed into the database, off the write
+/// path ([`Store::checkpoint`]). A commit that checkpoints itself (SQLite's default, every
+/// 1000 pages) syncs the file to disk while every write behind it waits: that was the slowest
+/// percent of prompts (p99 5–6 ms of a 2 ms prompt).
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// The size (in pages) at which a commit still checkpoints the log itself: only when the
+/// background checkpoints fall far behind, so the log cannot grow without bound.
+const WAL_AUTOCHECKPOINT_PAGES: &str = "16384";
+
 const RUNNING: i32 = PromptState::Running as i32;
 const WAITING: i32 = PromptState::WaitingForApproval as i32;
 
@@ -833,7 +843,8 @@ impl Store {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
-                .foreign_keys(true);
+                .foreign_keys(true)
+                .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES);
             // A SQLite connection is a thread in this process, not a link that can break: the
             // pool's ping before every checkout would only double each command's hand-offs.
             let read = SqlitePoolOptions::new()
@@ -849,6 +860,18 @@ impl Store {
             Pool::Sqlite { read, write }
         };
         Ok(Store { pool, owner })
+    }
+
+    /// Copies what the SQLite write-ahead log holds into the database without waiting for
+    /// readers or the writer (a passive checkpoint, on a read connection); nothing to do on
+    /// PostgreSQL. The gateway runs it every [`CHECKPOINT_EVERY`].
+    pub async fn checkpoint(&self) -> Result<(), GatewayError> {
+        if let Pool::Sqlite { read, .. } = &self.pool {
+            sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(read)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Whether several gateways may share this database (PostgreSQL); SQLite means one.
@@ -1623,4 +1646,49 @@ fn unsigned(value: i64) -> u64 {
 
 fn saturating_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Commits leave the log to the background checkpoints (a commit that checkpoints syncs
+    /// the disk while every write behind it waits), and [`Store::checkpoint`] copies it into
+    /// the database file.
+    #[tokio::test]
+    async fn sqlite_commits_leave_checkpoints_to_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.db");
+        let url = format!("sqlite://{}?mode=rwc", file.display());
+        let owner = Owner {
+            replica: "test".into(),
+            lease: Duration::from_secs(60),
+        };
+        let store = Store::connect(&url, owner).await.unwrap();
+        let created_at = now();
+        // About 2000 pages of log: twice what SQLite checkpoints at by default.
+        for _ in 0..500 {
+            let prompt = Prompt {
+                id: uuid::Uuid::now_v7().to_string(),
+                user_id: "alice".into(),
+                mode: "classic".into(),
+                state: PromptState::Running as i32,
+                input: "x".repeat(6000),
+                created_at: Some(created_at),
+                updated_at: Some(created_at),
+                ..Default::default()
+            };
+            store.insert_prompt(&prompt).await.unwrap();
+        }
+        let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |meta| meta.len());
+        let log = dir.path().join("g.db-wal");
+        assert!(size(&log) > 4_000_000, "log: {} bytes", size(&log));
+        assert!(
+            size(&file) < 1_000_000,
+            "a commit checkpointed the log into the database ({} bytes)",
+            size(&file)
+        );
+        store.checkpoint().await.unwrap();
+        assert!(size(&file) > 3_000_000, "database: {} bytes", size(&file));
+    }
 }
