@@ -34,6 +34,10 @@ struct Args {
     /// Only these items (e.g. `--only 1,2,4`); all when omitted.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// With `--only timeline`: also print when every span of the services starts and ends,
+    /// with its busy and idle time (`RUST_LOG` filters; `info` by default).
+    #[arg(long)]
+    spans: bool,
     /// Where the JSON results go.
     #[arg(long, default_value = "target/bench/results.json")]
     output: PathBuf,
@@ -50,6 +54,23 @@ impl Effort {
     pub fn pick<T>(self, quick: T, full: T) -> T {
         if self.quick { quick } else { full }
     }
+}
+
+/// Logs every span's start and end to stderr, stamped with the time since the start, for
+/// reading where a prompt's time goes.
+fn print_spans() {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(FmtSpan::NEW | FmtSpan::CLOSE)
+        .with_timer(tracing_subscriber::fmt::time::uptime())
+        .with_thread_names(true)
+        .with_ansi(false)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 /// Runs one measurement; a failure becomes an ERROR row instead of ending the run.
@@ -102,6 +123,9 @@ async fn main() -> anyhow::Result<()> {
         .await;
     }
     if args.only.iter().any(|only| only == "timeline") {
+        if args.spans {
+            print_spans();
+        }
         let stack = Stack::start_with(prompts::rules(), StackOptions::default()).await?;
         prompts::timeline(&stack).await?;
         return Ok(());
