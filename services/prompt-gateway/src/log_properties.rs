@@ -120,14 +120,14 @@ async fn until(written: &AtomicUsize, count: usize, done: &AtomicBool) {
     }
 }
 
-/// Runs one plan against a fresh database at `url`; panics (with the plan) on a violation.
-async fn check(url: &str, plan: &Plan) {
+/// A store on the fresh database at `url` with one RUNNING prompt of alice's, and the
+/// prompt's `created` event.
+async fn new_prompt(url: &str) -> (Store, Prompt, PromptEvent) {
     let owner = Owner {
         replica: "test".into(),
         lease: Duration::from_secs(60),
     };
     let store = Store::connect(url, owner).await.unwrap();
-    let hub = Hub::default();
     let created_at = now();
     let prompt = Prompt {
         id: uuid::Uuid::now_v7().to_string(),
@@ -139,7 +139,15 @@ async fn check(url: &str, plan: &Plan) {
         updated_at: Some(created_at),
         ..Default::default()
     };
-    hub.publish(&store.insert_prompt(&prompt).await.unwrap());
+    let created = store.insert_prompt(&prompt).await.unwrap();
+    (store, prompt, created)
+}
+
+/// Runs one plan against a fresh database at `url`; panics (with the plan) on a violation.
+async fn check(url: &str, plan: &Plan) {
+    let hub = Hub::default();
+    let (store, prompt, created) = new_prompt(url).await;
+    hub.publish(&created);
     let id = prompt.id.clone();
     let total_writes: usize = plan.writers.iter().map(|(count, ..)| count).sum();
     let written = Arc::new(AtomicUsize::new(0));
@@ -359,23 +367,7 @@ async fn check(url: &str, plan: &Plan) {
 /// A batch that replaces an entry the timeline does not have is refused whole, as a protocol
 /// error, on both backends; the log and the timeline stay as they were.
 async fn check_missing_entry(url: &str) {
-    let owner = Owner {
-        replica: "test".into(),
-        lease: Duration::from_secs(60),
-    };
-    let store = Store::connect(url, owner).await.unwrap();
-    let created_at = now();
-    let prompt = Prompt {
-        id: uuid::Uuid::now_v7().to_string(),
-        user_id: "alice".into(),
-        mode: "classic".into(),
-        state: PromptState::Running as i32,
-        input: "log".into(),
-        created_at: Some(created_at),
-        updated_at: Some(created_at),
-        ..Default::default()
-    };
-    store.insert_prompt(&prompt).await.unwrap();
+    let (store, prompt, _) = new_prompt(url).await;
     // Entry 0 is added and replaced; entry 1 never existed.
     let batch = vec![
         written_event(0, 0),
@@ -418,23 +410,7 @@ async fn check_missing_entry(url: &str) {
 /// The events stored with the end (`finish_after`) are in the log just before it, and the
 /// terminal event carries the prompt as they leave it: entries added and replaced, tokens.
 async fn check_finish_after(url: &str) {
-    let owner = Owner {
-        replica: "test".into(),
-        lease: Duration::from_secs(60),
-    };
-    let store = Store::connect(url, owner).await.unwrap();
-    let created_at = now();
-    let prompt = Prompt {
-        id: uuid::Uuid::now_v7().to_string(),
-        user_id: "alice".into(),
-        mode: "classic".into(),
-        state: PromptState::Running as i32,
-        input: "log".into(),
-        created_at: Some(created_at),
-        updated_at: Some(created_at),
-        ..Default::default()
-    };
-    store.insert_prompt(&prompt).await.unwrap();
+    let (store, prompt, _) = new_prompt(url).await;
     let usage = Usage {
         input_tokens: 1,
         output_tokens: 2,
@@ -549,23 +525,7 @@ fn a_batch_replacing_a_missing_entry_is_refused_whole_on_postgres() {
 /// Writes whose callers go away at any point (a cancelled request drops its future mid-write)
 /// leave each batch whole or absent, and later writes work: the log stays gap-free.
 async fn check_dropped_writes(url: &str) {
-    let owner = Owner {
-        replica: "test".into(),
-        lease: Duration::from_secs(60),
-    };
-    let store = Store::connect(url, owner).await.unwrap();
-    let created_at = now();
-    let prompt = Prompt {
-        id: uuid::Uuid::now_v7().to_string(),
-        user_id: "alice".into(),
-        mode: "classic".into(),
-        state: PromptState::Running as i32,
-        input: "log".into(),
-        created_at: Some(created_at),
-        updated_at: Some(created_at),
-        ..Default::default()
-    };
-    store.insert_prompt(&prompt).await.unwrap();
+    let (store, prompt, _) = new_prompt(url).await;
     let mut dropped = 0;
     let usage = Usage::default();
     for attempt in 0..40u64 {
