@@ -20,9 +20,16 @@ use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, New
 
 /// The `ToolHost` service with explicit message limits.
 pub fn tool_host_server(registry: Arc<Registry>) -> ToolHostServer<ToolHostService> {
-    ToolHostServer::new(ToolHostService { registry })
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    // The catalogue never changes while the service runs: converted once, not per `Prepare`.
+    let tools = registry.tools().map(tool_definition).collect();
+    let modules = registry.modules().into_iter().map(sandbox_module).collect();
+    ToolHostServer::new(ToolHostService {
+        registry,
+        tools,
+        modules,
+    })
+    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+    .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 /// The `ArtifactStore` service with explicit message limits.
@@ -34,6 +41,9 @@ pub fn artifact_store_server(store: Store) -> ArtifactStoreServer<ArtifactStoreS
 
 pub struct ToolHostService {
     registry: Arc<Registry>,
+    /// The registry's tools and sandbox modules as `Prepare` answers them.
+    tools: Vec<pb::ToolDefinition>,
+    modules: Vec<pb::SandboxModule>,
 }
 
 #[tonic::async_trait]
@@ -45,14 +55,9 @@ impl ToolHost for ToolHostService {
         let ctx = PrepareContext::try_from(request.into_inner()).map_err(to_status)?;
         let context = self.registry.context(&ctx).await;
         Ok(Response::new(pb::PrepareResponse {
-            tools: self.registry.tools().map(tool_definition).collect(),
+            tools: self.tools.clone(),
             context: context.into_iter().map(context_item).collect(),
-            modules: self
-                .registry
-                .modules()
-                .into_iter()
-                .map(sandbox_module)
-                .collect(),
+            modules: self.modules.clone(),
         }))
     }
 

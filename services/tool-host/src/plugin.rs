@@ -21,7 +21,8 @@ pub trait Plugin: Send + Sync {
         Vec::new()
     }
 
-    /// ES modules the plugin contributes to the code sandbox.
+    /// ES modules the plugin contributes to the code sandbox. Called once at start, like
+    /// [`Plugin::tools`].
     fn modules(&self) -> Vec<SandboxModule> {
         Vec::new()
     }
