@@ -1191,7 +1191,6 @@ impl Store {
         Ok(prompt.filter(|prompt| prompt.user_id == user_id))
     }
 
-    /// The user a prompt belongs to, if it exists.
     /// Prompts by id, in the order of `ids`, skipping any that vanished.
     async fn prompts(&self, ids: &[String]) -> Result<Vec<Prompt>, GatewayError> {
         with_pool!(self, |pool| {
