@@ -2,7 +2,8 @@
 """Checks that docker-compose.yml and the Kubernetes manifests pass only settings the
 binaries read: each service's environment (and command) is handed to its binary's
 `--check-config`, which parses it and refuses unknown agentic settings. Also checks that
-compose `depends_on` and kustomize `resources` name things that exist."""
+compose `depends_on` and kustomize `resources` name things that exist, and that the
+Kubernetes gateway may reach only DNS, the executors, the tool-host and PostgreSQL."""
 
 import os
 import re
@@ -98,8 +99,38 @@ def check_manifests():
             check(f"{path.relative_to(ROOT)} {container['name']}", command[0], env, command[1:] + container.get("args", []))
 
 
+def check_gateway_egress():
+    """The gateway holds the internal token: its egress is the executors, the tool-host,
+    PostgreSQL and DNS, nothing else, and every executor's pods carry the label it selects."""
+    documents = [document for _, document in manifest_documents()]
+    expected = [
+        {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},
+        {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "executor"}}}]},
+        {"to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "tool-host"}}}],
+         "ports": [{"port": 50054}]},
+        {"ports": [{"port": 5432}]},
+    ]
+    egress = [
+        document for document in documents
+        if document["kind"] == "NetworkPolicy"
+        and "Egress" in document["spec"].get("policyTypes", [])
+        and document["spec"]["podSelector"].get("matchLabels", {}).get("app.kubernetes.io/name") == "prompt-gateway"
+    ]
+    if len(egress) != 1:
+        failures.append(f"expected one egress NetworkPolicy for prompt-gateway, found {len(egress)}")
+    elif egress[0]["spec"].get("egress") != expected:
+        failures.append(f"prompt-gateway egress must be exactly DNS, executors, tool-host and PostgreSQL: {egress[0]['spec'].get('egress')}")
+    for document in documents:
+        if document["kind"] != "Deployment":
+            continue
+        labels = document["spec"]["template"]["metadata"]["labels"]
+        if labels.get("app.kubernetes.io/name", "").endswith("-executor") and labels.get("app.kubernetes.io/component") != "executor":
+            failures.append(f"{document['metadata']['name']}: executor pods need app.kubernetes.io/component: executor")
+
+
 check_compose()
 check_manifests()
+check_gateway_egress()
 if failures:
     print("\n".join(f"FAIL {failure}" for failure in failures), file=sys.stderr)
     sys.exit(1)

@@ -380,6 +380,7 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         check_config: false,
         probe: false,
         llm: llm.clone(),
+        registration: Default::default(),
     };
     let _classic = Background::start("classic", classic_listener, move |listener| {
         classic_executor::run(classic, listener, std::future::pending())
@@ -396,6 +397,7 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         check_config: false,
         probe: false,
         llm,
+        registration: Default::default(),
     };
     let _code = Background::start("code", code_listener, move |listener| {
         code_executor::run(code, listener, std::future::pending())
@@ -407,6 +409,9 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
             dir.path().join("gateway.db").display()
         ),
         lease_ms: 6000,
+        mode_lease_ms: 30_000,
+        max_running_per_user: 64,
+        first_bytes_timeout_ms: 10_000,
         modes: vec![
             prompt_gateway::ModeSpec {
                 id: "classic".into(),
@@ -423,6 +428,8 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         probe: false,
         auth_tokens: Vec::new(),
         auth_tokens_file: None,
+        tls_cert: None,
+        tls_key: None,
     };
     let _gateway = Background::start("gateway", gateway_listener, move |listener| {
         prompt_gateway::run(gateway, listener, std::future::pending())

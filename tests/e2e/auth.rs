@@ -19,12 +19,12 @@ use tonic::{Code, Request, Status};
 use crate::support::*;
 
 /// Adds fixed metadata to every request.
-type AddHeaders = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>;
+pub(crate) type AddHeaders = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>;
 
-type Authed = PromptGatewayClient<InterceptedService<Channel, AddHeaders>>;
+pub(crate) type Authed = PromptGatewayClient<InterceptedService<Channel, AddHeaders>>;
 
 /// A gateway client that sends the given metadata with every call.
-async fn client_with(address: String, headers: &[(&'static str, &str)]) -> Authed {
+pub(crate) async fn client_with(address: String, headers: &[(&'static str, &str)]) -> Authed {
     let channel = Endpoint::from_shared(address)
         .unwrap()
         .connect()

@@ -2,7 +2,7 @@
 //! `agentic_client::cli::run` (the binary's own entry point, with captured output), and the
 //! real binary for what only a process shows: the exit status, and `chat` in a terminal.
 
-mod terminal;
+pub(crate) mod terminal;
 
 use std::process::Command;
 

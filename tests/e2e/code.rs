@@ -406,5 +406,11 @@ async fn an_llm_that_keeps_failing_fails_a_code_prompt_with_a_readable_message()
     assert_eq!(kinds(&events), ["created", "error"]);
     let stored = client.get_prompt(&prompt.id).await.unwrap();
     assert_eq!(stored.state, PromptState::Failed as i32);
-    assert!(stored.error.contains("no capacity"), "{}", stored.error);
+    assert!(
+        stored.error.contains("503 Service Unavailable"),
+        "{}",
+        stored.error
+    );
+    assert!(stored.error.contains("; trace "), "{}", stored.error);
+    assert!(!stored.error.contains("no capacity"), "{}", stored.error);
 }

@@ -48,9 +48,18 @@ async fn an_llm_that_keeps_failing_fails_the_prompt_with_a_readable_message() {
     assert_eq!(kinds(&events), ["created", "error"]);
     let stored = client.get_prompt(&prompt.id).await.unwrap();
     assert_eq!(stored.state, PromptState::Failed as i32);
-    assert!(stored.error.contains("500"), "{}", stored.error);
+    // Readable: the status and what it means, and the trace under which the provider's own
+    // message ("model overloaded") was logged for the operator.
     assert!(
-        stored.error.contains("model overloaded"),
+        stored
+            .error
+            .contains("500 Internal Server Error after 3 attempts: the provider failed"),
+        "{}",
+        stored.error
+    );
+    assert!(stored.error.contains("; trace "), "{}", stored.error);
+    assert!(
+        !stored.error.contains("model overloaded"),
         "{}",
         stored.error
     );

@@ -3,8 +3,8 @@
 use agentic_client::NewPrompt;
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{ListModesRequest, RegisterModeRequest};
-use agentic_testkit::Stack;
 use agentic_testkit::model::Match;
+use agentic_testkit::{Stack, StackOptions};
 use tonic::Code;
 
 use crate::support::*;
@@ -69,14 +69,21 @@ async fn a_missing_prompt_and_another_users_prompt_are_both_not_found() {
 
 #[tokio::test]
 async fn a_registered_mode_whose_executor_is_down_is_unavailable() {
-    let stack = Stack::start(vec![]).await.unwrap();
+    let options = StackOptions {
+        internal_token: Some("internal-secret".into()),
+        ..StackOptions::default()
+    };
+    let stack = Stack::start_with(vec![], options).await.unwrap();
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_address = dead.local_addr().unwrap();
     drop(dead);
 
-    let mut gateway = PromptGatewayClient::connect(stack.gateway_url())
-        .await
-        .unwrap();
+    // An executor registering itself holds the internal token.
+    let mut gateway = crate::auth::client_with(
+        stack.gateway_url(),
+        &[("x-agentic-internal-token", "internal-secret")],
+    )
+    .await;
     let registered = gateway
         .register_mode(RegisterModeRequest {
             id: "ghost".into(),

@@ -20,7 +20,7 @@ async fn channel(address: SocketAddr) -> tonic::transport::Channel {
         .unwrap()
 }
 
-async fn serving(address: SocketAddr, service: &str) -> ServingStatus {
+pub(crate) async fn serving(address: SocketAddr, service: &str) -> ServingStatus {
     let mut health = HealthClient::new(channel(address).await);
     let response = health
         .check(HealthCheckRequest {
@@ -31,7 +31,7 @@ async fn serving(address: SocketAddr, service: &str) -> ServingStatus {
     response.into_inner().status()
 }
 
-async fn reflected_services(address: SocketAddr) -> Vec<String> {
+pub(crate) async fn reflected_services(address: SocketAddr) -> Vec<String> {
     let mut reflection = ServerReflectionClient::new(channel(address).await);
     let request = ServerReflectionRequest {
         host: String::new(),

@@ -657,10 +657,10 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
             },
         ),
         case(
-            "registering a mode with an SQL endpoint",
+            "a user registering a mode with an SQL endpoint",
             fails(
-                Code::InvalidArgument,
-                "mode id must be 1-64 characters of a-z",
+                Code::PermissionDenied,
+                "only agentic services with the internal token register modes",
             ),
             |mut g| async move {
                 let request = RegisterModeRequest {

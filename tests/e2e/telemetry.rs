@@ -31,14 +31,14 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 use crate::support::*;
 
 /// The process-wide telemetry of the tests: spans and metrics of every test in this process.
-struct Telemetry {
+pub(crate) struct Telemetry {
     spans: InMemorySpanExporter,
     metrics: InMemoryMetricExporter,
     meter_provider: SdkMeterProvider,
     _tracer_provider: SdkTracerProvider,
 }
 
-fn telemetry() -> &'static Telemetry {
+pub(crate) fn telemetry() -> &'static Telemetry {
     static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
     TELEMETRY.get_or_init(|| {
         let exporter = InMemorySpanExporter::default();
@@ -96,7 +96,7 @@ fn int_attribute(span: &SpanData, key: &str) -> Option<i64> {
 /// The spans of the trace the prompt's span belongs to, once the run's outermost spans
 /// (gateway and executor) have ended. The prompt span keeps the `CreatePrompt` request span
 /// it was opened in alive, which ends (and is exported) just after it: wait for that too.
-async fn trace_of_prompt(prompt_id: &str) -> (TraceId, Vec<SpanData>) {
+pub(crate) async fn trace_of_prompt(prompt_id: &str) -> (TraceId, Vec<SpanData>) {
     let prompt_span = format!("prompt {prompt_id}");
     let ended = |spans: &[SpanData]| {
         let prompt = spans.iter().find(|span| span.name == prompt_span)?;

@@ -10,8 +10,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::ToolHost;
+use agentic_executor::{Registration, SchemaCache};
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
@@ -41,6 +41,8 @@ pub struct Config {
     pub internal_token: Option<String>,
     #[command(flatten)]
     pub llm: LlmConfig,
+    #[command(flatten)]
+    pub registration: Registration,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -55,6 +57,7 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     Ok(agentic_executor::check_config(
         &config.llm,
         config.internal_token.as_deref(),
+        &config.registration,
     )?)
 }
 
@@ -87,8 +90,20 @@ pub async fn run_with_model(
         schemas: SchemaCache::default(),
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
-    agentic_executor::serve(executor, require, listener, shutdown, &[], |router| router)
-        .await
-        .context("serving the classic executor")?;
+    let announce =
+        config
+            .registration
+            .announce(MODE_ID, MODE_NAME, config.internal_token.as_deref())?;
+    agentic_executor::serve(
+        executor,
+        require,
+        announce,
+        listener,
+        shutdown,
+        &[],
+        |router| router,
+    )
+    .await
+    .context("serving the classic executor")?;
     Ok(())
 }

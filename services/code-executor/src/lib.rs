@@ -16,8 +16,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::ToolHost;
+use agentic_executor::{Registration, SchemaCache};
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use agentic_proto::v1::code_runner_server::{CodeRunnerServer, SERVICE_NAME as CODE_RUNNER};
 use anyhow::Context as _;
@@ -61,6 +61,8 @@ pub struct Config {
     pub internal_token: Option<String>,
     #[command(flatten)]
     pub llm: LlmConfig,
+    #[command(flatten)]
+    pub registration: Registration,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -86,6 +88,7 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     Ok(agentic_executor::check_config(
         &config.llm,
         config.internal_token.as_deref(),
+        &config.registration,
     )?)
 }
 
@@ -126,9 +129,14 @@ pub async fn run(
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let runner = tonic::service::interceptor::InterceptedService::new(runner, require.clone());
+    let announce =
+        config
+            .registration
+            .announce(MODE_ID, MODE_NAME, config.internal_token.as_deref())?;
     agentic_executor::serve(
         mode,
         require,
+        announce,
         listener,
         shutdown,
         &[CODE_RUNNER],

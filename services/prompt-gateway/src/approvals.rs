@@ -107,9 +107,11 @@ impl Prompts {
         prompt: &Prompt,
         decisions: Vec<ApprovalDecision>,
     ) -> Result<(), GatewayError> {
+        let ticket = self.runner.admit(&prompt.user_id)?;
         let mode = self
             .modes
             .get(&prompt.mode)
+            .await?
             .ok_or_else(|| GatewayError::UnknownMode(prompt.mode.clone()))?;
         let start = self.start_of(prompt, decisions).await?;
         let run = self.runner.open(&mode, start).await?;
@@ -117,7 +119,7 @@ impl Prompts {
             // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
             return Ok(());
         }
-        self.runner.spawn(prompt, run);
+        self.runner.spawn(prompt, run, ticket);
         Ok(())
     }
 }

@@ -1,14 +1,88 @@
-//! Who is calling. With bearer tokens configured, `authorization: Bearer <token>` names the
-//! user and `x-user-id` is ignored. Without any, the gateway runs in a development mode
-//! (announced loudly at start) that trusts the user id the caller sends in `x-user-id`.
+//! Who is calling, decided once per request by [`Authenticate`], a layer around the whole
+//! public service that reads only headers: a call it refuses never has its body read, and a
+//! new RPC is authenticated without anyone remembering to. Handlers take the [`Caller`] it
+//! put into the request's extensions.
+//!
+//! With bearer tokens configured, `authorization: Bearer <token>` names the user and
+//! `x-user-id` is ignored. Without any, the gateway runs in a development mode (announced
+//! loudly at start) that trusts the user id the caller sends in `x-user-id`. Other agentic
+//! services (an executor registering its mode) present the internal token instead.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use agentic_rpc::constant_time_eq;
+use agentic_rpc::{INTERNAL_TOKEN_HEADER, constant_time_eq, to_status};
 use tonic::metadata::MetadataMap;
+use tonic::service::Interceptor;
+use tonic::{Request, Status};
 
 use crate::error::GatewayError;
+
+/// Who the auth layer found behind a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A user, named by their bearer token (or by `x-user-id` in dev mode).
+    User(String),
+    /// Another agentic service that presented the internal token.
+    Internal,
+}
+
+impl Caller {
+    /// The caller of `request` as the auth layer left it. A request that did not pass the
+    /// layer (which cannot happen when the service is built by `run`) is refused.
+    pub fn of<T>(request: &Request<T>) -> Result<&Caller, Status> {
+        request.extensions().get::<Caller>().ok_or_else(|| {
+            to_status(GatewayError::Unauthenticated(
+                "the request was not authenticated".into(),
+            ))
+        })
+    }
+
+    /// The calling user; internal callers have none, so calls that act for a user refuse them.
+    pub fn user_of<T>(request: &Request<T>) -> Result<String, Status> {
+        match Caller::of(request)? {
+            Caller::User(user) => Ok(user.clone()),
+            Caller::Internal => Err(to_status(GatewayError::PermissionDenied(
+                "this call acts for a user; the internal token names none".into(),
+            ))),
+        }
+    }
+}
+
+/// The auth layer of the public service (a tonic interceptor: it sees the metadata and
+/// nothing else, before any of the body is read).
+#[derive(Clone, Debug)]
+pub struct Authenticate {
+    pub auth: Auth,
+    /// The internal token, when one is configured: its holders are [`Caller::Internal`].
+    pub internal_token: Option<Arc<str>>,
+}
+
+impl Authenticate {
+    fn caller(&self, metadata: &MetadataMap) -> Result<Caller, GatewayError> {
+        if let Some(presented) = metadata.get(INTERNAL_TOKEN_HEADER) {
+            // Whoever sends the header means to be an internal caller: a wrong token is an
+            // error, not a fall back to user auth.
+            return match &self.internal_token {
+                Some(expected) if constant_time_eq(presented.as_bytes(), expected.as_bytes()) => {
+                    Ok(Caller::Internal)
+                }
+                _ => Err(GatewayError::Unauthenticated(
+                    "invalid internal token".into(),
+                )),
+            };
+        }
+        self.auth.caller(metadata).map(Caller::User)
+    }
+}
+
+impl Interceptor for Authenticate {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        let caller = self.caller(request.metadata()).map_err(to_status)?;
+        request.extensions_mut().insert(caller);
+        Ok(request)
+    }
+}
 
 pub const USER_HEADER: &str = "x-user-id";
 
@@ -61,8 +135,8 @@ impl Auth {
         })
     }
 
-    /// The calling user. Every read and write is scoped to it.
-    pub fn caller(&self, metadata: &MetadataMap) -> Result<String, GatewayError> {
+    /// The user a request's metadata names. Every read and write is scoped to it.
+    fn caller(&self, metadata: &MetadataMap) -> Result<String, GatewayError> {
         match self {
             Auth::DevMode => {
                 let user = metadata

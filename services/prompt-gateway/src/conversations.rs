@@ -29,7 +29,7 @@ impl Prompts {
         }
         crate::prompts::check_state(request.state.as_ref())?;
         if let Some(mode) = &request.default_mode
-            && self.modes.get(mode).is_none()
+            && self.modes.get(mode).await?.is_none()
         {
             return Err(GatewayError::UnknownMode(mode.clone()));
         }
@@ -111,7 +111,7 @@ impl Prompts {
             .await
             .map_err(|status| match status.code() {
                 tonic::Code::NotFound => GatewayError::FileNotFound(file_id.to_owned()),
-                _ => GatewayError::FilesUnavailable(status.message().to_owned()),
+                _ => GatewayError::FilesUnavailable(agentic_rpc::relayed(&status)),
             })?
             .into_inner();
         let content = if artifact.content.is_empty() {

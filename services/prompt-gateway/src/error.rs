@@ -1,30 +1,43 @@
-//! Errors of the gateway and the kind each one is for callers.
+//! Errors of the gateway and the kind each one is for callers. Ids a message echoes are cut
+//! to a UUID's length; internal errors reach callers only as `internal error; trace <id>`
+//! (`agentic_rpc::caller_message`).
 
-use agentic_rpc::{ErrorKind, ServiceError};
+use agentic_rpc::{ErrorKind, ServiceError, shown_id};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     #[error("{0}")]
     InvalidArgument(String),
-    #[error("Unknown execution mode: {0:?}")]
+    #[error("Unknown execution mode: {:?}", shown_id(.0))]
     UnknownMode(String),
-    #[error("prompt not found: {0}")]
+    #[error("prompt not found: {}", shown_id(.0))]
     PromptNotFound(String),
-    #[error("conversation not found: {0}")]
+    #[error("conversation not found: {}", shown_id(.0))]
     ConversationNotFound(String),
-    #[error("file not found: {0}")]
+    #[error("file not found: {}", shown_id(.0))]
     FileNotFound(String),
-    #[error("no tool call {call:?} waits for approval in prompt {prompt}")]
+    #[error(
+        "no tool call {:?} waits for approval in prompt {}",
+        shown_id(call),
+        shown_id(prompt)
+    )]
     CallNotPending { prompt: String, call: String },
     #[error("{0}")]
     Unauthenticated(String),
-    #[error("execution mode {mode:?} is unavailable: {reason}")]
+    #[error("{0}")]
+    PermissionDenied(String),
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// `reason` is shown to callers: built from other services' statuses with
+    /// `agentic_rpc::relayed`.
+    #[error("execution mode {:?} is unavailable: {reason}", shown_id(mode))]
     ModeUnavailable { mode: String, reason: String },
     #[error("{0}")]
     FailedPrecondition(String),
     /// The prompt ended (possibly through another replica): it takes no more events.
-    #[error("prompt {0} has already ended")]
+    #[error("prompt {} has already ended", shown_id(.0))]
     PromptEnded(String),
+    /// Shown to callers: built from the artifact store's status with `agentic_rpc::relayed`.
     #[error("files are unavailable: {0}")]
     FilesUnavailable(String),
     /// The executor broke the Execute protocol (e.g. updated an output that does not exist).
@@ -53,6 +66,8 @@ impl ServiceError for GatewayError {
             | GatewayError::FileNotFound(_)
             | GatewayError::CallNotPending { .. } => ErrorKind::NotFound,
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
+            GatewayError::PermissionDenied(_) => ErrorKind::PermissionDenied,
+            GatewayError::ResourceExhausted(_) => ErrorKind::ResourceExhausted,
             GatewayError::ModeUnavailable { .. } | GatewayError::FilesUnavailable(_) => {
                 ErrorKind::Unavailable
             }

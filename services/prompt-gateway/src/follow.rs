@@ -30,8 +30,9 @@ const CLIENT_BUFFER: usize = 64;
 pub type EventStream = ReceiverStream<Result<PromptEvent, Status>>;
 
 /// Streams `prompt_id`'s events after `after_sequence` to `user_id`: `PromptNotFound` when
-/// the prompt does not exist or is another user's. The first page of the replay comes with
-/// that check, in the same read.
+/// the prompt does not exist or is another user's (one path for both: the owner is part of
+/// the read, so no event of a foreign prompt is read). The first page of the replay comes
+/// with that check, in the same read.
 pub async fn follow(
     store: Store,
     hub: Hub,
@@ -41,15 +42,16 @@ pub async fn follow(
 ) -> Result<EventStream, GatewayError> {
     let subscription = hub.subscribe(&prompt_id);
     let first = store
-        .event_page(&prompt_id, after_sequence, REPLAY_BATCH)
+        .event_page(&prompt_id, user_id, after_sequence, REPLAY_BATCH)
         .await?
-        .filter(|page| page.user_id == user_id)
         .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.clone()))?;
     let (sender, receiver) = mpsc::channel(CLIENT_BUFFER);
+    let user_id = user_id.to_owned();
     tokio::spawn(async move {
         let stream = Follower {
             store: &store,
             prompt_id: &prompt_id,
+            user_id: &user_id,
             sender: &sender,
         };
         if let Err(error) = stream.forward(subscription, after_sequence, first).await {
@@ -68,6 +70,7 @@ enum Stop {
 struct Follower<'a> {
     store: &'a Store,
     prompt_id: &'a str,
+    user_id: &'a str,
     sender: &'a mpsc::Sender<Result<PromptEvent, Status>>,
 }
 
@@ -139,7 +142,7 @@ impl Follower<'_> {
                 Some(read) => read,
                 None => match self
                     .store
-                    .event_page(self.prompt_id, *last, REPLAY_BATCH)
+                    .event_page(self.prompt_id, self.user_id, *last, REPLAY_BATCH)
                     .await?
                 {
                     Some(read) => read,

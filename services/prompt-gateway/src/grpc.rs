@@ -13,15 +13,15 @@ use agentic_rpc::to_status;
 use tonic::{Request, Response, Status};
 
 use crate::approvals::Decide;
-use crate::auth::Auth;
+use crate::auth::Caller;
 use crate::conversations::NewConversation;
 use crate::error::GatewayError;
 use crate::follow::{EventStream, follow};
+use crate::modes::ModeStatus;
 use crate::prompts::{NewPrompt, Prompts};
 
 pub struct GatewayService {
     pub prompts: Prompts,
-    pub auth: Auth,
     /// The tool-host's artifact store, for file contents.
     pub artifacts: agentic_rpc::InternalChannel,
 }
@@ -36,7 +36,7 @@ fn non_empty(value: String) -> Option<String> {
 #[tonic::async_trait]
 impl PromptGateway for GatewayService {
     async fn create_prompt(&self, request: Request<CreatePromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[
             ("input", &request.input),
@@ -75,7 +75,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<StreamPromptRequest>,
     ) -> GrpcResult<EventStream> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[("prompt_id", &request.prompt_id)])?;
         let stream = follow(
@@ -91,7 +91,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn get_prompt(&self, request: Request<GetPromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let prompt_id = request.into_inner().prompt_id;
         no_nul(&[("prompt_id", &prompt_id)])?;
         let prompt = self
@@ -106,7 +106,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListPromptsRequest>,
     ) -> GrpcResult<ListPromptsResponse> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[("conversation_id", &request.conversation_id)])?;
         let conversation = non_empty(request.conversation_id);
@@ -119,7 +119,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn cancel_prompt(&self, request: Request<CancelPromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[
             ("prompt_id", &request.prompt_id),
@@ -137,7 +137,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ApproveToolCallRequest>,
     ) -> GrpcResult<Prompt> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[
             ("prompt_id", &request.prompt_id),
@@ -159,7 +159,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<RejectToolCallRequest>,
     ) -> GrpcResult<Prompt> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[
             ("prompt_id", &request.prompt_id),
@@ -185,38 +185,45 @@ impl PromptGateway for GatewayService {
 
     async fn list_modes(
         &self,
-        _request: Request<ListModesRequest>,
+        request: Request<ListModesRequest>,
     ) -> GrpcResult<ListModesResponse> {
+        // Executors' addresses are for other agentic services only.
+        let internal = *Caller::of(&request)? == Caller::Internal;
         let modes = self
             .prompts
             .modes
             .statuses()
             .await
+            .map_err(to_status)?
             .into_iter()
-            .map(|status| Mode {
-                id: status.id,
-                name: status.name,
-                endpoint: status.endpoint,
-                healthy: status.healthy,
-            })
+            .map(|status| mode_message(status, internal))
             .collect();
         Ok(Response::new(ListModesResponse { modes }))
     }
 
     async fn register_mode(&self, request: Request<RegisterModeRequest>) -> GrpcResult<Mode> {
+        if *Caller::of(&request)? != Caller::Internal {
+            return Err(to_status(GatewayError::PermissionDenied(
+                "only agentic services with the internal token register modes".into(),
+            )));
+        }
         let request = request.into_inner();
-        let mode = self
+        no_nul(&[
+            ("id", &request.id),
+            ("name", &request.name),
+            ("endpoint", &request.endpoint),
+        ])?;
+        let registered = self
             .prompts
             .modes
             .register(request.id.trim(), &request.name, request.endpoint.trim())
+            .await
             .map_err(to_status)?;
-        tracing::info!(mode = %mode.id, endpoint = %mode.endpoint, "mode registered");
-        let status = self.prompts.modes.status(&mode).await;
+        tracing::info!(mode = %registered.mode.id, endpoint = %registered.mode.endpoint, "mode registered");
+        let status = self.prompts.modes.status(&registered.mode).await;
         Ok(Response::new(Mode {
-            id: status.id,
-            name: status.name,
-            endpoint: status.endpoint,
-            healthy: status.healthy,
+            lease_ms: u64::try_from(registered.lease.as_millis()).unwrap_or(u64::MAX),
+            ..mode_message(status, true)
         }))
     }
 
@@ -224,7 +231,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<CreateConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[
             ("title", &request.title),
@@ -247,7 +254,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<GetConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let conversation_id = request.into_inner().conversation_id;
         no_nul(&[("conversation_id", &conversation_id)])?;
         Ok(Response::new(
@@ -262,7 +269,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListConversationsRequest>,
     ) -> GrpcResult<ListConversationsResponse> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let limit = request.into_inner().limit;
         let conversations = self
             .prompts
@@ -276,7 +283,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListConversationFilesRequest>,
     ) -> GrpcResult<ListConversationFilesResponse> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let conversation_id = request.into_inner().conversation_id;
         no_nul(&[("conversation_id", &conversation_id)])?;
         let files = self
@@ -288,7 +295,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn get_file(&self, request: Request<GetFileRequest>) -> GrpcResult<File> {
-        let user_id = self.auth.caller(request.metadata()).map_err(to_status)?;
+        let user_id = Caller::user_of(&request)?;
         let file_id = request.into_inner().file_id;
         no_nul(&[("file_id", &file_id)])?;
         Ok(Response::new(
@@ -297,6 +304,21 @@ impl PromptGateway for GatewayService {
                 .await
                 .map_err(to_status)?,
         ))
+    }
+}
+
+/// What `ListModes` says of a mode; the endpoint only to internal callers.
+fn mode_message(status: ModeStatus, internal: bool) -> Mode {
+    Mode {
+        id: status.id,
+        name: status.name,
+        endpoint: if internal {
+            status.endpoint
+        } else {
+            String::new()
+        },
+        healthy: status.healthy,
+        lease_ms: 0,
     }
 }
 

@@ -1,6 +1,7 @@
 //! prompt-gateway: the public gRPC API of agentic. Owns prompts, their ordered event log and
 //! the mode registry; forwards execution to the executor of each prompt's mode.
 
+mod admission;
 mod approvals;
 mod auth;
 mod conversations;
@@ -19,12 +20,14 @@ mod log_properties;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_server::PromptGatewayServer;
 use tokio::net::TcpListener;
 
-use crate::auth::Auth;
+use crate::admission::Admission;
+use crate::auth::{Auth, Authenticate};
 pub use auth::USER_HEADER;
 pub use modes::ModeSpec;
 pub use prompts::DEFAULT_MODE;
@@ -55,7 +58,8 @@ pub struct Config {
     /// running prompts once the lease has expired.
     #[arg(long, env = "GATEWAY_LEASE_MS", default_value_t = 6000, value_parser = clap::value_parser!(u64).range(300..))]
     pub lease_ms: u64,
-    /// Execution modes as MODE=URL, comma separated. More can register at run time.
+    /// Execution modes as MODE=URL, comma separated; they cannot be replaced at run time.
+    /// More can be registered by executors holding the internal token.
     #[arg(
         long,
         env = "GATEWAY_MODES",
@@ -63,6 +67,18 @@ pub struct Config {
         default_value = "classic=http://127.0.0.1:50052"
     )]
     pub modes: Vec<ModeSpec>,
+    /// How long a mode an executor registered lasts unless it registers again, in
+    /// milliseconds (executors renew every third of it).
+    #[arg(long, env = "GATEWAY_MODE_LEASE_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(300..=3_600_000))]
+    pub mode_lease_ms: u64,
+    /// Prompts one user may have running at once on this gateway (a prompt paused for
+    /// approval in classic mode does not count); more are refused with RESOURCE_EXHAUSTED.
+    #[arg(long, env = "GATEWAY_MAX_RUNNING_PER_USER", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_running_per_user: u32,
+    /// How long a new client connection may stay silent before it is closed, in
+    /// milliseconds.
+    #[arg(long, env = "GATEWAY_FIRST_BYTES_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub first_bytes_timeout_ms: u64,
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
@@ -81,6 +97,13 @@ pub struct Config {
     /// A file of users' bearer tokens, one `TOKEN USER` (or TOKEN=USER) per line.
     #[arg(long, env = "AGENTIC_AUTH_TOKENS_FILE")]
     pub auth_tokens_file: Option<std::path::PathBuf>,
+    /// Serve TLS with this PEM certificate chain (with `--tls-key`), for a deployment without
+    /// a TLS-terminating ingress. Unset: plain HTTP/2.
+    #[arg(long, env = "GATEWAY_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, env = "GATEWAY_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -90,13 +113,17 @@ pub struct Config {
     pub probe: bool,
 }
 
-/// What `--check-config` checks beyond parsing: the auth tokens, the internal token and the
-/// modes are usable.
+/// What `--check-config` checks beyond parsing: the auth tokens, the internal token, the TLS
+/// certificate and key (both read and parse, and the key is the certificate's) and the modes
+/// are usable.
 pub fn check(config: &Config) -> anyhow::Result<()> {
     Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
-    if config.modes.is_empty() {
-        anyhow::bail!("no execution modes configured (--modes)");
+    agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
+    if config.modes.is_empty() && config.internal_token.is_none() {
+        anyhow::bail!(
+            "no execution modes configured (--modes), and without an internal token no executor can register one"
+        );
     }
     Ok(())
 }
@@ -113,10 +140,19 @@ pub async fn run(
     };
     let store = Store::connect(&config.database_url, owner.clone()).await?;
     let hub = Hub::default();
-    let runner = Runner::new(store.clone(), hub.clone());
+    let runner = Runner::new(
+        store.clone(),
+        hub.clone(),
+        Admission::new(config.max_running_per_user),
+    );
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
-    let modes = ModeRegistry::from_specs(&config.modes, token.clone())?;
+    let modes = ModeRegistry::new(
+        &config.modes,
+        store.clone(),
+        token.clone(),
+        Duration::from_millis(config.mode_lease_ms),
+    )?;
     let store_is_shared = store.is_shared();
     let prompts = Prompts {
         store,
@@ -149,21 +185,30 @@ pub async fn run(
         );
     }
 
-    let (router, health) =
-        agentic_rpc::router(&[agentic_proto::v1::prompt_gateway_server::SERVICE_NAME])?;
+    let tls =
+        agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
+    let (router, health) = agentic_rpc::public_router(
+        &[agentic_proto::v1::prompt_gateway_server::SERVICE_NAME],
+        tls.as_ref(),
+    )?;
     health
         .set_serving::<PromptGatewayServer<GatewayService>>()
         .await;
     let artifacts = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
-    let gateway = PromptGatewayServer::new(GatewayService {
-        prompts,
-        auth,
-        artifacts,
-    })
-    .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-    .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let gateway = PromptGatewayServer::new(GatewayService { prompts, artifacts })
+        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    // Every call of the public service passes the auth layer first; health and reflection
+    // (mounted by `router`) stay open.
+    let gateway = tonic::service::interceptor::InterceptedService::new(
+        gateway,
+        Authenticate {
+            auth,
+            internal_token: config.internal_token.as_deref().map(Arc::from),
+        },
+    );
     tracing::info!(
         address = %listener.local_addr()?,
         modes = ?config.modes,
@@ -171,7 +216,11 @@ pub async fn run(
         shared_database = store_is_shared,
         "prompt-gateway serving"
     );
-    let served = agentic_rpc::serve(router.add_service(gateway), listener, shutdown).await;
+    let limits = agentic_rpc::PublicLimits {
+        first_bytes_timeout: Duration::from_millis(config.first_bytes_timeout_ms),
+    };
+    let served =
+        agentic_rpc::serve_public(router.add_service(gateway), listener, limits, shutdown).await;
     for task in background {
         task.abort();
     }

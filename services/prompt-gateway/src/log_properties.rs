@@ -608,3 +608,40 @@ proptest! {
         runtime().block_on(on_postgres(async |url| check(url, &plan).await));
     }
 }
+
+/// A page of events read for another user is the same nothing as for a missing prompt: the
+/// owner is part of the read, so a foreign prompt's events are never loaded.
+async fn check_foreign_pages(url: &str) {
+    let (store, prompt, _) = new_prompt(url).await;
+    let page = store.event_page(&prompt.id, "alice", 0, 10).await.unwrap();
+    assert_eq!(
+        page.map(|page| page.events.len()),
+        Some(1),
+        "the owner reads it"
+    );
+    let foreign = store
+        .event_page(&prompt.id, "mallory", 0, 10)
+        .await
+        .unwrap();
+    assert!(foreign.is_none(), "another user reads nothing");
+    let missing = store
+        .event_page("no-such-prompt", "alice", 0, 10)
+        .await
+        .unwrap();
+    assert!(missing.is_none());
+}
+
+#[test]
+fn another_users_page_of_events_is_never_read_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("gateway.db").display()
+    );
+    runtime().block_on(check_foreign_pages(&url));
+}
+
+#[test]
+fn another_users_page_of_events_is_never_read_on_postgres() {
+    runtime().block_on(on_postgres(async |url| check_foreign_pages(url).await));
+}

@@ -13,7 +13,12 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     if config.probe {
-        return Ok(agentic_rpc::probe(config.listen).await?);
+        // A gateway that terminates TLS is probed over TLS, trusting its own certificate.
+        let tls = agentic_rpc::ServerTls::from_files(
+            config.tls_cert.as_deref(),
+            config.tls_key.as_deref(),
+        )?;
+        return Ok(agentic_rpc::probe_with_tls(config.listen, tls.as_ref()).await?);
     }
     let _telemetry = agentic_telemetry::init("prompt-gateway");
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -10,6 +10,8 @@ struct Gateway {
     prompts: Counter<u64>,
     /// Runs this gateway follows right now, by `mode`.
     active: UpDownCounter<i64>,
+    /// Prompts refused because their user had the most runs allowed at once.
+    refused: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -24,7 +26,17 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| Gate
         .with_description("Prompt runs in progress")
         .with_unit("{prompt}")
         .build(),
+    refused: meter
+        .u64_counter("agentic.prompts.refused")
+        .with_description("Prompt runs refused because their user had the most allowed at once")
+        .with_unit("{prompt}")
+        .build(),
 });
+
+/// A run was refused by admission control.
+pub fn run_refused() {
+    INSTRUMENTS.get().refused.add(1, &[]);
+}
 
 /// A run of a prompt in `mode` started; pair with [`run_ended`].
 pub fn run_started(mode: &str) {

@@ -131,6 +131,7 @@ impl Prompts {
             )));
         }
         check_state(request.state.as_ref())?;
+        let ticket = self.runner.admit(&request.user_id)?;
         let conversation = match &request.conversation_id {
             Some(id) => Some(
                 self.store
@@ -156,6 +157,7 @@ impl Prompts {
         let mode = self
             .modes
             .get(&mode_id)
+            .await?
             .ok_or(GatewayError::UnknownMode(mode_id))?;
         // Stored to the millisecond: answer what a later read returns.
         let created_at = timestamp_from_millis(timestamp_millis(&now()));
@@ -180,7 +182,7 @@ impl Prompts {
         let run = self.runner.open(&mode, start).await?;
         let created = self.store.insert_prompt(&prompt).await?;
         self.hub.publish(&created);
-        self.runner.spawn(&prompt, run);
+        self.runner.spawn(&prompt, run, ticket);
         Ok(prompt)
     }
 

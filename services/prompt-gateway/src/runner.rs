@@ -14,12 +14,14 @@ use agentic_proto::v1::{
     OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptFailed,
     PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
 };
+use agentic_telemetry::errors::ErrorRef;
 use futures::{FutureExt as _, StreamExt as _};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 use tracing::Instrument as _;
 
+use crate::admission::{Admission, Ticket};
 use crate::error::GatewayError;
 use crate::hub::Hub;
 use crate::metrics;
@@ -64,6 +66,7 @@ pub struct Runner {
     store: Store,
     hub: Hub,
     active: Arc<Mutex<HashMap<String, RunHandle>>>,
+    admission: Admission,
 }
 
 /// Most events the executor sent at once that are stored in one write.
@@ -84,12 +87,19 @@ enum Next {
 }
 
 impl Runner {
-    pub fn new(store: Store, hub: Hub) -> Runner {
+    pub fn new(store: Store, hub: Hub, admission: Admission) -> Runner {
         Runner {
             store,
             hub,
             active: Arc::default(),
+            admission,
         }
+    }
+
+    /// A slot for one more run of `user_id` (see [`Admission`]): take it before calling the
+    /// executor and hand it to [`Runner::spawn`], which holds it until the run ends.
+    pub fn admit(&self, user_id: &str) -> Result<Ticket, GatewayError> {
+        self.admission.admit(user_id)
     }
 
     /// Opens the executor's `Execute` stream with `start` as its first message. An executor
@@ -123,7 +133,7 @@ impl Runner {
             .await
             .map_err(|status| GatewayError::ModeUnavailable {
                 mode: mode.id.clone(),
-                reason: status.message().to_owned(),
+                reason: agentic_rpc::relayed(&status),
             })?
             .into_inner();
         Ok(OpenRun {
@@ -134,7 +144,7 @@ impl Runner {
     }
 
     /// Follows an opened run in the background until it finishes, fails or is cancelled.
-    pub fn spawn(&self, prompt: &Prompt, run: OpenRun) {
+    pub fn spawn(&self, prompt: &Prompt, run: OpenRun, ticket: Ticket) {
         let (command_sender, commands) = mpsc::channel(8);
         let refresh = Arc::new(Notify::new());
         self.active
@@ -154,6 +164,7 @@ impl Runner {
         let span = run.span.clone();
         tokio::spawn(
             async move {
+                let _ticket = ticket;
                 metrics::run_started(&mode);
                 let following = runner.follow(&prompt_id, &mode, outputs, run, commands, &refresh);
                 let state = match AssertUnwindSafe(following).catch_unwind().await {
@@ -165,8 +176,9 @@ impl Runner {
                             .map(|text| (*text).to_owned())
                             .or_else(|| panic.downcast_ref::<String>().cloned())
                             .unwrap_or_default();
-                        tracing::error!(prompt_id, panic = %message, "following a prompt's run panicked");
-                        let message = "internal error while running the prompt".to_owned();
+                        let reference = ErrorRef::current();
+                        tracing::error!(prompt_id, trace_id = %reference.id(), panic = %message, "following a prompt's run panicked");
+                        let message = format!("internal error while running the prompt; {reference}");
                         let _ = runner
                             .finish(&prompt_id, PromptState::Failed, message)
                             .await;
@@ -345,9 +357,10 @@ impl Runner {
                         self.apply_all(prompt_id, mode, &mut outputs, &mut paused, &mut awaiting, batch)
                             .await
                     }
-                    None => Err(GatewayError::Protocol(format!(
-                        "executor for mode {mode:?} ended the run without finishing it"
-                    ))),
+                    None => Err(GatewayError::ModeUnavailable {
+                        mode: mode.to_owned(),
+                        reason: "its executor ended the run without finishing it".into(),
+                    }),
                 },
             };
             match outcome {
@@ -362,9 +375,10 @@ impl Runner {
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
                     cancel(error.to_string());
-                    if let Err(store_error) = self
-                        .finish(prompt_id, PromptState::Failed, error.to_string())
-                        .await
+                    // What the user sees: an internal error only as its trace reference.
+                    let message = agentic_rpc::caller_message(&error);
+                    if let Err(store_error) =
+                        self.finish(prompt_id, PromptState::Failed, message).await
                     {
                         tracing::error!(prompt_id, error = %store_error, "could not record the failure of a prompt");
                     }
@@ -444,7 +458,10 @@ impl Runner {
                 }
                 Err(status) => Err(GatewayError::ModeUnavailable {
                     mode: mode.to_owned(),
-                    reason: format!("executor failed mid-run: {}", status.message()),
+                    reason: format!(
+                        "its executor failed mid-run: {}",
+                        agentic_rpc::relayed(&status)
+                    ),
                 }),
             };
             if !matches!(next, Ok(Next::Continue)) {

@@ -201,7 +201,6 @@ pub enum Change {
 /// A page of a prompt's events, with its owner and state as they were when it was read.
 #[derive(Debug)]
 pub struct EventPage {
-    pub user_id: String,
     pub state: PromptState,
     pub events: Vec<PromptEvent>,
 }
@@ -1231,16 +1230,30 @@ impl Store {
         after: u64,
         limit: u32,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
-        Ok(self
-            .event_page(prompt_id, after, limit)
-            .await?
-            .map(|page| page.events)
-            .unwrap_or_default())
+        let sql = "SELECT sequence, payload FROM prompt_events WHERE prompt_id = $1 \
+                   AND sequence > $2 ORDER BY sequence LIMIT $3";
+        let rows: Vec<(i64, Vec<u8>)> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(prompt_id)
+                .bind(saturating_i64(after))
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?;
+        rows.into_iter()
+            .map(|(sequence, payload)| {
+                let mut event = PromptEvent::decode(payload.as_slice())?;
+                event.sequence = unsigned(sequence);
+                Ok(event)
+            })
+            .collect()
     }
 
-    /// As [`Store::events_after`], with the prompt's owner and state read in the same
-    /// statement, so from the same snapshot: a page whose state is not RUNNING holds every
-    /// event up to that state. `None` when the prompt does not exist (no ownership checks).
+    /// Stored events of `user_id`'s prompt with a sequence above `after`, in order, at most
+    /// `limit`, with the prompt's state read in the same statement, so from the same
+    /// snapshot: a page whose state is not RUNNING holds every event up to that state.
+    /// `None` when the prompt does not exist or is another user's: the owner is part of the
+    /// statement's condition, so no event of a foreign prompt is ever read.
     #[tracing::instrument(name = "db", skip_all, fields(
         otel.name = "SELECT prompt_events",
         db.system.name = self.system(),
@@ -1250,31 +1263,30 @@ impl Store {
     pub async fn event_page(
         &self,
         prompt_id: &str,
+        user_id: &str,
         after: u64,
         limit: u32,
     ) -> Result<Option<EventPage>, GatewayError> {
-        let sql = "SELECT p.user_id, p.state, e.sequence, e.payload FROM prompts p \
+        let sql = "SELECT p.state, e.sequence, e.payload FROM prompts p \
                    LEFT JOIN prompt_events e ON e.prompt_id = p.id AND e.sequence > $2 \
-                   WHERE p.id = $1 ORDER BY e.sequence LIMIT $3";
-        type Row = (String, i32, Option<i64>, Option<Vec<u8>>);
+                   WHERE p.id = $1 AND p.user_id = $4 ORDER BY e.sequence LIMIT $3";
+        type Row = (i32, Option<i64>, Option<Vec<u8>>);
         let rows: Vec<Row> = with_pool!(self, |pool| {
             sqlx::query_as(sql)
                 .bind(prompt_id)
                 .bind(saturating_i64(after))
                 .bind(i64::from(limit))
+                .bind(user_id)
                 .fetch_all(pool)
                 .await
         })?;
-        let Some((user_id, state, _, _)) = rows.first() else {
+        let Some((state, _, _)) = rows.first() else {
             return Ok(None);
         };
-        let (user_id, state) = (
-            user_id.clone(),
-            PromptState::try_from(*state).unwrap_or(PromptState::Unspecified),
-        );
+        let state = PromptState::try_from(*state).unwrap_or(PromptState::Unspecified);
         let events = rows
             .into_iter()
-            .filter_map(|(_, _, sequence, payload)| Some((sequence?, payload?)))
+            .filter_map(|(_, sequence, payload)| Some((sequence?, payload?)))
             .map(|(sequence, payload)| {
                 // The row's sequence is the event's (a payload may be stored without it).
                 let mut event = PromptEvent::decode(payload.as_slice())?;
@@ -1282,11 +1294,7 @@ impl Store {
                 Ok(event)
             })
             .collect::<Result<_, GatewayError>>()?;
-        Ok(Some(EventPage {
-            user_id,
-            state,
-            events,
-        }))
+        Ok(Some(EventPage { state, events }))
     }
 
     /// The prompt's state, without ownership checks (callers checked ownership already).
@@ -1590,6 +1598,83 @@ impl Store {
             |prompt| prompt_event::Kind::Error(agentic_proto::v1::PromptFailed { message, prompt }),
         )
         .await
+    }
+}
+
+/// A mode an executor registered at run time (see [`Store::register_mode`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ModeRegistration {
+    pub id: String,
+    pub name: String,
+    pub endpoint: String,
+}
+
+impl Store {
+    /// Adds or renews a registration until `expires_at` (ms since the epoch). Registrations
+    /// that expired are dropped first; [`GatewayError::ResourceExhausted`] when `max` other
+    /// modes are registered already.
+    pub async fn register_mode(
+        &self,
+        registration: &ModeRegistration,
+        expires_at: i64,
+        max: u32,
+    ) -> Result<(), GatewayError> {
+        let now = now_millis();
+        with_writer!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query("DELETE FROM mode_registrations WHERE expires_at <= $1")
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            let others: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM mode_registrations WHERE id != $1")
+                    .bind(&registration.id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if others >= i64::from(max) {
+                return Err(GatewayError::ResourceExhausted(format!(
+                    "{max} modes are registered already"
+                )));
+            }
+            sqlx::query(
+                "INSERT INTO mode_registrations (id, name, endpoint, expires_at) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET \
+                 name = excluded.name, endpoint = excluded.endpoint, expires_at = excluded.expires_at",
+            )
+            .bind(&registration.id)
+            .bind(&registration.name)
+            .bind(&registration.endpoint)
+            .bind(expires_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok::<_, GatewayError>(())
+        })
+    }
+
+    /// The registration of mode `id`, unless it expired.
+    pub async fn registered_mode(
+        &self,
+        id: &str,
+    ) -> Result<Option<ModeRegistration>, GatewayError> {
+        let sql =
+            "SELECT id, name, endpoint FROM mode_registrations WHERE id = $1 AND expires_at > $2";
+        Ok(with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(id)
+                .bind(now_millis())
+                .fetch_optional(pool)
+                .await
+        })?)
+    }
+
+    /// Every registration that has not expired, by id.
+    pub async fn registered_modes(&self) -> Result<Vec<ModeRegistration>, GatewayError> {
+        let sql =
+            "SELECT id, name, endpoint FROM mode_registrations WHERE expires_at > $1 ORDER BY id";
+        Ok(with_pool!(self, |pool| {
+            sqlx::query_as(sql).bind(now_millis()).fetch_all(pool).await
+        })?)
     }
 }
 

@@ -1,6 +1,7 @@
-//! The tool-host's error type and how each variant reaches a caller.
+//! The tool-host's error type and how each variant reaches a caller (ids it echoes are cut to
+//! a UUID's length).
 
-use agentic_rpc::{ErrorKind, ServiceError};
+use agentic_rpc::{ErrorKind, ServiceError, shown_id};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -8,9 +9,9 @@ pub enum Error {
     Required(&'static str),
     #[error("invalid {field}: {reason}")]
     InvalidField { field: &'static str, reason: String },
-    #[error("unknown tool: \"{0}\"")]
+    #[error("unknown tool: \"{}\"", shown_id(.0))]
     UnknownTool(String),
-    #[error("artifact not found: {0}")]
+    #[error("artifact not found: {}", shown_id(.0))]
     ArtifactNotFound(String),
     #[error("unknown plugin: \"{name}\" (known plugins: {known})")]
     UnknownPlugin { name: String, known: String },

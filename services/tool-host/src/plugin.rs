@@ -112,6 +112,12 @@ impl ToolFailure {
         ToolFailure(message.into())
     }
 
+    /// A failure whose details are not for the model or the user (SQL, I/O, a transport
+    /// chain): they are logged with a trace reference, and the message is `public` naming it.
+    pub fn withheld(public: &str, details: &dyn fmt::Display) -> Self {
+        ToolFailure(agentic_telemetry::errors::hidden(public, details))
+    }
+
     pub fn message(&self) -> &str {
         &self.0
     }

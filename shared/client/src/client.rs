@@ -1,7 +1,5 @@
 //! `Client`: one connection to the gateway on behalf of one user, with one method per call.
 
-use std::time::Duration;
-
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
@@ -10,20 +8,16 @@ use agentic_proto::v1::{
     ListPromptsRequest, Mode, ModelTier, Prompt, PromptEvent, RejectToolCallRequest,
     StreamPromptRequest,
 };
-use tonic::metadata::{Ascii, MetadataValue};
-use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
-use tonic::{Request, Status, Streaming};
+use tonic::transport::Channel;
+use tonic::{Status, Streaming};
 
-use crate::error::{ClientError, source_text};
+use crate::connect::{ClientBuilder, Credentials};
+use crate::error::ClientError;
 use crate::events::EventStream;
 
 /// Metadata key naming the calling user (the gateway's development-mode identity).
 pub const USER_HEADER: &str = "x-user-id";
-
-/// Largest message the client accepts: a prompt with many outputs, or a downloaded file.
-const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// What to run: the input plus optional mode, model tier, conversation and limits.
 #[derive(Debug, Clone, Default)]
@@ -70,49 +64,32 @@ pub struct NewConversation {
     pub default_mode: Option<String>,
 }
 
-#[derive(Clone)]
-pub(crate) struct User(MetadataValue<Ascii>);
-
-impl Interceptor for User {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        request.metadata_mut().insert(USER_HEADER, self.0.clone());
-        Ok(request)
-    }
-}
+pub(crate) type Gateway = PromptGatewayClient<InterceptedService<Channel, Credentials>>;
 
 /// A connection to the gateway on behalf of one user. Cheap to clone.
 #[derive(Clone)]
 pub struct Client {
-    gateway: PromptGatewayClient<InterceptedService<Channel, User>>,
+    gateway: Gateway,
     address: String,
 }
 
 impl Client {
-    /// Connects at once, so an unreachable gateway is reported here
-    /// ([`ClientError::Unreachable`]) rather than on the first call.
+    /// Connects at once as `user` (sent as `x-user-id`, which only a gateway in dev mode
+    /// believes), so an unreachable gateway is reported here ([`ClientError::Unreachable`])
+    /// rather than on the first call. To log in with a token, or to trust a private CA, use
+    /// [`Client::builder`].
     pub async fn connect(address: &str, user: &str) -> Result<Client, ClientError> {
-        let user =
-            MetadataValue::try_from(user).map_err(|_| ClientError::InvalidUser(user.to_owned()))?;
-        let endpoint = Endpoint::from_shared(address.to_owned())
-            .map_err(|error| ClientError::InvalidAddress {
-                address: address.to_owned(),
-                reason: error.to_string(),
-            })?
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(5));
-        let channel = endpoint
-            .connect()
-            .await
-            .map_err(|error| ClientError::Unreachable {
-                address: address.to_owned(),
-                reason: source_text(&error),
-            })?;
-        let gateway = PromptGatewayClient::with_interceptor(channel, User(user))
-            .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(Client {
-            gateway,
-            address: address.to_owned(),
-        })
+        Client::builder(address).user(user).connect().await
+    }
+
+    /// How to connect: `.token(…)` to log in, `.ca_cert(…)` for a private CA, then
+    /// `.connect().await`.
+    pub fn builder(address: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(address)
+    }
+
+    pub(crate) fn new(gateway: Gateway, address: String) -> Client {
+        Client { gateway, address }
     }
 
     /// The gateway address this client was connected to.
@@ -120,7 +97,7 @@ impl Client {
         &self.address
     }
 
-    fn gateway(&self) -> PromptGatewayClient<InterceptedService<Channel, User>> {
+    fn gateway(&self) -> Gateway {
         self.gateway.clone()
     }
 

@@ -10,11 +10,33 @@ pub enum ClientError {
     #[error("invalid server address {address:?}: {reason}")]
     InvalidAddress { address: String, reason: String },
     #[error(
-        "cannot reach the agentic gateway at {address}: {reason} (is it running? try `make run`)"
+        "cannot reach the agentic gateway at {address}: {reason} ({})",
+        unreachable_hint(address)
     )]
     Unreachable { address: String, reason: String },
+    /// A TLS handshake failed: the gateway's certificate is not trusted, or it does not
+    /// speak TLS.
+    #[error(
+        "cannot connect securely to the agentic gateway at {address}: {reason} (a gateway \
+         whose certificate comes from a private CA needs that CA: --ca-cert FILE, or \
+         ClientBuilder::ca_cert)"
+    )]
+    Tls { address: String, reason: String },
     #[error("invalid user id {0:?}")]
     InvalidUser(String),
+    /// The token cannot be sent; the message says why without showing it.
+    #[error("invalid token: {0}")]
+    InvalidToken(&'static str),
+    #[error(
+        "refusing to send the token over plain http:// to {address}, where anyone on the \
+         network path can read it: use https:// (or allow it explicitly for a network you \
+         trust: --allow-http-token, or ClientBuilder::allow_http_token)"
+    )]
+    TokenOverHttp { address: String },
+    #[error("invalid CA certificate: {0}")]
+    InvalidCaCert(String),
+    #[error("a CA certificate was given, but {address} is not an https:// address")]
+    CaCertWithoutTls { address: String },
     /// The gateway answered the call with an error status.
     #[error("{}", status_text(.0))]
     Status(#[from] Status),
@@ -34,15 +56,31 @@ impl ClientError {
 
     /// Turns a failed call into an error, naming the gateway when the connection is what failed.
     pub(crate) fn from_call(address: &str, status: Status) -> ClientError {
-        // tonic reports a broken or refused connection as UNAVAILABLE with a transport source.
-        let transport = std::error::Error::source(&status).is_some();
-        if status.code() == Code::Unavailable && transport {
+        // tonic reports a refused connection as UNAVAILABLE with a transport source, and a
+        // connection the server broke mid-call (a TLS port spoken to in plain HTTP/2, say) as
+        // UNKNOWN or INTERNAL with a `transport::Error` source; statuses the gateway sent
+        // have no source.
+        let source = std::error::Error::source(&status);
+        let transport = match status.code() {
+            Code::Unavailable => source.is_some(),
+            _ => source.is_some_and(|source| source.is::<tonic::transport::Error>()),
+        };
+        if transport {
             return ClientError::Unreachable {
                 address: address.to_owned(),
-                reason: source_text(&status),
+                reason: source.map_or_else(|| status.message().to_owned(), source_text),
             };
         }
         ClientError::Status(status)
+    }
+}
+
+/// What to check when the gateway cannot be reached at `address`.
+fn unreachable_hint(address: &str) -> &'static str {
+    if address.starts_with("http://") {
+        "is it running? try `make run`; a gateway that serves TLS needs an https:// address"
+    } else {
+        "is it running? try `make run`"
     }
 }
 

@@ -35,8 +35,13 @@
 //!
 //! [`Client`] has one method per gateway call for everything else, and
 //! [`Session::chat_stream`] gives the events as they happen.
+//!
+//! `Client::connect(url, user)` is for a gateway in dev mode (`x-user-id`). With auth tokens,
+//! log in through [`Client::builder`]: `.token(…)` sends `authorization: Bearer`, an
+//! `https://` address uses TLS with the platform's roots, or `.ca_cert(…)` for a private CA.
 
 mod client;
+mod connect;
 mod error;
 mod events;
 pub mod json;
@@ -47,6 +52,7 @@ pub mod cli;
 
 pub use agentic_proto::v1;
 pub use client::{Client, NewConversation, NewPrompt, USER_HEADER};
+pub use connect::ClientBuilder;
 pub use error::ClientError;
 pub use events::EventStream;
 pub use session::{ChatOptions, ChatResult, PendingCall, Session, pending_approvals};

@@ -178,6 +178,15 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
         let prompt = start
             .prompt
             .ok_or_else(|| invalid("start.prompt", "is missing"))?;
+        // The run acts for the user the gateway issued it for, and only for that one: every
+        // tool call, artifact and nested run is scoped to it (never to a user named by model
+        // output or tool input).
+        let user_id = match (start.user_id.as_str(), prompt.user_id.as_str()) {
+            ("", "") => return Err(invalid("start.user_id", "is missing")),
+            (user, "") | ("", user) => user.to_owned(),
+            (user, owner) if user == owner => user.to_owned(),
+            _ => return Err(invalid("start.user_id", "is not the prompt's user")),
+        };
         // The current prompt's outputs are addressed by index, so none may be skipped.
         let outputs = prompt
             .output
@@ -206,11 +215,7 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
         Ok(RunRequest {
             prompt_id: prompt.id,
             conversation_id: prompt.conversation_id,
-            user_id: if start.user_id.is_empty() {
-                prompt.user_id
-            } else {
-                start.user_id
-            },
+            user_id,
             input: prompt.input,
             tier,
             outputs,

@@ -6,6 +6,7 @@
 mod edge;
 mod error;
 pub mod metrics;
+mod register;
 mod schema;
 mod sink;
 pub mod timeline;
@@ -18,16 +19,19 @@ use tokio::net::TcpListener;
 
 pub use edge::{ExecutorService, Mode};
 pub use error::{ExecuteError, ToolHostError};
+pub use register::{Announce, Registration, RegistrationError};
 pub use schema::{InputCheck, MAX_CACHED_SCHEMAS, SchemaCache};
 pub use sink::{EventSink, StreamClosed};
 
 /// Serves `mode` as an `Executor` (with health and reflection, plus `extra` services such as
 /// code mode's `CodeRunner`) on `listener` until `shutdown` resolves. `Execute` and
 /// `Describe` require the internal token when one is configured; `add_extra` should wrap its
-/// services the same way.
+/// services the same way. With `announce`, the mode is registered with the gateway while
+/// the executor serves.
 pub async fn serve<M: Mode>(
     mode: M,
     internal_token: agentic_rpc::RequireInternalToken,
+    announce: Option<Announce>,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
     extra_services: &[&str],
@@ -51,18 +55,25 @@ pub async fn serve<M: Mode>(
     let service = tonic::service::interceptor::InterceptedService::new(service, internal_token);
     let router = add_extra(router.add_service(service));
     tracing::info!(mode = mode_id, address = %listener.local_addr()?, "executor serving");
-    agentic_rpc::serve(router, listener, shutdown).await?;
+    let announcing = announce.map(|announce| tokio::spawn(register::keep_registered(announce)));
+    let served = agentic_rpc::serve(router, listener, shutdown).await;
+    if let Some(announcing) = announcing {
+        announcing.abort();
+    }
+    served?;
     Ok(())
 }
 
-/// What an executor's `--check-config` checks beyond parsing: the LLM client can be built
-/// and the internal token can travel as metadata.
+/// What an executor's `--check-config` checks beyond parsing: the LLM client can be built,
+/// the internal token can travel as metadata and the registration settings are usable.
 pub fn check_config(
     llm: &agentic_llm::LlmConfig,
     internal_token: Option<&str>,
+    registration: &Registration,
 ) -> Result<(), CheckError> {
     agentic_llm::OpenAiChatModel::new(llm.clone())?;
     agentic_rpc::SendInternalToken::new(internal_token)?;
+    registration.announce("check", "check", internal_token)?;
     Ok(())
 }
 
@@ -72,6 +83,8 @@ pub enum CheckError {
     Llm(#[from] agentic_llm::LlmError),
     #[error(transparent)]
     InternalToken(#[from] agentic_rpc::InvalidToken),
+    #[error(transparent)]
+    Registration(#[from] RegistrationError),
 }
 
 #[derive(Debug, thiserror::Error)]

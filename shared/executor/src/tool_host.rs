@@ -89,7 +89,7 @@ impl ToolHost {
             .clone()
             .prepare(request)
             .await
-            .map_err(|status| ToolHostError::Unavailable(status_text(&status)))?
+            .map_err(|status| ToolHostError::Unavailable(agentic_rpc::relayed(&status)))?
             .into_inner();
         let tools = response
             .tools
@@ -168,17 +168,12 @@ impl ToolHost {
 }
 
 /// A tool-host that cannot be reached (or broke the connection mid-call) ends the run; any
-/// other status is an answer about this one call.
+/// other status is an answer about this one call. Either way the text reaches users (as the
+/// run's error or the call's result), so transport chains are left to the log.
 fn invoke_error(status: Status) -> ToolHostError {
+    let text = agentic_rpc::relayed(&status);
     match status.code() {
-        Code::Unavailable | Code::Unknown => ToolHostError::Unavailable(status_text(&status)),
-        _ => ToolHostError::Refused(status_text(&status)),
+        Code::Unavailable | Code::Unknown => ToolHostError::Unavailable(text),
+        _ => ToolHostError::Refused(text),
     }
-}
-
-fn status_text(status: &Status) -> String {
-    if status.message().is_empty() {
-        return format!("{:?}", status.code());
-    }
-    status.message().to_owned()
 }

@@ -2,29 +2,56 @@
 
 use std::fmt;
 
+use agentic_telemetry::errors::{ErrorRef, error_chain, withhold};
 use reqwest::StatusCode;
 
 /// The final failure of a request, after any retries. Display is written for people: the
-/// executors show it to users as is.
+/// executors show it to users as is. It says what the user can act on (the HTTP status and
+/// what it usually means, a timeout, an endpoint that cannot be reached, an answer that
+/// cannot be read) and names the trace reference under which the rest (the provider's error
+/// body, the connection's error chain) was logged.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error("LLM endpoint answered {status} after {attempts}: {message}")]
+    #[error(
+        "LLM endpoint answered {status} after {attempts}{meaning}; {reference}",
+        meaning = status_meaning(*status)
+    )]
     Status {
         status: StatusCode,
         attempts: Attempts,
-        message: String,
+        reference: ErrorRef,
     },
     #[error("LLM request timed out ({timeout_secs} s per attempt) after {attempts}")]
     Timeout {
         timeout_secs: u64,
         attempts: Attempts,
     },
-    #[error("could not reach the LLM endpoint after {attempts}: {message}")]
-    Connection { attempts: Attempts, message: String },
-    #[error("LLM endpoint sent a response that could not be read: {message}")]
-    InvalidResponse { message: String },
+    #[error("could not reach the LLM endpoint after {attempts}: {reason}; {reference}")]
+    Connection {
+        attempts: Attempts,
+        reason: &'static str,
+        reference: ErrorRef,
+    },
+    #[error("LLM endpoint sent a response that could not be read; {reference}")]
+    InvalidResponse { reference: ErrorRef },
+    /// Only when the client is built (at start, or `--check-config`): for the operator.
     #[error("LLM client could not be set up: {message}")]
     Setup { message: String },
+}
+
+/// What an error status usually means for the person who sees it.
+fn status_meaning(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+            ": the endpoint refused the credentials; check the API key"
+        }
+        StatusCode::NOT_FOUND => ": check the model name and the endpoint's base URL",
+        StatusCode::TOO_MANY_REQUESTS => ": rate limited by the provider; try again later",
+        StatusCode::PAYLOAD_TOO_LARGE => ": the request is too large for the model",
+        status if status.is_server_error() => ": the provider failed; try again later",
+        status if status.is_client_error() => ": the provider rejected the request",
+        _ => "",
+    }
 }
 
 /// How many attempts were made; displays as `1 attempt` or `4 attempts`.
@@ -40,12 +67,20 @@ impl fmt::Display for Attempts {
     }
 }
 
-/// Why one attempt failed; decides whether another attempt is worth it.
+/// Why one attempt failed; decides whether another attempt is worth it. The details (the
+/// provider's message, the error chain) are for the log only.
 #[derive(Debug)]
 pub(crate) enum AttemptError {
-    Status { status: StatusCode, message: String },
+    Status {
+        status: StatusCode,
+        message: String,
+    },
     Timeout,
-    Connection(String),
+    Connection {
+        /// A few words the user may see, e.g. `connection refused`.
+        reason: &'static str,
+        detail: String,
+    },
     InvalidResponse(String),
 }
 
@@ -58,7 +93,10 @@ impl AttemptError {
             return AttemptError::InvalidResponse(error_chain(error));
         }
         // Connect, request and body errors: the connection failed or broke mid-answer.
-        AttemptError::Connection(error_chain(error))
+        AttemptError::Connection {
+            reason: connection_failure(error),
+            detail: error_chain(error),
+        }
     }
 
     /// An error answer: the status and the most readable part of the body.
@@ -74,29 +112,43 @@ impl AttemptError {
             AttemptError::Status { status, .. } => {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
-            AttemptError::Timeout | AttemptError::Connection(_) => true,
+            AttemptError::Timeout | AttemptError::Connection { .. } => true,
             AttemptError::InvalidResponse(_) => false,
         }
     }
 
+    /// The final error. What the user may not see (the provider's message, the error
+    /// chain) is logged here, with the reference the error names.
     pub(crate) fn into_llm_error(self, attempts: u32, timeout_secs: u64) -> LlmError {
         let attempts = Attempts(attempts);
-        match self {
-            AttemptError::Status { status, message } => LlmError::Status {
-                status,
-                attempts,
-                message,
-            },
+        match &self {
             AttemptError::Timeout => LlmError::Timeout {
                 timeout_secs,
                 attempts,
             },
-            AttemptError::Connection(message) => LlmError::Connection { attempts, message },
-            AttemptError::InvalidResponse(message) => LlmError::InvalidResponse { message },
+            AttemptError::Status { status, .. } => LlmError::Status {
+                status: *status,
+                attempts,
+                reference: self.withhold(),
+            },
+            AttemptError::Connection { reason, .. } => LlmError::Connection {
+                attempts,
+                reason,
+                reference: self.withhold(),
+            },
+            AttemptError::InvalidResponse(_) => LlmError::InvalidResponse {
+                reference: self.withhold(),
+            },
         }
+    }
+
+    /// Logs what the user may not see, with the reference the final error names.
+    fn withhold(&self) -> ErrorRef {
+        withhold("llm request failed", self)
     }
 }
 
+/// For the log: everything about the attempt.
 impl fmt::Display for AttemptError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -104,11 +156,37 @@ impl fmt::Display for AttemptError {
                 write!(formatter, "answered {status}: {message}")
             }
             AttemptError::Timeout => formatter.write_str("timed out"),
-            AttemptError::Connection(message) => write!(formatter, "connection failed: {message}"),
+            AttemptError::Connection { detail, .. } => {
+                write!(formatter, "connection failed: {detail}")
+            }
             AttemptError::InvalidResponse(message) => {
                 write!(formatter, "unreadable response: {message}")
             }
         }
+    }
+}
+
+/// A few words on why a connection failed, from the I/O error in the chain (when there is
+/// one): what a user can tell an operator without the chain itself.
+fn connection_failure(error: &reqwest::Error) -> &'static str {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused",
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    return "the connection was reset";
+                }
+                std::io::ErrorKind::TimedOut => return "connecting timed out",
+                _ => {}
+            }
+        }
+        source = cause.source();
+    }
+    if error.is_connect() {
+        "could not connect"
+    } else {
+        "the connection broke"
     }
 }
 
@@ -144,18 +222,6 @@ fn truncate(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// reqwest's own message is terse ("error sending request"); the causes say what happened.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,15 +237,52 @@ mod tests {
     }
 
     #[test]
-    fn final_errors_read_well() {
+    fn final_errors_say_the_status_and_its_meaning_but_not_the_providers_message() {
         let error = AttemptError::from_answer(
             StatusCode::INTERNAL_SERVER_ERROR,
-            r#"{"error":{"message":"boom"}}"#,
+            r#"{"error":{"message":"boom at /srv/provider/app.py"}}"#,
         )
         .into_llm_error(4, 120);
+        let LlmError::Status { reference, .. } = &error else {
+            panic!("not a status error: {error:?}");
+        };
         assert_eq!(
             error.to_string(),
-            "LLM endpoint answered 500 Internal Server Error after 4 attempts: boom"
+            format!(
+                "LLM endpoint answered 500 Internal Server Error after 4 attempts: the provider \
+                 failed; try again later; {reference}"
+            )
         );
+        let error = AttemptError::from_answer(StatusCode::UNAUTHORIZED, "bad key sk-123")
+            .into_llm_error(1, 120)
+            .to_string();
+        assert!(
+            error.contains("401 Unauthorized after 1 attempt"),
+            "{error}"
+        );
+        assert!(error.contains("check the API key"), "{error}");
+        assert!(!error.contains("sk-123"), "{error}");
+    }
+
+    #[test]
+    fn connection_failures_keep_their_reason_but_not_the_chain() {
+        let error = AttemptError::Connection {
+            reason: "connection refused",
+            detail: "error sending request: tcp connect error: Connection refused (os error 111)"
+                .into(),
+        }
+        .into_llm_error(2, 120)
+        .to_string();
+        assert!(
+            error.starts_with(
+                "could not reach the LLM endpoint after 2 attempts: connection refused; trace "
+            ),
+            "{error}"
+        );
+        assert!(!error.contains("os error"), "{error}");
+        let error = AttemptError::InvalidResponse("expected value at line 1: <html>".into())
+            .into_llm_error(1, 120)
+            .to_string();
+        assert!(!error.contains("<html>"), "{error}");
     }
 }

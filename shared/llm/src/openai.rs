@@ -158,9 +158,10 @@ impl OpenAiChatModel {
         if accumulator.saw_finish_reason() {
             return Ok(accumulator.into_response());
         }
-        Err(AttemptError::Connection(
-            "the stream ended before the answer was complete".into(),
-        ))
+        Err(AttemptError::Connection {
+            reason: "the answer stream ended early",
+            detail: "the stream ended before the answer was complete".into(),
+        })
     }
 }
 

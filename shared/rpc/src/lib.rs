@@ -1,9 +1,12 @@
 //! The common gRPC edge of every agentic service: serving with health and reflection on a
-//! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`.
+//! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`
+//! (with what callers are told about failures).
 
 pub mod config;
 mod error;
 mod internal;
+mod listener;
+mod tls;
 mod trace_context;
 
 use std::future::Future;
@@ -11,14 +14,21 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tonic::transport::server::{Router, TcpIncoming};
-use tonic::transport::{Channel, Endpoint, Server};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint, Server};
 use tonic_health::server::HealthReporter;
 
-pub use error::{ErrorKind, ServiceError, to_status};
+pub use error::{
+    ErrorKind, MAX_SHOWN_ID_CHARS, ServiceError, caller_message, relayed, shown_id, to_status,
+};
 pub use internal::{
     INTERNAL_TOKEN_HEADER, InternalChannel, InvalidToken, RequireInternalToken, SendInternalToken,
     constant_time_eq,
 };
+pub use listener::{
+    KEEPALIVE_TIMEOUT, MAX_HEADER_LIST_BYTES, MAX_STREAMS_PER_CONNECTION, PublicLimits,
+    serve_public,
+};
+pub use tls::{ServerTls, TlsConfigError};
 
 /// Largest message any service accepts or sends (tonic's default receive limit is 4 MiB and
 /// its send limit is unbounded; both are set explicitly).
@@ -34,6 +44,35 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub fn router(
     services: &[&str],
 ) -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
+    mount(Server::builder(), services)
+}
+
+/// [`router`] for a public listener (serve it with [`serve_public`]): bounded streams per
+/// connection and header sizes (see `listener.rs`), and TLS terminated here when `tls` is
+/// given (HTTP/2 negotiated by ALPN, the handshake bounded in time); plain HTTP/2 otherwise.
+pub fn public_router(
+    services: &[&str],
+    tls: Option<&ServerTls>,
+) -> Result<(Router, HealthReporter), RouterError> {
+    let mut server = listener::bounded(Server::builder());
+    if let Some(tls) = tls {
+        server = server.tls_config(tls.server_config())?;
+    }
+    Ok(mount(server, services)?)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RouterError {
+    #[error("cannot serve reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("cannot serve TLS: {0}")]
+    Tls(#[from] tonic::transport::Error),
+}
+
+fn mount(
+    server: Server,
+    services: &[&str],
+) -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
     let (reporter, health) = tonic_health::server::health_reporter();
     let mut reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(agentic_proto::FILE_DESCRIPTOR_SET)
@@ -44,9 +83,10 @@ pub fn router(
         reflection = reflection.with_service_name(*service);
     }
     let reflection = reflection.build_v1()?;
-    let router = Server::builder()
+    let router = server
         .trace_fn(trace_context::server_span)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .add_service(health)
         .add_service(reflection);
     Ok((router, reporter))
@@ -133,17 +173,33 @@ pub async fn run_until_signal<E>(service: impl Future<Output = Result<(), E>>) -
 /// `--probe`: asks the service listening on `listen` (this machine) whether it serves, the
 /// way a container health check does, with no tool beyond the service's own binary.
 pub async fn probe(listen: std::net::SocketAddr) -> Result<(), ProbeError> {
+    probe_with_tls(listen, None).await
+}
+
+/// [`probe`] of a service that serves `tls` (see [`public_router`]): the probe speaks TLS
+/// and accepts only the service's own configured certificate.
+pub async fn probe_with_tls(
+    listen: std::net::SocketAddr,
+    tls: Option<&ServerTls>,
+) -> Result<(), ProbeError> {
     let mut address = listen;
     if address.ip().is_unspecified() {
         address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
     }
-    let channel = Endpoint::from_shared(format!("http://{address}"))
-        .map_err(|error| ProbeError::Unreachable(error.to_string()))?
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+        .map_err(|error| ProbeError::Unreachable(error.to_string()))?;
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config_with_verifier(ClientTlsConfig::new(), tls.pinned_verifier())
+            .map_err(|error| ProbeError::Unreachable(error_chain(&error)))?;
+    }
+    let channel = endpoint
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(2))
         .connect()
         .await
-        .map_err(|error| ProbeError::Unreachable(error.to_string()))?;
+        .map_err(|error| ProbeError::Unreachable(error_chain(&error)))?;
     let request = tonic_health::pb::HealthCheckRequest {
         service: String::new(),
     };
@@ -165,4 +221,15 @@ pub enum ProbeError {
     Unreachable(String),
     #[error("the service is {0}")]
     NotServing(String),
+}
+
+/// An error and its causes on one line (transport errors say little without their causes).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text = format!("{text}: {cause}");
+        source = cause.source();
+    }
+    text
 }

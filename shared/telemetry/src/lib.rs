@@ -1,8 +1,10 @@
 //! Logging and tracing set-up shared by every agentic binary: `tracing` to stderr, filtered by
 //! `RUST_LOG` (default `info`), as JSON lines when `AGENTIC_LOG_FORMAT=json`; spans exported
 //! as OpenTelemetry traces, and metrics (see [`metrics`]), over OTLP gRPC when
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set. [`errors`]: what callers are told about failures whose
+//! details only the log may see.
 
+pub mod errors;
 pub mod genai;
 pub mod metrics;
 

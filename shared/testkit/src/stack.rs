@@ -95,6 +95,20 @@ pub struct StackOptions {
     pub database: StackDatabase,
     /// How long a gateway's lease on the prompts it runs lasts (ms).
     pub gateway_lease_ms: u64,
+    /// How long a mode an executor registered lasts unrenewed (ms).
+    pub mode_lease_ms: u64,
+    /// Prompts one user may have running at once.
+    pub max_running_per_user: u32,
+    /// How long a new connection to the gateway may stay silent (ms).
+    pub first_bytes_timeout_ms: u64,
+    /// The executors register their modes with the gateway (which then has none
+    /// configured) instead of being named in its `--modes`. Needs `internal_token`.
+    pub executors_register: bool,
+    /// The gateway serves TLS with this PEM certificate chain and key (its `--tls-cert` and
+    /// `--tls-key`); [`Stack::gateway_url`] is then `https://127.0.0.1:PORT`, so the
+    /// certificate must name the IP address 127.0.0.1.
+    pub gateway_tls_cert: Option<PathBuf>,
+    pub gateway_tls_key: Option<PathBuf>,
 }
 
 impl Default for StackOptions {
@@ -112,6 +126,12 @@ impl Default for StackOptions {
             data_dir: None,
             database: StackDatabase::from_env(),
             gateway_lease_ms: 6000,
+            mode_lease_ms: 30_000,
+            max_running_per_user: 64,
+            first_bytes_timeout_ms: 10_000,
+            executors_register: false,
+            gateway_tls_cert: None,
+            gateway_tls_key: None,
         }
     }
 }
@@ -201,13 +221,14 @@ pub struct Stack {
 /// One more gateway on a stack's database (see [`Stack::start_gateway_replica`]).
 pub struct GatewayReplica {
     pub address: SocketAddr,
+    scheme: &'static str,
     service: Background,
 }
 
 impl GatewayReplica {
-    /// `http://127.0.0.1:PORT` of this replica.
+    /// `http://127.0.0.1:PORT` of this replica (`https://` when it serves TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.address)
+        format!("{}://{}", self.scheme, self.address)
     }
 
     /// A client SDK connection to this replica on behalf of `user`.
@@ -256,16 +277,20 @@ impl Stack {
         let (classic_listener, classic_address) = bind()?;
         let (code_listener, code_address) = bind()?;
         let (gateway_listener, gateway_address) = bind()?;
-        let modes = vec![
-            prompt_gateway::ModeSpec {
-                id: "classic".into(),
-                endpoint: format!("http://{classic_address}"),
-            },
-            prompt_gateway::ModeSpec {
-                id: "code".into(),
-                endpoint: format!("http://{code_address}"),
-            },
-        ];
+        let modes = if options.executors_register {
+            Vec::new()
+        } else {
+            vec![
+                prompt_gateway::ModeSpec {
+                    id: "classic".into(),
+                    endpoint: format!("http://{classic_address}"),
+                },
+                prompt_gateway::ModeSpec {
+                    id: "code".into(),
+                    endpoint: format!("http://{code_address}"),
+                },
+            ]
+        };
 
         let tool_host = Stack::start_tool_host(
             &options,
@@ -273,8 +298,20 @@ impl Stack {
             code_address,
             tool_host_listener,
         )?;
-        let classic = Stack::start_classic(&options, &model, tool_host_address, classic_listener)?;
-        let code = Stack::start_code(&options, &model, tool_host_address, code_listener)?;
+        let classic = Stack::start_classic(
+            &options,
+            &model,
+            tool_host_address,
+            gateway_address,
+            classic_listener,
+        )?;
+        let code = Stack::start_code(
+            &options,
+            &model,
+            tool_host_address,
+            gateway_address,
+            code_listener,
+        )?;
         let gateway = Stack::start_gateway(
             &options,
             &gateway_database_url,
@@ -328,9 +365,11 @@ impl Stack {
         options: &StackOptions,
         model: &StandInModel,
         tool_host: SocketAddr,
+        gateway: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
+            registration: registration(options, gateway, listener.local_addr()?),
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
@@ -348,9 +387,11 @@ impl Stack {
         options: &StackOptions,
         model: &StandInModel,
         tool_host: SocketAddr,
+        gateway: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
+            registration: registration(options, gateway, listener.local_addr()?),
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: 10,
@@ -379,6 +420,9 @@ impl Stack {
             listen: listener.local_addr()?,
             database_url: database_url.to_owned(),
             lease_ms: options.gateway_lease_ms,
+            mode_lease_ms: options.mode_lease_ms,
+            max_running_per_user: options.max_running_per_user,
+            first_bytes_timeout_ms: options.first_bytes_timeout_ms,
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),
@@ -386,20 +430,33 @@ impl Stack {
             probe: false,
             auth_tokens: options.auth_tokens.clone(),
             auth_tokens_file: None,
+            tls_cert: options.gateway_tls_cert.clone(),
+            tls_key: options.gateway_tls_key.clone(),
         };
         Background::start("prompt-gateway", listener, move |listener| {
             prompt_gateway::run(config, listener, std::future::pending())
         })
     }
 
-    /// `http://127.0.0.1:PORT` of the gateway.
+    /// `http://127.0.0.1:PORT` of the gateway (`https://` when it serves TLS).
     pub fn gateway_url(&self) -> String {
-        format!("http://{}", self.gateway_address)
+        let scheme = gateway_scheme(&self.options);
+        format!("{scheme}://{}", self.gateway_address)
     }
 
-    /// A client SDK connection on behalf of `user`.
+    /// A client SDK connection on behalf of `user` (dev mode: `x-user-id`).
     pub async fn client(&self, user: &str) -> anyhow::Result<agentic_client::Client> {
         Ok(agentic_client::Client::connect(&self.gateway_url(), user).await?)
+    }
+
+    /// A client SDK connection that logs in with a bearer `token` (one of
+    /// [`StackOptions::auth_tokens`]). A stack serving TLS needs its CA: use
+    /// `agentic_client::Client::builder` with `ca_cert` there.
+    pub async fn client_with_token(&self, token: &str) -> anyhow::Result<agentic_client::Client> {
+        Ok(agentic_client::Client::builder(self.gateway_url())
+            .token(token)
+            .connect()
+            .await?)
     }
 
     /// Kills the classic executor outright, mid-call, as a crashed process would die.
@@ -412,8 +469,13 @@ impl Stack {
     pub fn restart_classic_executor(&mut self) -> anyhow::Result<()> {
         self.classic.kill();
         let (listener, address) = bind()?;
-        self.classic =
-            Stack::start_classic(&self.options, &self.model, self.tool_host_address, listener)?;
+        self.classic = Stack::start_classic(
+            &self.options,
+            &self.model,
+            self.tool_host_address,
+            self.gateway_address,
+            listener,
+        )?;
         self.classic_address = address;
         for mode in &mut self.modes {
             if mode.id == "classic" {
@@ -449,7 +511,11 @@ impl Stack {
             self.tool_host_address,
             listener,
         )?;
-        Ok(GatewayReplica { address, service })
+        Ok(GatewayReplica {
+            address,
+            scheme: gateway_scheme(&self.options),
+            service,
+        })
     }
 
     pub fn options(&self) -> &StackOptions {
@@ -462,6 +528,32 @@ impl Stack {
         self.classic.kill();
         self.code.kill();
         self.tool_host.kill();
+    }
+}
+
+/// How an executor of the stack announces its mode: to `gateway`, when the options say
+/// executors register.
+fn registration(
+    options: &StackOptions,
+    gateway: SocketAddr,
+    executor: SocketAddr,
+) -> agentic_executor::Registration {
+    if !options.executors_register {
+        return agentic_executor::Registration::default();
+    }
+    agentic_executor::Registration {
+        gateway_url: Some(format!("http://{gateway}")),
+        advertise_url: Some(format!("http://{executor}")),
+        mode_id: None,
+    }
+}
+
+/// `https` when the options make the gateway serve TLS, else `http`.
+fn gateway_scheme(options: &StackOptions) -> &'static str {
+    if options.gateway_tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
     }
 }
 

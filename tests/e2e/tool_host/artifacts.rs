@@ -9,6 +9,7 @@ on_both_backends!(
     artifact_tools_store_and_read_back_data_for_the_calling_user_only,
     a_named_text_artifact_is_kept_as_the_files_text,
     nul_characters_in_artifact_metadata_are_refused_and_in_data_kept,
+    a_corrupt_artifact_is_an_internal_error_naming_a_trace_not_the_decode_error,
 );
 
 async fn a_stored_artifact_is_returned_to_its_owner_and_not_found_for_anyone_else(
@@ -236,5 +237,65 @@ async fn nul_characters_in_artifact_metadata_are_refused_and_in_data_kept(
         .await?
         .into_inner();
     assert_eq!(output(&fetched)?["data"], "a\u{0}b");
+    Ok(())
+}
+
+async fn a_corrupt_artifact_is_an_internal_error_naming_a_trace_not_the_decode_error(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut artifacts = host.artifacts().await?;
+    let stored = artifacts
+        .store_artifact(store_request("alice", json!({"rows": [1]})))
+        .await?
+        .into_inner();
+    // Data no JSON parser reads, as a damaged database would hold.
+    let corrupt = "{\"rows\": [1, <stored at /var/lib/tool-host>";
+    let sql = "UPDATE artifacts SET data = $1 WHERE id = $2";
+    if database.url().starts_with("postgres") {
+        let pool = sqlx::PgPool::connect(database.url()).await?;
+        sqlx::query(sql)
+            .bind(corrupt)
+            .bind(&stored.id)
+            .execute(&pool)
+            .await?;
+    } else {
+        let pool = sqlx::SqlitePool::connect(database.url()).await?;
+        sqlx::query(sql)
+            .bind(corrupt)
+            .bind(&stored.id)
+            .execute(&pool)
+            .await?;
+    }
+
+    let status = artifacts
+        .get_artifact(GetArtifactRequest {
+            user_id: "alice".into(),
+            artifact_id: stored.id.clone(),
+        })
+        .await
+        .err()
+        .context("a corrupt artifact was read")?;
+    assert_eq!(status.code(), Code::Internal);
+    let (told, reference) = status
+        .message()
+        .split_once("; trace ")
+        .context(format!("no trace reference: {:?}", status.message()))?;
+    assert_eq!(told, "internal error");
+    assert_eq!(reference.len(), 32, "{reference}");
+
+    let mut tools = host.tools().await?;
+    let answer = tools
+        .invoke_tool(invoke("artifact.get", "alice", json!({"id": stored.id})))
+        .await?
+        .into_inner();
+    let error = tool_error(&answer)?;
+    assert!(
+        error.starts_with("the artifact store failed; try again later; trace "),
+        "{error}"
+    );
+    for detail in ["/var/lib", "line 1", "column", "corrupt", "rows"] {
+        assert!(!error.contains(detail), "{detail:?} leaked: {error}");
+    }
     Ok(())
 }

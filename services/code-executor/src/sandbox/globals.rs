@@ -69,11 +69,20 @@ where
                 Ok(Ok(value)) => Ok(value),
                 Ok(Err(error)) => Err(throw(&ctx, &session, error)),
                 Err(panic) => {
+                    // The panic's text is for the log; the script (and the user) get its reference.
                     let reason = panic_message(panic.as_ref());
-                    tracing::error!(function = %label, %reason, "sandbox host function panicked");
+                    let reference = agentic_telemetry::errors::ErrorRef::current();
+                    tracing::error!(
+                        function = %label,
+                        %reason,
+                        trace_id = %reference.id(),
+                        "sandbox host function panicked"
+                    );
                     Err(Exception::throw_message(
                         &ctx,
-                        &format!("{label}() failed: internal error in the sandbox host ({reason})"),
+                        &format!(
+                            "{label}() failed: internal error in the sandbox host; {reference}"
+                        ),
                     ))
                 }
             }

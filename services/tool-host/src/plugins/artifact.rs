@@ -236,8 +236,10 @@ fn summary(meta: &ArtifactMeta) -> Value {
 
 /// Logs a storage failure in full and gives the model a short, stable message.
 fn internal(error: Error) -> ToolFailure {
-    tracing::error!(error = %error_chain(error), "artifact storage failed");
-    ToolFailure::new("the artifact store failed; try again later")
+    ToolFailure::withheld(
+        "the artifact store failed; try again later",
+        &error_chain(error),
+    )
 }
 
 fn error_chain(error: Error) -> String {

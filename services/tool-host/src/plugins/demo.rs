@@ -197,8 +197,10 @@ impl DemoPlugin {
             body: ArtifactBody::Bytes(text.into_bytes()),
         };
         let meta = self.store.insert(new).await.map_err(|error| {
-            tracing::error!(%error, "demo.report could not store its file");
-            ToolFailure::new("the artifact store failed; try again later")
+            ToolFailure::withheld(
+                "the artifact store failed; try again later",
+                &agentic_telemetry::errors::error_chain(&error),
+            )
         })?;
         Ok(ToolOutcome {
             output: json!({"id": meta.id, "filename": meta.filename}),

@@ -91,7 +91,7 @@ impl Plugin for InterpreterPlugin {
             .map_err(|status| {
                 ToolFailure::new(format!(
                     "the code runner is unavailable: {}",
-                    status.message()
+                    agentic_rpc::relayed(&status)
                 ))
             })?
             .into_inner();

@@ -6,6 +6,7 @@ use tokio::io::AsyncBufReadExt;
 
 use super::Console;
 use super::follow::{Ending, follow, interrupt, pending_calls, print_decision_hints};
+use super::printable::name;
 use super::render::Renderer;
 use crate::{ChatOptions, Client, Session};
 
@@ -67,8 +68,8 @@ pub async fn repl(
     writeln!(
         console.err,
         "conversation: {} (mode {}; {HELP})",
-        session.conversation_id(),
-        mode_override.as_deref().unwrap_or(&default_mode)
+        name(session.conversation_id()),
+        name(mode_override.as_deref().unwrap_or(&default_mode))
     )?;
     loop {
         write!(console.err, "> ")?;
@@ -84,7 +85,7 @@ pub async fn repl(
             Line::ShowMode => writeln!(
                 console.err,
                 "mode {}",
-                mode_override.as_deref().unwrap_or(&default_mode)
+                name(mode_override.as_deref().unwrap_or(&default_mode))
             )?,
             Line::SetMode(mode) => {
                 writeln!(console.err, "mode {mode} from now on")?;
@@ -101,7 +102,9 @@ pub async fn repl(
                     Ok(Turn::Done) => {}
                     Ok(Turn::InputClosed) => return Ok(0),
                     // One failed message does not end the chat (the gateway said why).
-                    Err(error) => writeln!(console.err, "error: {}", super::one_line(&error))?,
+                    Err(error) => {
+                        writeln!(console.err, "error: {}", name(&super::one_line(&error)))?
+                    }
                 }
             }
         }
@@ -134,7 +137,8 @@ async fn exchange(
             write!(
                 console.err,
                 "Approve {} {}? [y/N] ",
-                call.tool_id, call.input
+                name(&call.tool_id),
+                name(&call.input.to_string())
             )?;
             console.err.flush()?;
             let Some(answer) = read_line(console).await? else {
@@ -144,12 +148,12 @@ async fn exchange(
             };
             if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
                 session.approve(&prompt_id, &call.tool_call_id).await?;
-                writeln!(console.err, "approved {}", call.tool_call_id)?;
+                writeln!(console.err, "approved {}", name(&call.tool_call_id))?;
             } else {
                 session
                     .reject(&prompt_id, &call.tool_call_id, "rejected in agentic chat")
                     .await?;
-                writeln!(console.err, "rejected {}", call.tool_call_id)?;
+                writeln!(console.err, "rejected {}", name(&call.tool_call_id))?;
             }
         }
         let events = client.events(&prompt_id, ending.last_sequence).await?;

@@ -3,6 +3,7 @@
 use agentic_proto::v1::{Prompt, PromptEvent, PromptState, prompt_event};
 
 use super::Console;
+use super::printable::name;
 use super::render::Renderer;
 use crate::{Client, EventStream, PendingCall, pending_approvals};
 
@@ -60,7 +61,7 @@ pub async fn follow(
             event = events.message() => event?,
             () = &mut interrupted, if !cancelling => {
                 cancelling = true;
-                writeln!(console.err, "\n[cancelling {}]", events.prompt_id())?;
+                writeln!(console.err, "\n[cancelling {}]", name(events.prompt_id()))?;
                 client.cancel_prompt(events.prompt_id(), "cancelled with Ctrl-C").await?;
                 continue;
             }
@@ -107,11 +108,14 @@ pub fn print_decision_hints(
     prompt_id: &str,
     pending: &[PendingCall],
 ) -> std::io::Result<()> {
+    let prompt_id = name(prompt_id);
     for call in pending {
+        let call_id = name(&call.tool_call_id);
         writeln!(
             console.err,
-            "  {} {} waits for approval:\n    agentic approve {prompt_id} {}\n    agentic reject {prompt_id} {}",
-            call.tool_id, call.input, call.tool_call_id, call.tool_call_id
+            "  {} {} waits for approval:\n    agentic approve {prompt_id} {call_id}\n    agentic reject {prompt_id} {call_id}",
+            name(&call.tool_id),
+            name(&call.input.to_string()),
         )?;
     }
     Ok(())

@@ -1,14 +1,14 @@
 //! Commands that show what exists: modes, prompts, conversations, files.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{Prompt, prompt_output, tool_result};
-use anyhow::Context;
 use serde_json::Value;
 
 use super::Console;
+use super::download::Folder;
+use super::printable::{name, text};
 use crate::{Client, json};
 
 pub async fn modes(
@@ -31,7 +31,9 @@ pub async fn modes(
         writeln!(
             console.out,
             "{}\t{}\t{}\t{health}",
-            mode.id, mode.name, mode.endpoint
+            name(&mode.id),
+            name(&mode.name),
+            name(&mode.endpoint)
         )?;
     }
     Ok(0)
@@ -59,16 +61,16 @@ pub fn print_prompt(
     }
     let out = &mut *console.out;
     let usage = prompt.usage.unwrap_or_default();
-    writeln!(out, "prompt        {}", prompt.id)?;
+    writeln!(out, "prompt        {}", name(&prompt.id))?;
     writeln!(out, "state         {}", json::prompt_state(prompt.state))?;
     writeln!(
         out,
         "mode          {} (model {})",
-        prompt.mode,
+        name(&prompt.mode),
         json::model_tier(prompt.model)
     )?;
     if !prompt.conversation_id.is_empty() {
-        writeln!(out, "conversation  {}", prompt.conversation_id)?;
+        writeln!(out, "conversation  {}", name(&prompt.conversation_id))?;
     }
     if let Some(created) = &prompt.created_at {
         writeln!(out, "created       {created}")?;
@@ -79,15 +81,17 @@ pub fn print_prompt(
         usage.total_tokens, usage.input_tokens, usage.output_tokens
     )?;
     if !prompt.error.is_empty() {
-        writeln!(out, "error         {}", prompt.error)?;
+        writeln!(out, "error         {}", text(&prompt.error))?;
     }
-    writeln!(out, "input         {}", prompt.input)?;
+    writeln!(out, "input         {}", text(&prompt.input))?;
     writeln!(out, "outputs")?;
     for (index, output) in prompt.output.iter().enumerate() {
         match &output.kind {
-            Some(prompt_output::Kind::Text(text)) => {
-                writeln!(out, "  [{index}] text  {}", text.content.trim_end())?
-            }
+            Some(prompt_output::Kind::Text(content)) => writeln!(
+                out,
+                "  [{index}] text  {}",
+                text(content.content.trim_end())
+            )?,
             Some(prompt_output::Kind::Tool(tool)) => {
                 let result = match tool
                     .result
@@ -95,11 +99,12 @@ pub fn print_prompt(
                     .and_then(|result| result.result.as_ref())
                 {
                     Some(tool_result::Result::Success(success)) => {
-                        format!("→ {}", from_proto_opt(success.output.as_ref()))
+                        let output = from_proto_opt(success.output.as_ref()).to_string();
+                        format!("→ {}", name(&output))
                     }
-                    Some(tool_result::Result::Error(error)) => format!("✗ {}", error.error),
+                    Some(tool_result::Result::Error(error)) => format!("✗ {}", name(&error.error)),
                     Some(tool_result::Result::Pending(pending)) => {
-                        format!("… {}", pending.reason)
+                        format!("… {}", name(&pending.reason))
                     }
                     None => "…".to_owned(),
                 };
@@ -113,15 +118,18 @@ pub fn print_prompt(
                 writeln!(
                     out,
                     "  [{index}] tool  {} {} {result}{approval} (call {})",
-                    tool.function,
-                    from_proto_opt(tool.input.as_ref()),
-                    tool.id
+                    name(&tool.function),
+                    name(&from_proto_opt(tool.input.as_ref()).to_string()),
+                    name(&tool.id)
                 )?;
             }
             Some(prompt_output::Kind::File(file)) => writeln!(
                 out,
                 "  [{index}] file  {} ({}, {} bytes) {}",
-                file.filename, file.mime_type, file.size, file.id
+                name(&file.filename),
+                name(&file.mime_type),
+                file.size,
+                name(&file.id)
             )?,
             None => {}
         }
@@ -145,10 +153,10 @@ pub async fn list_prompts(
         writeln!(
             console.out,
             "{}\t{}\t{}\t{}",
-            prompt.id,
+            name(&prompt.id),
             json::prompt_state(prompt.state),
-            prompt.mode,
-            one_line(&prompt.input, 60)
+            name(&prompt.mode),
+            name(&one_line(&prompt.input, 60))
         )?;
     }
     Ok(0)
@@ -178,15 +186,17 @@ pub async fn conversations(
             .unwrap_or_default();
         writeln!(
             console.out,
-            "{}\t{mode}\t{created}\t{}",
-            conversation.id,
-            one_line(&conversation.title, 60)
+            "{}\t{}\t{created}\t{}",
+            name(&conversation.id),
+            name(mode),
+            name(&one_line(&conversation.title, 60))
         )?;
     }
     Ok(0)
 }
 
-/// Lists a conversation's files; with `output`, saves each into that folder.
+/// Lists a conversation's files; with `output`, saves each into that folder (see
+/// [`Folder`]: the names the server gives are made safe, and ids are never paths).
 pub async fn files(
     client: &Client,
     console: &mut Console<'_>,
@@ -195,37 +205,37 @@ pub async fn files(
     output: Option<&Path>,
 ) -> anyhow::Result<u8> {
     let files = client.list_conversation_files(conversation).await?;
-    if let Some(dir) = output {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut used_names = HashSet::new();
+    let folder = match output {
+        Some(dir) => Some(Folder::open(dir).await?),
+        None => None,
+    };
     let mut documents = Vec::new();
     for entry in &files {
         let Some(file) = &entry.file else {
             continue;
         };
         let mut document = json::conversation_file(entry);
-        if let Some(dir) = output {
+        if let Some(folder) = &folder {
             let downloaded = client.get_file(&file.id).await?;
-            let path = dir.join(local_name(&file.filename, &file.id, &mut used_names));
-            tokio::fs::write(&path, &downloaded.content)
-                .await
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            let path = folder.save(&file.filename, &downloaded.content).await?;
+            let shown_path = path.display().to_string();
             writeln!(
                 console.err,
                 "saved {} ({} bytes)",
-                path.display(),
+                name(&shown_path),
                 downloaded.content.len()
             )?;
-            document["path"] = Value::String(path.display().to_string());
+            document["path"] = Value::String(shown_path);
         }
         if !as_json {
             writeln!(
                 console.out,
                 "{}\t{}\t{}\t{}\t{}",
-                file.id, file.filename, file.mime_type, file.size, entry.prompt_id
+                name(&file.id),
+                name(&file.filename),
+                name(&file.mime_type),
+                file.size,
+                name(&entry.prompt_id)
             )?;
         }
         documents.push(document);
@@ -234,23 +244,6 @@ pub async fn files(
         document(console, &Value::Array(documents))?;
     }
     Ok(0)
-}
-
-/// A file name safe to create inside the output folder: the last path component of what the
-/// tool called it, made unique within one download.
-fn local_name(filename: &str, file_id: &str, used: &mut HashSet<PathBuf>) -> PathBuf {
-    let base = Path::new(filename)
-        .file_name()
-        .map(PathBuf::from)
-        .filter(|name| name.as_os_str() != "..")
-        .unwrap_or_else(|| PathBuf::from(file_id));
-    let name = if used.contains(&base) {
-        PathBuf::from(format!("{file_id}-{}", base.display()))
-    } else {
-        base
-    };
-    used.insert(name.clone());
-    name
 }
 
 fn one_line(text: &str, max_chars: usize) -> String {
@@ -264,27 +257,7 @@ fn one_line(text: &str, max_chars: usize) -> String {
 
 /// A JSON document on stdout, pretty-printed.
 fn document(console: &mut Console<'_>, value: &Value) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    writeln!(console.out, "{text}")?;
+    let serialized = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    writeln!(console.out, "{}", super::printable::json(&serialized))?;
     console.out.flush()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn downloaded_names_stay_inside_the_folder_and_do_not_collide() {
-        let mut used = HashSet::new();
-        assert_eq!(
-            local_name("../../etc/passwd", "f1", &mut used),
-            PathBuf::from("passwd")
-        );
-        assert_eq!(
-            local_name("passwd", "f2", &mut used),
-            PathBuf::from("f2-passwd")
-        );
-        assert_eq!(local_name("", "f3", &mut used), PathBuf::from("f3"));
-        assert_eq!(local_name("..", "f4", &mut used), PathBuf::from("f4"));
-    }
 }

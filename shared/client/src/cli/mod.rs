@@ -2,8 +2,10 @@
 //! process ([`run`] with any input and output); `src/main.rs` only calls [`main`].
 
 mod chat;
+mod download;
 mod follow;
 mod inspect;
+mod printable;
 mod prompt;
 mod render;
 
@@ -11,6 +13,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio::io::AsyncBufRead;
 
@@ -37,15 +40,22 @@ struct Cli {
         default_value = "http://127.0.0.1:50051"
     )]
     server: String,
-    /// Who you are (sent as x-user-id while the gateway runs without auth tokens).
-    #[arg(
-        long,
-        global = true,
-        env = "AGENTIC_USER",
-        hide_env_values = true,
-        default_value = "local"
-    )]
-    user: String,
+    /// Who you are, for a gateway in dev mode (sent as x-user-id; default `local`, and not
+    /// sent with --token unless given).
+    #[arg(long, global = true, env = "AGENTIC_USER", hide_env_values = true)]
+    user: Option<String>,
+    /// Your bearer token, for a gateway with auth tokens: it names you, so --user is not
+    /// needed. Sent only over https://, or to this machine.
+    #[arg(long, global = true, env = "AGENTIC_TOKEN", hide_env_values = true)]
+    token: Option<Secret>,
+    /// A PEM file of the CA that signed the gateway's certificate, for an https:// gateway
+    /// with a private CA (trusted instead of the platform's roots).
+    #[arg(long, global = true, env = "AGENTIC_CA_CERT", value_name = "FILE")]
+    ca_cert: Option<std::path::PathBuf>,
+    /// Send --token over plain http:// to another machine (anyone on the network path can
+    /// read it; only for a network you trust).
+    #[arg(long, global = true)]
+    allow_http_token: bool,
     /// Machine-readable output: one JSON object per event line for prompt and chat streams,
     /// one JSON document for everything else.
     #[arg(long, global = true)]
@@ -139,6 +149,30 @@ enum PromptsCommand {
     },
 }
 
+/// A value that is never printed, not even by `Debug`.
+#[derive(Clone)]
+struct Secret(String);
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Secret, Self::Err> {
+        Ok(Secret(text.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("[hidden]")
+    }
+}
+
+/// The user a command calls as without --user or --token.
+const DEFAULT_USER: &str = "local";
+
+/// Largest CA file read: a few certificates are a few KiB.
+const MAX_CA_CERT_BYTES: u64 = 1024 * 1024;
+
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum Tier {
     Normal,
@@ -218,7 +252,7 @@ where
     match execute(cli, console).await {
         Ok(code) => code,
         Err(error) => {
-            let _ = writeln!(console.err, "error: {}", one_line(&error));
+            let _ = writeln!(console.err, "error: {}", printable::name(&one_line(&error)));
             FAILURE
         }
     }
@@ -234,8 +268,43 @@ pub(crate) fn one_line(error: &anyhow::Error) -> String {
     text.replace('\n', " ")
 }
 
+/// Connects as the command line says: with the token when there is one (and the user only
+/// when given too), else as the user (default `local`).
+async fn connect(cli: &Cli) -> anyhow::Result<Client> {
+    let mut builder = Client::builder(cli.server.clone()).allow_http_token(cli.allow_http_token);
+    if let Some(Secret(token)) = &cli.token {
+        builder = builder.token(token.clone());
+    }
+    match (&cli.user, &cli.token) {
+        (Some(user), _) => builder = builder.user(user.clone()),
+        (None, None) => builder = builder.user(DEFAULT_USER),
+        (None, Some(_)) => {}
+    }
+    if let Some(path) = &cli.ca_cert {
+        builder = builder.ca_cert(read_ca_cert(path)?);
+    }
+    Ok(builder.connect().await?)
+}
+
+fn read_ca_cert(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let cannot_read = || format!("cannot read the CA certificate {}", path.display());
+    let file = std::fs::File::open(path).with_context(cannot_read)?;
+    let mut pem = Vec::new();
+    file.take(MAX_CA_CERT_BYTES + 1)
+        .read_to_end(&mut pem)
+        .with_context(cannot_read)?;
+    if pem.len() as u64 > MAX_CA_CERT_BYTES {
+        anyhow::bail!(
+            "the CA certificate {} is larger than {MAX_CA_CERT_BYTES} bytes: not a PEM file",
+            path.display()
+        );
+    }
+    Ok(pem)
+}
+
 async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
-    let client = Client::connect(&cli.server, &cli.user).await?;
+    let client = connect(&cli).await?;
     let json = cli.json;
     match cli.command {
         Command::Prompt {

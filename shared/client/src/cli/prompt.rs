@@ -5,6 +5,7 @@ use agentic_proto::v1::{ModelTier, Prompt, PromptState};
 use super::Console;
 use super::follow::{Ending, follow, pending_calls, print_decision_hints};
 use super::inspect::print_prompt;
+use super::printable::name;
 use super::render::Renderer;
 use crate::{Client, NewConversation, NewPrompt, pending_approvals};
 
@@ -32,7 +33,7 @@ pub async fn one_shot(
             client.create_conversation(new).await?.id
         }
     };
-    writeln!(console.err, "conversation: {conversation_id}")?;
+    writeln!(console.err, "conversation: {}", name(&conversation_id))?;
     let prompt = client
         .create_prompt(NewPrompt {
             input: request.input,
@@ -42,7 +43,12 @@ pub async fn one_shot(
             max_rounds: 0,
         })
         .await?;
-    writeln!(console.err, "prompt: {} ({})", prompt.id, prompt.mode)?;
+    writeln!(
+        console.err,
+        "prompt: {} ({})",
+        name(&prompt.id),
+        name(&prompt.mode)
+    )?;
     let events = client.events(&prompt.id, 0).await?;
     let ending = follow(client, console, &mut Renderer::new(json), events).await?;
     finish(client, console, &prompt.id, &ending).await
@@ -102,12 +108,12 @@ pub async fn decide(
     let prompt = match &decision {
         Decision::Approve => {
             let prompt = client.approve_tool_call(prompt_id, call_id).await?;
-            writeln!(console.err, "approved {call_id}")?;
+            writeln!(console.err, "approved {}", name(call_id))?;
             prompt
         }
         Decision::Reject(reason) => {
             let prompt = client.reject_tool_call(prompt_id, call_id, reason).await?;
-            writeln!(console.err, "rejected {call_id}: {reason}")?;
+            writeln!(console.err, "rejected {}: {}", name(call_id), name(reason))?;
             prompt
         }
     };
@@ -139,7 +145,7 @@ pub async fn cancel(
         writeln!(
             console.err,
             "prompt {} is {}",
-            prompt.id,
+            name(&prompt.id),
             crate::json::prompt_state(prompt.state)
         )?;
     }

@@ -7,6 +7,7 @@ use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result};
 
 use super::Console;
+use super::printable::{self, name, text};
 use crate::json;
 
 pub struct Renderer {
@@ -25,13 +26,14 @@ impl Renderer {
 
     pub fn event(&mut self, console: &mut Console<'_>, event: &PromptEvent) -> io::Result<()> {
         if self.json {
-            writeln!(console.out, "{}", json::event(event))?;
+            let line = json::event(event).to_string();
+            writeln!(console.out, "{}", printable::json(&line))?;
             return console.out.flush();
         }
         match &event.kind {
             Some(prompt_event::Kind::Stream(delta)) => {
                 self.streamed = true;
-                write!(console.out, "{}", delta.text)?;
+                write!(console.out, "{}", text(&delta.text))?;
                 console.out.flush()?;
             }
             Some(prompt_event::Kind::Output(added)) => {
@@ -48,9 +50,9 @@ impl Renderer {
                 writeln!(
                     console.err,
                     "  ? {} {} needs approval (call {})",
-                    request.tool_id,
-                    from_proto_opt(request.input.as_ref()),
-                    request.tool_call_id
+                    name(&request.tool_id),
+                    name(&from_proto_opt(request.input.as_ref()).to_string()),
+                    name(&request.tool_call_id)
                 )?;
             }
             Some(prompt_event::Kind::Completed(completed)) => {
@@ -72,11 +74,11 @@ impl Renderer {
             }
             Some(prompt_event::Kind::Error(failed)) => {
                 self.end_line(console)?;
-                writeln!(console.err, "error: {}", failed.message)?;
+                writeln!(console.err, "error: {}", name(&failed.message))?;
             }
             Some(prompt_event::Kind::Cancelled(cancelled)) => {
                 self.end_line(console)?;
-                writeln!(console.err, "[cancelled: {}]", cancelled.reason)?;
+                writeln!(console.err, "[cancelled: {}]", name(&cancelled.reason))?;
             }
             Some(prompt_event::Kind::Created(_)) | None => {}
         }
@@ -99,11 +101,11 @@ impl Renderer {
         added: bool,
     ) -> io::Result<()> {
         match &output.kind {
-            Some(prompt_output::Kind::Text(text)) => {
+            Some(prompt_output::Kind::Text(content)) => {
                 if !self.streamed {
-                    write!(console.out, "{}", text.content)?;
+                    write!(console.out, "{}", text(&content.content))?;
                 }
-                if !text.content.ends_with('\n') {
+                if !content.content.ends_with('\n') {
                     writeln!(console.out)?;
                 }
                 console.out.flush()?;
@@ -118,17 +120,20 @@ impl Renderer {
                     Some(tool_result::Result::Success(success)) => writeln!(
                         console.err,
                         "  ✓ {} → {}",
-                        tool.function,
-                        from_proto_opt(success.output.as_ref())
+                        name(&tool.function),
+                        name(&from_proto_opt(success.output.as_ref()).to_string())
                     )?,
-                    Some(tool_result::Result::Error(error)) => {
-                        writeln!(console.err, "  ✗ {}: {}", tool.function, error.error)?
-                    }
+                    Some(tool_result::Result::Error(error)) => writeln!(
+                        console.err,
+                        "  ✗ {}: {}",
+                        name(&tool.function),
+                        name(&error.error)
+                    )?,
                     Some(tool_result::Result::Pending(_)) | None if added => writeln!(
                         console.err,
                         "  → {} {}",
-                        tool.function,
-                        from_proto_opt(tool.input.as_ref())
+                        name(&tool.function),
+                        name(&from_proto_opt(tool.input.as_ref()).to_string())
                     )?,
                     Some(tool_result::Result::Pending(_)) | None => {}
                 }
@@ -136,7 +141,10 @@ impl Renderer {
             Some(prompt_output::Kind::File(file)) => writeln!(
                 console.err,
                 "  file {} ({}, {} bytes) {}",
-                file.filename, file.mime_type, file.size, file.id
+                name(&file.filename),
+                name(&file.mime_type),
+                file.size,
+                name(&file.id)
             )?,
             None => {}
         }

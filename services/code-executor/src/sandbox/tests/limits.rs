@@ -228,9 +228,15 @@ async fn the_output_limit_ends_the_run() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_panicking_host_becomes_a_javascript_error() {
     let message = value_of("try { callTool('panic', {}) } catch (error) { error.message }").await;
+    let message = message.as_str().unwrap();
+    assert!(message.contains("internal error"), "{message}");
     assert!(
-        message.as_str().unwrap().contains("internal error"),
-        "{message}"
+        message.contains("; trace "),
+        "names its trace reference: {message}"
+    );
+    assert!(
+        !message.contains("exploded"),
+        "the panic's text stays in the log: {message}"
     );
     assert_eq!(
         value_of("try { callTool('panic', {}) } catch (e) { }\nmathAdd({ a: 1, b: 1 }).sum").await,

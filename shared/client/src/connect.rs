@@ -1,0 +1,275 @@
+//! How a [`Client`] reaches the gateway: the address (`http://`, or `https://` with rustls),
+//! the CA to trust, and who it calls as (a bearer token, or `x-user-id` in dev mode).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use tonic::{Request, Status};
+
+use crate::client::{Client, USER_HEADER};
+use crate::error::{ClientError, source_text};
+
+/// Largest message the client accepts: a prompt with many outputs, or a downloaded file.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long opening the connection may take, and then its TLS handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Metadata key of the bearer token.
+const AUTHORIZATION_HEADER: &str = "authorization";
+
+/// How to connect to the gateway, from [`Client::builder`]:
+///
+/// ```no_run
+/// # async fn example() -> Result<(), agentic_client::ClientError> {
+/// let pem = std::fs::read("ca.pem").expect("the CA certificate");
+/// let client = agentic_client::Client::builder("https://agentic.example.com")
+///     .token("alice-secret")
+///     .ca_cert(pem) // only for a private CA; the platform's roots otherwise
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+///
+/// The token is a secret: it is sent only as `authorization: Bearer …` (marked sensitive, so
+/// HTTP/2 never indexes it), never printed (this builder's `Debug` hides it) and, over plain
+/// `http://`, only to a loopback address unless [`ClientBuilder::allow_http_token`] says
+/// otherwise.
+#[derive(Clone)]
+pub struct ClientBuilder {
+    address: String,
+    user: Option<String>,
+    token: Option<String>,
+    ca_cert: Option<Vec<u8>>,
+    allow_http_token: bool,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ClientBuilder")
+            .field("address", &self.address)
+            .field("user", &self.user)
+            .field("token", &self.token.as_ref().map(|_| "[hidden]"))
+            .field("ca_cert", &self.ca_cert.is_some())
+            .field("allow_http_token", &self.allow_http_token)
+            .finish()
+    }
+}
+
+impl ClientBuilder {
+    pub(crate) fn new(address: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            address: address.into(),
+            user: None,
+            token: None,
+            ca_cert: None,
+            allow_http_token: false,
+        }
+    }
+
+    /// Calls as `user` (sent as `x-user-id`), which only a gateway in dev mode (no auth
+    /// tokens configured) believes; a gateway with tokens ignores it.
+    pub fn user(mut self, user: impl Into<String>) -> ClientBuilder {
+        self.user = Some(user.into());
+        self
+    }
+
+    /// Logs in with a bearer token (sent as `authorization: Bearer <token>`): the gateway
+    /// knows which user it names.
+    pub fn token(mut self, token: impl Into<String>) -> ClientBuilder {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Trusts this CA (PEM, one or more certificates) for an `https://` gateway, instead of
+    /// the platform's roots: for a gateway whose certificate comes from a private CA.
+    pub fn ca_cert(mut self, pem: impl Into<Vec<u8>>) -> ClientBuilder {
+        self.ca_cert = Some(pem.into());
+        self
+    }
+
+    /// Sends the token over plain `http://` to a host other than this machine, where anyone
+    /// on the path can read it. Only for a network you trust; prefer `https://`.
+    pub fn allow_http_token(mut self, allow: bool) -> ClientBuilder {
+        self.allow_http_token = allow;
+        self
+    }
+
+    /// Connects at once, so an unreachable gateway (or one whose certificate is not trusted)
+    /// is reported here rather than on the first call.
+    pub async fn connect(self) -> Result<Client, ClientError> {
+        let address = self.address;
+        let invalid_address = |reason: String| ClientError::InvalidAddress {
+            address: address.clone(),
+            reason,
+        };
+        let mut endpoint = Endpoint::from_shared(address.clone())
+            .map_err(|error| invalid_address(source_text(&error)))?
+            .tcp_nodelay(true)
+            .connect_timeout(CONNECT_TIMEOUT);
+        let secure = endpoint.uri().scheme_str() == Some("https");
+        if secure {
+            let tls = match &self.ca_cert {
+                Some(pem) => ClientTlsConfig::new().ca_certificate(ca_certificate(pem)?),
+                None => ClientTlsConfig::new().with_native_roots(),
+            };
+            endpoint = endpoint
+                .tls_config(tls.timeout(HANDSHAKE_TIMEOUT))
+                .map_err(|error| ClientError::Tls {
+                    address: address.clone(),
+                    reason: source_text(&error),
+                })?;
+        } else if self.ca_cert.is_some() {
+            return Err(ClientError::CaCertWithoutTls { address });
+        }
+        let mut credentials = Credentials::default();
+        if let Some(user) = &self.user {
+            let value = MetadataValue::try_from(user.as_str())
+                .map_err(|_| ClientError::InvalidUser(user.clone()))?;
+            credentials.user = Some(value);
+        }
+        if let Some(token) = &self.token {
+            // A Unix socket (`unix:PATH`) is on this machine too.
+            let local = address.starts_with("unix:") || is_loopback(endpoint.uri().host());
+            if !secure && !self.allow_http_token && !local {
+                return Err(ClientError::TokenOverHttp { address });
+            }
+            credentials.bearer = Some(bearer(token)?);
+        }
+        let channel = endpoint.connect().await.map_err(|error| {
+            let reason = source_text(&error);
+            if secure && is_tls_failure(&error) {
+                ClientError::Tls {
+                    address: address.clone(),
+                    reason,
+                }
+            } else {
+                ClientError::Unreachable {
+                    address: address.clone(),
+                    reason,
+                }
+            }
+        })?;
+        let gateway = PromptGatewayClient::with_interceptor(channel, credentials)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES);
+        Ok(Client::new(gateway, address))
+    }
+}
+
+/// What every call carries to say who calls.
+#[derive(Clone, Default)]
+pub(crate) struct Credentials {
+    user: Option<MetadataValue<Ascii>>,
+    bearer: Option<MetadataValue<Ascii>>,
+}
+
+impl Interceptor for Credentials {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(user) = &self.user {
+            request.metadata_mut().insert(USER_HEADER, user.clone());
+        }
+        if let Some(bearer) = &self.bearer {
+            request
+                .metadata_mut()
+                .insert(AUTHORIZATION_HEADER, bearer.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// `Bearer <token>` as a header value marked sensitive. The error never contains the token.
+fn bearer(token: &str) -> Result<MetadataValue<Ascii>, ClientError> {
+    if token.is_empty() {
+        return Err(ClientError::InvalidToken("it is empty"));
+    }
+    if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
+        return Err(ClientError::InvalidToken(
+            "a token is sent as a header, which carries only visible ASCII characters without spaces",
+        ));
+    }
+    let mut value = MetadataValue::try_from(format!("Bearer {token}"))
+        .map_err(|_| ClientError::InvalidToken("it cannot be sent as a header"))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The CA certificates of `pem`, checked to be there and to parse.
+fn ca_certificate(pem: &[u8]) -> Result<Certificate, ClientError> {
+    let certificates = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| ClientError::InvalidCaCert(error.to_string()))?;
+    if certificates.is_empty() {
+        return Err(ClientError::InvalidCaCert(
+            "no PEM certificate in it (-----BEGIN CERTIFICATE-----)".into(),
+        ));
+    }
+    Ok(Certificate::from_pem(pem))
+}
+
+/// Whether `host` is this machine: `localhost` or a loopback address.
+fn is_loopback(host: Option<&str>) -> bool {
+    let Some(host) = host else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}
+
+/// Whether a failed connection failed in TLS (an untrusted certificate, a server that does
+/// not speak TLS) rather than in reaching the server.
+fn is_tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.is::<rustls::Error>() {
+            return true;
+        }
+        // tokio-rustls reports rustls errors inside an io::Error, whose `source` skips them.
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && io
+                .get_ref()
+                .is_some_and(|inner| inner.is::<rustls::Error>())
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_machine_counts_as_loopback() {
+        for host in ["localhost", "127.0.0.1", "127.3.2.1", "[::1]", "LOCALHOST"] {
+            assert!(is_loopback(Some(host)), "{host}");
+        }
+        for host in ["example.com", "10.0.0.1", "localhost.example.com", "[::2]"] {
+            assert!(!is_loopback(Some(host)), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_a_header_is_refused_without_being_shown() {
+        for token in ["", "two words", "line\nbreak", "café"] {
+            let error = bearer(token).unwrap_err().to_string();
+            assert!(error.starts_with("invalid token"), "{error}");
+            if !token.is_empty() {
+                assert!(!error.contains(token), "{error}");
+            }
+        }
+        assert!(bearer("alice-secret").unwrap().is_sensitive());
+    }
+}
