@@ -209,6 +209,12 @@ async fn prompts_show_prints_the_timeline_and_modes_list_every_mode() {
         .collect();
     assert_eq!(ids, ["classic", "code"]);
     assert!(modes[0]["healthy"].as_bool().unwrap());
+    // Users see no executor addresses, and no empty column where they would be.
+    let listed = agentic(&stack, &["modes"], "").await;
+    assert_eq!(
+        listed.stdout,
+        "classic\tClassic tool calling\thealthy\ncode\tCode (JavaScript sandbox)\thealthy\n"
+    );
 }
 
 #[tokio::test]

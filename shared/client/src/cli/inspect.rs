@@ -28,13 +28,23 @@ pub async fn modes(
         } else {
             "unreachable"
         };
-        writeln!(
-            console.out,
-            "{}\t{}\t{}\t{health}",
-            name(&mode.id),
-            name(&mode.name),
-            name(&mode.endpoint)
-        )?;
+        // Endpoints are shown to internal callers only; users get id, name and health.
+        if mode.endpoint.is_empty() {
+            writeln!(
+                console.out,
+                "{}\t{}\t{health}",
+                name(&mode.id),
+                name(&mode.name)
+            )?;
+        } else {
+            writeln!(
+                console.out,
+                "{}\t{}\t{}\t{health}",
+                name(&mode.id),
+                name(&mode.name),
+                name(&mode.endpoint)
+            )?;
+        }
     }
     Ok(0)
 }
