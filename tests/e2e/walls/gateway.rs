@@ -1,5 +1,4 @@
-//! Walls: no prompt, user or peer can exhaust, crash or poison the services. Each test hits
-//! one limit and shows the service still healthy for everyone else.
+//! The gateway's walls: admission per user, the public listener's bounds, what is stored.
 
 use agentic_client::NewPrompt;
 use agentic_proto::v1::PromptState;

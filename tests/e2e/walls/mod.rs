@@ -1,0 +1,6 @@
+//! Walls: no prompt, user or peer can exhaust, crash or poison the services. Each test hits
+//! one limit and shows the service still healthy for everyone else.
+
+mod gateway;
+mod sandbox;
+mod tools;
