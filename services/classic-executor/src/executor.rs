@@ -88,6 +88,8 @@ impl Executor {
                 _ => None,
             })
             .collect();
+        let max_rounds =
+            agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let mut run = Run {
             executor: self,
             events,
@@ -100,7 +102,6 @@ impl Executor {
             outputs: request.outputs,
             call_ids,
         };
-        let max_rounds = request.max_rounds.unwrap_or(self.default_max_rounds).max(1);
         let finish = run.go(max_rounds, &request.decisions).await?;
         events.send(Event::Finished(finish)).await?;
         Ok(finish)

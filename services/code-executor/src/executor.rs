@@ -127,7 +127,8 @@ impl CodeMode {
             approvals: Arc::clone(approvals),
             approval_timeout: self.approval_timeout,
         });
-        let max_rounds = request.max_rounds.unwrap_or(self.default_max_rounds).max(1);
+        let max_rounds =
+            agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let mut memory = Map::new();
 
         for round in 1..=max_rounds {

@@ -20,12 +20,18 @@ pub struct RunRequest {
     /// Previous prompts of the conversation, oldest first, written by any mode.
     pub history: Vec<PastPrompt>,
     pub state: Map<String, Json>,
-    /// `None`: the executor's default.
+    /// What the prompt asked for; `None`: the executor's limit. See [`round_limit`].
     pub max_rounds: Option<u32>,
     /// `None`: no limit beyond the LLM and tool timeouts.
     pub run_timeout: Option<Duration>,
     /// Decisions for calls that waited for approval when the prompt paused.
     pub decisions: Vec<Decision>,
+}
+
+/// Rounds a run may take under the operator's `limit` when the prompt `asked` for some: a
+/// prompt may ask for fewer, never for more.
+pub fn round_limit(asked: Option<u32>, limit: u32) -> u32 {
+    asked.map_or(limit, |asked| asked.min(limit)).max(1)
 }
 
 #[derive(Debug, Clone, PartialEq)]

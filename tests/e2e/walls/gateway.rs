@@ -131,3 +131,29 @@ async fn a_request_with_oversized_headers_is_refused_and_the_gateway_keeps_servi
         "completed"
     );
 }
+
+#[tokio::test]
+async fn a_prompt_can_lower_the_operators_round_limit_but_never_raise_it() {
+    use serde_json::json;
+    let stack = Stack::start_with(
+        vec![calls(Match::Any, vec![call("demo__echo", json!({}))])],
+        StackOptions {
+            classic_max_rounds: Some(4),
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut greedy = NewPrompt::new("loop forever");
+    greedy.max_rounds = 100;
+    let prompt = client.create_prompt(greedy).await.unwrap();
+    collect(&client, &prompt.id, 0).await;
+    assert_eq!(stack.model.request_count(), 4, "the operator's limit holds");
+
+    let mut modest = NewPrompt::new("loop a little");
+    modest.max_rounds = 2;
+    let prompt = client.create_prompt(modest).await.unwrap();
+    collect(&client, &prompt.id, 0).await;
+    assert_eq!(stack.model.request_count(), 6, "a lower limit is kept");
+}
