@@ -27,6 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out_dir.join("agentic_descriptor.bin"),
         descriptors.encode_to_vec(),
     )?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // Our codec answers undecodable messages with INVALID_ARGUMENT (see src/codec.rs).
+    tonic_prost_build::configure()
+        .codec_path("crate::codec::Codec")
+        .compile_fds(descriptors)?;
     Ok(())
 }

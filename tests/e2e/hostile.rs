@@ -700,11 +700,11 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 g.create_prompt(request).await.map(|_| Ok(()))
             },
         ),
-        // Past prost's recursion limit the request never reaches the gateway's code: tonic's
-        // codec refuses it, and calls its own decode failure INTERNAL.
+        // Past prost's recursion limit the request never reaches the gateway's code: the codec
+        // refuses it, as the caller's fault.
         case(
             "state nested 2000 levels deep",
-            fails(Code::Internal, "failed to decode Protobuf message"),
+            fails(Code::InvalidArgument, "the message could not be decoded"),
             {
                 let url = stack.gateway_url();
                 |_| {

@@ -157,3 +157,33 @@ async fn a_prompt_can_lower_the_operators_round_limit_but_never_raise_it() {
     collect(&client, &prompt.id, 0).await;
     assert_eq!(stack.model.request_count(), 6, "a lower limit is kept");
 }
+
+#[tokio::test]
+async fn a_message_that_does_not_decode_is_an_invalid_argument_and_the_gateway_keeps_serving() {
+    use tonic::codegen::http::uri::PathAndQuery;
+
+    let stack = Stack::start(vec![text(Match::Any, "hi")]).await.unwrap();
+    let channel = tonic::transport::Endpoint::from_shared(stack.gateway_url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    // Field 1 of CreatePromptRequest is a string; a varint there is not a CreatePromptRequest.
+    let mut request = tonic::Request::new(prost_types::Duration {
+        seconds: 5,
+        nanos: 0,
+    });
+    request
+        .metadata_mut()
+        .insert("x-user-id", "alice".parse().unwrap());
+    let path: PathAndQuery = "/agentic.v1.PromptGateway/CreatePrompt".parse().unwrap();
+    let codec = tonic_prost::ProstCodec::<prost_types::Duration, ()>::default();
+    let refused = grpc.unary(request, path, codec).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+
+    let alice = stack.client("alice").await.unwrap();
+    let prompt = alice.create_prompt(NewPrompt::new("hello")).await.unwrap();
+    assert_eq!(kind(collect(&alice, &prompt.id, 0).await.last().unwrap()), "completed");
+}
