@@ -17,10 +17,10 @@ use crate::support::*;
 use terminal::{Terminal, agentic_binary, output_of};
 
 /// What one `agentic` command printed, and its exit status.
-struct Ran {
-    code: u8,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Ran {
+    pub(crate) code: u8,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Ran {
@@ -39,7 +39,14 @@ impl Ran {
 /// Runs `agentic --server <stack> --user alice <args>` in process, with `input` as stdin.
 async fn agentic(stack: &Stack, args: &[&str], input: &str) -> Ran {
     let url = stack.gateway_url();
-    let mut argv = vec!["agentic", "--server", &url, "--user", "alice"];
+    let mut argv = vec!["--server", &url, "--user", "alice"];
+    argv.extend_from_slice(args);
+    agentic_with(&argv, input).await
+}
+
+/// Runs `agentic <args>` in process (the binary's own entry point), with `input` as stdin.
+pub(crate) async fn agentic_with(args: &[&str], input: &str) -> Ran {
+    let mut argv = vec!["agentic"];
     argv.extend_from_slice(args);
     let mut input = input.as_bytes();
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());

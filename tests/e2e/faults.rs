@@ -92,10 +92,12 @@ async fn killing_the_executor_mid_run_fails_the_prompt_instead_of_leaving_it_run
     let stored = client.get_prompt(&prompt.id).await.unwrap();
     assert_eq!(stored.state, PromptState::Failed as i32);
     assert!(
-        stored.error.contains("classic"),
+        stored.error.contains("\"classic\""),
         "the error names the mode: {}",
         stored.error
     );
+    // ... and tells the user nothing of the broken connection's transport chain.
+    crate::security::errors::assert_no_chain(&stored.error);
 }
 
 /// On SQLite (one gateway) the restarted gateway fails the prompt at once; on PostgreSQL

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentic_client::cli::{Console, run};
 use agentic_client::{Client, ClientError, NewPrompt};
 use agentic_proto::v1::PromptState;
 use agentic_testkit::model::Match;
@@ -14,38 +13,15 @@ use clap::Parser as _;
 use tonic::Code;
 
 use crate::cli::terminal::{agentic_binary, output_of};
+use crate::cli::{Ran, agentic_with};
 use crate::support::*;
 
 const ALICE_TOKEN: &str = "alice-secret";
 const BOB_TOKEN: &str = "bob-secret";
 
-/// What one in-process `agentic` command printed, and its exit status.
-pub(super) struct Ran {
-    pub code: u8,
-    pub stdout: String,
-    pub stderr: String,
-}
-
 /// Runs `agentic <args>` in process with no input.
 pub(super) async fn agentic(args: &[&str]) -> Ran {
-    let mut argv = vec!["agentic"];
-    argv.extend_from_slice(args);
-    let mut input: &[u8] = b"";
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let mut console = Console {
-        input: &mut input,
-        out: &mut stdout,
-        err: &mut stderr,
-        interrupts: false,
-    };
-    let code = tokio::time::timeout(PATIENCE, run(argv, &mut console))
-        .await
-        .expect("the command ends in time");
-    Ran {
-        code,
-        stdout: String::from_utf8(stdout).unwrap(),
-        stderr: String::from_utf8(stderr).unwrap(),
-    }
+    agentic_with(args, "").await
 }
 
 fn with_tokens() -> StackOptions {

@@ -5,6 +5,6 @@
 mod auth_matrix;
 mod clients;
 mod downloads;
-mod errors;
+pub(crate) mod errors;
 mod isolation;
 mod modes;

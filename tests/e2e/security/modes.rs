@@ -53,6 +53,20 @@ async fn modes(client: &mut Authed) -> Vec<Mode> {
         .modes
 }
 
+/// Registers the stack's classic executor once more, as mode `classic-two`, as an executor
+/// holding the internal token would.
+async fn register_classic_two(url: &str, stack: &agentic_testkit::Stack) -> Mode {
+    internal(url)
+        .await
+        .register_mode(registration(
+            "classic-two",
+            format!("http://{}", stack.classic_address),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 /// Runs a prompt in `mode` as alice and returns the kind of its last event.
 async fn run_in(url: &str, mode: &str) -> &'static str {
     let client = alice_sdk(url).await;
@@ -148,15 +162,7 @@ async fn a_registered_mode_serves_prompts_until_its_lease_runs_out() {
     })
     .await;
     let url = stack.gateway_url();
-    let registered = internal(&url)
-        .await
-        .register_mode(registration(
-            "classic-two",
-            format!("http://{}", stack.classic_address),
-        ))
-        .await
-        .unwrap()
-        .into_inner();
+    let registered = register_classic_two(&url, &stack).await;
     assert_eq!(registered.lease_ms, 800);
     assert!(registered.healthy);
     let listed = modes(&mut alice(&url).await).await;
@@ -233,14 +239,7 @@ async fn executors_register_their_own_modes_and_keep_them_alive() {
 #[tokio::test]
 async fn registrations_survive_a_gateway_restart() {
     let mut stack = locked_stack(StackOptions::default()).await;
-    internal(&stack.gateway_url())
-        .await
-        .register_mode(registration(
-            "classic-two",
-            format!("http://{}", stack.classic_address),
-        ))
-        .await
-        .unwrap();
+    register_classic_two(&stack.gateway_url(), &stack).await;
     stack.restart_gateway().unwrap();
     let url = stack.gateway_url();
     let listed = modes(&mut alice(&url).await).await;
@@ -264,14 +263,7 @@ async fn a_mode_registered_through_one_replica_runs_prompts_through_another() {
     })
     .await;
     let replica = stack.start_gateway_replica().unwrap();
-    internal(&stack.gateway_url())
-        .await
-        .register_mode(registration(
-            "classic-two",
-            format!("http://{}", stack.classic_address),
-        ))
-        .await
-        .unwrap();
+    register_classic_two(&stack.gateway_url(), &stack).await;
     let listed = modes(&mut alice(&replica.url()).await).await;
     assert!(
         listed.iter().any(|mode| mode.id == "classic-two"),
