@@ -114,6 +114,7 @@ fn program(code: &str) -> Program {
         modules: Vec::new(),
         input: None,
         memory: Map::new(),
+        spent: Default::default(),
     }
 }
 

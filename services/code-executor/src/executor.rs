@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::approvals::Approvals;
 use crate::host::{PromptHost, Timeline, running, tool_output};
 use crate::prompt::{self, CODE_TOOL};
-use crate::sandbox::{self, Limits, Program, Sandboxes};
+use crate::sandbox::{self, Limits, Program, Sandboxes, Spent};
 use crate::toolbox::Toolbox;
 
 pub const MODE_ID: &str = "code";
@@ -130,6 +130,9 @@ impl CodeMode {
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let mut memory = Map::new();
+        // What the prompt has spent of `limits.prompt`, carried from round to round like the
+        // memory: every round draws from the same budget.
+        let mut spent = Spent::default();
 
         for round in 1..=max_rounds {
             agentic_executor::metrics::round(MODE_ID);
@@ -160,12 +163,14 @@ impl CodeMode {
                 modules: prepared.modules.clone(),
                 input: None,
                 memory: std::mem::take(&mut memory),
+                spent,
             };
             let outcome = self
                 .sandboxes
                 .run(program, host.clone(), self.limits.clone())
                 .await;
             memory = outcome.memory.clone();
+            spent = outcome.spent;
             let result = match &outcome.result {
                 Ok(value) => ToolResult::Success {
                     output: value.clone(),

@@ -1,13 +1,19 @@
 //! `CodeRunner.RunCode`: one piece of JavaScript in a fresh sandbox, outside any prompt's
 //! timeline. The tool-host's `interpreter.run-code` forwards here, so classic mode can drop
 //! into code. Tool calls are reported in the answer instead of being recorded as outputs.
+//!
+//! Runs nest one deep at most: code run here does not get `interpreter.run-code` (the
+//! toolbox hides it from every sandbox). What the answer repeats of the run is bounded (see
+//! `bounds`), so it always fits one message.
+
+mod bounds;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use agentic_llm::{ChatModel, Tier};
+use agentic_llm::{ChatModel, Tier, Usage};
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_server::CodeRunner;
 use agentic_proto::v1::{
@@ -19,7 +25,7 @@ use serde_json::Value as Json;
 use tonic::{Request, Response, Status};
 
 use crate::host::ask;
-use crate::sandbox::{Clock, Host, Limits, Program, Sandboxes, ToolFailure};
+use crate::sandbox::{Clock, Host, Limits, Program, Sandboxes, Spent, ToolFailure};
 use crate::toolbox::Toolbox;
 
 /// The longest run a caller may ask for.
@@ -102,12 +108,14 @@ impl CodeRunnerService {
             modules: prepared.modules,
             input: Some(json::from_proto_opt(request.input.as_ref())),
             memory: serde_json::Map::new(),
+            spent: Spent::default(),
         };
         let host = Arc::new(RecordingHost {
             toolbox,
             model: Arc::clone(&self.model),
             calls: Mutex::default(),
             outputs: Mutex::default(),
+            usage: Mutex::default(),
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
 
@@ -126,11 +134,16 @@ impl CodeRunnerService {
         };
         let tool_calls =
             std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
-        Ok(RunCodeResponse {
+        let mut response = RunCodeResponse {
             outcome: Some(outcome),
             logs,
             tool_calls,
-        })
+            usage: Some(usage_proto(
+                *host.usage.lock().unwrap_or_else(PoisonError::into_inner),
+            )),
+        };
+        bounds::fit(&mut response);
+        Ok(response)
     }
 }
 
@@ -140,6 +153,26 @@ struct RecordingHost {
     model: Arc<dyn ChatModel>,
     calls: Mutex<Vec<CodeToolCall>>,
     outputs: Mutex<Vec<String>>,
+    /// Tokens the code's `llm()` calls and the tools it called spent, for the caller's
+    /// prompt to count.
+    usage: Mutex<Usage>,
+}
+
+impl RecordingHost {
+    fn spent(&self, more: Usage) {
+        let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        usage.input_tokens = usage.input_tokens.saturating_add(more.input_tokens);
+        usage.output_tokens = usage.output_tokens.saturating_add(more.output_tokens);
+        usage.total_tokens = usage.total_tokens.saturating_add(more.total_tokens);
+    }
+}
+
+fn usage_proto(usage: Usage) -> agentic_proto::v1::Usage {
+    agentic_proto::v1::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        total_tokens: usage.total_tokens,
+    }
 }
 
 #[async_trait::async_trait]
@@ -161,17 +194,21 @@ impl Host for RecordingHost {
                 self.toolbox
                     .invoke(tool_id, &input, &call_id)
                     .await
-                    .and_then(|invoked| invoked.result)
+                    .and_then(|invoked| {
+                        self.spent(invoked.usage);
+                        invoked.result
+                    })
             }
             Err(message) => Err(message),
         };
+        // Repeated only when small: the caller wants to know what ran, not to get it back.
         let recorded = match &result {
-            Ok(output) => code_tool_call::Result::Output(json::to_proto(output)),
-            Err(error) => code_tool_call::Result::Error(error.clone()),
+            Ok(output) => code_tool_call::Result::Output(bounds::echo(output)),
+            Err(error) => code_tool_call::Result::Error(bounds::echo_error(error)),
         };
         let call = CodeToolCall {
             tool_id: tool_id.to_owned(),
-            input: Some(json::to_proto(&input)),
+            input: Some(bounds::echo(&input)),
             result: Some(recorded),
         };
         self.calls
@@ -189,7 +226,8 @@ impl Host for RecordingHost {
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
-        let (content, _usage) = ask(self.model.as_ref(), Tier::Normal, prompt, json).await?;
+        let (content, usage) = ask(self.model.as_ref(), Tier::Normal, prompt, json).await?;
+        self.spent(usage);
         Ok(content)
     }
 }
@@ -249,12 +287,14 @@ mod tests {
             modules: Vec::new(),
             input: None,
             memory: serde_json::Map::new(),
+            spent: Spent::default(),
         };
         let host = Arc::new(RecordingHost {
             toolbox,
             model: Arc::new(NoModel),
             calls: Mutex::default(),
             outputs: Mutex::default(),
+            usage: Mutex::default(),
         });
         let outcome = Sandboxes::default()
             .run(program, host.clone(), Limits::default())

@@ -10,7 +10,9 @@ use serde_json::Value as Json;
 
 use crate::sandbox::SandboxTool;
 
-/// Tools that make no sense inside the sandbox: running code from code would recurse.
+/// Tools that make no sense inside the sandbox: running code from code would recurse. Hiding
+/// `interpreter.run-code` from every sandbox (code mode's and `RunCode`'s) is what keeps runs
+/// nested one deep at most.
 const HIDDEN_TOOLS: &[&str] = &["interpreter.run-code"];
 
 pub struct Toolbox {

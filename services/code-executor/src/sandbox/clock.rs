@@ -71,6 +71,14 @@ impl Clock {
         wait.await
     }
 
+    /// Whole milliseconds since the run started: what `performance.now()` reads. No finer
+    /// than `Date.now()`, so the code has no precise clock to time the host's work with.
+    pub(super) fn coarse_elapsed_ms(&self) -> f64 {
+        let started = self.state.borrow().started;
+        // Exact: no run lasts 2^53 milliseconds.
+        started.elapsed().as_millis() as f64
+    }
+
     /// Whether the budget is spent. Never while paused.
     pub(super) fn has_run_out(&self) -> bool {
         self.state

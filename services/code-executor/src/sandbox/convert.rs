@@ -6,34 +6,54 @@
 //! hand-written walker has to agree with them.
 
 use rquickjs::convert::Coerced;
-use rquickjs::{CatchResultExt, CaughtError, Ctx, Value};
+use rquickjs::{CatchResultExt, CaughtError, Ctx, Object, Value};
 use serde_json::Value as Json;
 
 pub(super) fn to_js<'js>(ctx: &Ctx<'js>, value: &Json) -> rquickjs::Result<Value<'js>> {
     ctx.json_parse(value.to_string())
 }
 
-/// JSON of a JavaScript value; `undefined` (and anything else JSON drops) is `null`. `Err`
-/// says why the value has no JSON form (a cycle, a BigInt, …).
-pub(super) fn to_json<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<Json, String> {
-    to_sized_json(ctx, value).map(|(json, _)| json)
+/// Why a value did not cross into the host as JSON.
+#[derive(Debug)]
+pub(super) enum Refused {
+    /// The value has no JSON form (a cycle, a BigInt, a throwing `toJSON`, …): why.
+    NotJson(String),
+    /// Its JSON text is longer than the host takes; it was not parsed.
+    TooLarge { bytes: usize },
 }
 
-/// [`to_json`] with the length of the JSON text, for values the host keeps outside the
-/// engine's memory limit.
+impl std::fmt::Display for Refused {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::NotJson(reason) => formatter.write_str(reason),
+            Refused::TooLarge { bytes } => write!(formatter, "{bytes} bytes of JSON"),
+        }
+    }
+}
+
+/// JSON of a JavaScript value and the length of its JSON text, for values the host keeps
+/// outside the engine's memory limit; `undefined` (and anything else JSON drops) is `null`.
+/// Text longer than `max_bytes` is refused before it is parsed: parsed JSON takes up to
+/// sixteen times the room of its text.
 pub(super) fn to_sized_json<'js>(
     ctx: &Ctx<'js>,
     value: Value<'js>,
-) -> Result<(Json, usize), String> {
+    max_bytes: usize,
+) -> Result<(Json, usize), Refused> {
     if value.is_undefined() {
         return Ok((Json::Null, 4));
     }
     let text = match ctx.json_stringify(value).catch(ctx) {
-        Ok(Some(text)) => text.to_string().map_err(|error| error.to_string())?,
+        Ok(Some(text)) => text
+            .to_string()
+            .map_err(|error| Refused::NotJson(error.to_string()))?,
         Ok(None) => return Ok((Json::Null, 4)),
-        Err(caught) => return Err(caught_text(ctx, caught)),
+        Err(caught) => return Err(Refused::NotJson(caught_text(ctx, caught))),
     };
-    let json = serde_json::from_str(&text).map_err(|error| error.to_string())?;
+    if text.len() > max_bytes {
+        return Err(Refused::TooLarge { bytes: text.len() });
+    }
+    let json = serde_json::from_str(&text).map_err(|error| Refused::NotJson(error.to_string()))?;
     Ok((json, text.len()))
 }
 
@@ -45,14 +65,27 @@ pub(super) fn result_json<'js>(
     value: Value<'js>,
     max_bytes: usize,
 ) -> Result<Json, String> {
-    let (json, bytes) = to_sized_json(ctx, value)
-        .map_err(|error| format!("The result is not JSON-serialisable: {error}"))?;
-    if bytes > max_bytes {
-        return Err(format!(
+    match to_sized_json(ctx, value, max_bytes) {
+        Ok((json, _)) => Ok(json),
+        Err(Refused::NotJson(error)) => {
+            Err(format!("The result is not JSON-serialisable: {error}"))
+        }
+        Err(Refused::TooLarge { bytes }) => Err(format!(
             "The result is too large: {bytes} bytes of JSON, the limit is {max_bytes} bytes (return less, or keep data with store())"
-        ));
+        )),
     }
-    Ok(json)
+}
+
+/// The `length` of a JavaScript array (or of a proxy of one, or an array-like object) when it
+/// is a whole number from 0 to 2^53, read like any other property: a getter or proxy trap that
+/// throws is an `Err`. Never rquickjs' `Array::len`, which panics on a length past `i32::MAX`
+/// or one that is not a number, and must not be trusted with an allocation either: callers
+/// compare it with their limit first.
+pub(super) fn array_length(array: &Object<'_>) -> rquickjs::Result<Option<f64>> {
+    let length: Value = array.get("length")?;
+    Ok(length
+        .as_number()
+        .filter(|length| length.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(length)))
 }
 
 /// How `log()` and `output()` print a value: strings raw, numbers and booleans as JavaScript

@@ -49,6 +49,7 @@ pub(super) fn execute(
         modules,
         input,
         memory,
+        spent,
     } = program;
     // Limits the engine cannot honour are adjusted here, so error messages quote real values.
     let limits = Limits {
@@ -56,7 +57,7 @@ pub(super) fn execute(
         stack_bytes: limits.stack_bytes.clamp(MIN_STACK_BYTES, MAX_STACK_BYTES),
         ..limits
     };
-    let session = Rc::new(Session::new(host, limits, runtime, cancel, memory));
+    let session = Rc::new(Session::new(host, limits, runtime, cancel, memory, spent));
     let run = Run {
         code: &code,
         tools,
@@ -75,6 +76,7 @@ pub(super) fn execute(
         logs: session.logs.take(),
         completion: session.completion.take(),
         memory: session.memory.take(),
+        spent: session.budget.spent(),
         tool_calls: session.tool_calls(),
     }
 }
@@ -199,7 +201,7 @@ fn evaluate<'js>(
     // Reactions the code scheduled without awaiting them (`promise.then(output)`) still run,
     // as they would before a Node.js script exits.
     while !session.should_interrupt() && ctx.execute_pending_job() {}
-    convert::result_json(ctx, value, session.limits.max_output_bytes)
+    convert::result_json(ctx, value, session.limits.max_result_bytes)
         .map_err(CodeError::unpositioned)
 }
 

@@ -22,6 +22,15 @@ use super::session::{Session, SessionSlot, Stop};
 pub(super) const CODE_FILE: &str = "code.js";
 
 const OUT_OF_MEMORY: &str = "out of memory";
+/// Frames of a stack we write; the engine passes `Error.stackTraceLimit` of them (10 unless
+/// the code raises it), and code may call the hook itself with any array.
+const MAX_FRAMES: u32 = 64;
+/// Text of the frames' names we read before the rest of a stack is left out.
+const MAX_FRAME_TEXT_BYTES: usize = 16 * 1024;
+/// An error's message and source line are cut to this many bytes: the code chooses what it
+/// throws, and the message is recorded with the prompt and read by the model.
+const MAX_MESSAGE_BYTES: usize = 4 * 1024;
+const MAX_CONTEXT_BYTES: usize = 512;
 const STACK_OVERFLOW: &str = "Maximum call stack size exceeded";
 
 /// 1-based line and column.
@@ -63,13 +72,29 @@ impl Source<'_> {
 
     fn error(&self, message: String, position: Option<Position>, timeout: bool) -> CodeError {
         CodeError {
-            message,
+            message: cut(message, MAX_MESSAGE_BYTES),
             line: position.map(|position| position.line),
             column: position.map(|position| position.column),
-            context: position.and_then(|position| self.line_text(position.line)),
+            context: position
+                .and_then(|position| self.line_text(position.line))
+                .map(|context| cut(context, MAX_CONTEXT_BYTES)),
             timeout,
         }
     }
+}
+
+/// `text`, or its first `max_bytes` (at a character boundary) and a mark that it was cut.
+pub(super) fn cut(mut text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str("… (cut)");
+    text
 }
 
 /// Installs `Error.prepareStackTrace` as a host function and locks it in place. It serves the
@@ -185,7 +210,7 @@ fn prepare_stack<'js>(
             Limit::Stack => session.stack_stop(),
         });
     }
-    let frames = read_frames(sites.as_array()?);
+    let frames = read_frames(sites);
     if frames.is_none() {
         // Reading failed with an exception of its own: it must not linger.
         ctx.catch();
@@ -197,11 +222,26 @@ fn prepare_stack<'js>(
     Some(stack)
 }
 
-fn read_frames(sites: &rquickjs::Array<'_>) -> Option<Vec<Frame>> {
-    sites
-        .iter::<Object>()
-        .map(|site| Frame::read(site.ok()?))
-        .collect()
+/// At most [`MAX_FRAMES`] frames, and no more once their names add up to
+/// [`MAX_FRAME_TEXT_BYTES`]: `sites` is the engine's array, or whatever the code passed.
+fn read_frames(sites: &Value<'_>) -> Option<Vec<Frame>> {
+    let sites = sites.as_object().filter(|_| sites.is_array())?;
+    let length = convert::array_length(sites).ok()??;
+    // Exact: a whole number below `MAX_FRAMES`.
+    let length = length.min(f64::from(MAX_FRAMES)) as u32;
+    let mut frames = Vec::new();
+    let mut text_bytes = 0_usize;
+    for index in 0..length {
+        if text_bytes > MAX_FRAME_TEXT_BYTES {
+            break;
+        }
+        let frame = Frame::read(sites.get(index).ok()?)?;
+        text_bytes = text_bytes
+            .saturating_add(frame.function.as_ref().map_or(0, String::len))
+            .saturating_add(frame.file.as_ref().map_or(0, String::len));
+        frames.push(frame);
+    }
+    Some(frames)
 }
 
 enum Limit {
@@ -238,9 +278,11 @@ impl Frame {
             let method: Function = site.get(method).ok()?;
             method.call((This(site.clone()),)).ok()
         }
+        const MAX_NAME_BYTES: usize = 1024;
+        let name = |name: Option<String>| name.map(|name| cut(name, MAX_NAME_BYTES));
         Some(Frame {
-            function: call::<Option<String>>(&site, "getFunctionName")?,
-            file: call::<Option<String>>(&site, "getFileName")?,
+            function: name(call::<Option<String>>(&site, "getFunctionName")?),
+            file: name(call::<Option<String>>(&site, "getFileName")?),
             line: call::<Option<i64>>(&site, "getLineNumber")?.filter(|line| *line > 0),
             column: call::<Option<i64>>(&site, "getColumnNumber")?.filter(|column| *column > 0),
             native: call::<bool>(&site, "isNative")?,

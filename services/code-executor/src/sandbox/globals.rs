@@ -1,7 +1,10 @@
 //! The host API every sandbox gets besides its tools: `output`, `log` and `console`, `done`,
-//! `complete`, `store`/`recall`, `llm`/`llmJson` and `input`; and `define`, the one way a host
-//! function is made (panics caught, errors thrown, limits enforced, the session read from the
-//! sandbox's slot at each call).
+//! `complete`, `store`/`recall`, `llm`/`llmJson`, `input` and a coarse `performance.now()`;
+//! and `define`, the one way a host function is made (panics caught, errors thrown, limits
+//! enforced, the session read from the sandbox's slot at each call).
+//!
+//! Every size or count a host function takes from a sandbox value is checked against a limit
+//! before the host allocates for it: text is charged as it is read, JSON before it is parsed.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -10,11 +13,13 @@ use rquickjs::{Ctx, Exception, Function, Object, Value};
 use serde_json::Value as Json;
 
 use super::Completion;
-use super::convert::{display, to_js, to_json, to_sized_json};
+use super::convert::{Refused, display, to_js, to_sized_json};
 use super::errors;
 use super::session::{HostError, HostResult, Session, SessionSlot};
 
-/// The names of the host API, which tools never shadow.
+/// The names of the host API, which tools never shadow: every host function is one of them or
+/// a method of one (`console.log`, `performance.now`), except `Error.prepareStackTrace` (see
+/// `errors`).
 pub(super) const API_NAMES: &[&str] = &[
     "callTool",
     "complete",
@@ -29,6 +34,7 @@ pub(super) const API_NAMES: &[&str] = &[
     "log",
     "output",
     "parallel",
+    "performance",
     "recall",
     "store",
     "storeArtifact",
@@ -140,6 +146,7 @@ pub(super) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()>
     define(ctx, &globals, "complete", slot, complete)?;
     define(ctx, &globals, "store", slot, store)?;
     define(ctx, &globals, "recall", slot, recall)?;
+    install_performance(ctx, slot)?;
     define(ctx, &globals, "llm", slot, |ctx, session, args| {
         let text = ask(ctx, session, &args, false)?;
         Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
@@ -154,6 +161,20 @@ pub(super) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()>
     })
 }
 
+/// `performance.now()` in whole milliseconds since the run started, as coarse as `Date.now()`:
+/// the engine's own (sub-microsecond, with a `timeOrigin` to match) would be a fine clock for
+/// timing attacks on the host.
+fn install_performance(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
+    let performance = Object::new(ctx.clone())?;
+    define(ctx, &performance, "now", slot, |ctx, session, _| {
+        Ok(Value::new_number(
+            ctx.clone(),
+            session.clock.coarse_elapsed_ms(),
+        ))
+    })?;
+    ctx.globals().set("performance", performance)
+}
+
 /// `input`, when the run has one (`CodeRunner.RunCode`).
 pub(super) fn install_input(ctx: &Ctx<'_>, input: Option<&Json>) -> rquickjs::Result<()> {
     match input {
@@ -164,18 +185,32 @@ pub(super) fn install_input(ctx: &Ctx<'_>, input: Option<&Json>) -> rquickjs::Re
 
 fn output<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
     let text = display(ctx, &argument(ctx, &args, 0));
-    session.count_output(text.len())?;
+    session.budget.count_output(text.len())?;
     session.block_on(session.host.output(text))?;
     Ok(Value::new_undefined(ctx.clone()))
 }
 
 fn log<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
-    let line = args
-        .iter()
-        .map(|arg| display(ctx, arg))
-        .collect::<Vec<_>>()
-        .join(" ");
-    session.count_output(line.len())?;
+    // Built one value at a time: a call with thousands of large values stops at the limit
+    // instead of holding all their text at once.
+    let left = session.budget.log_bytes_left();
+    let mut line = String::new();
+    for (index, arg) in args.iter().enumerate() {
+        // Printing a value runs the code's own `toJSON` and getters, which may swallow the
+        // engine's interrupt: a run that has to stop stops here instead of printing on.
+        session.check_running()?;
+        let text = display(ctx, arg);
+        let separator = usize::from(index > 0);
+        // `>=`: the line's newline counts too.
+        if line.len() + separator + text.len() >= left {
+            return Err(session.budget.log_bytes_stop());
+        }
+        if separator > 0 {
+            line.push(' ');
+        }
+        line.push_str(&text);
+    }
+    session.budget.count_log(line.len())?;
     session.logs.borrow_mut().push(line);
     Ok(Value::new_undefined(ctx.clone()))
 }
@@ -186,11 +221,14 @@ fn complete<'js>(
     args: Vec<Value<'js>>,
 ) -> HostResult<Value<'js>> {
     let argument = argument(ctx, &args, 0);
-    let completion = if let Some(text) = argument.as_string() {
-        Completion {
-            response: Some(text.to_string()?),
-            ..Completion::default()
-        }
+    let (mut completion, data) = if let Some(text) = argument.as_string() {
+        (
+            Completion {
+                response: Some(text.to_string()?),
+                ..Completion::default()
+            },
+            None,
+        )
     } else if let Some(fields) = argument
         .as_object()
         .filter(|_| !argument.is_array() && !argument.is_function())
@@ -203,27 +241,38 @@ fn complete<'js>(
         let data = if data.is_undefined() {
             None
         } else {
-            Some(to_json(ctx, data).map_err(|error| {
-                HostError::Type(format!(
-                    "complete(): data is not JSON-serialisable: {error}"
-                ))
+            Some(stored_json(ctx, session, LAST_DATA, data, || {
+                "complete(): data".to_owned()
             })?)
         };
-        Completion {
-            response: text("response")?,
+        (
+            Completion {
+                response: text("response")?,
+                data: None,
+                follow_up: text("followUp")?,
+            },
             data,
-            follow_up: text("followUp")?,
-        }
+        )
     } else {
         return Err(HostError::Type(
             "complete() expects an object {response, data?, followUp?}".into(),
         ));
     };
+    // The text is shown to the user, like output()'s.
+    let text_bytes = [&completion.response, &completion.follow_up]
+        .into_iter()
+        .flatten()
+        .map(String::len)
+        .sum();
+    session.budget.count_completion_text(text_bytes)?;
     // `data` is kept as `_lastData`, like store() would keep it.
-    if let Some(data) = &completion.data {
-        let key = "_lastData".to_owned();
-        session.count_stored(&key, Some(data.to_string().len()))?;
-        session.memory.borrow_mut().insert(key, data.clone());
+    if let Some((data, bytes)) = data {
+        session.budget.count_stored(LAST_DATA, Some(bytes))?;
+        session
+            .memory
+            .borrow_mut()
+            .insert(LAST_DATA.to_owned(), data.clone());
+        completion.data = Some(data);
     }
     *session.completion.borrow_mut() = Some(completion);
     Ok(Value::new_undefined(ctx.clone()))
@@ -233,18 +282,38 @@ fn store<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostR
     let key = memory_key(ctx, &args, "store")?;
     let value = argument(ctx, &args, 1);
     if value.is_undefined() {
-        session.count_stored(&key, None)?;
+        session.budget.count_stored(&key, None)?;
         session.memory.borrow_mut().remove(&key);
     } else {
-        let (json, bytes) = to_sized_json(ctx, value).map_err(|error| {
-            HostError::Type(format!(
-                "store(\"{key}\"): the value is not JSON-serialisable: {error}"
-            ))
+        let (json, bytes) = stored_json(ctx, session, &key, value, || {
+            format!("store(\"{key}\"): the value")
         })?;
-        session.count_stored(&key, Some(bytes))?;
+        session.budget.count_stored(&key, Some(bytes))?;
         session.memory.borrow_mut().insert(key, json);
     }
     Ok(Value::new_undefined(ctx.clone()))
+}
+
+/// Where `complete()` keeps its `data`.
+const LAST_DATA: &str = "_lastData";
+
+/// The JSON of a value about to be kept under `key`, refused before it is parsed when it
+/// would not fit the prompt's storage limit.
+fn stored_json<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    key: &str,
+    value: Value<'js>,
+    what: impl FnOnce() -> String,
+) -> HostResult<(Json, usize)> {
+    match to_sized_json(ctx, value, session.budget.stored_bytes_left_for(key)) {
+        Ok(sized) => Ok(sized),
+        Err(Refused::TooLarge { .. }) => Err(session.budget.stored_stop()),
+        Err(Refused::NotJson(error)) => Err(HostError::Type(format!(
+            "{} is not JSON-serialisable: {error}",
+            what()
+        ))),
+    }
 }
 
 fn recall<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
@@ -271,6 +340,7 @@ fn ask<'js>(
     args: &[Value<'js>],
     json: bool,
 ) -> HostResult<String> {
+    session.budget.count_llm_call()?;
     let prompt = display(ctx, &argument(ctx, args, 0));
     let function = if json { "llmJson" } else { "llm" };
     session

@@ -11,7 +11,10 @@
 //!   threads through [`Sandboxes`]; they end with its last clone.
 //! - `session`: the state one run's host functions share, the slot they find it in, and
 //!   cancellation.
-//! - `clock`: the time budget, which stands still while a host call waits for a person.
+//! - `budget`: what a prompt may spend over all its rounds (output, logs, `llm()` calls,
+//!   events, stored values), and each run's account of it.
+//! - `clock`: the time budget, which stands still while a host call waits for a person, and
+//!   the coarse time `performance.now()` reads.
 //! - `globals`: the host API (`output`, `log`, `store`, `llm`, …).
 //! - `tools`: tool functions, `callTool`, `parallel`, discovery and the artifact helpers.
 //! - `naming`: the function name of a tool (`lowerCamelCase` of its id).
@@ -19,6 +22,7 @@
 //! - `errors`: stack traces, limit detection and JavaScript errors as [`CodeError`]s.
 //! - `convert`: JSON in and out of the engine, and how values print.
 
+mod budget;
 mod clock;
 mod convert;
 mod engine;
@@ -40,9 +44,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json};
 
+pub use self::budget::{PromptLimits, Spent};
 pub use self::clock::Clock;
 
-/// What one run may spend. Every limit ends the run with a [`CodeError`] when reached.
+/// What one run may spend, and (in `prompt`) what the prompt it belongs to may spend over all
+/// its runs. Every limit ends the run with a [`CodeError`] when reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Wall clock for the whole run, time spent inside host calls included, except the time
@@ -53,10 +59,14 @@ pub struct Limits {
     /// JavaScript stack. Capped at 1.5 MiB because blocking threads have 2 MiB of real stack
     /// and host functions run on the same stack above the deepest JavaScript frame.
     pub stack_bytes: usize,
-    /// Total bytes of `output()` and `log()` text; also the most JSON a round's result may be.
-    pub max_output_bytes: usize,
+    /// The most JSON a round's result may be.
+    pub max_result_bytes: usize,
+    /// The most JSON one tool call's input may be: it must fit one message to the tool-host.
+    pub max_tool_input_bytes: usize,
     /// Tool calls, counting every slot of `parallel()` and the artifact helpers.
     pub max_tool_calls: u32,
+    /// What the whole prompt may spend; each run draws from what earlier runs left.
+    pub prompt: PromptLimits,
 }
 
 impl Default for Limits {
@@ -65,8 +75,10 @@ impl Default for Limits {
             timeout: Duration::from_secs(30),
             memory_bytes: 64 * 1024 * 1024,
             stack_bytes: 1024 * 1024,
-            max_output_bytes: 1024 * 1024,
+            max_result_bytes: 1024 * 1024,
+            max_tool_input_bytes: agentic_rpc::MAX_MESSAGE_BYTES,
             max_tool_calls: 200,
+            prompt: PromptLimits::default(),
         }
     }
 }
@@ -90,6 +102,8 @@ pub struct Program {
     pub input: Option<Json>,
     /// `store()`/`recall()` values from earlier rounds of the prompt.
     pub memory: Map<String, Json>,
+    /// What earlier rounds of the prompt spent of [`Limits::prompt`].
+    pub spent: Spent,
 }
 
 /// What the sandbox asks of the outside world. Calls arrive from the sandbox's blocking
@@ -220,6 +234,8 @@ pub struct RunOutcome {
     pub completion: Option<Completion>,
     /// The memory after the run's `store()` calls.
     pub memory: Map<String, Json>,
+    /// What the prompt has spent, this run included: the next round's [`Program::spent`].
+    pub spent: Spent,
     pub tool_calls: u32,
 }
 
@@ -258,6 +274,8 @@ impl Sandboxes {
         let (cancel_on_drop, cancel) = session::cancellation();
         // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
         let memory_before = program.memory.clone();
+        // A crashed run's spending is lost with it: it counts as having used up the budget.
+        let exhausted = Spent::exhausted(&limits.prompt);
         // Host calls block the sandbox thread on the caller's runtime.
         let runtime = tokio::runtime::Handle::current();
         let started = std::time::Instant::now();
@@ -279,10 +297,15 @@ impl Sandboxes {
         }));
         let outcome = match answered.await {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(reason)) => crashed(format!("the run panicked: {reason}"), memory_before),
+            Ok(Err(reason)) => crashed(
+                format!("the run panicked: {reason}"),
+                memory_before,
+                exhausted,
+            ),
             Err(_) => crashed(
                 "the sandbox thread ended without an answer".to_owned(),
                 memory_before,
+                exhausted,
             ),
         };
         drop(cancel_on_drop);
@@ -292,8 +315,9 @@ impl Sandboxes {
     }
 }
 
-/// The outcome of a run whose sandbox crashed: an error, and the memory as it was before.
-fn crashed(error: String, memory_before: Map<String, Json>) -> RunOutcome {
+/// The outcome of a run whose sandbox crashed: an error, the memory as it was before, and a
+/// budget with nothing left (what the run spent is unknown).
+fn crashed(error: String, memory_before: Map<String, Json>, exhausted: Spent) -> RunOutcome {
     tracing::error!(%error, "sandbox thread failed");
     RunOutcome {
         result: Err(CodeError::unpositioned(format!(
@@ -302,6 +326,7 @@ fn crashed(error: String, memory_before: Map<String, Json>) -> RunOutcome {
         logs: Vec::new(),
         completion: None,
         memory: memory_before,
+        spent: exhausted,
         tool_calls: 0,
     }
 }

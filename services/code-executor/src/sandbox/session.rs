@@ -9,7 +9,6 @@
 //! hold a session: they read it from the [`SessionSlot`] of their sandbox when called.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -18,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value as Json};
 use tokio::sync::watch;
 
+use super::budget::{Budget, Spent, size};
 use super::clock::Clock;
 use super::errors::Position;
 use super::{Completion, Host, Limits};
@@ -89,7 +89,7 @@ pub(super) struct Stop {
 }
 
 impl Stop {
-    fn new(message: String) -> Stop {
+    pub(super) fn new(message: String) -> Stop {
         Stop {
             message,
             timeout: false,
@@ -127,11 +127,10 @@ pub(super) struct Session {
     pub clock: Clock,
     cancel: CancelSignal,
     stop: RefCell<Option<Stop>>,
-    output_bytes: Cell<usize>,
     tool_calls: Cell<u32>,
-    /// JSON bytes of each key `store()` wrote in this run. Stored values live in Rust, outside
-    /// the engine's memory limit, so they are held to the same limit here.
-    stored_bytes: RefCell<HashMap<String, usize>>,
+    /// The prompt's budget, which this run draws from. Stored values live in Rust, outside
+    /// the engine's memory limit: they answer to it here.
+    pub budget: Budget,
     pub logs: RefCell<Vec<String>>,
     pub completion: RefCell<Option<Completion>>,
     pub memory: RefCell<Map<String, Json>>,
@@ -144,17 +143,17 @@ impl Session {
         runtime: tokio::runtime::Handle,
         cancel: CancelSignal,
         memory: Map<String, Json>,
+        spent: Spent,
     ) -> Session {
         Session {
             host,
             clock: Clock::new(limits.timeout),
+            budget: Budget::new(limits.prompt.clone(), limits.memory_bytes, spent, &memory),
             limits,
             runtime,
             cancel,
             stop: RefCell::new(None),
-            output_bytes: Cell::new(0),
             tool_calls: Cell::new(0),
-            stored_bytes: RefCell::new(HashMap::new()),
             logs: RefCell::new(Vec::new()),
             completion: RefCell::new(None),
             memory: RefCell::new(memory),
@@ -202,48 +201,28 @@ impl Session {
         self.tool_calls.get()
     }
 
+    /// Tool calls this run may still make.
+    pub fn tool_calls_left(&self) -> u32 {
+        self.limits
+            .max_tool_calls
+            .saturating_sub(self.tool_calls.get())
+    }
+
     /// Counts `count` tool calls about to be made, or refuses all of them.
     pub fn count_tool_calls(&self, count: u32) -> HostResult<()> {
-        let total = self.tool_calls.get().saturating_add(count);
-        if total > self.limits.max_tool_calls {
-            let message = format!("Tool call limit of {} reached", self.limits.max_tool_calls);
-            return Err(HostError::Stop(Stop::new(message)));
+        if count > self.tool_calls_left() {
+            return Err(HostError::Stop(self.tool_call_stop()));
         }
-        self.tool_calls.set(total);
+        self.budget.count_tool_events(count)?;
+        self.tool_calls.set(self.tool_calls.get() + count);
         Ok(())
     }
 
-    /// Counts `bytes` of output or log text about to be kept, or refuses them.
-    pub fn count_output(&self, bytes: usize) -> HostResult<()> {
-        let total = self.output_bytes.get().saturating_add(bytes);
-        if total > self.limits.max_output_bytes {
-            let message = format!(
-                "Output limit of {} bytes exceeded",
-                self.limits.max_output_bytes
-            );
-            return Err(HostError::Stop(Stop::new(message)));
-        }
-        self.output_bytes.set(total);
-        Ok(())
-    }
-
-    /// Counts the JSON bytes `store(key, …)` is about to keep (`None`: the key is deleted).
-    pub fn count_stored(&self, key: &str, bytes: Option<usize>) -> HostResult<()> {
-        let mut stored = self.stored_bytes.borrow_mut();
-        let others: usize = stored
-            .iter()
-            .filter(|(stored, _)| *stored != key)
-            .map(|(_, bytes)| bytes)
-            .sum();
-        let Some(bytes) = bytes else {
-            stored.remove(key);
-            return Ok(());
-        };
-        if others.saturating_add(bytes).saturating_add(key.len()) > self.limits.memory_bytes {
-            return Err(HostError::Stop(self.memory_stop_by("store()")));
-        }
-        stored.insert(key.to_owned(), bytes.saturating_add(key.len()));
-        Ok(())
+    pub fn tool_call_stop(&self) -> Stop {
+        Stop::new(format!(
+            "Tool call limit of {} reached",
+            self.limits.max_tool_calls
+        ))
     }
 
     /// Checks the JSON bytes of the inputs `parallel()` is about to hold all at once.
@@ -256,7 +235,7 @@ impl Session {
         Ok(())
     }
 
-    fn memory_stop_by(&self, what: &str) -> Stop {
+    pub fn memory_stop_by(&self, what: &str) -> Stop {
         let limit = size(self.limits.memory_bytes);
         Stop::new(format!("Memory limit of {limit} exceeded by {what}"))
     }
@@ -311,15 +290,5 @@ impl Session {
                 Err(HostError::Stop(self.record(self.timeout())))
             }
         }
-    }
-}
-
-/// `64 MiB` for whole mebibytes, bytes otherwise.
-fn size(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else {
-        format!("{bytes} bytes")
     }
 }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use rquickjs::{Ctx, Object, Value};
 use serde_json::{Map, Value as Json, json};
 
-use super::convert::{to_js, to_sized_json};
+use super::convert::{Refused, array_length, to_js, to_sized_json};
 use super::globals::{API_NAMES, argument, define};
 use super::naming::{is_callable_name, lower_camel_case};
 use super::session::{HostError, HostResult, Session, SessionSlot};
@@ -97,7 +97,7 @@ pub(super) fn install<'js>(
         };
         let id = entry.tool.id.clone();
         define(ctx, &globals, function, slot, move |ctx, session, args| {
-            let input = tool_input(ctx, &id, argument(ctx, &args, 0))?;
+            let input = tool_input(ctx, session, &id, argument(ctx, &args, 0))?;
             Ok(to_js(ctx, &call(session, &id, input)?)?)
         })?;
     }
@@ -119,7 +119,7 @@ pub(super) fn install<'js>(
                 ));
             };
             let id = tools.require(&id)?.id.clone();
-            let input = tool_input(ctx, &id, argument(ctx, &args, 1))?;
+            let input = tool_input(ctx, session, &id, argument(ctx, &args, 1))?;
             Ok(to_js(ctx, &call(session, &id, input)?)?)
         },
     )?;
@@ -157,21 +157,41 @@ pub(super) fn install<'js>(
     install_artifact_helpers(ctx, &globals, slot)
 }
 
-/// The input of a tool call: an omitted input is `{}`.
-fn tool_input<'js>(ctx: &Ctx<'js>, id: &str, input: Value<'js>) -> HostResult<Json> {
-    sized_tool_input(ctx, id, input).map(|(input, _)| input)
+/// The input of a tool call: an omitted input is `{}`. Its JSON may be at most
+/// [`Limits::max_tool_input_bytes`](super::Limits::max_tool_input_bytes) long.
+fn tool_input<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    id: &str,
+    input: Value<'js>,
+) -> HostResult<Json> {
+    let max_bytes = session.limits.max_tool_input_bytes;
+    sized_tool_input(ctx, input, max_bytes)
+        .map_err(|refused| input_error(id, refused, max_bytes))
+        .map(|(input, _)| input)
 }
 
-/// [`tool_input`] with the length of its JSON text.
-fn sized_tool_input<'js>(ctx: &Ctx<'js>, id: &str, input: Value<'js>) -> HostResult<(Json, usize)> {
+/// [`tool_input`] with the length of its JSON text, refused unparsed past `max_bytes`.
+fn sized_tool_input<'js>(
+    ctx: &Ctx<'js>,
+    input: Value<'js>,
+    max_bytes: usize,
+) -> Result<(Json, usize), Refused> {
     if input.is_undefined() {
         return Ok((Json::Object(Map::new()), 2));
     }
-    to_sized_json(ctx, input).map_err(|error| {
-        HostError::Type(format!(
+    to_sized_json(ctx, input, max_bytes)
+}
+
+fn input_error(id: &str, refused: Refused, max_bytes: usize) -> HostError {
+    match refused {
+        Refused::NotJson(error) => HostError::Type(format!(
             "the input of tool \"{id}\" is not JSON-serialisable: {error}"
-        ))
-    })
+        )),
+        Refused::TooLarge { bytes } => HostError::Error(format!(
+            "the input of tool \"{id}\" is too large: {bytes} bytes of JSON, the limit is {max_bytes} bytes"
+        )),
+    }
 }
 
 /// One tool call, counted against the limit.
@@ -192,14 +212,27 @@ fn parallel<'js>(
     calls: Value<'js>,
 ) -> HostResult<Value<'js>> {
     let usage = || HostError::Type(PARALLEL_USAGE.into());
-    let calls = calls.as_array().ok_or_else(usage)?;
+    let calls = calls
+        .as_object()
+        .filter(|_| calls.is_array())
+        .ok_or_else(usage)?;
+    // The length is the code's to choose (`a.length = 2 ** 31 - 1`): bounded before anything
+    // is allocated for it. Every slot could be a tool call.
+    let length = array_length(calls)?.ok_or_else(usage)?;
+    if length > f64::from(session.tool_calls_left()) {
+        return Err(HostError::Stop(session.tool_call_stop()));
+    }
+    // Exact: at most the tool calls left, a `u32`.
+    let length = length as u32;
     // Per slot: the tool id, or why the slot fails without reaching the host.
-    let mut slots: Vec<Result<String, String>> = Vec::with_capacity(calls.len());
-    let mut known: Vec<(String, Json)> = Vec::with_capacity(calls.len());
+    let mut slots: Vec<Result<String, String>> = Vec::with_capacity(length as usize);
+    let mut known: Vec<(String, Json)> = Vec::with_capacity(length as usize);
     // All inputs are held at once, outside the engine's memory limit: they answer to it here.
     let mut input_bytes = 0_usize;
-    for call in calls.iter::<Value>() {
-        let call = call?;
+    for index in 0..length {
+        // Reading a slot runs the code's getters, which may swallow the engine's interrupt.
+        session.check_running()?;
+        let call: Value = calls.get(index)?;
         let call = call
             .as_object()
             .filter(|_| !call.is_array())
@@ -208,7 +241,18 @@ fn parallel<'js>(
         let tool = tool.as_string().ok_or_else(usage)?.to_string()?;
         slots.push(match tools.find(&tool) {
             Some(found) => {
-                let (input, bytes) = sized_tool_input(ctx, &found.id, call.get("input")?)?;
+                let max_bytes = session.limits.max_tool_input_bytes;
+                let memory_left = session.limits.memory_bytes.saturating_sub(input_bytes);
+                let sized = sized_tool_input(ctx, call.get("input")?, max_bytes.min(memory_left));
+                let (input, bytes) = match sized {
+                    Ok(sized) => sized,
+                    Err(Refused::TooLarge { bytes }) if bytes <= max_bytes => {
+                        return Err(HostError::Stop(
+                            session.memory_stop_by("the inputs of parallel()"),
+                        ));
+                    }
+                    Err(refused) => return Err(input_error(&found.id, refused, max_bytes)),
+                };
                 input_bytes = input_bytes.saturating_add(bytes);
                 session.check_parallel_inputs(input_bytes)?;
                 known.push((found.id.clone(), input));
@@ -248,13 +292,13 @@ fn install_artifact_helpers<'js>(
         let mut input = Map::new();
         input.insert(
             "data".into(),
-            tool_input(ctx, "artifact.store", argument(ctx, &args, 0))?,
+            tool_input(ctx, session, "artifact.store", argument(ctx, &args, 0))?,
         );
         let description = argument(ctx, &args, 1);
         if !description.is_undefined() {
             input.insert(
                 "description".into(),
-                tool_input(ctx, "artifact.store", description)?,
+                tool_input(ctx, session, "artifact.store", description)?,
             );
         }
         field(
@@ -264,7 +308,7 @@ fn install_artifact_helpers<'js>(
         )
     })?;
     define(ctx, globals, "getArtifact", slot, |ctx, session, args| {
-        let id = tool_input(ctx, "artifact.get", argument(ctx, &args, 0))?;
+        let id = tool_input(ctx, session, "artifact.get", argument(ctx, &args, 0))?;
         field(
             ctx,
             call(session, "artifact.get", json!({ "id": id }))?,
@@ -278,17 +322,17 @@ fn install_artifact_helpers<'js>(
         let mut input = Map::new();
         input.insert(
             "filename".into(),
-            tool_input(ctx, "artifact.store", argument(ctx, &args, 0))?,
+            tool_input(ctx, session, "artifact.store", argument(ctx, &args, 0))?,
         );
         input.insert(
             "data".into(),
-            tool_input(ctx, "artifact.store", argument(ctx, &args, 1))?,
+            tool_input(ctx, session, "artifact.store", argument(ctx, &args, 1))?,
         );
         let mime_type = argument(ctx, &args, 2);
         if !mime_type.is_undefined() {
             input.insert(
                 "mime_type".into(),
-                tool_input(ctx, "artifact.store", mime_type)?,
+                tool_input(ctx, session, "artifact.store", mime_type)?,
             );
         }
         input.insert("description".into(), json!("written by code"));

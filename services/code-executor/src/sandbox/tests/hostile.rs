@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::Limits;
-use super::{error_of, limits_with_timeout, program};
+use super::{error_of, limits_with_timeout, program, without_tool_call_limits};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_swallowed_tool_timeout_followed_by_a_loop_of_tool_calls_still_ends() {
@@ -31,10 +31,7 @@ async fn a_swallowed_tool_timeout_followed_by_a_loop_of_tool_calls_still_ends() 
 async fn a_loop_of_caught_failing_host_calls_after_the_timeout_still_ends() {
     let error = error_of(
         program("while (true) { try { echo({}) } catch (e) { } }"),
-        Limits {
-            max_tool_calls: u32::MAX,
-            ..limits_with_timeout(300)
-        },
+        without_tool_call_limits(limits_with_timeout(300)),
     )
     .await;
     assert_eq!(error.message, "Execution timed out after 300ms");

@@ -6,8 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::super::Limits;
-use super::{TestHost, error_of, limits_with_timeout, program, run, run_program, value_of};
+use super::super::{Limits, PromptLimits};
+use super::{
+    TestHost, error_of, limits_with_timeout, program, run, run_program, value_of,
+    without_tool_call_limits,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reference_error_points_at_the_line_that_caused_it() {
@@ -141,7 +144,12 @@ async fn values_held_outside_the_engine_answer_to_the_memory_limit_too() {
     let store =
         "const big = 'x'.repeat(512 * 1024);\nfor (let i = 0; i < 10; i++) store('k' + i, big);";
     let error = error_of(program(store), limits.clone()).await;
-    assert_eq!(error.message, "Memory limit of 2 MiB exceeded by store()");
+    assert!(
+        error
+            .message
+            .starts_with("Storage limit of 2 MiB per prompt exceeded by store()"),
+        "{error:?}"
+    );
     assert_eq!(error.line, Some(2));
     // Overwriting a key does not add up.
     let overwrite = "const big = 'x'.repeat(512 * 1024);\nfor (let i = 0; i < 10; i++) store('k', big);\nrecall('k').length";
@@ -208,7 +216,10 @@ async fn the_tool_call_limit_ends_the_run() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_output_limit_ends_the_run() {
     let limits = Limits {
-        max_output_bytes: 10,
+        prompt: PromptLimits {
+            max_output_bytes: 10,
+            ..PromptLimits::default()
+        },
         ..Limits::default()
     };
     let (outcome, host) = run_program(
@@ -217,7 +228,10 @@ async fn the_output_limit_ends_the_run() {
     )
     .await;
     let error = outcome.result.unwrap_err();
-    assert_eq!(error.message, "Output limit of 10 bytes exceeded");
+    assert_eq!(
+        error.message,
+        "Output limit of 10 bytes exceeded (text of output() and complete(), per prompt)"
+    );
     assert_eq!(error.line, Some(3));
     assert_eq!(
         (host.outputs(), outcome.logs),
@@ -264,10 +278,7 @@ async fn a_promise_that_can_never_settle_is_an_error_not_a_hang() {
 #[tokio::test(flavor = "multi_thread")]
 async fn dropping_the_run_stops_the_code() {
     let host = Arc::new(TestHost::default());
-    let limits = Limits {
-        max_tool_calls: u32::MAX,
-        ..limits_with_timeout(30_000)
-    };
+    let limits = without_tool_call_limits(limits_with_timeout(30_000));
     let running = run(
         program("while (true) { tick() }"),
         host.clone(),

@@ -2,9 +2,11 @@
 //! and answers deterministically.
 
 mod api;
+mod budget;
 mod hostile;
 mod limits;
 mod properties;
+mod shapes;
 mod warm;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -161,6 +163,19 @@ fn program(code: &str) -> Program {
         modules: Vec::new(),
         input: None,
         memory: Map::new(),
+        spent: Default::default(),
+    }
+}
+
+/// `limits` with no limit on tool calls, per run or (as events) per prompt.
+fn without_tool_call_limits(limits: Limits) -> Limits {
+    Limits {
+        max_tool_calls: u32::MAX,
+        prompt: super::PromptLimits {
+            max_events: u32::MAX,
+            ..limits.prompt.clone()
+        },
+        ..limits
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 
 use super::super::warm::{Config, THREAD_NAME};
 use super::super::{Limits, Program, RunOutcome, Sandboxes};
-use super::{TestHost, limits_with_timeout, program};
+use super::{TestHost, limits_with_timeout, program, without_tool_call_limits};
 
 fn pool(config: Config) -> Sandboxes {
     Sandboxes::with_config(config)
@@ -236,10 +236,7 @@ async fn dropping_a_run_stops_its_code_on_a_warm_sandbox() {
     run_with(&pool, program("1"), Limits::default()).await;
     eventually_counts(&pool, 1, 1).await;
     let host = Arc::new(TestHost::default());
-    let limits = Limits {
-        max_tool_calls: u32::MAX,
-        ..limits_with_timeout(30_000)
-    };
+    let limits = without_tool_call_limits(limits_with_timeout(30_000));
     let running = pool.run(program("while (true) { tick() }"), host.clone(), limits);
     assert!(
         tokio::time::timeout(Duration::from_millis(100), running)
