@@ -1,15 +1,15 @@
 //! The round loop of classic mode: ask the model (streaming its text), run the tools it
-//! calls concurrently, feed the results back, until it answers without tools, a call needs
-//! approval, or the round limit is reached. Every step becomes an event; nothing is kept
-//! after the run.
+//! calls concurrently (a bounded number at once, a bounded number per reply), feed the
+//! results back, until it answers without tools, a call needs approval, or the round limit
+//! is reached. Every step becomes an event; nothing is kept after the run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier, ToolCall};
+use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier, ToolCall, Usage};
 use futures::StreamExt;
-use futures::stream::FuturesUnordered;
+use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
 use agentic_executor::{EventSink, Mode, SchemaCache, StreamClosed, ToolHostError};
@@ -34,6 +34,21 @@ pub struct Executor {
     pub default_max_rounds: u32,
     /// The tools' input checks, compiled once for all runs rather than on every prompt.
     pub schemas: SchemaCache,
+    pub limits: RunLimits,
+}
+
+/// What one model reply may set going, and how much of a result the model reads back. A
+/// reply is attacker input: without these, one reply could start hundreds of tool calls at
+/// once, and one result could fill the model's context.
+#[derive(Debug, Clone, Copy)]
+pub struct RunLimits {
+    /// Tool calls of one reply running at once; the others wait their turn.
+    pub max_concurrent_tool_calls: usize,
+    /// Tool calls one reply may make; those past it get an error result without running.
+    pub max_tool_calls_per_reply: usize,
+    /// Longest tool result or text the model reads whole, in bytes; a longer one is cut with
+    /// a marker (a cut result is stored whole as an artifact the marker names).
+    pub max_tool_result_bytes: usize,
 }
 
 #[async_trait::async_trait]
@@ -101,6 +116,7 @@ impl Executor {
             catalogue: ToolCatalogue::new(prepared.tools, &self.schemas),
             outputs: request.outputs,
             call_ids,
+            stored_results: HashMap::new(),
         };
         let finish = run.go(max_rounds, &request.decisions).await?;
         events.send(Event::Finished(finish)).await?;
@@ -141,6 +157,8 @@ struct Run<'a> {
     outputs: Vec<Output>,
     /// Tool call ids used in this prompt; approvals name calls by them, so they stay unique.
     call_ids: HashSet<String>,
+    /// Artifacts holding results of this run too long for the model to read, by call id.
+    stored_results: HashMap<String, String>,
 }
 
 impl Run<'_> {
@@ -183,14 +201,7 @@ impl Run<'_> {
 
     /// Streams one model reply; each text fragment becomes a `text_delta` event as it arrives.
     async fn ask_model(&self) -> Result<ChatResponse, Halt> {
-        let function_name = |tool_id: &str| self.catalogue.function_name(tool_id);
-        let messages = messages::build(
-            &self.system_prompt,
-            &self.history,
-            &self.input,
-            &self.outputs,
-            &function_name,
-        );
+        let messages = self.messages();
         let request = ChatRequest {
             tier: self.tier,
             messages,
@@ -216,8 +227,26 @@ impl Run<'_> {
         Ok(result.map_err(RunFailure::Llm)?)
     }
 
-    /// Adds a tool output for each call. Invalid calls get their error at once, calls that
-    /// need approval are announced; the indexes of calls ready to run are returned.
+    /// The conversation as the model reads it now.
+    fn messages(&self) -> Vec<agentic_llm::ChatMessage> {
+        let function_name = |tool_id: &str| self.catalogue.function_name(tool_id);
+        let view = messages::View {
+            function_name: &function_name,
+            max_result_bytes: self.executor.limits.max_tool_result_bytes,
+            stored_results: &self.stored_results,
+        };
+        messages::build(
+            &self.system_prompt,
+            &self.history,
+            &self.input,
+            &self.outputs,
+            &view,
+        )
+    }
+
+    /// Adds a tool output for each call. Invalid calls and calls past the reply's maximum
+    /// get their error at once, calls that need approval are announced; the indexes of calls
+    /// ready to run are returned.
     async fn start_calls(&mut self, calls: Vec<ToolCall>) -> Result<Round, Halt> {
         // One start time for the whole round: messages.rs tells rounds apart by it.
         let start = Some(SystemTime::now());
@@ -225,7 +254,17 @@ impl Run<'_> {
             ready: Vec::new(),
             waiting_for_approval: false,
         };
-        for call in calls {
+        let allowed = self.executor.limits.max_tool_calls_per_reply;
+        let refused = calls.len().saturating_sub(allowed);
+        if refused > 0 {
+            tracing::warn!(prompt_id = %self.scope.prompt_id, calls = calls.len(), allowed, "reply asked for too many tool calls, the rest are refused");
+            agentic_executor::metrics::tool_calls_refused(MODE_ID, refused as u64);
+        }
+        for (position, call) in calls.into_iter().enumerate() {
+            if position >= allowed {
+                self.refuse_call(&call, start, allowed).await?;
+                continue;
+            }
             let checked = self.catalogue.check(&call);
             let mut output = ToolCallOutput {
                 id: self.unique_call_id(&call.id),
@@ -269,6 +308,32 @@ impl Run<'_> {
             }
         }
         Ok(round)
+    }
+
+    /// Records a call past the reply's maximum as ended with an error the model reads, in
+    /// one event: it never runs.
+    async fn refuse_call(
+        &mut self,
+        call: &ToolCall,
+        start: Option<SystemTime>,
+        allowed: usize,
+    ) -> Result<(), Halt> {
+        let checked = self.catalogue.check(call);
+        let output = ToolCallOutput {
+            id: self.unique_call_id(&call.id),
+            function: checked.tool_id,
+            input: checked.input,
+            result: ToolResult::Error {
+                error: format!(
+                    "not run: one reply may make at most {allowed} tool calls; make fewer calls at once"
+                ),
+            },
+            start,
+            end: Some(SystemTime::now()),
+            approval: Approval::new(ApprovalState::NotRequired),
+        };
+        self.add(Output::Tool(output)).await?;
+        Ok(())
     }
 
     /// Applies the decisions for calls that wait for approval: rejected calls get their error,
@@ -327,10 +392,12 @@ impl Run<'_> {
         Ok(settled)
     }
 
-    /// Invokes the calls at these indexes all at once and records each result as it comes.
-    /// A tool-host that cannot be reached fails the run once every call has an answer.
+    /// Invokes the calls at these indexes, at most `max_concurrent_tool_calls` at once (the
+    /// others wait their turn, and their deadlines start when they do), and records each
+    /// result as it comes. Tokens the tools spent count into the prompt's usage. A tool-host
+    /// that cannot be reached fails the run once every call has an answer.
     async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), Halt> {
-        let mut running: FuturesUnordered<_> = calls
+        let ready: Vec<_> = calls
             .into_iter()
             .filter_map(|(index, approval)| {
                 let Some(Output::Tool(call)) = self.outputs.get(index) else {
@@ -345,25 +412,32 @@ impl Run<'_> {
                 })
             })
             .collect();
+        let mut running = futures::stream::iter(ready)
+            .buffer_unordered(self.executor.limits.max_concurrent_tool_calls.max(1));
         let mut unavailable = None;
+        let mut spent = Usage::default();
         while let Some((index, approval, invoked)) = running.next().await {
             let (result, files) = match invoked {
-                Ok(invoked) => match invoked.result {
-                    Ok(output) => (ToolResult::Success { output }, invoked.files),
-                    Err(error) => (ToolResult::Error { error }, invoked.files),
-                },
+                Ok(invoked) => {
+                    add_usage(&mut spent, invoked.usage);
+                    match invoked.result {
+                        Ok(output) => (ToolResult::Success { output }, invoked.files),
+                        Err(error) => (ToolResult::Error { error }, invoked.files),
+                    }
+                }
                 Err(ToolHostError::Unavailable(message)) => {
                     let error = format!("tool-host unavailable: {message}");
                     unavailable.get_or_insert(message);
                     (ToolResult::Error { error }, Vec::new())
                 }
-                Err(error @ ToolHostError::Refused(_)) => (
+                Err(error @ (ToolHostError::Refused(_) | ToolHostError::TimedOut { .. })) => (
                     ToolResult::Error {
                         error: error.to_string(),
                     },
                     Vec::new(),
                 ),
             };
+            self.store_if_too_long(index, &result).await;
             self.finish_call(index, result, Some(approval)).await?;
             for file in files {
                 let id = format!("file_{}", uuid::Uuid::new_v4().simple());
@@ -377,9 +451,53 @@ impl Run<'_> {
                 self.add(Output::File(file)).await?;
             }
         }
+        if spent != Usage::default() {
+            self.events.send(Event::Usage(spent)).await?;
+        }
         match unavailable {
             Some(message) => Err(RunFailure::ToolHostUnavailable(message).into()),
             None => Ok(()),
+        }
+    }
+
+    /// Keeps a result too long for the model to read whole as an artifact of the user, so the
+    /// marker that cuts it can name where the rest is. Best effort: without the artifact (the
+    /// user's quota is full, say) the marker only gives the size.
+    async fn store_if_too_long(&mut self, index: usize, result: &ToolResult) {
+        let Some(Output::Tool(call)) = self.outputs.get(index) else {
+            return;
+        };
+        let read = messages::tool_message(result);
+        if read.len() <= self.executor.limits.max_tool_result_bytes {
+            return;
+        }
+        let value = match result {
+            // What `artifact.get` read is an artifact already.
+            ToolResult::Success { output } if call.function == "artifact.get" => {
+                if let Some(id) = output.get("id").and_then(Json::as_str) {
+                    self.stored_results.insert(call.id.clone(), id.to_owned());
+                    return;
+                }
+                output.clone()
+            }
+            ToolResult::Success { output } => output.clone(),
+            ToolResult::Error { error } => Json::String(error.clone()),
+            ToolResult::Pending { .. } => return,
+        };
+        let description = format!("the whole result of {} (call {})", call.function, call.id);
+        let call_id = call.id.clone();
+        match self
+            .executor
+            .tool_host
+            .store_artifact(&self.scope, &description, &value)
+            .await
+        {
+            Ok(artifact_id) => {
+                self.stored_results.insert(call_id, artifact_id);
+            }
+            Err(error) => {
+                tracing::info!(prompt_id = %self.scope.prompt_id, tool_call_id = %call_id, %error, "long tool result not stored, the model reads it cut");
+            }
         }
     }
 
@@ -448,6 +566,12 @@ struct Round {
 enum Settled {
     Ready,
     StillWaiting,
+}
+
+fn add_usage(total: &mut Usage, more: Usage) {
+    total.input_tokens = total.input_tokens.saturating_add(more.input_tokens);
+    total.output_tokens = total.output_tokens.saturating_add(more.output_tokens);
+    total.total_tokens = total.total_tokens.saturating_add(more.total_tokens);
 }
 
 /// Output indexes travel as `uint32`; a prompt never holds four billion outputs.

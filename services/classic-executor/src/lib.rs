@@ -9,6 +9,7 @@ mod tools;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agentic_executor::tool_host::ToolHost;
 use agentic_executor::{Registration, SchemaCache};
@@ -16,7 +17,7 @@ use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
-use crate::executor::Executor;
+use crate::executor::{Executor, RunLimits};
 
 pub use crate::executor::{MODE_ID, MODE_NAME};
 
@@ -36,6 +37,21 @@ pub struct Config {
     /// Model rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CLASSIC_MAX_ROUNDS", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
+    /// Tool calls of one model reply that run at once; the others wait their turn.
+    #[arg(long, env = "CLASSIC_MAX_CONCURRENT_TOOL_CALLS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_tool_calls: u32,
+    /// Tool calls one model reply may make; each call past it gets an error result instead
+    /// of running.
+    #[arg(long, env = "CLASSIC_MAX_TOOL_CALLS_PER_REPLY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tool_calls_per_reply: u32,
+    /// Longest tool result (or text) the model reads whole, in bytes; a longer one is cut
+    /// with a marker, and a cut result is stored whole as an artifact the marker names.
+    #[arg(long, env = "CLASSIC_MAX_TOOL_RESULT_BYTES", default_value_t = 32 * 1024, value_parser = clap::value_parser!(u32).range(1024..))]
+    pub max_tool_result_bytes: u32,
+    /// Seconds a tool call may take when the tool-host names no limit for the tool; a call
+    /// past it fails with an error the model reads.
+    #[arg(long, env = "AGENTIC_TOOL_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tool_timeout_secs: u64,
     /// Token internal services require from each other (unset: no check, for local use).
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
@@ -85,9 +101,15 @@ pub async fn run_with_model(
         .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
     let executor = Executor {
         model,
-        tool_host: ToolHost::new(channel),
+        tool_host: ToolHost::new(channel)
+            .with_default_timeout(Duration::from_secs(config.tool_timeout_secs)),
         default_max_rounds: config.max_rounds,
         schemas: SchemaCache::default(),
+        limits: RunLimits {
+            max_concurrent_tool_calls: config.max_concurrent_tool_calls as usize,
+            max_tool_calls_per_reply: config.max_tool_calls_per_reply as usize,
+            max_tool_result_bytes: config.max_tool_result_bytes as usize,
+        },
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let announce =

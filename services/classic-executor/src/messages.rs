@@ -1,7 +1,10 @@
 //! The conversation as the model reads it: a system prompt with the plugins' context, the
 //! history prompts, the input, and the prompt's outputs so far. Outputs of any mode are
 //! read the same way, so a history written by code mode (a `code.execute` call) is just
-//! another tool call here.
+//! another tool call here. A tool result or text longer than the run allows is cut, with a
+//! marker saying how long it is and, when the run stored it, which artifact holds it whole.
+
+use std::collections::HashMap;
 
 use agentic_llm::{ChatMessage, ToolCall};
 use serde_json::{Value as Json, json};
@@ -26,23 +29,32 @@ pub fn system_prompt(context: &[ContextItem]) -> String {
     prompt
 }
 
+/// How outputs read to the model.
+pub struct View<'a> {
+    /// The name the model knows a dotted tool id by.
+    pub function_name: &'a dyn Fn(&str) -> String,
+    /// Longest tool result or text the model reads whole, in bytes.
+    pub max_result_bytes: usize,
+    /// The artifact holding the whole of a result too long to read, by tool call id.
+    pub stored_results: &'a HashMap<String, String>,
+}
+
 /// The whole request: system prompt, each history prompt (input, then what was done for it),
-/// the current input, then the current prompt's outputs. `function_name` maps a dotted tool
-/// id to the name the model knows it by.
+/// the current input, then the current prompt's outputs.
 pub fn build(
     system_prompt: &str,
     history: &[PastPrompt],
     input: &str,
     outputs: &[Output],
-    function_name: &dyn Fn(&str) -> String,
+    view: &View<'_>,
 ) -> Vec<ChatMessage> {
     let mut messages = vec![ChatMessage::System(system_prompt.to_owned())];
     for past in history {
         messages.push(ChatMessage::User(past.input.clone()));
-        messages.extend(from_outputs(&past.outputs, function_name));
+        messages.extend(from_outputs(&past.outputs, view));
     }
     messages.push(ChatMessage::User(input.to_owned()));
-    messages.extend(from_outputs(outputs, function_name));
+    messages.extend(from_outputs(outputs, view));
     messages
 }
 
@@ -51,10 +63,7 @@ pub fn build(
 /// Calls of one round share their start time (the executor stamps them together), so a call
 /// whose start differs from the previous call's begins a new turn. File outputs are
 /// reported by the tool results that made them and add nothing here.
-pub fn from_outputs(
-    outputs: &[Output],
-    function_name: &dyn Fn(&str) -> String,
-) -> Vec<ChatMessage> {
+pub fn from_outputs(outputs: &[Output], view: &View<'_>) -> Vec<ChatMessage> {
     let mut messages = Vec::new();
     for turn in turns(outputs) {
         let tool_calls = turn
@@ -62,22 +71,56 @@ pub fn from_outputs(
             .iter()
             .map(|call| ToolCall {
                 id: call.id.clone(),
-                name: function_name(&call.function),
+                name: (view.function_name)(&call.function),
                 arguments: arguments(&call.input),
             })
             .collect();
+        let texts: Vec<String> = turn
+            .texts
+            .iter()
+            .map(|text| shown(text, "text", view.max_result_bytes, None))
+            .collect();
         messages.push(ChatMessage::Assistant {
-            content: turn.texts.join("\n\n"),
+            content: texts.join("\n\n"),
             tool_calls,
         });
         for call in turn.calls {
+            let stored = view.stored_results.get(&call.id).map(String::as_str);
             messages.push(ChatMessage::Tool {
                 tool_call_id: call.id.clone(),
-                content: tool_message(&call.result),
+                content: shown(
+                    &tool_message(&call.result),
+                    "result",
+                    view.max_result_bytes,
+                    stored,
+                ),
             });
         }
     }
     messages
+}
+
+/// `text` whole when it fits in `max_bytes`, else its beginning (cut at a character
+/// boundary) and a marker naming its full size and, when known, the artifact holding it.
+pub fn shown(text: &str, what: &str, max_bytes: usize, artifact_id: Option<&str>) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let whole = match artifact_id {
+        Some(id) => format!(
+            "; the whole {what} is artifact {id} (artifact.get reads it, getArtifact in interpreter.run-code can take it apart)"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "{}\n[cut: this {what} is {} bytes, only the first {cut} are shown{whole}]",
+        &text[..cut],
+        text.len()
+    )
 }
 
 /// How many rounds with tool calls the outputs record.
@@ -176,6 +219,14 @@ mod tests {
         tool_id.replace('.', "__")
     }
 
+    fn view(stored_results: &HashMap<String, String>) -> View<'_> {
+        View {
+            function_name: &dotted_to_function,
+            max_result_bytes: 32 * 1024,
+            stored_results,
+        }
+    }
+
     fn call(id: &str, name: &str) -> ToolCall {
         ToolCall {
             id: id.into(),
@@ -222,7 +273,7 @@ mod tests {
             ),
             Output::Text("Done.".into()),
         ];
-        let messages = from_outputs(&outputs, &dotted_to_function);
+        let messages = from_outputs(&outputs, &view(&HashMap::new()));
         assert_eq!(
             messages,
             vec![
@@ -255,7 +306,7 @@ mod tests {
                 Output::Text("It is 3.".into()),
             ],
         }];
-        let messages = build("system", &history, "and now?", &[], &dotted_to_function);
+        let messages = build("system", &history, "and now?", &[], &view(&HashMap::new()));
         assert_eq!(
             messages,
             vec![
@@ -272,6 +323,61 @@ mod tests {
                 },
                 ChatMessage::User("and now?".into()),
             ]
+        );
+    }
+
+    #[test]
+    fn a_tool_result_over_the_limit_is_cut_with_a_marker_naming_its_size_and_artifact() {
+        let long = "x".repeat(40_000);
+        let outputs = vec![
+            tool("big", "demo.echo", at(1), success(json!(long))),
+            tool("also-big", "demo.echo", at(1), success(json!(long))),
+            tool("small", "demo.echo", at(1), success(json!("ok"))),
+        ];
+        let stored = HashMap::from([("big".to_owned(), "artifact-1".to_owned())]);
+        let messages = from_outputs(&outputs, &view(&stored));
+        let contents: Vec<&str> = messages
+            .iter()
+            .filter_map(|message| match message {
+                ChatMessage::Tool { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let whole = json!(long).to_string();
+        assert_eq!(
+            contents[0],
+            format!(
+                "{}\n[cut: this result is 40002 bytes, only the first 32768 are shown; the whole result \
+                 is artifact artifact-1 (artifact.get reads it, getArtifact in interpreter.run-code can \
+                 take it apart)]",
+                &whole[..32 * 1024]
+            )
+        );
+        assert!(
+            contents[1]
+                .ends_with("[cut: this result is 40002 bytes, only the first 32768 are shown]"),
+            "{}",
+            &contents[1][32 * 1024..]
+        );
+        assert_eq!(contents[2], r#""ok""#);
+    }
+
+    #[test]
+    fn a_long_text_is_cut_at_a_character_boundary() {
+        let text = "é".repeat(10);
+        assert_eq!(
+            shown(&text, "text", 5, None),
+            "éé\n[cut: this text is 20 bytes, only the first 4 are shown]"
+        );
+        assert_eq!(shown(&text, "text", 20, None), text);
+        let outputs = vec![Output::Text("ab".repeat(20_000))];
+        let messages = from_outputs(&outputs, &view(&HashMap::new()));
+        let ChatMessage::Assistant { content, .. } = &messages[0] else {
+            panic!("{messages:?}")
+        };
+        assert!(
+            content.ends_with("[cut: this text is 40000 bytes, only the first 32768 are shown]"),
+            "{content}"
         );
     }
 

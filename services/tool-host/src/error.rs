@@ -13,6 +13,12 @@ pub enum Error {
     UnknownTool(String),
     #[error("artifact not found: {}", shown_id(.0))]
     ArtifactNotFound(String),
+    #[error("the artifact is {size} bytes, more than the {limit} bytes one artifact may hold")]
+    ArtifactTooLarge { size: u64, limit: u64 },
+    #[error(
+        "storage quota exceeded: {size} more bytes would take this user's artifacts past their quota of {quota} bytes ({used} bytes in use)"
+    )]
+    QuotaExceeded { size: u64, used: u64, quota: u64 },
     #[error("unknown plugin: \"{name}\" (known plugins: {known})")]
     UnknownPlugin { name: String, known: String },
     #[error("tool {tool} is not valid: {reason}")]
@@ -36,6 +42,9 @@ impl ServiceError for Error {
                 ErrorKind::InvalidArgument
             }
             Error::UnknownTool(_) | Error::ArtifactNotFound(_) => ErrorKind::NotFound,
+            Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
+                ErrorKind::ResourceExhausted
+            }
             Error::InvalidTool { .. }
             | Error::CorruptArtifact { .. }
             | Error::Database(_)

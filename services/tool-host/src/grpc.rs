@@ -14,6 +14,7 @@ use tonic::{Request, Response, Status};
 use crate::error::Error;
 use crate::plugin::{
     CallContext, ContextItem, PrepareContext, SandboxModule, ToolFailure, ToolOutcome, ToolSpec,
+    Usage,
 };
 use crate::registry::Registry;
 use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, NewArtifact, Store};
@@ -210,7 +211,11 @@ fn required(field: &'static str, value: String) -> Result<String, Error> {
 fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeToolResponse {
     use pb::invoke_tool_response::Result as Answer;
     match answer {
-        Ok(ToolOutcome { output, files }) => pb::InvokeToolResponse {
+        Ok(ToolOutcome {
+            output,
+            files,
+            usage,
+        }) => pb::InvokeToolResponse {
             result: Some(Answer::Output(json::to_proto(&output))),
             files: files
                 .into_iter()
@@ -221,12 +226,23 @@ fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeT
                     artifact_id: file.artifact_id,
                 })
                 .collect(),
+            usage: usage_proto(usage),
         },
-        Err(ToolFailure(message)) => pb::InvokeToolResponse {
-            result: Some(Answer::Error(message)),
+        Err(failure) => pb::InvokeToolResponse {
+            result: Some(Answer::Error(failure.message().to_owned())),
             files: Vec::new(),
+            usage: usage_proto(failure.usage()),
         },
     }
+}
+
+/// Usage only when the tool spent any, so ordinary answers stay as small as before.
+fn usage_proto(usage: Usage) -> Option<pb::Usage> {
+    (usage != Usage::default()).then_some(pb::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        total_tokens: usage.total_tokens,
+    })
 }
 
 fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {
@@ -235,6 +251,9 @@ fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {
         description: spec.description.clone(),
         input_schema: Some(json::to_proto(&spec.input_schema)),
         requires_approval: spec.requires_approval,
+        timeout_ms: spec.timeout.map_or(0, |timeout| {
+            u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX)
+        }),
     }
 }
 

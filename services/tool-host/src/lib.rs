@@ -51,6 +51,9 @@ pub struct Config {
     )]
     pub plugins: Vec<String>,
 
+    #[command(flatten)]
+    pub storage: StorageLimits,
+
     /// code-executor's `CodeRunner`, where the `interpreter` plugin runs code.
     #[arg(
         long,
@@ -71,6 +74,39 @@ pub struct Config {
     pub probe: bool,
 }
 
+/// How much one artifact and one user's artifacts together may hold. Past either limit a
+/// store is refused (`RESOURCE_EXHAUSTED` through `ArtifactStore`, an error result for a
+/// tool), and nothing is written.
+#[derive(clap::Args, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageLimits {
+    /// Largest artifact in bytes: file content, or JSON data as serialized.
+    #[arg(
+        long,
+        env = "TOOL_HOST_MAX_ARTIFACT_BYTES",
+        default_value_t = StorageLimits::default().max_artifact_bytes,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_artifact_bytes: u64,
+    /// Bytes of artifacts one user may keep in total.
+    #[arg(
+        long,
+        env = "TOOL_HOST_USER_QUOTA_BYTES",
+        default_value_t = StorageLimits::default().user_quota_bytes,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub user_quota_bytes: u64,
+}
+
+impl Default for StorageLimits {
+    /// 8 MiB per artifact, 256 MiB per user.
+    fn default() -> Self {
+        StorageLimits {
+            max_artifact_bytes: 8 * 1024 * 1024,
+            user_quota_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
 /// What `--check-config` checks beyond parsing: the plugin names and the internal token.
 pub fn check(config: &Config) -> anyhow::Result<()> {
     BuiltIn::parse_list(&config.plugins)?;
@@ -86,7 +122,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let enabled = BuiltIn::parse_list(&config.plugins)?;
-    let store = store::Store::open(&config.database_url)
+    let store = store::Store::open(&config.database_url, config.storage)
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())

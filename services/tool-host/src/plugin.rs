@@ -2,6 +2,7 @@
 //! sandbox modules) and how its tools are called. Domain types only; `grpc.rs` converts.
 
 use std::fmt;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -45,6 +46,9 @@ pub struct ToolSpec {
     /// JSON Schema of the input object.
     pub input_schema: Value,
     pub requires_approval: bool,
+    /// How long a call may take before the executor gives up on it; `None`: the executor's
+    /// default (a minute unless configured). For tools that legitimately run longer.
+    pub timeout: Option<Duration>,
 }
 
 /// Who is asking for tools and context.
@@ -83,6 +87,8 @@ pub struct ToolOutcome {
     pub output: Value,
     /// Files the call created; each becomes a file output of the prompt.
     pub files: Vec<ToolFile>,
+    /// Tokens the call spent on LLM calls of its own.
+    pub usage: Usage,
 }
 
 impl ToolOutcome {
@@ -90,8 +96,18 @@ impl ToolOutcome {
         ToolOutcome {
             output,
             files: Vec::new(),
+            usage: Usage::default(),
         }
     }
+}
+
+/// Tokens a tool spent on LLM calls of its own (`llm()` in `interpreter.run-code`). The
+/// executor adds them to the calling prompt's usage, whether the tool succeeded or failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,26 +121,42 @@ pub struct ToolFile {
 /// A tool call that ran and failed. The message is written for the model, which sees it as
 /// the tool's error result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFailure(pub String);
+pub struct ToolFailure {
+    message: String,
+    usage: Usage,
+}
 
 impl ToolFailure {
     pub fn new(message: impl Into<String>) -> Self {
-        ToolFailure(message.into())
+        ToolFailure {
+            message: message.into(),
+            usage: Usage::default(),
+        }
     }
 
     /// A failure whose details are not for the model or the user (SQL, I/O, a transport
     /// chain): they are logged with a trace reference, and the message is `public` naming it.
     pub fn withheld(public: &str, details: &dyn fmt::Display) -> Self {
-        ToolFailure(agentic_telemetry::errors::hidden(public, details))
+        ToolFailure::new(agentic_telemetry::errors::hidden(public, details))
+    }
+
+    /// The same failure, having spent `usage` on LLM calls before it failed.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
     }
 
     pub fn message(&self) -> &str {
-        &self.0
+        &self.message
+    }
+
+    pub fn usage(&self) -> Usage {
+        self.usage
     }
 }
 
 impl fmt::Display for ToolFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }

@@ -169,7 +169,7 @@ fn validate(tool: &RegisteredTool, input: &Value) -> Result<(), ToolFailure> {
     if errors.is_empty() {
         return Ok(());
     }
-    Err(ToolFailure(format!(
+    Err(ToolFailure::new(format!(
         "invalid input for {}: {}",
         tool.spec.id,
         errors.join("; ")
@@ -221,6 +221,7 @@ mod tests {
             description: String::new(),
             input_schema,
             requires_approval: false,
+            timeout: None,
         }
     }
 
@@ -274,9 +275,10 @@ mod tests {
         let answer = registry
             .invoke("fixture.x", json!({"limit": 11}), &ctx())
             .await?;
-        let Err(ToolFailure(message)) = answer else {
+        let Err(failure) = answer else {
             anyhow::bail!("invalid input was accepted")
         };
+        let message = failure.message();
         assert!(
             message.starts_with("invalid input for fixture.x: "),
             "{message}"

@@ -4,6 +4,11 @@
 //!
 //! Both backends run the same SQL: `$N` placeholders are understood by SQLite too, and rows
 //! decode through the same `FromRow` structs. Each backend has its own migrations folder.
+//!
+//! Storing is bounded: one artifact by `StorageLimits::max_artifact_bytes`, a user's
+//! artifacts together by `StorageLimits::user_quota_bytes`. The bytes each user keeps are a
+//! counter (`artifact_usage`) bumped in the inserting transaction by one statement that
+//! also checks the quota, so concurrent writers (on any replica) never overshoot it.
 
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,6 +21,7 @@ use sqlx::sqlite::{
 
 use agentic_rpc::config::is_postgres_url;
 
+use crate::StorageLimits;
 use crate::error::Error;
 
 /// Listing returns at most this many artifacts, whatever the caller asks for.
@@ -30,9 +36,18 @@ const MAX_CONNECTIONS: u32 = 8;
 const METADATA_COLUMNS: &str =
     "id, user_id, conversation_id, description, filename, mime_type, size, created_at";
 
+/// Adds an artifact's bytes ($2) to its owner's count unless that would pass the quota ($3):
+/// no row changes then. The row lock (PostgreSQL) or the write lock (SQLite) this takes is
+/// held until the artifact is inserted, so for other writers the check and the insert are
+/// one step. (The `WHERE` of the `SELECT` is also what SQLite needs to parse the upsert.)
+const RESERVE_BYTES: &str = "INSERT INTO artifact_usage (user_id, bytes) SELECT $1, $2 WHERE $2 <= $3 \
+     ON CONFLICT (user_id) DO UPDATE SET bytes = artifact_usage.bytes + excluded.bytes \
+     WHERE artifact_usage.bytes + excluded.bytes <= $3";
+
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    limits: StorageLimits,
 }
 
 #[derive(Clone)]
@@ -135,8 +150,8 @@ pub struct Artifact {
 impl Store {
     /// Opens the database at `database_url` and applies migrations: PostgreSQL for a
     /// `postgres://` or `postgresql://` URL (the database must exist), otherwise SQLite (the
-    /// file is created if missing).
-    pub async fn open(database_url: &str) -> Result<Self, Error> {
+    /// file is created if missing). Inserts are held to `limits`.
+    pub async fn open(database_url: &str, limits: StorageLimits) -> Result<Self, Error> {
         if is_postgres_url(database_url) {
             let options = PgConnectOptions::from_str(database_url)?;
             let pool = PgPoolOptions::new()
@@ -146,6 +161,7 @@ impl Store {
             sqlx::migrate!("./migrations/postgres").run(&pool).await?;
             return Ok(Store {
                 pool: Pool::Postgres(pool),
+                limits,
             });
         }
         let options = SqliteConnectOptions::from_str(database_url)?
@@ -163,6 +179,7 @@ impl Store {
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         Ok(Store {
             pool: Pool::Sqlite(pool),
+            limits,
         })
     }
 
@@ -185,6 +202,8 @@ impl Store {
         db.operation.name = "INSERT",
         db.collection.name = "artifacts",
     ))]
+    /// Stores the artifact, or refuses it (writing nothing) when it is larger than one
+    /// artifact may be or would take its owner past their quota.
     pub async fn insert(&self, new: NewArtifact) -> Result<ArtifactMeta, Error> {
         let (data, content) = match &new.body {
             ArtifactBody::Json(value) => (Some(value.to_string()), None),
@@ -194,6 +213,16 @@ impl Store {
             (Some(text), _) => text.len(),
             (None, bytes) => bytes.map_or(0, <[u8]>::len),
         } as u64;
+        let StorageLimits {
+            max_artifact_bytes,
+            user_quota_bytes,
+        } = self.limits;
+        if size > max_artifact_bytes {
+            return Err(Error::ArtifactTooLarge {
+                size,
+                limit: max_artifact_bytes,
+            });
+        }
         let mime_type = if new.mime_type.is_empty() {
             new.body.default_mime_type().to_owned()
         } else {
@@ -213,22 +242,53 @@ impl Store {
                    (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         let size = i64::try_from(meta.size).unwrap_or(i64::MAX);
-        with_pool!(self, |pool| {
-            sqlx::query(sql)
-                .bind(&meta.id)
-                .bind(&meta.user_id)
-                .bind(&meta.conversation_id)
-                .bind(&meta.description)
-                .bind(&meta.filename)
-                .bind(&meta.mime_type)
-                .bind(size)
-                .bind(meta.created_at_millis)
-                .bind(&data)
-                .bind(content)
-                .execute(pool)
-                .await
-                .map(drop)
+        let quota = i64::try_from(user_quota_bytes).unwrap_or(i64::MAX);
+        let reserved = with_pool!(self, |pool| {
+            async {
+                let mut transaction = pool.begin().await?;
+                let reserved = sqlx::query(RESERVE_BYTES)
+                    .bind(&meta.user_id)
+                    .bind(size)
+                    .bind(quota)
+                    .execute(&mut *transaction)
+                    .await?
+                    .rows_affected()
+                    > 0;
+                if !reserved {
+                    let used: i64 =
+                        sqlx::query_scalar("SELECT bytes FROM artifact_usage WHERE user_id = $1")
+                            .bind(&meta.user_id)
+                            .fetch_optional(&mut *transaction)
+                            .await?
+                            .unwrap_or_default();
+                    // Dropping the transaction rolls it back.
+                    return Ok::<_, Error>(Err(used));
+                }
+                sqlx::query(sql)
+                    .bind(&meta.id)
+                    .bind(&meta.user_id)
+                    .bind(&meta.conversation_id)
+                    .bind(&meta.description)
+                    .bind(&meta.filename)
+                    .bind(&meta.mime_type)
+                    .bind(size)
+                    .bind(meta.created_at_millis)
+                    .bind(&data)
+                    .bind(content)
+                    .execute(&mut *transaction)
+                    .await?;
+                transaction.commit().await?;
+                Ok(Ok(()))
+            }
+            .await
         })?;
+        if let Err(used) = reserved {
+            return Err(Error::QuotaExceeded {
+                size: meta.size,
+                used: u64::try_from(used).unwrap_or_default(),
+                quota: user_quota_bytes,
+            });
+        }
         Ok(meta)
     }
 
@@ -389,7 +449,7 @@ mod tests {
     #[tokio::test]
     async fn a_stored_artifact_comes_back_only_for_its_owner() -> anyhow::Result<()> {
         let database = TempDatabase::new();
-        let store = Store::open(&database.url()).await?;
+        let store = Store::open(&database.url(), StorageLimits::default()).await?;
         let meta = store
             .insert(json_artifact("alice", json!({"rows": [1, 2]})))
             .await?;
@@ -408,7 +468,7 @@ mod tests {
     #[tokio::test]
     async fn bytes_keep_their_size_and_mime_type() -> anyhow::Result<()> {
         let database = TempDatabase::new();
-        let store = Store::open(&database.url()).await?;
+        let store = Store::open(&database.url(), StorageLimits::default()).await?;
         let new = NewArtifact {
             mime_type: "text/csv".into(),
             body: ArtifactBody::Bytes(b"a,b\n1,2\n".to_vec()),
@@ -426,7 +486,7 @@ mod tests {
     #[tokio::test]
     async fn listing_is_newest_first_per_user_and_per_conversation() -> anyhow::Result<()> {
         let database = TempDatabase::new();
-        let store = Store::open(&database.url()).await?;
+        let store = Store::open(&database.url(), StorageLimits::default()).await?;
         let first = store.insert(json_artifact("alice", json!(1))).await?;
         let second = store
             .insert(NewArtifact {
@@ -446,6 +506,125 @@ mod tests {
         Ok(())
     }
 
+    fn limits(max_artifact_bytes: u64, user_quota_bytes: u64) -> StorageLimits {
+        StorageLimits {
+            max_artifact_bytes,
+            user_quota_bytes,
+        }
+    }
+
+    fn bytes(user_id: &str, length: usize) -> NewArtifact {
+        NewArtifact {
+            body: ArtifactBody::Bytes(vec![b'x'; length]),
+            ..json_artifact(user_id, Value::Null)
+        }
+    }
+
+    #[tokio::test]
+    async fn an_artifact_over_the_size_limit_is_refused_and_nothing_is_stored() -> anyhow::Result<()>
+    {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url(), limits(100, 10_000)).await?;
+        let refused = store.insert(bytes("alice", 101)).await;
+        assert!(
+            matches!(
+                refused,
+                Err(Error::ArtifactTooLarge {
+                    size: 101,
+                    limit: 100
+                })
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(store.count("alice").await?, 0);
+        store.insert(bytes("alice", 100)).await?;
+        assert_eq!(store.count("alice").await?, 1);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_user_past_their_quota_is_refused_and_other_users_still_store() -> anyhow::Result<()>
+    {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url(), limits(1_000, 250)).await?;
+        store.insert(bytes("alice", 200)).await?;
+        let refused = store.insert(bytes("alice", 51)).await;
+        assert!(
+            matches!(
+                refused,
+                Err(Error::QuotaExceeded {
+                    size: 51,
+                    used: 200,
+                    quota: 250
+                })
+            ),
+            "{refused:?}"
+        );
+        // A first artifact larger than the whole quota is refused too.
+        let refused = store.insert(bytes("carol", 251)).await;
+        assert!(
+            matches!(refused, Err(Error::QuotaExceeded { used: 0, .. })),
+            "{refused:?}"
+        );
+        // What is left of the quota can still be used, and others have their own.
+        store.insert(bytes("alice", 50)).await?;
+        store.insert(bytes("bob", 250)).await?;
+        assert_eq!(
+            (store.count("alice").await?, store.count("bob").await?),
+            (2, 1)
+        );
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writers_never_take_a_user_past_their_quota() -> anyhow::Result<()> {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url(), limits(1_000, 1_000)).await?;
+        let writers: Vec<_> = (0..24)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.insert(bytes("alice", 100)).await })
+            })
+            .collect();
+        let mut stored = 0;
+        for writer in writers {
+            match writer.await? {
+                Ok(_) => stored += 1,
+                Err(Error::QuotaExceeded { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        assert_eq!(stored, 10, "exactly the quota's worth was stored");
+        assert_eq!(store.count("alice").await?, 10);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn artifacts_stored_before_the_quota_existed_count_against_it() -> anyhow::Result<()> {
+        let database = TempDatabase::new();
+        let store = Store::open(&database.url(), StorageLimits::default()).await?;
+        store.insert(bytes("alice", 300)).await?;
+        // Take the database back to before the quota's migration, which reopening applies.
+        for statement in [
+            "DROP TABLE artifact_usage",
+            "DELETE FROM _sqlx_migrations WHERE version = 2",
+        ] {
+            with_pool!(store, |pool| sqlx::query(statement)
+                .execute(pool)
+                .await
+                .map(drop))?;
+        }
+        store.close().await;
+
+        let reopened = Store::open(&database.url(), limits(1_000, 400)).await?;
+        let refused = reopened.insert(bytes("alice", 101)).await;
+        assert!(
+            matches!(refused, Err(Error::QuotaExceeded { used: 300, .. })),
+            "{refused:?}"
+        );
+        Ok(())
+    }
+
     #[test]
     fn only_postgres_schemes_select_postgresql() {
         assert!(is_postgres_url(
@@ -459,11 +638,11 @@ mod tests {
     #[tokio::test]
     async fn reopening_a_database_keeps_its_artifacts() -> anyhow::Result<()> {
         let database = TempDatabase::new();
-        let store = Store::open(&database.url()).await?;
+        let store = Store::open(&database.url(), StorageLimits::default()).await?;
         let meta = store.insert(json_artifact("alice", json!("kept"))).await?;
         store.close().await;
 
-        let reopened = Store::open(&database.url()).await?;
+        let reopened = Store::open(&database.url(), StorageLimits::default()).await?;
         assert_eq!(
             reopened.get("alice", &meta.id).await?.body,
             ArtifactBody::Json(json!("kept"))

@@ -30,4 +30,19 @@ pub enum ToolHostError {
     /// The tool-host answered the call with an error status; the model gets it as the result.
     #[error("the tool-host refused the call: {0}")]
     Refused(String),
+    /// The call had no answer by its deadline and was given up; the model gets this as the
+    /// result.
+    #[error("the tool did not answer within {} s and was stopped", seconds(*.after))]
+    TimedOut { after: std::time::Duration },
+}
+
+/// Whole seconds when the duration is one, else seconds with up to three decimals.
+fn seconds(duration: std::time::Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        duration.as_secs().to_string()
+    } else {
+        format!("{:.3}", duration.as_secs_f64())
+            .trim_end_matches('0')
+            .to_owned()
+    }
 }

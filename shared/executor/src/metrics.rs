@@ -7,6 +7,7 @@ use opentelemetry::metrics::{Counter, Meter};
 struct Executor {
     rounds: Counter<u64>,
     tool_calls: Counter<u64>,
+    tool_calls_refused: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -21,6 +22,11 @@ static INSTRUMENTS: Instruments<Executor> = Instruments::new(|meter: &Meter| Exe
         .with_description("Tool calls made through the tool-host, by tool and result")
         .with_unit("{call}")
         .build(),
+    tool_calls_refused: meter
+        .u64_counter("agentic.tool_calls.refused")
+        .with_description("Tool calls a model reply made past the mode's maximum, by mode")
+        .with_unit("{call}")
+        .build(),
 });
 
 /// A run in `mode` starts a round (asks the model once more).
@@ -31,10 +37,23 @@ pub fn round(mode: &str) {
         .add(1, &[KeyValue::new(MODE, mode.to_owned())]);
 }
 
-/// A tool call through the tool-host ended; `success` is false when the tool answered with
-/// an error or the call itself failed.
-pub(crate) fn tool_call(tool: &str, success: bool) {
-    let result = if success { "success" } else { "error" };
+/// How a tool call through the tool-host ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolCallResult {
+    Success,
+    /// The tool answered with an error, or the call itself failed.
+    Error,
+    /// No answer by the call's deadline.
+    Timeout,
+}
+
+/// A tool call through the tool-host ended.
+pub(crate) fn tool_call(tool: &str, result: ToolCallResult) {
+    let result = match result {
+        ToolCallResult::Success => "success",
+        ToolCallResult::Error => "error",
+        ToolCallResult::Timeout => "timeout",
+    };
     INSTRUMENTS.get().tool_calls.add(
         1,
         &[
@@ -42,4 +61,12 @@ pub(crate) fn tool_call(tool: &str, success: bool) {
             KeyValue::new(RESULT, result),
         ],
     );
+}
+
+/// A run in `mode` refused `count` tool calls of one model reply without running them.
+pub fn tool_calls_refused(mode: &str, count: u64) {
+    INSTRUMENTS
+        .get()
+        .tool_calls_refused
+        .add(count, &[KeyValue::new(MODE, mode.to_owned())]);
 }

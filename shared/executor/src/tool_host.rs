@@ -1,23 +1,44 @@
 //! The outbound edge: `ToolHost.Prepare` and `ToolHost.InvokeTool`, converted to and from
-//! the executor's own types.
+//! the executor's own types. Every tool call has a deadline, so a tool that hangs fails that
+//! one call instead of holding the prompt.
 
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
+use agentic_llm::Usage;
 use agentic_proto::json;
+use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
-use agentic_proto::v1::{InvokeToolRequest, PrepareRequest, invoke_tool_response};
+use agentic_proto::v1::{
+    InvokeToolRequest, PrepareRequest, StoreArtifactRequest, invoke_tool_response,
+};
 use agentic_rpc::InternalChannel;
 use serde_json::{Map, Value as Json};
 use tonic::{Code, Status};
 
 use crate::error::ToolHostError;
+use crate::metrics::ToolCallResult;
 
-/// Prepare only lists tools and context; a tool-host that takes longer is not well.
+/// Prepare only lists tools and context, and storing an artifact is one insert; a tool-host
+/// that takes longer is not well.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(30);
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a tool call may take when neither the executor's configuration nor the
+/// tool-host says otherwise.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone)]
 pub struct ToolHost {
     client: ToolHostClient<InternalChannel>,
+    artifacts: ArtifactStoreClient<InternalChannel>,
+    /// The deadline of a call to a tool the tool-host names no time limit for.
+    default_timeout: Duration,
+    /// The time limits the tool-host gave its tools in its latest `Prepare` answer. Every run
+    /// prepares before it calls a tool, and the catalogue is fixed while a tool-host runs, so
+    /// the limits are known by the time any call needs them.
+    tool_timeouts: Arc<RwLock<HashMap<String, Duration>>>,
 }
 
 /// What the tool-host offers this run.
@@ -53,11 +74,13 @@ pub struct RunScope {
     pub state: Map<String, Json>,
 }
 
-/// A tool that ran: its output, or the error the model should see, plus any files it made.
+/// A tool that ran: its output, or the error the model should see, plus any files it made
+/// and the tokens it spent on LLM calls of its own (which count into the calling prompt).
 #[derive(Debug, Clone)]
 pub struct Invoked {
     pub result: Result<Json, String>,
     pub files: Vec<ToolFile>,
+    pub usage: Usage,
 }
 
 #[derive(Debug, Clone)]
@@ -69,11 +92,36 @@ pub struct ToolFile {
 }
 
 impl ToolHost {
+    /// A client whose calls get [`DEFAULT_TOOL_TIMEOUT`] unless the tool-host names a limit.
     pub fn new(channel: InternalChannel) -> ToolHost {
-        let client = ToolHostClient::new(channel)
+        let client = ToolHostClient::new(channel.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-        ToolHost { client }
+        let artifacts = ArtifactStoreClient::new(channel)
+            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+        ToolHost {
+            client,
+            artifacts,
+            default_timeout: DEFAULT_TOOL_TIMEOUT,
+            tool_timeouts: Arc::default(),
+        }
+    }
+
+    /// The same client with another deadline for tools the tool-host names no limit for.
+    pub fn with_default_timeout(mut self, timeout: Duration) -> ToolHost {
+        self.default_timeout = timeout;
+        self
+    }
+
+    /// How long a call of `tool_id` may take.
+    pub fn timeout_of(&self, tool_id: &str) -> Duration {
+        self.tool_timeouts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(tool_id)
+            .copied()
+            .unwrap_or(self.default_timeout)
     }
 
     pub async fn prepare(&self, scope: &RunScope) -> Result<Prepared, ToolHostError> {
@@ -91,6 +139,7 @@ impl ToolHost {
             .await
             .map_err(|status| ToolHostError::Unavailable(agentic_rpc::relayed(&status)))?
             .into_inner();
+        self.remember_timeouts(&response.tools);
         let tools = response
             .tools
             .into_iter()
@@ -128,7 +177,8 @@ impl ToolHost {
         input: &Json,
         tool_call_id: &str,
     ) -> Result<Invoked, ToolHostError> {
-        let request = InvokeToolRequest {
+        let timeout = self.timeout_of(tool_id);
+        let mut request = tonic::Request::new(InvokeToolRequest {
             tool_id: tool_id.to_owned(),
             input: Some(json::to_proto(input)),
             user_id: scope.user_id.clone(),
@@ -136,23 +186,36 @@ impl ToolHost {
             conversation_id: scope.conversation_id.clone(),
             state: Some(json::map_to_struct(&scope.state)),
             tool_call_id: tool_call_id.to_owned(),
+        });
+        // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
+        // moment; the local timer covers a tool-host that does not answer at all.
+        request.set_timeout(timeout);
+        let mut client = self.client.clone();
+        let answer = match tokio::time::timeout(timeout, client.invoke_tool(request)).await {
+            Ok(answer) => answer.map_err(|status| invoke_error(status, timeout)),
+            Err(_elapsed) => Err(ToolHostError::TimedOut { after: timeout }),
         };
-        let response = self
-            .client
-            .clone()
-            .invoke_tool(request)
-            .await
-            .map_err(|status| {
-                crate::metrics::tool_call(tool_id, false);
-                invoke_error(status)
-            })?
-            .into_inner();
+        let response = match answer {
+            Ok(response) => response.into_inner(),
+            Err(error) => {
+                let result = match error {
+                    ToolHostError::TimedOut { .. } => ToolCallResult::Timeout,
+                    _ => ToolCallResult::Error,
+                };
+                crate::metrics::tool_call(tool_id, result);
+                return Err(error);
+            }
+        };
         let result = match response.result {
             Some(invoke_tool_response::Result::Output(output)) => Ok(json::from_proto(&output)),
             Some(invoke_tool_response::Result::Error(error)) => Err(error),
             None => Ok(Json::Null),
         };
-        crate::metrics::tool_call(tool_id, result.is_ok());
+        let outcome = match result {
+            Ok(_) => ToolCallResult::Success,
+            Err(_) => ToolCallResult::Error,
+        };
+        crate::metrics::tool_call(tool_id, outcome);
         let files = response
             .files
             .into_iter()
@@ -163,17 +226,221 @@ impl ToolHost {
                 artifact_id: file.artifact_id,
             })
             .collect();
-        Ok(Invoked { result, files })
+        let usage = response.usage.map(usage_from_proto).unwrap_or_default();
+        Ok(Invoked {
+            result,
+            files,
+            usage,
+        })
+    }
+
+    /// Stores `data` as a JSON artifact of the run's user (in its conversation, without a
+    /// file name, so it is not shown as a file) and answers its id. Refusals (a full
+    /// quota, an artifact over the size limit) come back as `Refused` with their reason.
+    pub async fn store_artifact(
+        &self,
+        scope: &RunScope,
+        description: &str,
+        data: &Json,
+    ) -> Result<String, ToolHostError> {
+        let mut request = tonic::Request::new(StoreArtifactRequest {
+            user_id: scope.user_id.clone(),
+            conversation_id: scope.conversation_id.clone(),
+            description: description.to_owned(),
+            data: Some(json::to_proto(data)),
+            ..StoreArtifactRequest::default()
+        });
+        request.set_timeout(STORE_TIMEOUT);
+        let stored = self
+            .artifacts
+            .clone()
+            .store_artifact(request)
+            .await
+            .map_err(|status| invoke_error(status, STORE_TIMEOUT))?;
+        Ok(stored.into_inner().id)
+    }
+
+    /// Keeps the time limits of this `Prepare` answer for the calls that follow.
+    fn remember_timeouts(&self, tools: &[agentic_proto::v1::ToolDefinition]) {
+        let timeouts: HashMap<String, Duration> = tools
+            .iter()
+            .filter(|tool| tool.timeout_ms > 0)
+            .map(|tool| {
+                let limit = Duration::from_millis(u64::from(tool.timeout_ms));
+                (tool.id.clone(), limit)
+            })
+            .collect();
+        let unchanged = *self
+            .tool_timeouts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            == timeouts;
+        if !unchanged {
+            *self
+                .tool_timeouts
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = timeouts;
+        }
     }
 }
 
-/// A tool-host that cannot be reached (or broke the connection mid-call) ends the run; any
-/// other status is an answer about this one call. Either way the text reaches users (as the
-/// run's error or the call's result), so transport chains are left to the log.
-fn invoke_error(status: Status) -> ToolHostError {
+fn usage_from_proto(usage: agentic_proto::v1::Usage) -> Usage {
+    Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        total_tokens: usage.total_tokens,
+    }
+}
+
+/// A tool-host that cannot be reached (or broke the connection mid-call) ends the run; a
+/// call past its deadline fails alone; any other status is an answer about this one call.
+/// Either way the text reaches users (as the run's error or the call's result), so
+/// transport chains are left to the log.
+fn invoke_error(status: Status, timeout: Duration) -> ToolHostError {
     let text = agentic_rpc::relayed(&status);
     match status.code() {
         Code::Unavailable | Code::Unknown => ToolHostError::Unavailable(text),
+        // The tool-host ends a call whose `grpc-timeout` expired with CANCELLED.
+        Code::DeadlineExceeded | Code::Cancelled => ToolHostError::TimedOut { after: timeout },
         _ => ToolHostError::Refused(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use agentic_proto::v1 as pb;
+    use pb::tool_host_server::{ToolHost as ToolHostService, ToolHostServer};
+    use serde_json::json;
+
+    use super::*;
+
+    /// `slow.answer` answers after 300 ms (the tool-host gives it two seconds) with usage;
+    /// `slow.hang` never answers. Each call's `grpc-timeout` header is kept.
+    #[derive(Clone, Default)]
+    struct SlowToolHost {
+        deadlines: Arc<Mutex<Vec<String>>>,
+    }
+
+    #[tonic::async_trait]
+    impl ToolHostService for SlowToolHost {
+        async fn prepare(
+            &self,
+            _request: tonic::Request<pb::PrepareRequest>,
+        ) -> Result<tonic::Response<pb::PrepareResponse>, Status> {
+            let tool = |id: &str, timeout_ms| pb::ToolDefinition {
+                id: id.to_owned(),
+                timeout_ms,
+                ..pb::ToolDefinition::default()
+            };
+            Ok(tonic::Response::new(pb::PrepareResponse {
+                tools: vec![tool("slow.answer", 2000), tool("slow.hang", 0)],
+                ..pb::PrepareResponse::default()
+            }))
+        }
+
+        async fn invoke_tool(
+            &self,
+            request: tonic::Request<pb::InvokeToolRequest>,
+        ) -> Result<tonic::Response<pb::InvokeToolResponse>, Status> {
+            let deadline = request
+                .metadata()
+                .get("grpc-timeout")
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            self.deadlines.lock().unwrap().push(deadline);
+            if request.get_ref().tool_id == "slow.hang" {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(tonic::Response::new(pb::InvokeToolResponse {
+                result: Some(invoke_tool_response::Result::Output(json::to_proto(
+                    &json!("done"),
+                ))),
+                files: Vec::new(),
+                usage: Some(pb::Usage {
+                    input_tokens: 3,
+                    output_tokens: 2,
+                    total_tokens: 5,
+                }),
+            }))
+        }
+    }
+
+    async fn client(default_timeout: Duration) -> (ToolHost, SlowToolHost) {
+        let fake = SlowToolHost::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (router, _health) = agentic_rpc::router(&[]).unwrap();
+        let router = router.add_service(ToolHostServer::new(fake.clone()));
+        tokio::spawn(agentic_rpc::serve(router, listener, std::future::pending()));
+        let channel = agentic_rpc::channel(
+            &format!("http://{address}"),
+            &agentic_rpc::SendInternalToken::default(),
+        )
+        .unwrap();
+        let tool_host = ToolHost::new(channel).with_default_timeout(default_timeout);
+        (tool_host, fake)
+    }
+
+    fn scope() -> RunScope {
+        RunScope {
+            user_id: "user".into(),
+            prompt_id: "prompt".into(),
+            conversation_id: String::new(),
+            state: Map::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_past_its_deadline_fails_alone_with_an_error_naming_the_limit() {
+        let (tool_host, fake) = client(Duration::from_millis(200)).await;
+        let started = tokio::time::Instant::now();
+        let error = tool_host
+            .invoke(&scope(), "slow.hang", &json!({}), "call-1")
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            error.to_string(),
+            "the tool did not answer within 0.2 s and was stopped"
+        );
+        // The tool-host was told the deadline, so it drops the call at the same moment.
+        assert_eq!(*fake.deadlines.lock().unwrap(), ["200000u"]);
+    }
+
+    #[tokio::test]
+    async fn a_tool_the_tool_host_gives_a_longer_limit_outlives_the_default() {
+        let (tool_host, _fake) = client(Duration::from_millis(100)).await;
+        let scope = scope();
+        let early = tool_host
+            .invoke(&scope, "slow.answer", &json!({}), "call-1")
+            .await;
+        assert!(
+            matches!(early, Err(ToolHostError::TimedOut { .. })),
+            "{early:?}"
+        );
+
+        tool_host.prepare(&scope).await.unwrap();
+        assert_eq!(tool_host.timeout_of("slow.answer"), Duration::from_secs(2));
+        assert_eq!(
+            tool_host.timeout_of("slow.hang"),
+            Duration::from_millis(100)
+        );
+        let invoked = tool_host
+            .invoke(&scope, "slow.answer", &json!({}), "call-2")
+            .await
+            .unwrap();
+        assert_eq!(invoked.result, Ok(json!("done")));
+        assert_eq!(
+            invoked.usage,
+            Usage {
+                input_tokens: 3,
+                output_tokens: 2,
+                total_tokens: 5
+            }
+        );
     }
 }

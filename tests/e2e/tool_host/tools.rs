@@ -142,6 +142,7 @@ async fn prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag(
             "artifact.list",
             "demo.echo",
             "demo.sleep",
+            "demo.hang",
             "demo.fail",
             "demo.dangerous",
             "demo.report"
@@ -225,6 +226,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         database_url: database.url().to_owned(),
         plugins: vec!["artifact".into(), "weather".into()],
         code_runner_url: "http://127.0.0.1:9".into(),
+        storage: tool_host::StorageLimits::default(),
         internal_token: None,
         check_config: false,
         probe: false,

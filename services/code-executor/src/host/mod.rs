@@ -332,12 +332,19 @@ impl PromptHost {
         }
     }
 
-    /// Runs the call on the tool-host; files it made become `file` outputs right away.
+    /// Runs the call on the tool-host; files it made become `file` outputs right away, and
+    /// tokens it spent on LLM calls of its own count into the prompt's usage.
     async fn invoke(&self, call: &Recorded) -> Result<Json, ToolFailure> {
         let invoked = self
             .toolbox
             .invoke(&call.tool_id, &call.input, &call.call_id)
             .await?;
+        if invoked.usage != Usage::default() {
+            self.timeline
+                .send(Event::Usage(invoked.usage))
+                .await
+                .map_err(|_| closed())?;
+        }
         for file in invoked.files {
             let file = Output::File(FileOutput {
                 id: format!("file_{}", uuid::Uuid::now_v7().simple()),

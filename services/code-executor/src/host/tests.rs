@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::sandbox::{Limits, Program};
 
-/// A tool-host whose tools answer `{"done": <tool id>}` and remember that they ran.
+/// A tool-host whose tools answer `{"done": <tool id>}` and remember that they ran;
+/// `files.summarize` also reports tokens it spent on an LLM of its own.
 #[derive(Clone, Default)]
 struct FakeToolHost {
     invoked: Arc<Mutex<Vec<String>>>,
@@ -39,9 +40,15 @@ impl ToolHostService for FakeToolHost {
         let tool_id = request.into_inner().tool_id;
         self.invoked.lock().unwrap().push(tool_id.clone());
         let output = agentic_proto::json::to_proto(&json!({ "done": tool_id }));
+        let usage = (tool_id == "files.summarize").then_some(agentic_proto::v1::Usage {
+            input_tokens: 50,
+            output_tokens: 50,
+            total_tokens: 100,
+        });
         Ok(tonic::Response::new(InvokeToolResponse {
             result: Some(invoke_tool_response::Result::Output(output)),
             files: Vec::new(),
+            usage,
         }))
     }
 }
@@ -96,7 +103,11 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
     let toolbox = Toolbox::new(
         ToolHost::new(channel),
         scope,
-        vec![spec("files.delete", true), spec("files.list", false)],
+        vec![
+            spec("files.delete", true),
+            spec("files.list", false),
+            spec("files.summarize", false),
+        ],
         &SchemaCache::default(),
     );
     let (sender, events) = mpsc::channel(64);
@@ -233,6 +244,35 @@ async fn a_call_that_needs_approval_pauses_and_runs_once_approved() {
 }
 
 #[tokio::test]
+async fn tokens_a_tool_spent_count_into_the_prompts_usage() {
+    let mut prompt = prompt(Duration::from_secs(30)).await;
+    let call = prompt.call("files.summarize");
+    assert_eq!(
+        call.await.unwrap(),
+        Ok(json!({ "done": "files.summarize" }))
+    );
+    assert_eq!(
+        prompt.next().await,
+        "added 0: files.summarize pending (running) NotRequired"
+    );
+    assert_eq!(
+        prompt.next().await,
+        format!(
+            "{:?}",
+            Event::Usage(Usage {
+                input_tokens: 50,
+                output_tokens: 50,
+                total_tokens: 100
+            })
+        )
+    );
+    assert_eq!(
+        prompt.next().await,
+        "updated 0: files.summarize success {\"done\":\"files.summarize\"} NotRequired"
+    );
+}
+
+#[tokio::test]
 async fn a_rejected_call_never_runs_and_the_code_hears_why() {
     let mut prompt = prompt(Duration::from_secs(30)).await;
     let call = prompt.call("files.delete");
@@ -334,6 +374,7 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
         modules: Vec::new(),
         input: None,
         memory: Map::new(),
+        spent: Default::default(),
     };
     let limits = Limits {
         timeout: Duration::from_millis(300),

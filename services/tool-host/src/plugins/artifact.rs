@@ -55,7 +55,7 @@ impl ArtifactPlugin {
             mime_type,
             body,
         };
-        let meta = self.store.insert(new).await.map_err(internal)?;
+        let meta = self.store.insert(new).await.map_err(super::store_failure)?;
         // A named artifact is something the user would call a file, so it is shown as one.
         let files = if meta.filename.is_empty() {
             Vec::new()
@@ -63,8 +63,8 @@ impl ArtifactPlugin {
             vec![ToolFile::from(&meta)]
         };
         Ok(ToolOutcome {
-            output: json!({"id": meta.id}),
             files,
+            ..ToolOutcome::output(json!({"id": meta.id}))
         })
     }
 
@@ -144,6 +144,7 @@ impl Plugin for ArtifactPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: false,
+                timeout: None,
             },
             ToolSpec {
                 id: "artifact.get".into(),
@@ -157,6 +158,7 @@ impl Plugin for ArtifactPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: false,
+                timeout: None,
             },
             ToolSpec {
                 id: "artifact.list".into(),
@@ -177,6 +179,7 @@ impl Plugin for ArtifactPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: false,
+                timeout: None,
             },
         ]
     }

@@ -1,5 +1,5 @@
-//! Deterministic tools for tests and walkthroughs: echo, sleep, fail, and a tool that needs
-//! approval. Off unless `--plugins` lists `demo`.
+//! Deterministic tools for tests and walkthroughs: echo, sleep, hang, fail, a report file, and
+//! a tool that needs approval. Off unless `--plugins` lists `demo`.
 
 use std::time::Duration;
 
@@ -20,28 +20,36 @@ pub struct DemoPlugin {
     /// `demo.sleep` calls running now. Reported as context, so a caller can see that a
     /// cancelled call really stopped here.
     sleeping: Arc<AtomicUsize>,
+    /// `demo.hang` calls running now, reported the same way: a call past its deadline must
+    /// stop here too.
+    hanging: Arc<AtomicUsize>,
 }
+
+/// `demo.sleep` waits at most a minute, which is also the executors' default deadline: its
+/// own limit leaves room for the longest sleep.
+const SLEEP_TIMEOUT: Duration = Duration::from_secs(65);
 
 impl DemoPlugin {
     pub fn new(store: Store) -> DemoPlugin {
         DemoPlugin {
             store,
             sleeping: Arc::default(),
+            hanging: Arc::default(),
         }
     }
 }
 
-/// Counts one running sleep for as long as it lives; a dropped (cancelled) call counts down.
-struct Sleeping(Arc<AtomicUsize>);
+/// Counts one running call for as long as it lives; a dropped (cancelled) call counts down.
+struct InFlight(Arc<AtomicUsize>);
 
-impl Sleeping {
-    fn start(counter: &Arc<AtomicUsize>) -> Sleeping {
+impl InFlight {
+    fn start(counter: &Arc<AtomicUsize>) -> InFlight {
         counter.fetch_add(1, Ordering::SeqCst);
-        Sleeping(Arc::clone(counter))
+        InFlight(Arc::clone(counter))
     }
 }
 
-impl Drop for Sleeping {
+impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -55,10 +63,17 @@ impl Plugin for DemoPlugin {
 
     async fn context(&self, _ctx: &PrepareContext) -> Vec<ContextItem> {
         let sleeping = self.sleeping.load(Ordering::SeqCst);
-        vec![ContextItem {
-            name: "demo".into(),
-            content: format!("{sleeping} demo.sleep calls in flight"),
-        }]
+        let hanging = self.hanging.load(Ordering::SeqCst);
+        vec![
+            ContextItem {
+                name: "demo".into(),
+                content: format!("{sleeping} demo.sleep calls in flight"),
+            },
+            ContextItem {
+                name: "demo.hang".into(),
+                content: format!("{hanging} demo.hang calls in flight"),
+            },
+        ]
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
@@ -74,6 +89,7 @@ impl Plugin for DemoPlugin {
                     "additionalProperties": true,
                 }),
                 requires_approval: false,
+                timeout: None,
             },
             ToolSpec {
                 id: "demo.sleep".into(),
@@ -92,6 +108,20 @@ impl Plugin for DemoPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: false,
+                timeout: Some(SLEEP_TIMEOUT),
+            },
+            ToolSpec {
+                id: "demo.hang".into(),
+                description: "Never answers: the call ends only when its deadline passes or the prompt is cancelled."
+                    .into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {},
+                    "required": [],
+                    "additionalProperties": false,
+                }),
+                requires_approval: false,
+                timeout: None,
             },
             ToolSpec {
                 id: "demo.fail".into(),
@@ -105,6 +135,7 @@ impl Plugin for DemoPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: false,
+                timeout: None,
             },
             ToolSpec {
                 id: "demo.dangerous".into(),
@@ -119,6 +150,7 @@ impl Plugin for DemoPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: true,
+                timeout: None,
             },
             ToolSpec {
                 id: "demo.report".into(),
@@ -133,6 +165,7 @@ impl Plugin for DemoPlugin {
                     "additionalProperties": false,
                 }),
                 requires_approval: false,
+                timeout: None,
             },
         ]
     }
@@ -151,9 +184,14 @@ impl Plugin for DemoPlugin {
                     .and_then(Value::as_u64)
                     .ok_or_else(|| ToolFailure::new("ms is required"))?;
                 // Dropping the call drops this future, so a cancelled sleep ends at once.
-                let _sleeping = Sleeping::start(&self.sleeping);
+                let _sleeping = InFlight::start(&self.sleeping);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 Ok(ToolOutcome::output(json!({"slept_ms": ms})))
+            }
+            "demo.hang" => {
+                // Only the deadline (or a cancel) ends this: dropping the future counts it down.
+                let _hanging = InFlight::start(&self.hanging);
+                std::future::pending().await
             }
             "demo.fail" => Err(ToolFailure::new(string_field(&input, "message")?)),
             "demo.dangerous" => Ok(ToolOutcome::output(
@@ -196,15 +234,10 @@ impl DemoPlugin {
             mime_type: "text/markdown; charset=utf-8".into(),
             body: ArtifactBody::Bytes(text.into_bytes()),
         };
-        let meta = self.store.insert(new).await.map_err(|error| {
-            ToolFailure::withheld(
-                "the artifact store failed; try again later",
-                &agentic_telemetry::errors::error_chain(&error),
-            )
-        })?;
+        let meta = self.store.insert(new).await.map_err(super::store_failure)?;
         Ok(ToolOutcome {
-            output: json!({"id": meta.id, "filename": meta.filename}),
             files: vec![ToolFile::from(&meta)],
+            ..ToolOutcome::output(json!({"id": meta.id, "filename": meta.filename}))
         })
     }
 }

@@ -11,12 +11,17 @@ use agentic_rpc::InternalChannel;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
+use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec, Usage};
 
 /// The sandbox's own default budget; the RPC gets a little more so the sandbox reports the
 /// timeout itself.
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// The longest budget the input schema allows.
+const MAX_TIMEOUT_MS: u64 = 300_000;
 const RPC_GRACE: Duration = Duration::from_secs(5);
+/// The executor's deadline for a call: longer than the longest run and its RPC grace, so
+/// the sandbox's own timeout (with the tokens spent so far) is what a long run reports.
+const CALL_TIMEOUT: Duration = Duration::from_millis(MAX_TIMEOUT_MS + 10_000);
 
 pub struct InterpreterPlugin {
     code_runner: CodeRunnerClient<InternalChannel>,
@@ -49,12 +54,13 @@ impl Plugin for InterpreterPlugin {
                 "properties": {
                     "code": {"type": "string", "minLength": 1, "description": "The JavaScript to run."},
                     "input": {"description": "Any JSON value, available to the code as `input`."},
-                    "timeout": {"type": "integer", "minimum": 1, "maximum": 300000, "description": "Budget in milliseconds (default 30000)."},
+                    "timeout": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS, "description": "Budget in milliseconds (default 30000)."},
                 },
                 "required": ["code"],
                 "additionalProperties": false,
             }),
             requires_approval: false,
+            timeout: Some(CALL_TIMEOUT),
         }]
     }
 
@@ -95,12 +101,24 @@ impl Plugin for InterpreterPlugin {
                 ))
             })?
             .into_inner();
+        // The code's `llm()` calls count into the calling prompt, whatever the outcome.
+        let usage = response
+            .usage
+            .map(|usage| Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                total_tokens: usage.total_tokens,
+            })
+            .unwrap_or_default();
         match response.outcome {
-            Some(run_code_response::Outcome::Result(value)) => Ok(ToolOutcome::output(json!({
-                "result": json::from_proto(&value),
-                "logs": response.logs,
-                "tool_calls": response.tool_calls.len(),
-            }))),
+            Some(run_code_response::Outcome::Result(value)) => Ok(ToolOutcome {
+                usage,
+                ..ToolOutcome::output(json!({
+                    "result": json::from_proto(&value),
+                    "logs": response.logs,
+                    "tool_calls": response.tool_calls.len(),
+                }))
+            }),
             Some(run_code_response::Outcome::Error(error)) => {
                 let mut message = error.message;
                 if error.line > 0 {
@@ -112,9 +130,12 @@ impl Plugin for InterpreterPlugin {
                 if !response.logs.is_empty() {
                     message.push_str(&format!("\nlogs:\n{}", response.logs.join("\n")));
                 }
-                Err(ToolFailure::new(message))
+                Err(ToolFailure::new(message).with_usage(usage))
             }
-            None => Ok(ToolOutcome::output(Value::Null)),
+            None => Ok(ToolOutcome {
+                usage,
+                ..ToolOutcome::output(Value::Null)
+            }),
         }
     }
 }

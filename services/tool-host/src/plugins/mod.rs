@@ -13,7 +13,7 @@ pub use demo::DemoPlugin;
 pub use interpreter::InterpreterPlugin;
 
 use crate::error::Error;
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, ToolFailure};
 use crate::store::Store;
 
 /// Every plugin name `--plugins` accepts.
@@ -64,6 +64,20 @@ impl BuiltIn {
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
             BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(code_runner.clone())),
         }
+    }
+}
+
+/// A store that failed, as the model sees it: a storage limit says which, so the model can
+/// store less; any other failure is logged with a reference the message names.
+pub(crate) fn store_failure(error: Error) -> ToolFailure {
+    match error {
+        Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
+            ToolFailure::new(error.to_string())
+        }
+        _ => ToolFailure::withheld(
+            "the artifact store failed; try again later",
+            &agentic_telemetry::errors::error_chain(&error),
+        ),
     }
 }
 
