@@ -42,10 +42,11 @@ test:
 ## tonic round trip measured in the same run, target, PASS/MISS) and writes
 ## target/bench/results.json. BENCH_ARGS=--quick is a short smoke run; --strict exits non-zero
 ## on a miss. Sets AGENTIC_TEST_POSTGRES_URL like `make test`, else the PostgreSQL row is SKIPPED.
+## Raises the open-files limit: items 9 and 9b hold ~10,000 connections to the stand-in model.
 bench: export AGENTIC_TEST_POSTGRES_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo postgres://postgres@127.0.0.1:5432)
 bench:
 	$(CARGO) build --release --locked --workspace --bins
-	target/release/agentic-bench $(BENCH_ARGS)
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; target/release/agentic-bench $(BENCH_ARGS)
 
 ## Only the delivery checks (needs the debug binaries: `make build`).
 validate:

@@ -22,9 +22,25 @@ const MODEL_DELAY_MS: u64 = 200;
 const MAX_RSS_MIB: f64 = 200.0;
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Half the prompts classic (one tool round: two model answers), half code (one model
-/// answer, then three tool calls in the sandbox); every model answer takes 200 ms.
-fn rules() -> Vec<Rule> {
+/// Bytes in MiB, to a tenth (`∞` when unknown, which misses any target).
+pub fn mib(bytes: Option<u64>) -> f64 {
+    bytes
+        .map(|bytes| (bytes as f64 / MIB * 10.0).round() / 10.0)
+        .unwrap_or(f64::INFINITY)
+}
+
+/// The prompts of the load figures: classic (one tool round: two model answers) or code (one
+/// model answer, then three tool calls in the sandbox).
+pub fn load_prompt(code: bool) -> NewPrompt {
+    if code {
+        NewPrompt::new(CODE_INPUT).mode("code")
+    } else {
+        NewPrompt::new(CLASSIC_INPUT)
+    }
+}
+
+/// The model's answers to [`load_prompt`]s, each taking `delay_ms`.
+pub fn rules(delay_ms: u64) -> Vec<Rule> {
     let code = "demoEcho({n: 1}); demoEcho({n: 2}); demoEcho({n: 3}); complete({response: 'echoed three times'});";
     vec![
         Rule::new(
@@ -34,7 +50,7 @@ fn rules() -> Vec<Rule> {
             ]),
             Reply::tool_call("demo__echo", json!({"note": "load"})),
         )
-        .delay_ms(MODEL_DELAY_MS),
+        .delay_ms(delay_ms),
         Rule::new(
             Match::All(vec![
                 Match::LastUserContains(CLASSIC_INPUT.to_owned()),
@@ -42,7 +58,7 @@ fn rules() -> Vec<Rule> {
             ]),
             Reply::text("The echo answered."),
         )
-        .delay_ms(MODEL_DELAY_MS),
+        .delay_ms(delay_ms),
         Rule::new(
             Match::All(vec![
                 Match::AnyMessageContains(CODE_INPUT.to_owned()),
@@ -50,7 +66,7 @@ fn rules() -> Vec<Rule> {
             ]),
             Reply::text(code),
         )
-        .delay_ms(MODEL_DELAY_MS),
+        .delay_ms(delay_ms),
     ]
 }
 
@@ -62,7 +78,7 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         gateway_lease_ms: 6000,
         ..ProcessStackOptions::default()
     };
-    let stack = ProcessStack::start(rules(), options).await?;
+    let stack = ProcessStack::start(rules(MODEL_DELAY_MS), options).await?;
     let mut clients = Vec::with_capacity(CONNECTIONS);
     for connection in 0..CONNECTIONS {
         clients.push(stack.client(&format!("load-{connection}")).await?);
@@ -76,11 +92,7 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let tasks: Vec<_> = (0..prompts)
         .map(|index| {
             let client = clients[index % CONNECTIONS].clone();
-            let prompt = if index % 2 == 0 {
-                NewPrompt::new(CLASSIC_INPUT)
-            } else {
-                NewPrompt::new(CODE_INPUT).mode("code")
-            };
+            let prompt = load_prompt(index % 2 == 1);
             tokio::spawn(async move {
                 let started = Instant::now();
                 run_prompt(&client, prompt, |_| {})
@@ -144,16 +156,23 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         .note(errors.first().cloned().unwrap_or_default())
         .details(json!({"first_errors": errors.iter().take(5).collect::<Vec<_>>()})),
     ];
+    let code_prompts = prompts / 2;
     figures.extend(peaks.into_iter().map(|(service, peak)| {
+        let note = if service == Service::Code.binary() {
+            format!(
+                "VmHWM of the service process (its whole life: start-up and the load), with {code_prompts} concurrent code prompts (9b: 1,000 and 10,000)"
+            )
+        } else {
+            "VmHWM of the service process (its whole life: start-up and the load)".to_owned()
+        };
         Figure::value(
             "7c",
             &format!("… peak RSS of {service}"),
-            peak.map(|bytes| (bytes as f64 / MIB * 10.0).round() / 10.0)
-                .unwrap_or(f64::INFINITY),
+            mib(peak),
             "MiB",
             Some(Target::Max { value: MAX_RSS_MIB }),
         )
-        .note("VmHWM of the service process (its whole life: start-up and the load)")
+        .note(note)
     }));
     Ok(figures)
 }

@@ -5,6 +5,7 @@
 
 mod baseline;
 mod bytes;
+mod flood;
 mod load;
 mod prompts;
 mod report;
@@ -25,13 +26,14 @@ use crate::report::{Figure, Status};
     about = "Latency, throughput and size figures of agentic"
 )]
 struct Args {
-    /// A short smoke run: fewer iterations, shorter windows, 200 prompts for item 7.
+    /// A short smoke run: fewer iterations, shorter windows, 200 prompts for item 7, 1,000
+    /// for 9, 200 and 1,000 for 9b, 500 for 10's flood.
     #[arg(long)]
     quick: bool,
     /// Exit non-zero when a target is missed or a measurement fails.
     #[arg(long)]
     strict: bool,
-    /// Only these items (e.g. `--only 1,2,4`); all when omitted.
+    /// Only these items (e.g. `--only 1,2,4`, `--only 9,9b,10`); all when omitted.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// With `--only timeline`: also print when every span of the services starts and ends,
@@ -180,6 +182,33 @@ async fn main() -> anyhow::Result<()> {
             "concurrent streaming prompts",
             &mut figures,
             load::concurrent_prompts(effort),
+        )
+        .await;
+    }
+    if wanted("9") {
+        measure(
+            "9",
+            "10,000 concurrent streaming prompts",
+            &mut figures,
+            flood::concurrent_prompts(effort),
+        )
+        .await;
+    }
+    if wanted("9b") {
+        measure(
+            "9b",
+            "code-executor peak RSS with 1,000 and 10,000 code prompts",
+            &mut figures,
+            flood::code_prompts(effort),
+        )
+        .await;
+    }
+    if wanted("10") {
+        measure(
+            "10",
+            "a second user's latency during one user's flood",
+            &mut figures,
+            flood::noisy_neighbour(effort),
         )
         .await;
     }

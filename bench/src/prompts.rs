@@ -92,10 +92,20 @@ fn kind(event: &PromptEvent) -> &'static str {
 pub async fn run_prompt(
     client: &Client,
     prompt: NewPrompt,
-    mut on_event: impl FnMut(&PromptEvent),
+    on_event: impl FnMut(&PromptEvent),
 ) -> anyhow::Result<()> {
     let created = client.create_prompt(prompt).await?;
-    let mut stream = client.stream_prompt(&created.id, 0).await?;
+    follow_prompt(client, &created.id, on_event).await
+}
+
+/// Streams a created prompt from its first event to its end; an end other than `completed`
+/// is an error. `on_event` sees every event as it arrives.
+pub async fn follow_prompt(
+    client: &Client,
+    prompt_id: &str,
+    mut on_event: impl FnMut(&PromptEvent),
+) -> anyhow::Result<()> {
+    let mut stream = client.stream_prompt(prompt_id, 0).await?;
     let mut last = None;
     let mut failure = String::new();
     while let Some(event) = stream.message().await? {
@@ -107,7 +117,7 @@ pub async fn run_prompt(
     }
     match last {
         Some("completed") => Ok(()),
-        other => anyhow::bail!("prompt {} ended with {other:?} {failure}", created.id),
+        other => anyhow::bail!("prompt {prompt_id} ended with {other:?} {failure}"),
     }
 }
 

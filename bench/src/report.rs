@@ -53,7 +53,8 @@ pub struct Latency {
     pub samples: usize,
 }
 
-/// What a figure is checked against. Latency targets are checked against the p50.
+/// What a figure is checked against. Latency targets are checked against the p50, except
+/// [`Target::MaxP99Micros`].
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Target {
@@ -61,6 +62,8 @@ pub enum Target {
     MaxMicros { micros: f64 },
     /// p50 at most this many baseline round trips (p50 of the baseline).
     MaxRoundTrips { round_trips: f64 },
+    /// p99 at most this many microseconds.
+    MaxP99Micros { micros: f64 },
     /// The value at most this (in the figure's unit).
     Max { value: f64 },
     /// The value at least this (in the figure's unit).
@@ -179,6 +182,9 @@ impl Figure {
             (Measured::Latency(latency), Target::MaxRoundTrips { round_trips }) => {
                 latency.p50_us / baseline.p50_us <= round_trips
             }
+            (Measured::Latency(latency), Target::MaxP99Micros { micros }) => {
+                latency.p99_us <= micros
+            }
             (Measured::Value { value, .. }, Target::Max { value: limit }) => *value <= limit,
             (Measured::Value { value, .. }, Target::Min { value: limit }) => *value >= limit,
             _ => false,
@@ -214,6 +220,7 @@ fn target_text(target: Option<Target>, unit: &str) -> String {
         None => "-".to_owned(),
         Some(Target::MaxMicros { micros }) => format!("≤ {}", micros_text(micros)),
         Some(Target::MaxRoundTrips { round_trips }) => format!("≤ {round_trips} RT"),
+        Some(Target::MaxP99Micros { micros }) => format!("p99 ≤ {}", micros_text(micros)),
         Some(Target::Max { value }) => format!("≤ {}", value_text(value, unit)),
         Some(Target::Min { value }) => format!("≥ {}", value_text(value, unit)),
     }
@@ -278,7 +285,7 @@ pub fn results_json(baseline: &Latency, figures: &[Figure], quick: bool) -> Json
             "name": "tonic unary round trip on 127.0.0.1 (grpc.health.v1 Check)",
             "latency": baseline,
         },
-        "targets_checked_against": "p50 for latencies",
+        "targets_checked_against": "p50 for latencies, p99 for max_p99_micros",
         "figures": figures,
     })
 }
