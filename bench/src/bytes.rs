@@ -202,6 +202,7 @@ impl ToolHost for BenchToolHost {
                     "additionalProperties": false,
                 }))),
                 requires_approval: false,
+                timeout_ms: 0,
             })
             .collect();
         Ok(Response::new(PrepareResponse {
@@ -229,6 +230,7 @@ impl ToolHost for BenchToolHost {
                 &output,
             ))),
             files: Vec::new(),
+            usage: None,
         }))
     }
 }
@@ -376,6 +378,10 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         listen: classic_address,
         tool_host_url: tool_host_url.clone(),
         max_rounds: 25,
+        max_concurrent_tool_calls: 8,
+        max_tool_calls_per_reply: 64,
+        max_tool_result_bytes: 32 * 1024,
+        tool_timeout_secs: 60,
         internal_token: None,
         check_config: false,
         probe: false,
@@ -392,7 +398,9 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         run_timeout_ms: 30_000,
         memory_limit_mb: 64,
         max_tool_calls: 200,
+        prompt_limits: Default::default(),
         approval_timeout_secs: 600,
+        tool_timeout_secs: 60,
         internal_token: None,
         check_config: false,
         probe: false,
@@ -412,6 +420,7 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         mode_lease_ms: 30_000,
         max_running_per_user: 64,
         first_bytes_timeout_ms: 10_000,
+        max_run_secs: 3600,
         modes: vec![
             prompt_gateway::ModeSpec {
                 id: "classic".into(),

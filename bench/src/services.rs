@@ -15,6 +15,7 @@ pub fn tool_host(dir: &std::path::Path) -> anyhow::Result<(Background, SocketAdd
         plugins: vec!["artifact".to_owned(), "demo".to_owned()],
         // Nothing here calls the interpreter; the URL is never dialled.
         code_runner_url: "http://127.0.0.1:9".to_owned(),
+        storage: tool_host::StorageLimits::default(),
         internal_token: None,
         check_config: false,
         probe: false,

@@ -3,7 +3,7 @@
 use agentic_client::NewPrompt;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::{GetArtifactRequest, PromptState};
-use agentic_testkit::model::Match;
+use agentic_testkit::model::{Match, Reply, Rule};
 use agentic_testkit::{Stack, StackOptions};
 use serde_json::json;
 
@@ -19,7 +19,13 @@ async fn a_tool_call_then_an_answer_streams_every_step_in_order_and_get_prompt_a
                 json!({"data": {"note": "buy milk"}, "description": "shopping"}),
             )],
         ),
-        text(Match::HasToolResults, "Stored your note for later."),
+        // Chunks a few milliseconds apart, as a model writes: each reaches the client as it
+        // comes (deltas that arrive together are merged on the way).
+        Rule::new(
+            Match::HasToolResults,
+            Reply::text("Stored your note for later."),
+        )
+        .chunk_delay_ms(20),
     ])
     .await
     .unwrap();

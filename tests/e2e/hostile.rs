@@ -272,10 +272,10 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
             },
         ),
         case(
-            "10 MiB input",
+            "1 MiB input, over the input limit",
             fails(Code::InvalidArgument, "input is longer than 262144 bytes"),
             {
-                let input = ten_mib.clone();
+                let input = "x".repeat(1024 * 1024);
                 |mut g| async move {
                     g.create_prompt(create_request(&input))
                         .await
@@ -284,10 +284,10 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
             },
         ),
         case(
-            "20 MiB input, over the message limit",
+            "10 MiB input, over the request limit",
             fails(Code::OutOfRange, "message length too large"),
             |mut g| async move {
-                let input = "x".repeat(20 * 1024 * 1024);
+                let input = ten_mib.clone();
                 g.create_prompt(create_request(&input))
                     .await
                     .map(|_| Ok(()))
@@ -737,22 +737,22 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
             },
         ),
         case(
-            "5 MiB state",
+            "1.5 MiB state",
             fails(Code::InvalidArgument, "state is larger than 1048576 bytes"),
             |mut g| async move {
                 let request = CreatePromptRequest {
-                    state: Some(state_with_text(5 * 1024 * 1024)),
+                    state: Some(state_with_text(1536 * 1024)),
                     ..create_request("big state")
                 };
                 g.create_prompt(request).await.map(|_| Ok(()))
             },
         ),
         case(
-            "5 MiB conversation state",
+            "1.5 MiB conversation state",
             fails(Code::InvalidArgument, "state is larger than 1048576 bytes"),
             |mut g| async move {
                 let request = CreateConversationRequest {
-                    state: Some(state_with_text(5 * 1024 * 1024)),
+                    state: Some(state_with_text(1536 * 1024)),
                     ..Default::default()
                 };
                 g.create_conversation(request).await.map(|_| Ok(()))
@@ -788,6 +788,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 database_url: database,
                 plugins: vec!["artifact".into(), "x' OR '1'='1".into()],
                 code_runner_url: "http://127.0.0.1:9".into(),
+                storage: tool_host::StorageLimits::default(),
                 internal_token: None,
                 check_config: false,
                 probe: false,

@@ -56,6 +56,13 @@ pub struct Config {
     /// does not count against the run's wall-clock budget.
     #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub approval_timeout_secs: u64,
+    /// Seconds a tool call may take when the tool-host names no limit for the tool; a call
+    /// past it fails with an error the code sees.
+    #[arg(long, env = "AGENTIC_TOOL_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tool_timeout_secs: u64,
+    /// What one prompt's code may spend over all its rounds.
+    #[command(flatten)]
+    pub prompt_limits: PromptLimitsConfig,
     /// Token internal services require from each other (unset: no check, for local use).
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
@@ -72,12 +79,75 @@ pub struct Config {
     pub probe: bool,
 }
 
+/// What one prompt's code may spend, all its rounds together (a `RunCode` call: its one
+/// run). Reaching a limit ends the run with an error the model sees.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PromptLimitsConfig {
+    /// Bytes of text shown to the user per prompt: `output()` and `complete()` text.
+    #[arg(long, env = "CODE_MAX_OUTPUT_BYTES", default_value_t = defaults().max_output_bytes as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_output_bytes: u64,
+    /// `output()` calls per prompt.
+    #[arg(long, env = "CODE_MAX_OUTPUT_CALLS", default_value_t = defaults().max_output_calls, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_output_calls: u32,
+    /// Bytes of `log()` and `console.*` lines per prompt.
+    #[arg(long, env = "CODE_MAX_LOG_BYTES", default_value_t = defaults().max_log_bytes as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_log_bytes: u64,
+    /// `log()` and `console.*` lines per prompt.
+    #[arg(long, env = "CODE_MAX_LOG_ENTRIES", default_value_t = defaults().max_log_entries, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_log_entries: u32,
+    /// JSON bytes of the values a prompt keeps with `store()` at any one time, each also
+    /// charged its key and 64 bytes (at most the sandbox memory cap).
+    #[arg(long, env = "CODE_MAX_STORED_BYTES", default_value_t = defaults().max_stored_bytes as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_stored_bytes: u64,
+    /// `llm()` and `llmJson()` calls per prompt.
+    #[arg(long, env = "CODE_MAX_LLM_CALLS", default_value_t = defaults().max_llm_calls, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_llm_calls: u32,
+    /// Calls that add events to a prompt: `output()`, tool calls and `llm()`, per prompt.
+    #[arg(long, env = "CODE_MAX_EVENTS", default_value_t = defaults().max_events, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_events: u32,
+}
+
+fn defaults() -> sandbox::PromptLimits {
+    sandbox::PromptLimits::default()
+}
+
+impl Default for PromptLimitsConfig {
+    fn default() -> Self {
+        let defaults = defaults();
+        PromptLimitsConfig {
+            max_output_bytes: defaults.max_output_bytes as u64,
+            max_output_calls: defaults.max_output_calls,
+            max_log_bytes: defaults.max_log_bytes as u64,
+            max_log_entries: defaults.max_log_entries,
+            max_stored_bytes: defaults.max_stored_bytes as u64,
+            max_llm_calls: defaults.max_llm_calls,
+            max_events: defaults.max_events,
+        }
+    }
+}
+
+impl PromptLimitsConfig {
+    fn limits(&self) -> sandbox::PromptLimits {
+        let bytes = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
+        sandbox::PromptLimits {
+            max_output_bytes: bytes(self.max_output_bytes),
+            max_output_calls: self.max_output_calls,
+            max_log_bytes: bytes(self.max_log_bytes),
+            max_log_entries: self.max_log_entries,
+            max_stored_bytes: bytes(self.max_stored_bytes),
+            max_llm_calls: self.max_llm_calls,
+            max_events: self.max_events,
+        }
+    }
+}
+
 impl Config {
     fn limits(&self) -> sandbox::Limits {
         sandbox::Limits {
             timeout: Duration::from_millis(self.run_timeout_ms),
             memory_bytes: usize::try_from(self.memory_limit_mb * 1024 * 1024).unwrap_or(usize::MAX),
             max_tool_calls: self.max_tool_calls,
+            prompt: self.prompt_limits.limits(),
             ..sandbox::Limits::default()
         }
     }
@@ -104,7 +174,8 @@ pub async fn run(
         .context("internal token")?;
     let channel = agentic_rpc::channel(&config.tool_host_url, &token)
         .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
-    let tool_host = ToolHost::new(channel);
+    let tool_host =
+        ToolHost::new(channel).with_default_timeout(Duration::from_secs(config.tool_timeout_secs));
     let limits = config.limits();
     let schemas = Arc::new(SchemaCache::default());
     // One set of warm sandbox threads for code mode and `RunCode`.

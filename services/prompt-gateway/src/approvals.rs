@@ -113,7 +113,10 @@ impl Prompts {
             .get(&prompt.mode)
             .await?
             .ok_or_else(|| GatewayError::UnknownMode(prompt.mode.clone()))?;
-        let start = self.start_of(prompt, decisions).await?;
+        // A resumed run gets the operator's maximum again.
+        let start = self
+            .start_of(prompt, decisions, self.run_timeout(None))
+            .await?;
         let run = self.runner.open(&mode, start).await?;
         if !self.store.claim_resumed(&prompt.id).await? {
             // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.

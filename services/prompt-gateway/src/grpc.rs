@@ -10,6 +10,8 @@ use agentic_proto::v1::{
     StreamPromptRequest,
 };
 use agentic_rpc::to_status;
+use std::time::Duration;
+
 use tonic::{Request, Response, Status};
 
 use crate::approvals::Decide;
@@ -37,7 +39,15 @@ fn non_empty(value: String) -> Option<String> {
 impl PromptGateway for GatewayService {
     async fn create_prompt(&self, request: Request<CreatePromptRequest>) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
+        let deadline = grpc_deadline(request.metadata());
         let request = request.into_inner();
+        let asked =
+            (request.timeout_ms > 0).then(|| Duration::from_millis(u64::from(request.timeout_ms)));
+        // The shorter of what the call's deadline and the request say.
+        let timeout = match (asked, deadline) {
+            (Some(asked), Some(deadline)) => Some(asked.min(deadline)),
+            (asked, deadline) => asked.or(deadline),
+        };
         no_nul(&[
             ("input", &request.input),
             ("mode", &request.mode),
@@ -63,6 +73,7 @@ impl PromptGateway for GatewayService {
                 conversation_id: non_empty(request.conversation_id),
                 state: request.state,
                 max_rounds: request.max_rounds,
+                timeout,
             })
             .await
             .map_err(to_status)?;
@@ -305,6 +316,25 @@ impl PromptGateway for GatewayService {
                 .map_err(to_status)?,
         ))
     }
+}
+
+/// The caller's gRPC deadline (`grpc-timeout`: digits and a unit), if it sent one.
+fn grpc_deadline(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
+    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
+    if value.len() < 2 || value.len() > 9 {
+        return None;
+    }
+    let (amount, unit) = value.split_at(value.len() - 1);
+    let amount: u64 = amount.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(amount.saturating_mul(3600)),
+        "M" => Duration::from_secs(amount.saturating_mul(60)),
+        "S" => Duration::from_secs(amount),
+        "m" => Duration::from_millis(amount),
+        "u" => Duration::from_micros(amount),
+        "n" => Duration::from_nanos(amount),
+        _ => return None,
+    })
 }
 
 /// What `ListModes` says of a mode; the endpoint only to internal callers.

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agentic_proto::v1::PromptEvent;
 use tokio::sync::broadcast;
 
-/// Events buffered per prompt for slow streams before they fall back to the database.
-const CHANNEL_CAPACITY: usize = 1024;
+/// Events buffered per prompt for slow streams before they fall back to the database. Small:
+/// it is reserved for every prompt followed, and a run stores at most 64 events at once.
+const CHANNEL_CAPACITY: usize = 64;
 
 /// What a follower of a prompt hears.
 #[derive(Debug, Clone)]

@@ -75,6 +75,10 @@ pub struct Config {
     /// approval in classic mode does not count); more are refused with RESOURCE_EXHAUSTED.
     #[arg(long, env = "GATEWAY_MAX_RUNNING_PER_USER", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_running_per_user: u32,
+    /// The longest a prompt's run may take, in seconds; a prompt (or the caller's deadline)
+    /// may ask for less. Past it the prompt fails.
+    #[arg(long, env = "GATEWAY_MAX_RUN_SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub max_run_secs: u64,
     /// How long a new client connection may stay silent before it is closed, in
     /// milliseconds.
     #[arg(long, env = "GATEWAY_FIRST_BYTES_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
@@ -128,6 +132,10 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Largest request the public API reads: the largest legitimate one is a `CreatePrompt` with
+/// its input (256 KiB) and state (1 MiB). Answers may be larger (a prompt's whole timeline).
+pub const MAX_REQUEST_BYTES: usize = 2 * 1024 * 1024;
+
 /// Serves the gateway on `listener` until `shutdown` resolves.
 pub async fn run(
     config: Config,
@@ -159,6 +167,7 @@ pub async fn run(
         hub,
         runner,
         modes,
+        max_run_time: Duration::from_secs(config.max_run_secs),
     };
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
@@ -198,7 +207,7 @@ pub async fn run(
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
     let gateway = PromptGatewayServer::new(GatewayService { prompts, artifacts })
-        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+        .max_decoding_message_size(MAX_REQUEST_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
     // Every call of the public service passes the auth layer first; health and reflection
     // (mounted by `router`) stay open.

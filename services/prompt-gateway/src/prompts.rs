@@ -1,10 +1,14 @@
 //! Prompt use cases: create and start (in a conversation or alone), read, list, cancel.
 //! Validated input in, domain errors out; the gRPC edge converts both.
 
+use std::time::Duration;
+
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::{
     ApprovalDecision, ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState, Usage,
+    prompt_output,
 };
+use prost::Message as _;
 
 use crate::error::GatewayError;
 use crate::hub::Hub;
@@ -98,10 +102,37 @@ pub struct NewPrompt {
     pub conversation_id: Option<String>,
     pub state: Option<prost_types::Struct>,
     pub max_rounds: u32,
+    /// How long the run may take; `None`: the operator's maximum.
+    pub timeout: Option<Duration>,
 }
 
 /// Earlier prompts an executor is given as history, at most.
-const MAX_HISTORY: usize = 50;
+const MAX_HISTORY: u32 = 50;
+/// Encoded bytes of history an executor is given, at most: with the prompt itself (whose
+/// timeline executors bound to 8 MiB) well within the message limit.
+const MAX_HISTORY_BYTES: usize = 4 * 1024 * 1024;
+/// What a past prompt too large for the history keeps of each text answer.
+const REDUCED_TEXT_BYTES: usize = 16 * 1024;
+
+/// `prompt` with only its text answers, each cut to [`REDUCED_TEXT_BYTES`]: what a later
+/// prompt needs of a past one whose whole timeline is too large to pass on.
+fn reduced(mut prompt: Prompt) -> Prompt {
+    prompt.output.retain_mut(|output| match &mut output.kind {
+        Some(prompt_output::Kind::Text(text)) => {
+            if text.content.len() > REDUCED_TEXT_BYTES {
+                let mut end = REDUCED_TEXT_BYTES;
+                while !text.content.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.content.truncate(end);
+                text.content.push_str("\n[… cut: the answer was longer]");
+            }
+            true
+        }
+        _ => false,
+    });
+    prompt
+}
 
 #[derive(Clone)]
 pub struct Prompts {
@@ -109,6 +140,8 @@ pub struct Prompts {
     pub hub: Hub,
     pub runner: Runner,
     pub modes: ModeRegistry,
+    /// The longest any run may take (`GATEWAY_MAX_RUN_SECS`).
+    pub max_run_time: Duration,
 }
 
 impl Prompts {
@@ -178,7 +211,9 @@ impl Prompts {
             max_rounds: request.max_rounds,
             state_data: state,
         };
-        let start = self.start_of(&prompt, Vec::new()).await?;
+        let start = self
+            .start_of(&prompt, Vec::new(), self.run_timeout(request.timeout))
+            .await?;
         let run = self.runner.open(&mode, start).await?;
         let created = self.store.insert_prompt(&prompt).await?;
         self.hub.publish(&created);
@@ -192,41 +227,67 @@ impl Prompts {
         &self,
         prompt: &Prompt,
         decisions: Vec<ApprovalDecision>,
+        timeout: Duration,
     ) -> Result<ExecuteStart, GatewayError> {
-        let mut history = if prompt.conversation_id.is_empty() {
+        let history = if prompt.conversation_id.is_empty() {
             Vec::new()
         } else {
-            self.store
-                .history(&prompt.conversation_id, &prompt.id)
-                .await?
+            self.history(prompt).await?
         };
-        // A prompt sees only what came before it.
-        let created = prompt
-            .created_at
-            .as_ref()
-            .map(agentic_proto::json::timestamp_millis)
-            .unwrap_or(i64::MAX);
-        history.retain(|past| {
-            past.created_at
-                .as_ref()
-                .map(agentic_proto::json::timestamp_millis)
-                .unwrap_or_default()
-                <= created
-        });
-        if history.len() > MAX_HISTORY {
-            history.drain(..history.len() - MAX_HISTORY);
-        }
         Ok(ExecuteStart {
             prompt: Some(prompt.clone()),
             history,
             state: prompt.state_data.clone(),
             limits: Some(ExecuteLimits {
                 max_rounds: prompt.max_rounds,
-                run_timeout_ms: 0,
+                run_timeout_ms: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
             }),
             user_id: prompt.user_id.clone(),
             decisions,
         })
+    }
+
+    /// How long a run may take: what the caller asked for, at most the operator's maximum.
+    pub fn run_timeout(&self, asked: Option<Duration>) -> Duration {
+        asked.map_or(self.max_run_time, |asked| asked.min(self.max_run_time))
+    }
+
+    /// The earlier prompts of `prompt`'s conversation an executor is given, oldest first:
+    /// the newest ones that fit [`MAX_HISTORY`] and [`MAX_HISTORY_BYTES`]. A past prompt
+    /// whose whole timeline does not fit is given as its input and text answers, cut short;
+    /// when even that does not fit, it and everything before it are left out. So however
+    /// large a conversation's prompts grow, the next one can still start.
+    async fn history(&self, prompt: &Prompt) -> Result<Vec<Prompt>, GatewayError> {
+        // A prompt sees only what came before it.
+        let created = prompt
+            .created_at
+            .as_ref()
+            .map(agentic_proto::json::timestamp_millis)
+            .unwrap_or(i64::MAX);
+        let ids = self
+            .store
+            .history_ids(&prompt.conversation_id, &prompt.id, created, MAX_HISTORY)
+            .await?;
+        let mut budget = MAX_HISTORY_BYTES;
+        let mut history = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(past) = self.store.prompt(&prompt.user_id, &id).await? else {
+                continue;
+            };
+            let past = if past.encoded_len() <= budget {
+                past
+            } else {
+                let reduced = reduced(past);
+                if reduced.encoded_len() > budget {
+                    break;
+                }
+                reduced
+            };
+            budget -= past.encoded_len();
+            history.push(past);
+        }
+        history.reverse();
+        Ok(history)
     }
 
     pub async fn get(&self, user_id: &str, prompt_id: &str) -> Result<Prompt, GatewayError> {

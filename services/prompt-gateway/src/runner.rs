@@ -313,6 +313,8 @@ impl Runner {
         let mut paused = false;
         let mut awaiting = HashSet::new();
         let mut forwarded = HashSet::new();
+        // Events of this run to store (text deltas merged), against MAX_EVENTS_PER_RUN.
+        let mut stored = 0_usize;
         let OpenRun { inputs, events, .. } = run;
         // Everything the executor already sent is taken at once, so it is stored in one write.
         let mut events = events.ready_chunks(MAX_BATCH_EVENTS);
@@ -352,8 +354,14 @@ impl Runner {
                         continue;
                     }
                 },
-                batch = events.next() => match batch {
+                batch = events.next() => match batch.map(merge_text_deltas) {
+                    Some(batch) if stored + batch.len() > MAX_EVENTS_PER_RUN => {
+                        Err(GatewayError::ResourceExhausted(format!(
+                            "the run sent more than {MAX_EVENTS_PER_RUN} events; it was stopped"
+                        )))
+                    }
                     Some(batch) => {
+                        stored += batch.len();
                         self.apply_all(prompt_id, mode, &mut outputs, &mut paused, &mut awaiting, batch)
                             .await
                     }
@@ -496,6 +504,12 @@ impl Runner {
         pending: &mut Pending,
         event: ExecuteEvent,
     ) -> Result<Next, GatewayError> {
+        let bytes = prost::Message::encoded_len(&event);
+        if bytes > MAX_EXECUTE_EVENT_BYTES {
+            return Err(GatewayError::ResourceExhausted(format!(
+                "the executor sent an event of {bytes} bytes, more than the {MAX_EXECUTE_EVENT_BYTES} an event may have"
+            )));
+        }
         let Some(kind) = event.kind else {
             return Err(GatewayError::Protocol(
                 "execute event without a kind".into(),
@@ -663,5 +677,89 @@ impl Runner {
         let event = self.store.record(prompt_id, change, kind).await?;
         self.hub.publish(&event);
         Ok(next)
+    }
+}
+
+/// Events one run may send: far more than any legitimate run (executors bound what they
+/// send), so a runaway or hostile one cannot grow a prompt's log without end.
+const MAX_EVENTS_PER_RUN: usize = 50_000;
+/// Largest event an executor may send (executors bound texts to 1 MiB and values to
+/// 256 KiB; the rest is framing).
+const MAX_EXECUTE_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Most text one merged `stream` event carries.
+const MAX_MERGED_DELTA_BYTES: usize = 64 * 1024;
+
+/// Text deltas the executor sent back to back become one `stream` event (up to
+/// [`MAX_MERGED_DELTA_BYTES`]): the same text in order, in fewer events and rows.
+fn merge_text_deltas(
+    batch: Vec<Result<ExecuteEvent, tonic::Status>>,
+) -> Vec<Result<ExecuteEvent, tonic::Status>> {
+    let mut merged: Vec<Result<ExecuteEvent, tonic::Status>> = Vec::with_capacity(batch.len());
+    for item in batch {
+        if let Ok(ExecuteEvent {
+            kind: Some(execute_event::Kind::TextDelta(delta)),
+        }) = &item
+            && let Some(Ok(ExecuteEvent {
+                kind: Some(execute_event::Kind::TextDelta(previous)),
+            })) = merged.last_mut()
+            && previous.text.len() + delta.text.len() <= MAX_MERGED_DELTA_BYTES
+        {
+            previous.text.push_str(&delta.text);
+            continue;
+        }
+        merged.push(item);
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentic_proto::v1::{ExecuteFailed, TextDelta};
+
+    fn delta(text: &str) -> Result<ExecuteEvent, tonic::Status> {
+        Ok(ExecuteEvent {
+            kind: Some(execute_event::Kind::TextDelta(TextDelta {
+                text: text.into(),
+            })),
+        })
+    }
+
+    fn texts(batch: &[Result<ExecuteEvent, tonic::Status>]) -> Vec<String> {
+        batch
+            .iter()
+            .map(|item| match item {
+                Ok(ExecuteEvent {
+                    kind: Some(execute_event::Kind::TextDelta(delta)),
+                }) => delta.text.clone(),
+                _ => "<other>".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn back_to_back_deltas_merge_in_order_and_other_events_keep_their_place() {
+        let failed = Ok(ExecuteEvent {
+            kind: Some(execute_event::Kind::Failed(ExecuteFailed {
+                message: "x".into(),
+            })),
+        });
+        let batch = vec![delta("a"), delta("b"), failed, delta("c"), delta("d")];
+        assert_eq!(texts(&merge_text_deltas(batch)), ["ab", "<other>", "cd"]);
+    }
+
+    #[test]
+    fn a_merged_delta_stays_within_its_bound() {
+        let piece = "x".repeat(MAX_MERGED_DELTA_BYTES / 2 + 1);
+        let batch = vec![delta(&piece), delta(&piece), delta("y")];
+        let merged = texts(&merge_text_deltas(batch));
+        assert_eq!(merged.len(), 2);
+        assert!(
+            merged
+                .iter()
+                .all(|text| text.len() <= MAX_MERGED_DELTA_BYTES)
+        );
+        assert_eq!(merged.concat(), format!("{piece}{piece}y"));
     }
 }

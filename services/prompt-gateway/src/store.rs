@@ -1190,36 +1190,28 @@ impl Store {
         Ok(prompt.filter(|prompt| prompt.user_id == user_id))
     }
 
-    /// Prompts by id, in the order of `ids`, skipping any that vanished.
-    async fn prompts(&self, ids: &[String]) -> Result<Vec<Prompt>, GatewayError> {
-        with_pool!(self, |pool| {
-            let mut conn = pool.acquire().await?;
-            let mut prompts = Vec::with_capacity(ids.len());
-            for id in ids {
-                prompts.extend(load_prompt!(conn, id)?);
-            }
-            Ok(prompts)
-        })
-    }
-
-    /// The user's prompts, newest first, optionally of one conversation.
+    /// The user's prompts, newest first, optionally of one conversation, as summaries:
+    /// everything but the output timeline (which [`Store::prompt`] reads), so a listing stays
+    /// small however large the prompts are.
     pub async fn list_prompts(
         &self,
         user_id: &str,
         conversation_id: Option<&str>,
         limit: u32,
     ) -> Result<Vec<Prompt>, GatewayError> {
-        let sql = "SELECT id FROM prompts WHERE user_id = $1 AND ($2 IS NULL OR conversation_id = $2) \
-             ORDER BY created_at DESC, id DESC LIMIT $3";
-        let ids: Vec<String> = with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
+        let sql = format!(
+            "SELECT {PROMPT_COLUMNS} FROM prompts WHERE user_id = $1 \
+             AND ($2 IS NULL OR conversation_id = $2) ORDER BY created_at DESC, id DESC LIMIT $3"
+        );
+        let rows: Vec<PromptRow> = with_pool!(self, |pool| {
+            sqlx::query_as(&sql)
                 .bind(user_id)
                 .bind(conversation_id)
                 .bind(i64::from(limit))
                 .fetch_all(pool)
                 .await
         })?;
-        self.prompts(&ids).await
+        rows.into_iter().map(|row| row.into_prompt(&[])).collect()
     }
 
     /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
@@ -1317,21 +1309,26 @@ impl Store {
         }))
     }
 
-    /// Earlier prompts of a conversation, oldest first, without `except`.
-    pub async fn history(
+    /// Ids of the conversation's prompts created up to `created_at` (ms since the epoch),
+    /// other than `except`, newest first, at most `limit`.
+    pub async fn history_ids(
         &self,
         conversation_id: &str,
         except: &str,
-    ) -> Result<Vec<Prompt>, GatewayError> {
-        let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 ORDER BY created_at, id";
-        let ids: Vec<String> = with_pool!(self, |pool| {
+        created_at: i64,
+        limit: u32,
+    ) -> Result<Vec<String>, GatewayError> {
+        let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 \
+                   AND created_at <= $3 ORDER BY created_at DESC, id DESC LIMIT $4";
+        Ok(with_pool!(self, |pool| {
             sqlx::query_scalar(sql)
                 .bind(conversation_id)
                 .bind(except)
+                .bind(created_at)
+                .bind(i64::from(limit))
                 .fetch_all(pool)
                 .await
-        })?;
-        self.prompts(&ids).await
+        })?)
     }
 
     pub async fn insert_conversation(

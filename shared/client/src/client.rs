@@ -1,5 +1,7 @@
 //! `Client`: one connection to the gateway on behalf of one user, with one method per call.
 
+use std::time::Duration;
+
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
@@ -28,8 +30,10 @@ pub struct NewPrompt {
     pub model: ModelTier,
     /// `None`: a prompt of its own, outside any conversation.
     pub conversation_id: Option<String>,
-    /// 0: the mode's default round limit.
+    /// 0: the mode's default round limit (a prompt may lower the operator's limit only).
     pub max_rounds: u32,
+    /// How long the run may take; `None`: the gateway's maximum (which also caps it).
+    pub timeout: Option<Duration>,
 }
 
 impl NewPrompt {
@@ -52,6 +56,12 @@ impl NewPrompt {
 
     pub fn conversation(mut self, conversation_id: impl Into<String>) -> NewPrompt {
         self.conversation_id = Some(conversation_id.into());
+        self
+    }
+
+    /// The run fails once it has taken this long (at most the gateway's maximum).
+    pub fn timeout(mut self, timeout: Duration) -> NewPrompt {
+        self.timeout = Some(timeout);
         self
     }
 }
@@ -112,6 +122,11 @@ impl Client {
             model: prompt.model as i32,
             conversation_id: prompt.conversation_id.unwrap_or_default(),
             max_rounds: prompt.max_rounds,
+            timeout_ms: prompt.timeout.map_or(0, |timeout| {
+                u32::try_from(timeout.as_millis())
+                    .unwrap_or(u32::MAX)
+                    .max(1)
+            }),
             ..CreatePromptRequest::default()
         };
         let response = self.gateway().create_prompt(request).await;

@@ -162,6 +162,7 @@ impl Session {
                 model: options.model,
                 conversation_id: Some(self.conversation.id.clone()),
                 max_rounds: options.max_rounds,
+                timeout: None,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

@@ -12,12 +12,13 @@ use agentic_proto::v1 as pb;
 use agentic_proto::v1::{execute_event, execute_input, prompt_output, tool_result};
 use agentic_rpc::to_status;
 use futures::Stream;
+use serde_json::Value as Json;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt as _;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
+use crate::bounds;
 use crate::error::ExecuteError;
 use crate::sink::EventSink;
 use crate::timeline::{
@@ -91,7 +92,10 @@ impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
             prompt_id = %run.prompt_id,
         );
         tokio::spawn(supervise(Arc::clone(&self.mode), run, inputs, sender).instrument(span));
-        let events = ReceiverStream::new(receiver).map(|event| Ok(pb::ExecuteEvent::from(event)));
+        let mut bounds = RunBounds::default();
+        let events = coalesced(receiver)
+            .filter_map(move |event| bounds.storable(event))
+            .map(|event| Ok(pb::ExecuteEvent::from(event)));
         Ok(Response::new(Box::pin(events)))
     }
 
@@ -103,6 +107,152 @@ impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
             mode_id: self.mode.id().into(),
             name: self.mode.name().into(),
         }))
+    }
+}
+
+/// Most text one coalesced delta carries.
+const MAX_COALESCED_DELTA_BYTES: usize = 16 * 1024;
+
+/// The run's events as they leave for the gateway, with text deltas that are already waiting
+/// merged into one (never held back for more: a lone delta leaves at once). A model streaming
+/// many tiny chunks faster than the gateway takes them thus crosses the connection in few,
+/// larger messages, instead of a flood of tiny HTTP/2 frames that the connection's peer
+/// counts against a budget shared by every prompt on it.
+fn coalesced(receiver: mpsc::Receiver<Event>) -> impl Stream<Item = Event> + Send {
+    futures::stream::unfold(
+        (receiver, None::<Event>),
+        |(mut receiver, held)| async move {
+            let first = match held {
+                Some(event) => event,
+                None => receiver.recv().await?,
+            };
+            let Event::TextDelta(mut text) = first else {
+                return Some((first, (receiver, None)));
+            };
+            while text.len() < MAX_COALESCED_DELTA_BYTES {
+                match receiver.try_recv() {
+                    Ok(Event::TextDelta(more)) => text.push_str(&more),
+                    Ok(other) => return Some((Event::TextDelta(text), (receiver, Some(other)))),
+                    Err(_) => break,
+                }
+            }
+            Some((Event::TextDelta(text), (receiver, None)))
+        },
+    )
+}
+
+/// What one run has put into the prompt's log, against [`bounds::MAX_TIMELINE_BYTES`].
+#[derive(Default)]
+struct RunBounds {
+    timeline_bytes: usize,
+}
+
+impl RunBounds {
+    /// `event` as it may be stored (see `bounds.rs`); `None` for a text delta past the
+    /// run's budget (the text output it belongs to says it was cut).
+    fn storable(&mut self, event: Event) -> Option<Event> {
+        Some(match event {
+            Event::OutputAdded { index, output } => Event::OutputAdded {
+                index,
+                output: self.output(output),
+            },
+            Event::OutputUpdated { index, output } => Event::OutputUpdated {
+                index,
+                output: self.output(output),
+            },
+            Event::TextDelta(text) => {
+                if !self.spend(text.len()) {
+                    return None;
+                }
+                Event::TextDelta(text)
+            }
+            Event::ApprovalRequested {
+                tool_call_id,
+                tool_id,
+                input,
+                index,
+            } => Event::ApprovalRequested {
+                tool_call_id,
+                tool_id,
+                input: bounds::storable_value(input),
+                index,
+            },
+            Event::Failed(message) => Event::Failed(bounds::storable_text(
+                message,
+                bounds::MAX_STORED_TEXT_BYTES,
+            )),
+            other => other,
+        })
+    }
+
+    /// Takes `bytes` from the run's budget; false (taking nothing) when they do not fit.
+    fn spend(&mut self, bytes: usize) -> bool {
+        let total = self.timeline_bytes.saturating_add(bytes);
+        if total > bounds::MAX_TIMELINE_BYTES {
+            return false;
+        }
+        self.timeline_bytes = total;
+        true
+    }
+
+    fn output(&mut self, output: Output) -> Output {
+        let limit = bounds::MAX_STORED_TEXT_BYTES;
+        let output = match output {
+            Output::Text(text) => Output::Text(bounds::storable_text(text, limit)),
+            Output::Tool(mut call) => {
+                call.input = bounds::storable_value(call.input);
+                call.result = match call.result {
+                    ToolResult::Success { output } => ToolResult::Success {
+                        output: bounds::storable_value(output),
+                    },
+                    ToolResult::Error { error } => ToolResult::Error {
+                        error: bounds::storable_text(error, limit),
+                    },
+                    pending => pending,
+                };
+                Output::Tool(call)
+            }
+            file => file,
+        };
+        if self.spend(output_size(&output)) {
+            return output;
+        }
+        let note = format!(
+            "[not kept: this run's outputs reached {} bytes]",
+            bounds::MAX_TIMELINE_BYTES
+        );
+        match output {
+            Output::Text(_) => Output::Text(note),
+            Output::Tool(mut call) => {
+                call.input = Json::String(note.clone());
+                call.result = match call.result {
+                    ToolResult::Success { .. } => ToolResult::Success {
+                        output: Json::String(note),
+                    },
+                    ToolResult::Error { .. } => ToolResult::Error { error: note },
+                    pending => pending,
+                };
+                Output::Tool(call)
+            }
+            file => file,
+        }
+    }
+}
+
+/// About how many bytes `output` adds to the log.
+fn output_size(output: &Output) -> usize {
+    let limit = bounds::MAX_TIMELINE_BYTES;
+    match output {
+        Output::Text(text) => text.len(),
+        Output::Tool(call) => {
+            let result = match &call.result {
+                ToolResult::Success { output } => bounds::approximate_size(output, limit),
+                ToolResult::Error { error } => error.len(),
+                ToolResult::Pending { reason } => reason.len(),
+            };
+            bounds::approximate_size(&call.input, limit) + result + call.function.len() + 64
+        }
+        Output::File(file) => file.filename.len() + file.mime_type.len() + 128,
     }
 }
 

@@ -3,6 +3,7 @@
 //! client, and tool input checks (compiled once per executor, in a [`SchemaCache`]). A mode
 //! implements [`Mode`] and calls [`serve`].
 
+pub mod bounds;
 mod edge;
 mod error;
 pub mod metrics;

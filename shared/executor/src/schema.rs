@@ -21,7 +21,14 @@ pub struct InputCheck {
 
 impl InputCheck {
     /// Each violation on its own line with the path it is at; `None` when the input is valid.
+    /// An input nested deeper than anything stored may be is refused whatever the schema.
     pub fn violations(&self, input: &Json) -> Option<String> {
+        if crate::bounds::deeper_than(input, crate::bounds::MAX_STORED_DEPTH) {
+            return Some(format!(
+                "\n- at (root): the input is nested deeper than {} levels",
+                crate::bounds::MAX_STORED_DEPTH
+            ));
+        }
         let validator = self.validator.as_ref()?;
         let mut text = String::new();
         for error in validator.iter_errors(input) {

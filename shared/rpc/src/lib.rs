@@ -44,7 +44,13 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub fn router(
     services: &[&str],
 ) -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
-    mount(Server::builder(), services)
+    // One connection carries every prompt's stream between two services: the same large
+    // window as `channel`'s keeps HTTP/2's budget for small unread frames (half the
+    // window) above what thousands of runs starting at once send.
+    mount(
+        Server::builder().initial_connection_window_size(Some(INTERNAL_CONNECTION_WINDOW)),
+        services,
+    )
 }
 
 /// [`router`] for a public listener (serve it with [`serve_public`]): bounded streams per
@@ -107,6 +113,9 @@ pub async fn serve(
         .await
 }
 
+/// Flow-control window of a connection between agentic services.
+const INTERNAL_CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+
 /// A lazily connecting channel to another agentic service that sends `token` (the internal
 /// token, when configured) with every call. `address` is `http://host:port`.
 pub fn channel(
@@ -116,6 +125,10 @@ pub fn channel(
     let channel: Channel = Endpoint::from_shared(address.to_owned())?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
+        // One connection carries every prompt's stream to a service. A large connection window
+        // keeps one slow stream from stalling the others, and sets HTTP/2's budget for small
+        // frames that wait to be read (half the window) well above what runs can queue.
+        .initial_connection_window_size(Some(INTERNAL_CONNECTION_WINDOW))
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true)
         .connect_lazy();

@@ -79,6 +79,16 @@ pub struct StackOptions {
     pub code_run_timeout_ms: u64,
     /// How long code mode waits for a person to decide on a tool call.
     pub code_approval_timeout_secs: u64,
+    /// Deadline of a tool call in both executors when the tool-host names none (s).
+    pub tool_timeout_secs: u64,
+    /// Tool calls of one classic reply running at once.
+    pub classic_max_concurrent_tool_calls: u32,
+    /// Tool calls one classic reply may make.
+    pub classic_max_tool_calls_per_reply: u32,
+    /// Longest tool result a classic run's model reads whole (bytes).
+    pub classic_max_tool_result_bytes: u32,
+    /// The tool-host's per-artifact size limit and per-user storage quota.
+    pub tool_host_storage: tool_host::StorageLimits,
     /// The token internal services require from each other.
     pub internal_token: Option<String>,
     /// Users' bearer tokens as TOKEN=USER; empty: the gateway's dev mode (`x-user-id`).
@@ -101,6 +111,8 @@ pub struct StackOptions {
     pub max_running_per_user: u32,
     /// How long a new connection to the gateway may stay silent (ms).
     pub first_bytes_timeout_ms: u64,
+    /// The longest a prompt's run may take (s).
+    pub max_run_secs: u64,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -118,6 +130,11 @@ impl Default for StackOptions {
             classic_max_rounds: None,
             code_run_timeout_ms: 30_000,
             code_approval_timeout_secs: 600,
+            tool_timeout_secs: 60,
+            classic_max_concurrent_tool_calls: 8,
+            classic_max_tool_calls_per_reply: 64,
+            classic_max_tool_result_bytes: 32 * 1024,
+            tool_host_storage: tool_host::StorageLimits::default(),
             internal_token: None,
             auth_tokens: Vec::new(),
             llm_max_retries: 2,
@@ -129,6 +146,7 @@ impl Default for StackOptions {
             mode_lease_ms: 30_000,
             max_running_per_user: 64,
             first_bytes_timeout_ms: 10_000,
+            max_run_secs: 3600,
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -352,6 +370,7 @@ impl Stack {
             database_url: database_url.to_owned(),
             plugins,
             code_runner_url: format!("http://{code_runner}"),
+            storage: options.tool_host_storage,
             internal_token: options.internal_token.clone(),
             check_config: false,
             probe: false,
@@ -373,6 +392,10 @@ impl Stack {
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
+            max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
+            max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
+            max_tool_result_bytes: options.classic_max_tool_result_bytes,
+            tool_timeout_secs: options.tool_timeout_secs,
             internal_token: options.internal_token.clone(),
             check_config: false,
             probe: false,
@@ -398,7 +421,9 @@ impl Stack {
             run_timeout_ms: options.code_run_timeout_ms,
             memory_limit_mb: 64,
             max_tool_calls: 200,
+            prompt_limits: Default::default(),
             approval_timeout_secs: options.code_approval_timeout_secs,
+            tool_timeout_secs: options.tool_timeout_secs,
             internal_token: options.internal_token.clone(),
             check_config: false,
             probe: false,
@@ -423,6 +448,7 @@ impl Stack {
             mode_lease_ms: options.mode_lease_ms,
             max_running_per_user: options.max_running_per_user,
             first_bytes_timeout_ms: options.first_bytes_timeout_ms,
+            max_run_secs: options.max_run_secs,
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),

@@ -185,5 +185,290 @@ async fn a_message_that_does_not_decode_is_an_invalid_argument_and_the_gateway_k
 
     let alice = stack.client("alice").await.unwrap();
     let prompt = alice.create_prompt(NewPrompt::new("hello")).await.unwrap();
-    assert_eq!(kind(collect(&alice, &prompt.id, 0).await.last().unwrap()), "completed");
+    assert_eq!(
+        kind(collect(&alice, &prompt.id, 0).await.last().unwrap()),
+        "completed"
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_streaming_100k_tiny_chunks_never_breaks_another_users_prompt() {
+    let flood = "x ".repeat(100_000);
+    let stack = Stack::start(vec![
+        Rule::new(
+            Match::LastUserContains("flood".into()),
+            Reply::text(flood.clone()),
+        ),
+        Rule::new(Match::Any, Reply::text("quick answer")).delay_ms(1500),
+    ])
+    .await
+    .unwrap();
+    let mallory = stack.client("mallory").await.unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    // Alice's prompt is in flight on the same executor while the flood streams.
+    let quiet = alice.create_prompt(NewPrompt::new("hello")).await.unwrap();
+    let flooding = mallory
+        .create_prompt(NewPrompt::new("flood"))
+        .await
+        .unwrap();
+    let (quiet_events, flood_events) = tokio::join!(
+        collect(&alice, &quiet.id, 0),
+        collect(&mallory, &flooding.id, 0)
+    );
+    assert_eq!(
+        kind(quiet_events.last().unwrap()),
+        "completed",
+        "{:?}",
+        quiet_events.last()
+    );
+    assert_eq!(streamed_text(&quiet_events), "quick answer");
+    assert_eq!(
+        kind(flood_events.last().unwrap()),
+        "completed",
+        "{:?}",
+        flood_events.last()
+    );
+    assert_eq!(
+        streamed_text(&flood_events),
+        flood,
+        "every character arrives, in order"
+    );
+    // Deltas are merged on the way: the log is not one event per chunk.
+    assert!(flood_events.len() < 20_000, "{} events", flood_events.len());
+}
+
+/// Runs `prompt` as `client`'s user to its end and returns the stored prompt.
+async fn run_to_end(
+    client: &agentic_client::Client,
+    prompt: NewPrompt,
+) -> agentic_proto::v1::Prompt {
+    let created = client.create_prompt(prompt).await.unwrap();
+    collect(client, &created.id, 0).await;
+    client.get_prompt(&created.id).await.unwrap()
+}
+
+async fn new_conversation(client: &agentic_client::Client) -> String {
+    client
+        .create_conversation(agentic_client::NewConversation::default())
+        .await
+        .unwrap()
+        .id
+}
+
+#[tokio::test]
+async fn a_code_result_nested_47_deep_is_stored_readably_and_the_conversation_goes_on() {
+    let deep = "let v = 1; for (let i = 0; i < 47; i++) { v = {n: v}; } v";
+    let stack = Stack::start(vec![
+        Rule::new(
+            Match::All(vec![
+                Match::AnyMessageContains("nest".into()),
+                Match::AssistantTurns(0),
+            ]),
+            Reply::text(deep),
+        ),
+        Rule::new(
+            Match::LastUserContains("nest".into()),
+            Reply::text("done()"),
+        ),
+        Rule::new(Match::Any, Reply::text("done()")),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = new_conversation(&client).await;
+    let nested = run_to_end(
+        &client,
+        NewPrompt::new("nest deeply")
+            .mode("code")
+            .conversation(&conversation),
+    )
+    .await;
+    assert_eq!(
+        nested.state,
+        PromptState::Completed as i32,
+        "{}",
+        nested.error
+    );
+    let (_, result) = tool_of(&nested.output[0]).unwrap();
+    let marker = result.unwrap().to_string();
+    assert!(marker.contains("deeper than 24 levels"), "{marker}");
+    // The log replays, listings work, and the conversation takes the next prompt.
+    let replay = collect(&client, &nested.id, 0).await;
+    assert_eq!(kind(replay.last().unwrap()), "completed");
+    assert!(
+        !client
+            .list_prompts(Some(&conversation))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let next = run_to_end(
+        &client,
+        NewPrompt::new("and then")
+            .mode("code")
+            .conversation(&conversation),
+    )
+    .await;
+    assert_eq!(next.state, PromptState::Completed as i32, "{}", next.error);
+}
+
+#[tokio::test]
+async fn tool_arguments_nested_too_deep_are_refused_with_an_error_the_model_sees() {
+    use serde_json::json;
+    let mut deep = json!(1);
+    for _ in 0..44 {
+        deep = json!({ "n": deep });
+    }
+    let stack = Stack::start(vec![
+        calls(Match::NoToolResults, vec![call("demo__echo", deep)]),
+        text(Match::HasToolResults, "understood: {last_tool_result}"),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = new_conversation(&client).await;
+    let prompt = run_to_end(&client, NewPrompt::new("echo").conversation(&conversation)).await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    let (_, result) = tool_of(&prompt.output[0]).unwrap();
+    let error = result.unwrap_err();
+    assert!(error.contains("nested deeper than 24 levels"), "{error}");
+    let answer = prompt.output.iter().find_map(text_of).unwrap();
+    assert!(
+        answer.contains("nested deeper"),
+        "the model saw why: {answer}"
+    );
+    let next = run_to_end(&client, NewPrompt::new("again").conversation(&conversation)).await;
+    assert_eq!(next.state, PromptState::Completed as i32, "{}", next.error);
+}
+
+#[tokio::test]
+async fn huge_answers_are_stored_cut_and_a_conversation_of_them_stays_usable() {
+    // One "word" of 1.5 MB: the stand-in streams it as one chunk.
+    let huge = "y".repeat(1_500_000);
+    let stack = Stack::start(vec![
+        Rule::new(Match::LastUserContains("big".into()), Reply::text(huge)),
+        text(Match::Any, "small answer"),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = new_conversation(&client).await;
+    // Twelve answers of 1.5 MB: more than one message (16 MiB) could carry as history.
+    for _ in 0..12 {
+        let prompt = run_to_end(&client, NewPrompt::new("big").conversation(&conversation)).await;
+        assert_eq!(
+            prompt.state,
+            PromptState::Completed as i32,
+            "{}",
+            prompt.error
+        );
+        let answer = prompt.output.iter().find_map(text_of).unwrap();
+        assert!(
+            answer.len() < 1_100_000,
+            "stored whole: {} bytes",
+            answer.len()
+        );
+        assert!(answer.ends_with("bytes in all]"), "says it was cut");
+    }
+    let listed = client.list_prompts(Some(&conversation)).await.unwrap();
+    assert_eq!(listed.len(), 12);
+    assert!(
+        listed.iter().all(|prompt| prompt.output.is_empty()),
+        "summaries only"
+    );
+    let next = run_to_end(
+        &client,
+        NewPrompt::new("still there?").conversation(&conversation),
+    )
+    .await;
+    assert_eq!(next.state, PromptState::Completed as i32, "{}", next.error);
+    let asked = stack
+        .model
+        .requests()
+        .last()
+        .unwrap()
+        .body
+        .to_string()
+        .len();
+    assert!(
+        asked < 6_000_000,
+        "the history sent to the model is bounded: {asked} bytes"
+    );
+}
+
+#[tokio::test]
+async fn a_run_is_bounded_by_its_timeout_the_callers_deadline_and_the_operators_maximum() {
+    use std::time::Duration;
+    let stack = Stack::start_with(
+        vec![
+            Rule::new(Match::LastUserContains("hang".into()), Reply::Hang),
+            text(Match::Any, "quick answer"),
+        ],
+        StackOptions {
+            max_run_secs: 2,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let failed_with = |prompt: agentic_proto::v1::Prompt| {
+        assert_eq!(prompt.state, PromptState::Failed as i32, "{prompt:?}");
+        prompt.error
+    };
+    // Its own timeout.
+    let asked = run_to_end(
+        &alice,
+        NewPrompt::new("hang").timeout(Duration::from_millis(300)),
+    )
+    .await;
+    assert!(failed_with(asked).contains("time limit of 300 ms"));
+    // The operator's maximum caps a longer one.
+    let greedy = run_to_end(
+        &alice,
+        NewPrompt::new("hang").timeout(Duration::from_secs(600)),
+    )
+    .await;
+    assert!(failed_with(greedy).contains("time limit of 2000 ms"));
+    // The caller's gRPC deadline on CreatePrompt counts like a timeout.
+    let mut gateway = gateway_for(&stack, "alice").await;
+    let mut request = tonic::Request::new(agentic_proto::v1::CreatePromptRequest {
+        input: "hang".into(),
+        ..Default::default()
+    });
+    request.set_timeout(Duration::from_millis(400));
+    let created = gateway.create_prompt(request).await.unwrap().into_inner();
+    collect(&alice, &created.id, 0).await;
+    let deadline = alice.get_prompt(&created.id).await.unwrap();
+    assert!(failed_with(deadline).contains("time limit of 400 ms"));
+    // Everyone else is served meanwhile.
+    let quick = run_to_end(&alice, NewPrompt::new("hello")).await;
+    assert_eq!(quick.state, PromptState::Completed as i32);
+}
+
+#[tokio::test]
+async fn a_request_larger_than_any_legitimate_one_is_refused_and_the_gateway_keeps_serving() {
+    let stack = Stack::start(vec![text(Match::Any, "hi")]).await.unwrap();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    let refused = gateway
+        .create_prompt(agentic_proto::v1::CreatePromptRequest {
+            input: "x".repeat(prompt_gateway::MAX_REQUEST_BYTES + 1),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::OutOfRange, "{refused:?}");
+    // The largest legitimate request still fits.
+    let largest = gateway
+        .create_prompt(agentic_proto::v1::CreatePromptRequest {
+            input: "x".repeat(256 * 1024),
+            ..Default::default()
+        })
+        .await;
+    assert!(largest.is_ok(), "{largest:?}");
 }

@@ -41,6 +41,7 @@ pub async fn one_shot(
             model: request.model,
             conversation_id: Some(conversation_id),
             max_rounds: 0,
+            timeout: None,
         })
         .await?;
     writeln!(

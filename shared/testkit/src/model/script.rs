@@ -29,6 +29,10 @@ pub struct Rule {
     /// Reported usage as (prompt tokens, completion tokens); `DEFAULT_USAGE` when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<(u64, u64)>,
+    /// Pause between the chunks of a streamed answer, in milliseconds (0: back to back), as
+    /// a model that writes as it thinks.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub chunk_delay_ms: u64,
 }
 
 impl Rule {
@@ -39,7 +43,14 @@ impl Rule {
             times: None,
             delay_ms: 0,
             usage: None,
+            chunk_delay_ms: 0,
         }
+    }
+
+    /// Streams the answer's chunks `ms` milliseconds apart.
+    pub fn chunk_delay_ms(mut self, ms: u64) -> Rule {
+        self.chunk_delay_ms = ms;
+        self
     }
 
     /// Answers at most `n` times, then lets later rules answer.

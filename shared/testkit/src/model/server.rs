@@ -171,7 +171,10 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
         usage: rule.usage.unwrap_or(DEFAULT_USAGE),
     };
     if request.stream {
-        stream_response(completion.to_chunks(request.wants_usage_chunk()))
+        stream_response(
+            completion.to_chunks(request.wants_usage_chunk()),
+            Duration::from_millis(rule.chunk_delay_ms),
+        )
     } else {
         axum::Json(completion.to_response()).into_response()
     }
@@ -191,25 +194,30 @@ fn wire_call(state: &ServerState, placeholders: &Placeholders, call: &ScriptedCa
 
 /// Server-sent events, one body frame per event. Yielding before each event makes hyper flush
 /// what it has, so chunks leave as separate writes rather than one coalesced buffer.
-fn stream_response(chunks: Vec<Value>) -> Response {
+fn stream_response(chunks: Vec<Value>, pause: Duration) -> Response {
     let events = chunks
         .into_iter()
         .map(|chunk| format!("data: {chunk}\n\n"))
         .chain(std::iter::once("data: [DONE]\n\n".to_owned()))
         .collect();
-    stream_events(events)
+    stream_events(events, pause)
 }
 
 /// Sends each already framed event as a body frame of its own: the first at once, each
 /// further one after a yield (see [`stream_response`]).
-fn stream_events(events: Vec<String>) -> Response {
-    let body =
-        futures::stream::iter(events.into_iter().enumerate()).then(|(index, event)| async move {
+fn stream_events(events: Vec<String>, pause: Duration) -> Response {
+    let body = futures::stream::iter(events.into_iter().enumerate()).then(
+        move |(index, event)| async move {
             if index > 0 {
-                tokio::task::yield_now().await;
+                if pause.is_zero() {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(pause).await;
+                }
             }
             Ok::<_, Infallible>(Bytes::from(event))
-        });
+        },
+    );
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
@@ -225,10 +233,13 @@ fn stream_events(events: Vec<String>) -> Response {
 /// A 200 answer whose body is not a completion, in the framing the request asked for.
 fn garbage_response(stream: bool, garbage: &str) -> Response {
     if stream {
-        return stream_events(vec![
-            format!("data: {garbage}\n\n"),
-            "data: [DONE]\n\n".to_owned(),
-        ]);
+        return stream_events(
+            vec![
+                format!("data: {garbage}\n\n"),
+                "data: [DONE]\n\n".to_owned(),
+            ],
+            Duration::ZERO,
+        );
     }
     Response::builder()
         .header(header::CONTENT_TYPE, "application/json")
