@@ -400,6 +400,8 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         max_tool_calls: 200,
         prompt_limits: Default::default(),
         approval_timeout_secs: 600,
+        max_sandboxes: 64,
+        max_paused_runs: 32,
         tool_timeout_secs: 60,
         internal_token: None,
         check_config: false,

@@ -13,7 +13,7 @@ use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
 use crate::approvals::Approvals;
-use crate::host::{PromptHost, Timeline, running, tool_output};
+use crate::host::{PausedRuns, PromptHost, Timeline, running, tool_output};
 use crate::prompt::{self, CODE_TOOL};
 use crate::sandbox::{self, Limits, Program, Sandboxes, Spent};
 use crate::toolbox::Toolbox;
@@ -32,6 +32,8 @@ pub struct CodeMode {
     pub schemas: Arc<SchemaCache>,
     /// Where the rounds' code runs (shared with `RunCode`).
     pub sandboxes: Sandboxes,
+    /// The bound on this executor's runs paused for approval at once.
+    pub paused_runs: PausedRuns,
 }
 
 /// Why a run stopped before finishing.
@@ -126,6 +128,7 @@ impl CodeMode {
             tier: request.tier,
             approvals: Arc::clone(approvals),
             approval_timeout: self.approval_timeout,
+            paused: self.paused_runs.for_run(),
         });
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);

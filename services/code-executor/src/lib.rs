@@ -56,6 +56,15 @@ pub struct Config {
     /// does not count against the run's wall-clock budget.
     #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub approval_timeout_secs: u64,
+    /// Runs in sandboxes at once (running code, or waiting inside a tool call or for
+    /// approval); more wait for a slot, at most for their time limit.
+    #[arg(long, env = "CODE_MAX_SANDBOXES", default_value_t = sandbox::DEFAULT_MAX_SANDBOXES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub max_sandboxes: usize,
+    /// Runs paused for a person's approval at once (they keep their sandbox meanwhile);
+    /// past it, a call that needs approval fails with an error the code sees. Keep it below
+    /// --max-sandboxes so paused runs never fill the executor.
+    #[arg(long, env = "CODE_MAX_PAUSED_RUNS", default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub max_paused_runs: usize,
     /// Seconds a tool call may take when the tool-host names no limit for the tool; a call
     /// past it fails with an error the code sees.
     #[arg(long, env = "AGENTIC_TOOL_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
@@ -179,7 +188,7 @@ pub async fn run(
     let limits = config.limits();
     let schemas = Arc::new(SchemaCache::default());
     // One set of warm sandbox threads for code mode and `RunCode`.
-    let sandboxes = sandbox::Sandboxes::default();
+    let sandboxes = sandbox::Sandboxes::new(config.max_sandboxes);
     let runner = CodeRunnerServer::new(CodeRunnerService {
         model: Arc::clone(&model),
         tool_host: tool_host.clone(),
@@ -197,6 +206,7 @@ pub async fn run(
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         schemas,
         sandboxes,
+        paused_runs: host::PausedRuns::new(config.max_paused_runs),
     };
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let runner = tonic::service::interceptor::InterceptedService::new(runner, require.clone());

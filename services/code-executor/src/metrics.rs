@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use agentic_telemetry::metrics::{Instruments, OUTCOME};
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Histogram, Meter};
+use opentelemetry::metrics::{Counter, Histogram, Meter};
 
 use crate::sandbox::RunOutcome;
 
 struct Sandbox {
     duration: Histogram<f64>,
+    /// Runs that found no free sandbox in time, or no room to wait for approval.
+    refused: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -22,7 +24,17 @@ static INSTRUMENTS: Instruments<Sandbox> = Instruments::new(|meter: &Meter| Sand
             0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
         ])
         .build(),
+    refused: meter
+        .u64_counter("agentic.sandbox.refused")
+        .with_description("Sandbox runs and approval waits refused because the executor was full")
+        .with_unit("{run}")
+        .build(),
 });
+
+/// A run got no sandbox slot in time (or no room to wait for approval).
+pub(crate) fn sandbox_refused() {
+    INSTRUMENTS.get().refused.add(1, &[]);
+}
 
 /// A sandbox run that ended (one that was dropped, i.e. cancelled, is not recorded).
 pub(crate) fn sandbox_run(elapsed: Duration, outcome: &RunOutcome) {

@@ -79,6 +79,10 @@ pub struct StackOptions {
     pub code_run_timeout_ms: u64,
     /// How long code mode waits for a person to decide on a tool call.
     pub code_approval_timeout_secs: u64,
+    /// Code runs in sandboxes at once.
+    pub code_max_sandboxes: usize,
+    /// Code runs paused for approval at once.
+    pub code_max_paused_runs: usize,
     /// Deadline of a tool call in both executors when the tool-host names none (s).
     pub tool_timeout_secs: u64,
     /// Tool calls of one classic reply running at once.
@@ -130,6 +134,8 @@ impl Default for StackOptions {
             classic_max_rounds: None,
             code_run_timeout_ms: 30_000,
             code_approval_timeout_secs: 600,
+            code_max_sandboxes: 64,
+            code_max_paused_runs: 32,
             tool_timeout_secs: 60,
             classic_max_concurrent_tool_calls: 8,
             classic_max_tool_calls_per_reply: 64,
@@ -423,6 +429,8 @@ impl Stack {
             max_tool_calls: 200,
             prompt_limits: Default::default(),
             approval_timeout_secs: options.code_approval_timeout_secs,
+            max_sandboxes: options.code_max_sandboxes,
+            max_paused_runs: options.code_max_paused_runs,
             tool_timeout_secs: options.tool_timeout_secs,
             internal_token: options.internal_token.clone(),
             check_config: false,

@@ -5,8 +5,8 @@
 
 use agentic_client::NewPrompt;
 use agentic_proto::v1::{Prompt, PromptEvent, PromptState};
-use agentic_testkit::Stack;
 use agentic_testkit::model::{Match, Reply, Rule};
+use agentic_testkit::{Stack, StackOptions};
 use serde_json::json;
 
 use crate::support::*;
@@ -292,4 +292,75 @@ async fn run_code_answers_without_repeating_large_tool_inputs_and_outputs() {
     assert_eq!(result["result"], json!("echoed"));
     assert_eq!(result["tool_calls"], json!(5));
     others_are_served(&stack).await;
+}
+
+#[tokio::test]
+async fn runs_paused_for_approval_have_a_bound_of_their_own_and_others_run_meanwhile() {
+    let code = r#"let message;
+try {
+  message = "ran: " + demoDangerous({action: "deploy"}).done;
+} catch (error) {
+  message = "caught: " + error.message;
+}
+complete({response: message});"#;
+    let stack = Stack::start_with(
+        vec![
+            Rule::new(Match::LastUserContains("deploy".into()), Reply::text(code)),
+            Rule::new(Match::Any, Reply::text("complete({response: 'plain'})")),
+        ],
+        StackOptions {
+            code_max_paused_runs: 1,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let bob = stack.client("bob").await.unwrap();
+    let code_prompt = |input: &str| NewPrompt::new(input).mode("code");
+
+    // Alice's run pauses, holding the one slot for paused runs.
+    let waiting = alice.create_prompt(code_prompt("deploy")).await.unwrap();
+    let paused = collect(&alice, &waiting.id, 0).await;
+    assert_eq!(kind(paused.last().unwrap()), "waiting");
+
+    // Bob's call that needs approval fails at once, with why; his code goes on.
+    let refused = bob.create_prompt(code_prompt("deploy")).await.unwrap();
+    collect(&bob, &refused.id, 0).await;
+    let refused = bob.get_prompt(&refused.id).await.unwrap();
+    let answer = refused.output.iter().find_map(text_of).unwrap_or_default();
+    assert!(
+        answer.contains("caught: ") && answer.contains("already wait for a person's approval"),
+        "{answer:?}"
+    );
+    // Code that needs no approval runs meanwhile.
+    let plain = bob.create_prompt(code_prompt("plain")).await.unwrap();
+    assert_eq!(
+        kind(collect(&bob, &plain.id, 0).await.last().unwrap()),
+        "completed"
+    );
+
+    // Once alice's pause ends, the slot is free again.
+    let call_id = paused
+        .iter()
+        .find_map(|event| match &event.kind {
+            Some(agentic_proto::v1::prompt_event::Kind::ApprovalRequested(request)) => {
+                Some(request.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    alice
+        .approve_tool_call(&waiting.id, &call_id)
+        .await
+        .unwrap();
+    let rest = collect(&alice, &waiting.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    let again = bob.create_prompt(code_prompt("deploy")).await.unwrap();
+    let events = collect(&bob, &again.id, 0).await;
+    assert_eq!(
+        kind(events.last().unwrap()),
+        "waiting",
+        "bob's call may wait now"
+    );
 }

@@ -105,6 +105,64 @@ pub struct PromptHost {
     pub approvals: Arc<Approvals>,
     /// How long a call waits for that decision.
     pub approval_timeout: Duration,
+    /// This run's place among the executor's runs paused for approval.
+    pub paused: PausedRun,
+}
+
+/// The bound on runs paused for approval at once in one code-executor. A paused run keeps
+/// its sandbox (thread and memory) while a person decides, for up to the approval timeout:
+/// without a bound of their own, paused runs could fill every sandbox slot and stall
+/// everyone else. Past it, a call that needs approval fails with an error the code sees.
+#[derive(Clone, Debug)]
+pub struct PausedRuns {
+    slots: Arc<tokio::sync::Semaphore>,
+    max: usize,
+}
+
+impl PausedRuns {
+    pub fn new(max: usize) -> PausedRuns {
+        PausedRuns {
+            slots: Arc::new(tokio::sync::Semaphore::new(max)),
+            max,
+        }
+    }
+
+    /// One run's place, empty until it asks for approval.
+    pub fn for_run(&self) -> PausedRun {
+        PausedRun {
+            runs: self.clone(),
+            held: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+/// A run's slot among the paused runs, held from its first approval request until its
+/// calls are settled.
+#[derive(Debug)]
+pub struct PausedRun {
+    runs: PausedRuns,
+    held: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+}
+
+impl PausedRun {
+    /// Holds a slot (if it does not already); false when every slot is taken.
+    fn hold(&self) -> bool {
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if held.is_none() {
+            *held = Arc::clone(&self.runs.slots).try_acquire_owned().ok();
+        }
+        held.is_some()
+    }
+
+    fn release(&self) {
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
 }
 
 const CLOSED: &str = "the prompt was cancelled";
@@ -154,7 +212,9 @@ impl Host for PromptHost {
             }
         }
         let finishing = started.into_iter().map(|call| self.finish(call, clock));
-        futures::future::join_all(finishing).await
+        let answers = futures::future::join_all(finishing).await;
+        self.paused.release();
+        answers
     }
 
     async fn output(&self, text: String) {
@@ -221,6 +281,13 @@ impl PromptHost {
     async fn start(&self, tool_id: String, input: Json) -> Result<Started, StreamClosed> {
         let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
         let next = match self.toolbox.check(&tool_id, &input) {
+            Ok(spec) if spec.requires_approval && !self.paused.hold() => {
+                crate::metrics::sandbox_refused();
+                Next::Refuse(format!(
+                    "not run: {} runs of this executor already wait for a person's approval; try again later",
+                    self.paused.runs.max
+                ))
+            }
             Ok(spec) if spec.requires_approval => {
                 Next::AwaitApproval(self.approvals.expect(&call_id))
             }

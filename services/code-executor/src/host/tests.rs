@@ -124,6 +124,7 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         tier: Tier::Normal,
         approvals,
         approval_timeout,
+        paused: super::PausedRuns::new(8).for_run(),
     });
     Prompt {
         host,

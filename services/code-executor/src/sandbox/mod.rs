@@ -241,21 +241,39 @@ pub struct RunOutcome {
 
 /// Where runs happen: the warm sandbox threads of one executor (see `warm`). Clones share
 /// them; they end when the last clone is dropped.
+///
+/// At most `max_sandboxes` runs are in sandboxes at once (each holds a thread and up to its
+/// memory limit, for as long as it runs or waits inside a host call); a run beyond that
+/// waits for a slot, at most for its own time budget, and then fails with an error the
+/// model sees. One user's flood thus queues instead of exhausting the process.
 #[derive(Clone)]
 pub struct Sandboxes {
     pool: warm::Pool,
+    slots: Arc<tokio::sync::Semaphore>,
+    max_sandboxes: usize,
 }
+
+/// Runs in sandboxes at once by default.
+pub const DEFAULT_MAX_SANDBOXES: usize = 64;
 
 impl Default for Sandboxes {
     fn default() -> Sandboxes {
-        Sandboxes::with_config(warm::Config::default())
+        Sandboxes::new(DEFAULT_MAX_SANDBOXES)
     }
 }
 
 impl Sandboxes {
-    fn with_config(config: warm::Config) -> Sandboxes {
+    /// Warm threads as configured by default, and at most `max_sandboxes` runs at once.
+    pub fn new(max_sandboxes: usize) -> Sandboxes {
+        Sandboxes::with_config(warm::Config::default(), max_sandboxes)
+    }
+
+    fn with_config(config: warm::Config, max_sandboxes: usize) -> Sandboxes {
+        let max_sandboxes = max_sandboxes.max(1);
         Sandboxes {
             pool: warm::Pool::new(config),
+            slots: Arc::new(tokio::sync::Semaphore::new(max_sandboxes)),
+            max_sandboxes,
         }
     }
 
@@ -271,6 +289,27 @@ impl Sandboxes {
     /// Cancel-safe: dropping the returned future interrupts the JavaScript at its next check,
     /// drops any host call in flight and lets the sandbox thread finish within milliseconds.
     pub async fn run(&self, program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOutcome {
+        // Held until the run ends; a run that gets no slot within its budget never starts.
+        let Ok(Ok(_slot)) =
+            tokio::time::timeout(limits.timeout, Arc::clone(&self.slots).acquire_owned()).await
+        else {
+            crate::metrics::sandbox_refused();
+            tracing::warn!(
+                max_sandboxes = self.max_sandboxes,
+                "no sandbox slot freed within the run's budget"
+            );
+            return RunOutcome {
+                result: Err(CodeError::unpositioned(format!(
+                    "The code could not run: all {} sandboxes of the code-executor stayed busy for the whole time limit; try again later",
+                    self.max_sandboxes
+                ))),
+                logs: Vec::new(),
+                completion: None,
+                spent: program.spent,
+                memory: program.memory,
+                tool_calls: 0,
+            };
+        };
         let (cancel_on_drop, cancel) = session::cancellation();
         // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
         let memory_before = program.memory.clone();

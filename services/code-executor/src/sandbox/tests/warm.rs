@@ -12,7 +12,7 @@ use super::super::{Limits, Program, RunOutcome, Sandboxes};
 use super::{TestHost, limits_with_timeout, program, without_tool_call_limits};
 
 fn pool(config: Config) -> Sandboxes {
-    Sandboxes::with_config(config)
+    Sandboxes::with_config(config, super::super::DEFAULT_MAX_SANDBOXES)
 }
 
 /// One warm thread, never ended for being idle.
@@ -327,4 +327,32 @@ async fn dropping_the_last_handle_ends_the_warm_threads() {
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_beyond_the_sandbox_slots_wait_for_one_and_give_up_at_their_time_limit() {
+    let pool = Sandboxes::with_config(Config::default(), 1);
+    // Takes the only slot first, and holds it inside a tool call.
+    let holding = run_with(
+        &pool,
+        program("sleep({ ms: 1500 });\n1"),
+        limits_with_timeout(10_000),
+    );
+    let later = |code: &'static str, timeout_ms: u64| {
+        let pool = pool.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            run_with(&pool, program(code), limits_with_timeout(timeout_ms)).await
+        }
+    };
+    let (held, impatient, patient) = tokio::join!(holding, later("2", 300), later("3", 10_000));
+    assert_eq!(held.0.result, Ok(json!(1)));
+    let refused = impatient.0.result.unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("all 1 sandboxes of the code-executor stayed busy"),
+        "{refused:?}"
+    );
+    assert_eq!(patient.0.result, Ok(json!(3)), "a run waits its turn");
 }
