@@ -230,15 +230,13 @@ async fn a_flood_of_llm_calls_ends_at_the_prompts_call_limit() {
     others_are_served(&stack).await;
 }
 
-/// Passes on the code before issue 13 too: the toolbox already hid `interpreter.run-code`
-/// from every sandbox. It pins that runs nest one deep at most.
-#[tokio::test]
-async fn code_run_through_run_code_cannot_start_run_code_again() {
-    let code = "[typeof interpreterRunCode, callTool('interpreter.run-code', {code: '1'})]";
-    let stack = Stack::start(vec![
+/// A stack whose model answers a classic prompt saying `trigger` by running `code` through
+/// `interpreter.run-code`, then says "done"; other users' prompts are answered at once.
+async fn run_code_stack(trigger: &str, code: &str) -> Stack {
+    Stack::start(vec![
         calls(
             Match::All(vec![
-                Match::LastUserContains("nest".into()),
+                Match::LastUserContains(trigger.into()),
                 Match::NoToolResults,
             ]),
             vec![call("interpreter__run-code", json!({ "code": code }))],
@@ -247,7 +245,15 @@ async fn code_run_through_run_code_cannot_start_run_code_again() {
         bystander(),
     ])
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// Passes on the code before issue 13 too: the toolbox already hid `interpreter.run-code`
+/// from every sandbox. It pins that runs nest one deep at most.
+#[tokio::test]
+async fn code_run_through_run_code_cannot_start_run_code_again() {
+    let code = "[typeof interpreterRunCode, callTool('interpreter.run-code', {code: '1'})]";
+    let stack = run_code_stack("nest", code).await;
     let client = stack.client("mallory").await.unwrap();
     let prompt = client.create_prompt(NewPrompt::new("nest")).await.unwrap();
     collect(&client, &prompt.id, 0).await;
@@ -266,19 +272,7 @@ async fn code_run_through_run_code_cannot_start_run_code_again() {
 async fn run_code_answers_without_repeating_large_tool_inputs_and_outputs() {
     // Five megabyte inputs echoed back would be ten megabytes of answer.
     let code = "for (let i = 0; i < 5; i++) demoEcho({blob: 'x'.repeat(1024 * 1024)});\n'echoed'";
-    let stack = Stack::start(vec![
-        calls(
-            Match::All(vec![
-                Match::LastUserContains("echo a lot".into()),
-                Match::NoToolResults,
-            ]),
-            vec![call("interpreter__run-code", json!({ "code": code }))],
-        ),
-        text(Match::HasToolResults, "done"),
-        bystander(),
-    ])
-    .await
-    .unwrap();
+    let stack = run_code_stack("echo a lot", code).await;
     let client = stack.client("mallory").await.unwrap();
     let prompt = client
         .create_prompt(NewPrompt::new("echo a lot"))
