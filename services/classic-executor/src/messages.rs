@@ -106,10 +106,7 @@ pub fn shown(text: &str, what: &str, max_bytes: usize, artifact_id: Option<&str>
     if text.len() <= max_bytes {
         return text.to_owned();
     }
-    let mut cut = max_bytes;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
+    let cut = text.floor_char_boundary(max_bytes);
     let whole = match artifact_id {
         Some(id) => format!(
             "; the whole {what} is artifact {id} (artifact.get reads it, getArtifact in interpreter.run-code can take it apart)"

@@ -205,14 +205,16 @@ pub async fn probe_with_tls(
     if let Some(tls) = tls {
         endpoint = endpoint
             .tls_config_with_verifier(ClientTlsConfig::new(), tls.pinned_verifier())
-            .map_err(|error| ProbeError::Unreachable(error_chain(&error)))?;
+            .map_err(|error| {
+                ProbeError::Unreachable(agentic_telemetry::errors::error_chain(&error))
+            })?;
     }
     let channel = endpoint
         .connect_timeout(Duration::from_secs(2))
         .timeout(Duration::from_secs(2))
         .connect()
         .await
-        .map_err(|error| ProbeError::Unreachable(error_chain(&error)))?;
+        .map_err(|error| ProbeError::Unreachable(agentic_telemetry::errors::error_chain(&error)))?;
     let request = tonic_health::pb::HealthCheckRequest {
         service: String::new(),
     };
@@ -234,15 +236,4 @@ pub enum ProbeError {
     Unreachable(String),
     #[error("the service is {0}")]
     NotServing(String),
-}
-
-/// An error and its causes on one line (transport errors say little without their causes).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text = format!("{text}: {cause}");
-        source = cause.source();
-    }
-    text
 }

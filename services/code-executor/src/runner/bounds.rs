@@ -95,10 +95,7 @@ fn cut(text: &str, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text.to_owned();
     }
-    let mut end = max_bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max_bytes);
     format!("{}… (cut, {} bytes in all)", &text[..end], text.len())
 }
 

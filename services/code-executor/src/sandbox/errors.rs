@@ -88,10 +88,7 @@ pub(super) fn cut(mut text: String, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text;
     }
-    let mut end = max_bytes;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max_bytes);
     text.truncate(end);
     text.push_str("… (cut)");
     text

@@ -189,7 +189,7 @@ impl Plugin for ArtifactPlugin {
             Ok(count) => count,
             Err(error) => {
                 // Context is a nicety; the prompt goes on without it.
-                tracing::warn!(error = %error_chain(error), "could not count the user's artifacts");
+                tracing::warn!(error = %agentic_telemetry::errors::error_chain(&error), "could not count the user's artifacts");
                 return Vec::new();
             }
         };
@@ -241,12 +241,8 @@ fn summary(meta: &ArtifactMeta) -> Value {
 fn internal(error: Error) -> ToolFailure {
     ToolFailure::withheld(
         "the artifact store failed; try again later",
-        &error_chain(error),
+        &agentic_telemetry::errors::error_chain(&error),
     )
-}
-
-fn error_chain(error: Error) -> String {
-    format!("{:#}", anyhow::Error::from(error))
 }
 
 /// `2024-05-01T12:00:00.000Z` from milliseconds since the Unix epoch (UTC, proleptic

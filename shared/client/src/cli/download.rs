@@ -162,11 +162,7 @@ fn numbered(name: &str, attempt: u32) -> String {
 /// whole within [`MAX_NAME_BYTES`].
 fn bounded(stem: &str, suffix: &str, extension: &str) -> String {
     let room = MAX_NAME_BYTES.saturating_sub(suffix.len() + extension.len());
-    let mut end = room.min(stem.len());
-    while !stem.is_char_boundary(end) {
-        end -= 1;
-    }
-    let stem = &stem[..end];
+    let stem = &stem[..stem.floor_char_boundary(room)];
     let stem = if stem.is_empty() { FALLBACK_NAME } else { stem };
     format!("{stem}{suffix}{extension}")
 }
