@@ -212,6 +212,14 @@ pub fn assert_all_overlap(prompt: &Prompt, function: &str, count: usize) {
 /// What the demo plugin of the tool-host at `address` says about its calls in flight, e.g.
 /// `"1 demo.sleep calls in flight"`: proof that a cancelled call was really dropped.
 pub async fn demo_calls_in_flight(address: std::net::SocketAddr) -> String {
+    demo_context(address, "demo")
+        .await
+        .expect("the demo plugin reports its calls in flight")
+}
+
+/// The context item `name` the tool-host at `address` offers (the demo plugin reports its
+/// calls in flight as `demo` and `demo.hang`).
+pub async fn demo_context(address: std::net::SocketAddr, name: &str) -> Option<String> {
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
         .unwrap()
         .connect()
@@ -230,9 +238,8 @@ pub async fn demo_calls_in_flight(address: std::net::SocketAddr) -> String {
         .context;
     context
         .into_iter()
-        .find(|item| item.name == "demo")
-        .unwrap()
-        .content
+        .find(|item| item.name == name)
+        .map(|item| item.content)
 }
 
 /// Polls the demo plugin of the tool-host at `address` until `expected` calls are in flight,

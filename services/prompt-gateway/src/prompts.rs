@@ -120,10 +120,7 @@ fn reduced(mut prompt: Prompt) -> Prompt {
     prompt.output.retain_mut(|output| match &mut output.kind {
         Some(prompt_output::Kind::Text(text)) => {
             if text.content.len() > REDUCED_TEXT_BYTES {
-                let mut end = REDUCED_TEXT_BYTES;
-                while !text.content.is_char_boundary(end) {
-                    end -= 1;
-                }
+                let end = text.content.floor_char_boundary(REDUCED_TEXT_BYTES);
                 text.content.truncate(end);
                 text.content.push_str("\n[… cut: the answer was longer]");
             }
@@ -274,16 +271,18 @@ impl Prompts {
             let Some(past) = self.store.prompt(&prompt.user_id, &id).await? else {
                 continue;
             };
-            let past = if past.encoded_len() <= budget {
-                past
+            let whole = past.encoded_len();
+            let (past, size) = if whole <= budget {
+                (past, whole)
             } else {
                 let reduced = reduced(past);
-                if reduced.encoded_len() > budget {
+                let size = reduced.encoded_len();
+                if size > budget {
                     break;
                 }
-                reduced
+                (reduced, size)
             };
-            budget -= past.encoded_len();
+            budget -= size;
             history.push(past);
         }
         history.reverse();

@@ -1233,11 +1233,7 @@ impl Store {
                 .await
         })?;
         rows.into_iter()
-            .map(|(sequence, payload)| {
-                let mut event = PromptEvent::decode(payload.as_slice())?;
-                event.sequence = unsigned(sequence);
-                Ok(event)
-            })
+            .map(|(sequence, payload)| stored_event(sequence, &payload))
             .collect()
     }
 
@@ -1279,12 +1275,7 @@ impl Store {
         let events = rows
             .into_iter()
             .filter_map(|(_, sequence, payload)| Some((sequence?, payload?)))
-            .map(|(sequence, payload)| {
-                // The row's sequence is the event's (a payload may be stored without it).
-                let mut event = PromptEvent::decode(payload.as_slice())?;
-                event.sequence = unsigned(sequence);
-                Ok(event)
-            })
+            .map(|(sequence, payload)| stored_event(sequence, &payload))
             .collect::<Result<_, GatewayError>>()?;
         Ok(Some(EventPage { state, events }))
     }
@@ -1713,6 +1704,14 @@ impl Wakeups {
             });
         }
     }
+}
+
+/// An event row as the client gets it: the row's sequence is the event's (a payload may be
+/// stored without it).
+fn stored_event(sequence: i64, payload: &[u8]) -> Result<PromptEvent, GatewayError> {
+    let mut event = PromptEvent::decode(payload)?;
+    event.sequence = unsigned(sequence);
+    Ok(event)
 }
 
 /// Milliseconds since the Unix epoch, by this machine's clock. Leases compare the clocks of

@@ -65,14 +65,22 @@ pub fn approximate_size(value: &Json, limit: usize) -> usize {
 /// `value` as it may be stored: itself when within the bounds, else a marker object saying
 /// why and (for a large value) a preview of its JSON text.
 pub fn storable_value(value: Json) -> Json {
+    storable_sized(value).0
+}
+
+/// [`storable_value`] with about how many bytes of JSON text the stored value has.
+pub fn storable_sized(value: Json) -> (Json, usize) {
+    /// What a marker adds besides its preview.
+    const MARKER_BYTES: usize = 128;
     if deeper_than(&value, MAX_STORED_DEPTH) {
-        return json!({
+        let marker = json!({
             "_not_stored": format!("the value is nested deeper than {MAX_STORED_DEPTH} levels"),
         });
+        return (marker, MARKER_BYTES);
     }
     let size = approximate_size(&value, MAX_STORED_VALUE_BYTES);
     if size <= MAX_STORED_VALUE_BYTES {
-        return value;
+        return (value, size);
     }
     let text = value.to_string();
     let mut marker = Map::new();
@@ -85,9 +93,9 @@ pub fn storable_value(value: Json) -> Json {
     );
     marker.insert(
         "preview".into(),
-        Json::String(prefix(&text, PREVIEW_BYTES).to_owned()),
+        Json::String(text[..text.floor_char_boundary(PREVIEW_BYTES)].to_owned()),
     );
-    Json::Object(marker)
+    (Json::Object(marker), PREVIEW_BYTES + MARKER_BYTES)
 }
 
 /// `text` as it may be stored: itself up to `limit` bytes, else its start and a line saying
@@ -97,21 +105,9 @@ pub fn storable_text(text: String, limit: usize) -> String {
         return text;
     }
     let total = text.len();
-    let mut cut = prefix(&text, limit).to_owned();
+    let mut cut = text[..text.floor_char_boundary(limit)].to_owned();
     cut.push_str(&format!("\n[… truncated: {total} bytes in all]"));
     cut
-}
-
-/// The longest start of `text` of at most `limit` bytes that ends on a character boundary.
-fn prefix(text: &str, limit: usize) -> &str {
-    if text.len() <= limit {
-        return text;
-    }
-    let mut end = limit;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]

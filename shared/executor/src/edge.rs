@@ -197,24 +197,41 @@ impl RunBounds {
 
     fn output(&mut self, output: Output) -> Output {
         let limit = bounds::MAX_STORED_TEXT_BYTES;
-        let output = match output {
-            Output::Text(text) => Output::Text(bounds::storable_text(text, limit)),
-            Output::Tool(mut call) => {
-                call.input = bounds::storable_value(call.input);
-                call.result = match call.result {
-                    ToolResult::Success { output } => ToolResult::Success {
-                        output: bounds::storable_value(output),
-                    },
-                    ToolResult::Error { error } => ToolResult::Error {
-                        error: bounds::storable_text(error, limit),
-                    },
-                    pending => pending,
-                };
-                Output::Tool(call)
+        // Each value is bounded and measured once; the size is what the budget is charged.
+        let (output, size) = match output {
+            Output::Text(text) => {
+                let text = bounds::storable_text(text, limit);
+                let size = text.len();
+                (Output::Text(text), size)
             }
-            file => file,
+            Output::Tool(mut call) => {
+                let (input, input_size) = bounds::storable_sized(call.input);
+                call.input = input;
+                let (result, result_size) = match call.result {
+                    ToolResult::Success { output } => {
+                        let (output, size) = bounds::storable_sized(output);
+                        (ToolResult::Success { output }, size)
+                    }
+                    ToolResult::Error { error } => {
+                        let error = bounds::storable_text(error, limit);
+                        let size = error.len();
+                        (ToolResult::Error { error }, size)
+                    }
+                    ToolResult::Pending { reason } => {
+                        let size = reason.len();
+                        (ToolResult::Pending { reason }, size)
+                    }
+                };
+                call.result = result;
+                let size = input_size + result_size + call.function.len() + 64;
+                (Output::Tool(call), size)
+            }
+            Output::File(file) => {
+                let size = file.filename.len() + file.mime_type.len() + 128;
+                (Output::File(file), size)
+            }
         };
-        if self.spend(output_size(&output)) {
+        if self.spend(size) {
             return output;
         }
         let note = format!(
@@ -236,23 +253,6 @@ impl RunBounds {
             }
             file => file,
         }
-    }
-}
-
-/// About how many bytes `output` adds to the log.
-fn output_size(output: &Output) -> usize {
-    let limit = bounds::MAX_TIMELINE_BYTES;
-    match output {
-        Output::Text(text) => text.len(),
-        Output::Tool(call) => {
-            let result = match &call.result {
-                ToolResult::Success { output } => bounds::approximate_size(output, limit),
-                ToolResult::Error { error } => error.len(),
-                ToolResult::Pending { reason } => reason.len(),
-            };
-            bounds::approximate_size(&call.input, limit) + result + call.function.len() + 64
-        }
-        Output::File(file) => file.filename.len() + file.mime_type.len() + 128,
     }
 }
 

@@ -200,24 +200,8 @@ async fn a_tool_that_never_answers_fails_its_call_at_the_deadline_and_the_prompt
 
 /// What the demo plugin says about `demo.hang` calls running on the tool-host.
 async fn hanging_calls(stack: &Stack) -> String {
-    let url = format!("http://{}", stack.tool_host_address);
-    let mut tool_host = agentic_proto::v1::tool_host_client::ToolHostClient::connect(url)
+    demo_context(stack.tool_host_address, "demo.hang")
         .await
-        .unwrap();
-    let request = agentic_proto::v1::PrepareRequest {
-        user_id: "alice".into(),
-        ..Default::default()
-    };
-    let context = tool_host
-        .prepare(request)
-        .await
-        .unwrap()
-        .into_inner()
-        .context;
-    context
-        .into_iter()
-        .find(|item| item.name == "demo.hang")
-        .map(|item| item.content)
         .unwrap_or_default()
 }
 
