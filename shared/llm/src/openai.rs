@@ -3,15 +3,12 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use openai_api_rs::v1::api::OpenAIClient;
 use openai_api_rs::v1::chat_completion::chat_completion::{
     ChatCompletionRequest, ChatCompletionResponse,
 };
 use openai_api_rs::v1::chat_completion::{
     self as api, ChatCompletionMessage, Content, MessageRole,
 };
-use openai_api_rs::v1::error::APIError;
-use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use serde::Serialize;
 use serde_json::Value;
@@ -30,28 +27,22 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Talks to any OpenAI-compatible `/chat/completions` endpoint.
 ///
-/// Plain requests (no tools, no streaming) go through openai-api-rs. Streaming and tool
-/// requests are sent with our own reqwest client and SSE reader, because openai-api-rs 10
-/// drops streamed tool-call fragments that lack `id`/`type` (every argument fragment OpenAI
-/// sends), never reports usage in streams, cannot carry an arbitrary JSON Schema as tool
-/// parameters, and keeps HTTP statuses only inside error strings.
+/// Plain requests (no tools, no streaming) are openai-api-rs's request and answer types.
+/// Streaming and tool requests have a body of our own and our SSE reader, because
+/// openai-api-rs 10 drops streamed tool-call fragments that lack `id`/`type` (every argument
+/// fragment OpenAI sends), never reports usage in streams and cannot carry an arbitrary JSON
+/// Schema as tool parameters. Every request goes through one pooled reqwest client: its own
+/// client builds a new HTTP client (no connection reuse, a fresh TLS setup) for every
+/// request, and keeps HTTP statuses only inside error strings.
 pub struct OpenAiChatModel {
     config: LlmConfig,
-    library: OpenAIClient,
-    /// One pooled client for every streaming and tool request.
+    /// One pooled client for every request.
     http: reqwest::Client,
     completions_url: String,
 }
 
 impl OpenAiChatModel {
     pub fn new(config: LlmConfig) -> Result<OpenAiChatModel, LlmError> {
-        let mut builder = OpenAIClient::builder().with_endpoint(config.openai_base_url.clone());
-        if let Some(key) = &config.openai_api_key {
-            builder = builder.with_api_key(key.clone());
-        }
-        let library = builder.build().map_err(|error| LlmError::Setup {
-            message: error.to_string(),
-        })?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
@@ -61,7 +52,6 @@ impl OpenAiChatModel {
         let completions_url = endpoint_url(&config.openai_base_url, "chat/completions");
         Ok(OpenAiChatModel {
             config,
-            library,
             http,
             completions_url,
         })
@@ -83,26 +73,8 @@ impl OpenAiChatModel {
         Duration::from_millis(self.config.llm_retry_base_ms.saturating_mul(factor)).min(MAX_BACKOFF)
     }
 
-    /// One non-streaming request without tools, through openai-api-rs.
-    async fn plain_attempt(
-        &self,
-        request: &ChatCompletionRequest,
-    ) -> Result<ChatResponse, AttemptError> {
-        let response = self
-            .library
-            .chat_completion(request.clone())
-            .await
-            .map_err(from_library_error)?;
-        Ok(from_library_response(response.inner))
-    }
-
-    /// One streamed request, sent and read by us. Sets `forwarded` once a delta went out.
-    async fn streamed_attempt(
-        &self,
-        body: &[u8],
-        deltas: Option<&UnboundedSender<String>>,
-        forwarded: &mut bool,
-    ) -> Result<ChatResponse, AttemptError> {
+    /// Posts `body` to the completions endpoint: the response when it answered with success.
+    async fn post(&self, body: &[u8]) -> Result<reqwest::Response, AttemptError> {
         let mut request = self
             .http
             .post(&self.completions_url)
@@ -120,6 +92,31 @@ impl OpenAiChatModel {
             let body = response.text().await.unwrap_or_default();
             return Err(AttemptError::from_answer(status, &body));
         }
+        Ok(response)
+    }
+
+    /// One non-streaming request without tools (a serialized openai-api-rs request).
+    async fn plain_attempt(&self, body: &[u8]) -> Result<ChatResponse, AttemptError> {
+        let answer = self
+            .post(body)
+            .await?
+            .bytes()
+            .await
+            .map_err(|error| AttemptError::from_reqwest(&error))?;
+        let answer: ChatCompletionResponse = serde_json::from_slice(&answer).map_err(|error| {
+            AttemptError::InvalidResponse(format!("the answer is not a chat completion: {error}"))
+        })?;
+        Ok(from_library_response(answer))
+    }
+
+    /// One streamed request, sent and read by us. Sets `forwarded` once a delta went out.
+    async fn streamed_attempt(
+        &self,
+        body: &[u8],
+        deltas: Option<&UnboundedSender<String>>,
+        forwarded: &mut bool,
+    ) -> Result<ChatResponse, AttemptError> {
+        let response = self.post(body).await?;
 
         let mut parser = SseParser::default();
         let mut accumulator = StreamAccumulator::default();
@@ -237,7 +234,9 @@ impl OpenAiChatModel {
         } else {
             let mut plain = ChatCompletionRequest::new(model.clone(), messages);
             plain.response_format = request.response_format;
-            Prepared::Plain(Box::new(plain))
+            // As `stream_body`'s: strings, options and `Value`s always serialize.
+            let body = serde_json::to_vec(&plain).expect("a chat completion request serializes");
+            Prepared::Plain(body)
         };
 
         let max_attempts = self.config.llm_max_retries.saturating_add(1);
@@ -282,7 +281,7 @@ impl OpenAiChatModel {
 
 /// A request ready to send, once per attempt.
 enum Prepared {
-    Plain(Box<ChatCompletionRequest>),
+    Plain(Vec<u8>),
     Streamed(Vec<u8>),
 }
 
@@ -428,44 +427,9 @@ fn from_library_response(response: ChatCompletionResponse) -> ChatResponse {
     }
 }
 
-/// openai-api-rs reports an error answer as the text `"<status>: <body>"`; the status is
-/// read back from there.
-fn from_library_error(error: APIError) -> AttemptError {
-    match error {
-        APIError::ReqwestError(error) => AttemptError::from_reqwest(&error),
-        APIError::CustomError { message } => {
-            let status = message
-                .split_whitespace()
-                .next()
-                .and_then(|code| code.parse::<u16>().ok())
-                .and_then(|code| StatusCode::from_u16(code).ok());
-            match (status, message.split_once(": ")) {
-                (Some(status), Some((_, body))) => AttemptError::from_answer(status, body),
-                _ => AttemptError::InvalidResponse(message),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn library_errors_keep_their_status() {
-        let error = from_library_error(APIError::CustomError {
-            message: r#"429 Too Many Requests: {"error":{"message":"slow down"}}"#.into(),
-        });
-        assert!(error.is_retryable());
-        assert_eq!(
-            error.to_string(),
-            "answered 429 Too Many Requests: slow down"
-        );
-        let error = from_library_error(APIError::CustomError {
-            message: "Failed to parse JSON: eof".into(),
-        });
-        assert!(!error.is_retryable());
-    }
 
     #[test]
     fn endpoint_urls_keep_the_query_string() {
