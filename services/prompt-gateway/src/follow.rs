@@ -6,11 +6,13 @@
 //! events another gateway replica stored (announced by sequence only), and, as a safety net
 //! against a lost wake-up, whatever was stored while the stream heard nothing for a while.
 
-use agentic_proto::v1::{PromptEvent, PromptState, prompt_event};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 
+use agentic_proto::v1::{PromptEvent, PromptState, prompt_event};
+use futures::{Stream, StreamExt as _};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
@@ -27,7 +29,12 @@ const RECHECK_AFTER: Duration = Duration::from_secs(5);
 /// Events buffered towards one client before the follower waits for it.
 const CLIENT_BUFFER: usize = 64;
 
-pub type EventStream = ReceiverStream<Result<PromptEvent, Status>>;
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<PromptEvent, Status>> + Send>>;
+
+/// What crosses the channel to the client's stream: boxed, because a channel allocates its
+/// first block of 32 slots when it is made, for every stream that follows a prompt (with
+/// the event and a `Status` inline, ~13 KiB each; boxed, 256 bytes).
+type Item = Box<Result<PromptEvent, Status>>;
 
 /// Streams `prompt_id`'s events after `after_sequence` to `user_id`: `PromptNotFound` when
 /// the prompt does not exist or is another user's (one path for both: the owner is part of
@@ -55,10 +62,12 @@ pub async fn follow(
             sender: &sender,
         };
         if let Err(error) = stream.forward(subscription, after_sequence, first).await {
-            let _ = sender.send(Err(agentic_rpc::to_status(error))).await;
+            let _ = sender
+                .send(Box::new(Err(agentic_rpc::to_status(error))))
+                .await;
         }
     });
-    Ok(ReceiverStream::new(receiver))
+    Ok(Box::pin(ReceiverStream::new(receiver).map(|item| *item)))
 }
 
 /// Why forwarding stopped early without an error.
@@ -71,7 +80,7 @@ struct Follower<'a> {
     store: &'a Store,
     prompt_id: &'a str,
     user_id: &'a str,
-    sender: &'a mpsc::Sender<Result<PromptEvent, Status>>,
+    sender: &'a mpsc::Sender<Item>,
 }
 
 impl Follower<'_> {
@@ -140,10 +149,14 @@ impl Follower<'_> {
         loop {
             let read = match page.take() {
                 Some(read) => read,
-                None => match self
-                    .store
-                    .event_page(self.prompt_id, self.user_id, *last, REPLAY_BATCH)
-                    .await?
+                // Boxed: the read lasts a moment, this stream as long as the prompt runs.
+                None => match Box::pin(self.store.event_page(
+                    self.prompt_id,
+                    self.user_id,
+                    *last,
+                    REPLAY_BATCH,
+                ))
+                .await?
                 {
                     Some(read) => read,
                     None => return Ok(Ok(None)),
@@ -164,14 +177,11 @@ impl Follower<'_> {
     }
 }
 
-async fn send(
-    sender: &mpsc::Sender<Result<PromptEvent, Status>>,
-    event: PromptEvent,
-) -> Result<(), Stop> {
+async fn send(sender: &mpsc::Sender<Item>, event: PromptEvent) -> Result<(), Stop> {
     // A `waiting` event ends a stream only while the prompt still waits (checked against the
     // database), so a replay of a prompt that was approved and went on shows the whole log.
     let terminal = event.is_terminal();
-    if sender.send(Ok(event)).await.is_err() || terminal {
+    if sender.send(Box::new(Ok(event))).await.is_err() || terminal {
         return Err(Stop::Done);
     }
     Ok(())

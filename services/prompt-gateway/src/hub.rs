@@ -12,8 +12,9 @@ use agentic_proto::v1::PromptEvent;
 use tokio::sync::broadcast;
 
 /// Events buffered per prompt for slow streams before they fall back to the database. Small:
-/// it is reserved for every prompt followed, and a run stores at most 64 events at once.
-const CHANNEL_CAPACITY: usize = 64;
+/// it is reserved for every prompt followed (~40 bytes a slot). A stream that falls further
+/// behind (a run stores up to 64 events at once) reads the rest back from the database.
+const CHANNEL_CAPACITY: usize = 32;
 
 /// What a follower of a prompt hears.
 #[derive(Debug, Clone)]

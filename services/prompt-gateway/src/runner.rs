@@ -28,9 +28,13 @@ use crate::metrics;
 use crate::modes::Mode;
 use crate::store::{Append, Change, Store};
 
+/// What the gateway sends a run: boxed, because a channel allocates its first block of 32
+/// slots when it is made, and a start (the whole prompt) is large.
+type Input = Box<ExecuteInput>;
+
 /// An executor stream that accepted the start of a run.
 pub struct OpenRun {
-    inputs: mpsc::Sender<ExecuteInput>,
+    inputs: mpsc::Sender<Input>,
     events: Streaming<ExecuteEvent>,
     /// The run's `prompt {id}` span: the executor's spans are its children, so the whole run
     /// is one trace. Following the run continues inside it.
@@ -96,10 +100,11 @@ impl Runner {
         }
     }
 
-    /// A slot for one more run of `user_id` (see [`Admission`]): take it before calling the
-    /// executor and hand it to [`Runner::spawn`], which holds it until the run ends.
-    pub fn admit(&self, user_id: &str) -> Result<Ticket, GatewayError> {
-        self.admission.admit(user_id)
+    /// A slot for one more run of `user_id` (see [`Admission`]; it may wait for one): take
+    /// it before calling the executor and hand it to [`Runner::spawn`], which holds it until
+    /// the run ends.
+    pub async fn admit(&self, user_id: &str) -> Result<Ticket, GatewayError> {
+        self.admission.admit(user_id).await
     }
 
     /// Opens the executor's `Execute` stream with `start` as its first message. An executor
@@ -121,14 +126,14 @@ impl Runner {
             kind: Some(execute_input::Kind::Start(start)),
         };
         inputs
-            .send(start)
+            .send(Box::new(start))
             .await
             .map_err(|_| GatewayError::Internal("execute input channel closed".into()))?;
         let mut client = ExecutorClient::new(mode.channel.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
         let events = client
-            .execute(ReceiverStream::new(receiver))
+            .execute(ReceiverStream::new(receiver).map(|input| *input))
             .instrument(span.clone())
             .await
             .map_err(|status| GatewayError::ModeUnavailable {
@@ -179,8 +184,7 @@ impl Runner {
                         let reference = ErrorRef::current();
                         tracing::error!(prompt_id, trace_id = %reference.id(), panic = %message, "following a prompt's run panicked");
                         let message = format!("internal error while running the prompt; {reference}");
-                        let _ = runner
-                            .finish(&prompt_id, PromptState::Failed, message)
+                        let _ = Box::pin(runner.finish(&prompt_id, PromptState::Failed, message))
                             .await;
                         PromptState::Failed
                     }
@@ -297,7 +301,9 @@ impl Runner {
             .ok_or_else(|| GatewayError::Internal("terminal event without its prompt".into()))
     }
 
-    /// Returns the state the run left the prompt in.
+    /// Returns the state the run left the prompt in. Its store calls are boxed: each lasts a
+    /// moment, while this future lives as long as the run, and inlined they would make every
+    /// run at rest carry the largest of them (~6 KiB per running prompt).
     async fn follow(
         &self,
         prompt_id: &str,
@@ -323,12 +329,12 @@ impl Runner {
                 kind: Some(execute_input::Kind::Cancel(CancelExecution { reason })),
             };
             // Either way the run stops there: dropping the stream cancels it too.
-            let _ = inputs.try_send(cancel);
+            let _ = inputs.try_send(Box::new(cancel));
         };
         loop {
             let outcome = tokio::select! {
                 () = refresh.notified() => {
-                    match self.refresh(prompt_id, paused, &awaiting, &mut forwarded, &inputs).await {
+                    match Box::pin(self.refresh(prompt_id, paused, &awaiting, &mut forwarded, &inputs)).await {
                         Ok(None) => continue,
                         Ok(Some(ended)) => {
                             cancel("the prompt ended through another gateway replica".into());
@@ -340,14 +346,14 @@ impl Runner {
                 Some(command) = commands.recv() => match command {
                     Command::Cancel { reason, reply } => {
                         cancel(reason.clone());
-                        let result = self.finish(prompt_id, PromptState::Cancelled, reason).await;
+                        let result = Box::pin(self.finish(prompt_id, PromptState::Cancelled, reason)).await;
                         let _ = reply.send(result);
-                        return self.state_or(prompt_id, PromptState::Cancelled).await;
+                        return Box::pin(self.state_or(prompt_id, PromptState::Cancelled)).await;
                     }
                     Command::Decide { decision, reply } => {
                         forwarded.insert(decision.tool_call_id.clone());
                         let input = ExecuteInput { kind: Some(execute_input::Kind::Decision(decision)) };
-                        let sent = inputs.send(input).await.map_err(|_| {
+                        let sent = inputs.send(Box::new(input)).await.map_err(|_| {
                             GatewayError::ModeUnavailable { mode: mode.to_owned(), reason: "the run's stream is closed".into() }
                         });
                         let _ = reply.send(sent);
@@ -362,7 +368,7 @@ impl Runner {
                     }
                     Some(batch) => {
                         stored += batch.len();
-                        self.apply_all(prompt_id, mode, &mut outputs, &mut paused, &mut awaiting, batch)
+                        Box::pin(self.apply_all(prompt_id, mode, &mut outputs, &mut paused, &mut awaiting, batch))
                             .await
                     }
                     None => Err(GatewayError::ModeUnavailable {
@@ -378,7 +384,7 @@ impl Runner {
                     // Ended elsewhere (cancelled through another replica, or failed by the
                     // lease reaper): this run has nothing more to say.
                     cancel("the prompt has ended".into());
-                    return self.state_or(prompt_id, PromptState::Failed).await;
+                    return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
                 }
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
@@ -386,11 +392,11 @@ impl Runner {
                     // What the user sees: an internal error only as its trace reference.
                     let message = agentic_rpc::caller_message(&error);
                     if let Err(store_error) =
-                        self.finish(prompt_id, PromptState::Failed, message).await
+                        Box::pin(self.finish(prompt_id, PromptState::Failed, message)).await
                     {
                         tracing::error!(prompt_id, error = %store_error, "could not record the failure of a prompt");
                     }
-                    return self.state_or(prompt_id, PromptState::Failed).await;
+                    return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
                 }
             }
         }
@@ -412,7 +418,7 @@ impl Runner {
         paused: bool,
         awaiting: &HashSet<String>,
         forwarded: &mut HashSet<String>,
-        inputs: &mpsc::Sender<ExecuteInput>,
+        inputs: &mpsc::Sender<Input>,
     ) -> Result<Option<PromptState>, GatewayError> {
         let state = self
             .store
@@ -436,7 +442,7 @@ impl Runner {
                     kind: Some(execute_input::Kind::Decision(decision)),
                 };
                 inputs
-                    .send(input)
+                    .send(Box::new(input))
                     .await
                     .map_err(|_| GatewayError::Internal("the run's stream is closed".into()))?;
             }
