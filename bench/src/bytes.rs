@@ -387,6 +387,7 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         probe: false,
         llm: llm.clone(),
         registration: Default::default(),
+        capacity: Default::default(),
     };
     let _classic = Background::start("classic", classic_listener, move |listener| {
         classic_executor::run(classic, listener, std::future::pending())
@@ -408,6 +409,7 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         probe: false,
         llm,
         registration: Default::default(),
+        capacity: Default::default(),
     };
     let _code = Background::start("code", code_listener, move |listener| {
         code_executor::run(code, listener, std::future::pending())
@@ -421,6 +423,8 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         lease_ms: 6000,
         mode_lease_ms: 30_000,
         max_running_per_user: 64,
+        max_running: 2048,
+        admission_wait_ms: 30_000,
         first_bytes_timeout_ms: 10_000,
         max_run_secs: 3600,
         modes: vec![

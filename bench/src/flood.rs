@@ -4,8 +4,9 @@
 //!
 //! - 9: 10,000 prompts at once (half classic, half code) from 200 users with 50 prompts each,
 //!   fewer than the gateway's admission limit per user (64 running prompts by default), so
-//!   every prompt runs at once and the services keep their default settings: completed,
-//!   errors, and each service's peak RSS.
+//!   no prompt is refused for its user and the services keep their default settings: the
+//!   gateway runs 2,048 at once (`GATEWAY_MAX_RUNNING`) and the others wait in
+//!   `CreatePrompt` for a slot. Completed, errors, and each service's peak RSS.
 //! - 9b: the code-executor's peak RSS with 1,000, then 10,000 code prompts at once.
 //! - 10: one user floods 10,000 prompts (its client queues them to its admission share)
 //!   while a second user runs trivial prompts one after another: the second user's p99
@@ -34,7 +35,7 @@ use crate::report::{Figure, Samples, Target};
 
 /// How long the stand-in model takes for every answer of the floods.
 const MODEL_DELAY_MS: u64 = 1000;
-/// Prompts per user in 9 and 9b: fewer than the admission limit, so all run at once.
+/// Prompts per user in 9 and 9b: fewer than the admission limit per user, so none is refused.
 const PROMPTS_PER_USER: usize = 50;
 /// Running prompts the gateway admits per user (`GATEWAY_MAX_RUNNING_PER_USER`, left at its
 /// default): the flood user's client runs at most this many at once.
@@ -331,8 +332,10 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
             "all started at once, spread over {users} users × {PROMPTS_PER_USER} prompts (one \
              connection each) rather than a raised GATEWAY_MAX_RUNNING_PER_USER: the services \
              keep their defaults, and {PROMPTS_PER_USER} is under the default limit of \
-             {ADMISSION_LIMIT} running prompts per user, so every prompt is admitted at once \
-             ({} refusals retried); done in {:.1} s (per prompt p50 {}, p99 {})",
+             {ADMISSION_LIMIT} running prompts per user, so none is refused for its user; the \
+             gateway runs GATEWAY_MAX_RUNNING (2,048) at once and the others wait in \
+             CreatePrompt ({} refusals retried); done in {:.1} s (per prompt from admission \
+             p50 {}, p99 {})",
             outcome.refusals,
             outcome.wall.as_secs_f64(),
             millis(run.p50_us),
@@ -406,8 +409,10 @@ pub async fn code_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
             )
             .note(format!(
                 "VmHWM ({since}); {} of {prompts} completed, {} errors, in {:.1} s (per prompt \
-                 p50 {}, p99 {}); {} users × {PROMPTS_PER_USER}; item 9 bounds every service \
-                 at {MAX_RSS_MIB} MiB",
+                 p50 {}, p99 {}); {} users × {PROMPTS_PER_USER}; with the default settings \
+                 the gateway runs 2,048 prompts at once and the executor works on 1,024 \
+                 (EXECUTOR_MAX_RUNS), the others wait; item 9 bounds every service at \
+                 {MAX_RSS_MIB} MiB",
                 outcome.completed(),
                 outcome.errors.len(),
                 outcome.wall.as_secs_f64(),

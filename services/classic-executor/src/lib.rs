@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_executor::tool_host::ToolHost;
-use agentic_executor::{Registration, SchemaCache};
+use agentic_executor::{Capacity, ExecutorService, Registration, SchemaCache};
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
@@ -59,6 +59,9 @@ pub struct Config {
     pub llm: LlmConfig,
     #[command(flatten)]
     pub registration: Registration,
+    /// How many runs this executor works on at once.
+    #[command(flatten)]
+    pub capacity: Capacity,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -117,7 +120,7 @@ pub async fn run_with_model(
             .registration
             .announce(MODE_ID, MODE_NAME, config.internal_token.as_deref())?;
     agentic_executor::serve(
-        executor,
+        ExecutorService::new(executor, &config.capacity),
         require,
         announce,
         listener,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_executor::tool_host::ToolHost;
-use agentic_executor::{Registration, SchemaCache};
+use agentic_executor::{Capacity, ExecutorService, Registration, SchemaCache};
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use agentic_proto::v1::code_runner_server::{CodeRunnerServer, SERVICE_NAME as CODE_RUNNER};
 use anyhow::Context as _;
@@ -79,6 +79,9 @@ pub struct Config {
     pub llm: LlmConfig,
     #[command(flatten)]
     pub registration: Registration,
+    /// How many runs this executor works on at once.
+    #[command(flatten)]
+    pub capacity: Capacity,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -215,7 +218,7 @@ pub async fn run(
             .registration
             .announce(MODE_ID, MODE_NAME, config.internal_token.as_deref())?;
     agentic_executor::serve(
-        mode,
+        ExecutorService::new(mode, &config.capacity),
         require,
         announce,
         listener,

@@ -107,7 +107,7 @@ impl Prompts {
         prompt: &Prompt,
         decisions: Vec<ApprovalDecision>,
     ) -> Result<(), GatewayError> {
-        let ticket = self.runner.admit(&prompt.user_id)?;
+        let ticket = self.runner.admit(&prompt.user_id).await?;
         let mode = self
             .modes
             .get(&prompt.mode)

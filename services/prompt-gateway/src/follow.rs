@@ -33,7 +33,8 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<PromptEvent, Status>> + 
 
 /// What crosses the channel to the client's stream: boxed, because a channel allocates its
 /// first block of 32 slots when it is made, for every stream that follows a prompt (with
-/// the event and a `Status` inline, ~13 KiB each; boxed, 256 bytes).
+/// the event and a `Status` inline, that block was most of a heap profile's ~13 KiB per
+/// stream; boxed, a slot is a pointer).
 type Item = Box<Result<PromptEvent, Status>>;
 
 /// Streams `prompt_id`'s events after `after_sequence` to `user_id`: `PromptNotFound` when

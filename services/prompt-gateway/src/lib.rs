@@ -75,6 +75,14 @@ pub struct Config {
     /// approval in classic mode does not count); more are refused with RESOURCE_EXHAUSTED.
     #[arg(long, env = "GATEWAY_MAX_RUNNING_PER_USER", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_running_per_user: u32,
+    /// Prompts this gateway runs at once, all users together. A prompt past it waits in
+    /// `CreatePrompt` (first come, first served, before it is stored) for a run to end.
+    #[arg(long, env = "GATEWAY_MAX_RUNNING", default_value_t = 2048, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub max_running: usize,
+    /// The longest a prompt waits for one of those, in milliseconds; then it is refused
+    /// with RESOURCE_EXHAUSTED (the caller's own deadline may end the wait sooner).
+    #[arg(long, env = "GATEWAY_ADMISSION_WAIT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub admission_wait_ms: u64,
     /// The longest a prompt's run may take, in seconds; a prompt (or the caller's deadline)
     /// may ask for less. Past it the prompt fails.
     #[arg(long, env = "GATEWAY_MAX_RUN_SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -151,7 +159,11 @@ pub async fn run(
     let runner = Runner::new(
         store.clone(),
         hub.clone(),
-        Admission::new(config.max_running_per_user),
+        Admission::new(admission::Limits {
+            per_user: config.max_running_per_user,
+            max_running: config.max_running,
+            max_wait: Duration::from_millis(config.admission_wait_ms),
+        }),
     );
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;

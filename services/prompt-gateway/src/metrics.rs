@@ -10,12 +10,16 @@ struct Gateway {
     prompts: Counter<u64>,
     /// Runs this gateway follows right now, by `mode`.
     active: UpDownCounter<i64>,
-    /// Prompts refused because their user had the most runs allowed at once.
+    /// Prompts refused because their user had the most runs allowed at once, or no run slot
+    /// of the gateway came free in time.
     refused: Counter<u64>,
+    /// Runs waiting for one of the gateway's run slots.
+    waiting: UpDownCounter<i64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
-static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| Gateway {
+static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
+    Gateway {
     prompts: meter
         .u64_counter("agentic.prompts")
         .with_description("Prompt runs that ended, by mode and final state")
@@ -28,10 +32,32 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| Gate
         .build(),
     refused: meter
         .u64_counter("agentic.prompts.refused")
-        .with_description("Prompt runs refused because their user had the most allowed at once")
+        .with_description("Prompt runs refused because their user had the most allowed at once, or no run slot came free in time")
         .with_unit("{prompt}")
         .build(),
+    waiting: meter
+        .i64_up_down_counter("agentic.prompts.waiting")
+        .with_description("Prompt runs waiting for one of the gateway's run slots (GATEWAY_MAX_RUNNING)")
+        .with_unit("{prompt}")
+        .build(),
+}
 });
+
+/// A run waiting for a run slot: counted in `agentic.prompts.waiting` while this lives.
+pub struct Waiting(());
+
+impl Waiting {
+    pub fn start() -> Waiting {
+        INSTRUMENTS.get().waiting.add(1, &[]);
+        Waiting(())
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        INSTRUMENTS.get().waiting.add(-1, &[]);
+    }
+}
 
 /// A run was refused by admission control.
 pub fn run_refused() {

@@ -161,7 +161,7 @@ impl Prompts {
             )));
         }
         check_state(request.state.as_ref())?;
-        let ticket = self.runner.admit(&request.user_id)?;
+        let ticket = self.runner.admit(&request.user_id).await?;
         let conversation = match &request.conversation_id {
             Some(id) => Some(
                 self.store

@@ -4,6 +4,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use agentic_llm::Tier;
@@ -20,7 +21,9 @@ use tracing::Instrument as _;
 
 use crate::bounds;
 use crate::error::ExecuteError;
+use crate::metrics;
 use crate::sink::EventSink;
+use crate::slots::{Capacity, RunSlots};
 use crate::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
     ToolCallOutput, ToolResult,
@@ -52,13 +55,20 @@ pub trait Mode: Send + Sync + 'static {
 
 pub struct ExecutorService<M> {
     mode: Arc<M>,
+    slots: Arc<RunSlots>,
 }
 
 impl<M: Mode> ExecutorService<M> {
-    pub fn new(mode: M) -> ExecutorService<M> {
+    /// Serves `mode`, working on at most `capacity.max_runs` runs at once.
+    pub fn new(mode: M, capacity: &Capacity) -> ExecutorService<M> {
         ExecutorService {
             mode: Arc::new(mode),
+            slots: Arc::new(RunSlots::new(capacity)),
         }
+    }
+
+    pub(crate) fn mode_id(&self) -> &'static str {
+        self.mode.id()
     }
 }
 
@@ -91,7 +101,14 @@ impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
             mode,
             prompt_id = %run.prompt_id,
         );
-        tokio::spawn(supervise(Arc::clone(&self.mode), run, inputs, sender).instrument(span));
+        let supervised = supervise(
+            Arc::clone(&self.mode),
+            Arc::clone(&self.slots),
+            run,
+            inputs,
+            sender,
+        );
+        tokio::spawn(supervised.instrument(span));
         let mut bounds = RunBounds::default();
         let events = coalesced(receiver)
             .filter_map(move |event| bounds.storable(event))
@@ -256,27 +273,45 @@ impl RunBounds {
     }
 }
 
-/// Runs one prompt for as long as the stream lives. Whichever comes first ends it: the run
-/// finishing, a `cancel` or a broken input stream, the gateway dropping the event stream, or
-/// the run's time limit. Dropping the run future drops the LLM request and the tool calls
-/// in flight with it; nothing outlives this task.
+/// Runs one prompt for as long as the stream lives, once it has one of the executor's run
+/// slots. Whichever comes first ends it: the run finishing, a `cancel` or a broken input
+/// stream, the gateway dropping the event stream, or the run's time limit (which counts the
+/// wait for a slot). Dropping the run future drops the LLM request and the tool calls in
+/// flight with it; nothing outlives this task.
 async fn supervise<M: Mode>(
     mode: Arc<M>,
+    slots: Arc<RunSlots>,
     run: RunRequest,
     inputs: Streaming<pb::ExecuteInput>,
     sender: mpsc::Sender<Event>,
 ) {
     let run_timeout = run.run_timeout;
-    let events = EventSink::new(sender.clone());
     let (decision_sender, decisions) = mpsc::channel(DECISION_BUFFER);
+    let admitted = AtomicBool::new(false);
+    let work = async {
+        let _slot = slots.take(mode.id(), &admitted).await;
+        mode.run(run, EventSink::new(sender.clone()), decisions)
+            .await;
+    };
     tokio::select! {
-        () = mode.run(run, events, decisions) => {}
+        () = work => {}
         reason = read_inputs(inputs, decision_sender) => tracing::info!(%reason, "run cancelled"),
         () = sender.closed() => tracing::info!("gateway dropped the event stream, run stopped"),
         () = deadline(run_timeout) => {
             let limit = run_timeout.unwrap_or_default().as_millis();
-            tracing::warn!(limit_ms = %limit, "run exceeded its time limit");
-            let _ = sender.send(Event::Failed(format!("the run exceeded its time limit of {limit} ms"))).await;
+            let message = if admitted.load(Ordering::Relaxed) {
+                tracing::warn!(limit_ms = %limit, "run exceeded its time limit");
+                format!("the run exceeded its time limit of {limit} ms")
+            } else {
+                let max_runs = slots.max_runs();
+                tracing::warn!(limit_ms = %limit, max_runs, "run got no run slot within its time limit");
+                metrics::run_slotless(mode.id());
+                format!(
+                    "the executor was busy: no run slot (it works on {max_runs} at once) came \
+                     free within the run's time limit of {limit} ms; try again later"
+                )
+            };
+            let _ = sender.send(Event::Failed(message)).await;
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod metrics;
 mod register;
 mod schema;
 mod sink;
+mod slots;
 pub mod timeline;
 pub mod tool_host;
 
@@ -23,14 +24,15 @@ pub use error::{ExecuteError, ToolHostError};
 pub use register::{Announce, Registration, RegistrationError};
 pub use schema::{InputCheck, MAX_CACHED_SCHEMAS, SchemaCache};
 pub use sink::{EventSink, StreamClosed};
+pub use slots::{Capacity, DEFAULT_MAX_RUNS};
 
-/// Serves `mode` as an `Executor` (with health and reflection, plus `extra` services such as
-/// code mode's `CodeRunner`) on `listener` until `shutdown` resolves. `Execute` and
+/// Serves a mode's `Executor` service (with health and reflection, plus `extra` services such
+/// as code mode's `CodeRunner`) on `listener` until `shutdown` resolves. `Execute` and
 /// `Describe` require the internal token when one is configured; `add_extra` should wrap its
 /// services the same way. With `announce`, the mode is registered with the gateway while
 /// the executor serves.
 pub async fn serve<M: Mode>(
-    mode: M,
+    executor: ExecutorService<M>,
     internal_token: agentic_rpc::RequireInternalToken,
     announce: Option<Announce>,
     listener: TcpListener,
@@ -38,8 +40,8 @@ pub async fn serve<M: Mode>(
     extra_services: &[&str],
     add_extra: impl FnOnce(tonic::transport::server::Router) -> tonic::transport::server::Router,
 ) -> Result<(), ServeError> {
-    let mode_id = mode.id();
-    let service = ExecutorServer::new(ExecutorService::new(mode))
+    let mode_id = executor.mode_id();
+    let service = ExecutorServer::new(executor)
         .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
     let mut names = vec![agentic_proto::v1::executor_server::SERVICE_NAME];

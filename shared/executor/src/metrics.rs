@@ -1,13 +1,15 @@
-//! The metrics every mode shares: rounds and tool calls.
+//! The metrics every mode shares: rounds, tool calls and run slots.
 
 use agentic_telemetry::metrics::{Instruments, MODE, RESULT, TOOL};
 use opentelemetry::KeyValue;
-use opentelemetry::metrics::{Counter, Meter};
+use opentelemetry::metrics::{Counter, Meter, UpDownCounter};
 
 struct Executor {
     rounds: Counter<u64>,
     tool_calls: Counter<u64>,
     tool_calls_refused: Counter<u64>,
+    runs_waiting: UpDownCounter<i64>,
+    runs_slotless: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -26,6 +28,18 @@ static INSTRUMENTS: Instruments<Executor> = Instruments::new(|meter: &Meter| Exe
         .u64_counter("agentic.tool_calls.refused")
         .with_description("Tool calls a model reply made past the mode's maximum, by mode")
         .with_unit("{call}")
+        .build(),
+    runs_waiting: meter
+        .i64_up_down_counter("agentic.runs.waiting")
+        .with_description(
+            "Runs waiting for one of the executor's run slots (EXECUTOR_MAX_RUNS), by mode",
+        )
+        .with_unit("{run}")
+        .build(),
+    runs_slotless: meter
+        .u64_counter("agentic.runs.slotless")
+        .with_description("Runs that got no run slot within their time limit and failed, by mode")
+        .with_unit("{run}")
         .build(),
 });
 
@@ -69,4 +83,36 @@ pub fn tool_calls_refused(mode: &str, count: u64) {
         .get()
         .tool_calls_refused
         .add(count, &[KeyValue::new(MODE, mode.to_owned())]);
+}
+
+/// A run waiting for a run slot: counted in `agentic.runs.waiting` while this lives.
+pub(crate) struct Waiting {
+    mode: &'static str,
+}
+
+impl Waiting {
+    pub(crate) fn start(mode: &'static str) -> Waiting {
+        INSTRUMENTS
+            .get()
+            .runs_waiting
+            .add(1, &[KeyValue::new(MODE, mode)]);
+        Waiting { mode }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        INSTRUMENTS
+            .get()
+            .runs_waiting
+            .add(-1, &[KeyValue::new(MODE, self.mode)]);
+    }
+}
+
+/// A run in `mode` got no run slot within its time limit.
+pub(crate) fn run_slotless(mode: &'static str) {
+    INSTRUMENTS
+        .get()
+        .runs_slotless
+        .add(1, &[KeyValue::new(MODE, mode)]);
 }

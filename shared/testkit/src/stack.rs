@@ -81,6 +81,8 @@ pub struct StackOptions {
     pub code_approval_timeout_secs: u64,
     /// Code runs in sandboxes at once.
     pub code_max_sandboxes: usize,
+    /// Runs each executor works on at once (`EXECUTOR_MAX_RUNS`); more wait for a slot.
+    pub executor_max_runs: usize,
     /// Code runs paused for approval at once.
     pub code_max_paused_runs: usize,
     /// Deadline of a tool call in both executors when the tool-host names none (s).
@@ -113,6 +115,10 @@ pub struct StackOptions {
     pub mode_lease_ms: u64,
     /// Prompts one user may have running at once.
     pub max_running_per_user: u32,
+    /// Prompts the gateway runs at once (`GATEWAY_MAX_RUNNING`); more wait in `CreatePrompt`.
+    pub gateway_max_running: usize,
+    /// The longest a prompt waits for one of those (ms).
+    pub admission_wait_ms: u64,
     /// How long a new connection to the gateway may stay silent (ms).
     pub first_bytes_timeout_ms: u64,
     /// The longest a prompt's run may take (s).
@@ -135,6 +141,7 @@ impl Default for StackOptions {
             code_run_timeout_ms: 30_000,
             code_approval_timeout_secs: 600,
             code_max_sandboxes: 64,
+            executor_max_runs: agentic_executor::DEFAULT_MAX_RUNS,
             code_max_paused_runs: 32,
             tool_timeout_secs: 60,
             classic_max_concurrent_tool_calls: 8,
@@ -151,6 +158,8 @@ impl Default for StackOptions {
             gateway_lease_ms: 6000,
             mode_lease_ms: 30_000,
             max_running_per_user: 64,
+            gateway_max_running: 2048,
+            admission_wait_ms: 30_000,
             first_bytes_timeout_ms: 10_000,
             max_run_secs: 3600,
             executors_register: false,
@@ -395,6 +404,9 @@ impl Stack {
     ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
             registration: registration(options, gateway, listener.local_addr()?),
+            capacity: agentic_executor::Capacity {
+                max_runs: options.executor_max_runs,
+            },
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
@@ -421,6 +433,9 @@ impl Stack {
     ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
             registration: registration(options, gateway, listener.local_addr()?),
+            capacity: agentic_executor::Capacity {
+                max_runs: options.executor_max_runs,
+            },
             listen: listener.local_addr()?,
             tool_host_url: format!("http://{tool_host}"),
             max_rounds: 10,
@@ -455,6 +470,8 @@ impl Stack {
             lease_ms: options.gateway_lease_ms,
             mode_lease_ms: options.mode_lease_ms,
             max_running_per_user: options.max_running_per_user,
+            max_running: options.gateway_max_running,
+            admission_wait_ms: options.admission_wait_ms,
             first_bytes_timeout_ms: options.first_bytes_timeout_ms,
             max_run_secs: options.max_run_secs,
             modes: modes.to_vec(),

@@ -1,6 +1,7 @@
 //! Walls: no prompt, user or peer can exhaust, crash or poison the services. Each test hits
 //! one limit and shows the service still healthy for everyone else.
 
+mod capacity;
 mod gateway;
 mod sandbox;
 mod tools;
