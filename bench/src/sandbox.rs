@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use code_executor::sandbox::{Clock, Host, Limits, Program, SandboxTool, Sandboxes, ToolFailure};
+use code_executor::sandbox::{
+    Clock, Host, Limits, Program, PromptLimits, SandboxTool, Sandboxes, ToolFailure,
+};
 use serde_json::{Map, Value as Json, json};
 
 use crate::Effort;
@@ -118,11 +120,18 @@ fn program(code: &str) -> Program {
     }
 }
 
+/// A service's limits, except that a run may make as many tool calls as item 2 times (the
+/// per-run and per-prompt bounds are checked by the tests, not measured here).
 fn limits() -> Limits {
+    let defaults = Limits::default();
     Limits {
         timeout: Duration::from_secs(120),
         max_tool_calls: 1_000_000,
-        ..Limits::default()
+        prompt: PromptLimits {
+            max_events: 1_000_000,
+            ..defaults.prompt
+        },
+        ..defaults
     }
 }
 
