@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use agentic_proto::v1::executor_client::ExecutorClient;
 use agentic_proto::v1::{
     ApprovalDecision, ApprovalState, CancelExecution, ExecuteEvent, ExecuteInput, ExecuteStart,
-    OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptFailed,
-    PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
+    OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptEvent,
+    PromptFailed, PromptOutput, PromptState, PromptWaiting, execute_event, execute_input,
+    prompt_event, prompt_output,
 };
 use agentic_telemetry::errors::ErrorRef;
 use futures::{FutureExt as _, StreamExt as _};
@@ -26,7 +27,7 @@ use crate::error::GatewayError;
 use crate::hub::Hub;
 use crate::metrics;
 use crate::modes::Mode;
-use crate::store::{Append, Change, Store};
+use crate::store::{Change, EventFor, MAX_BATCH, RunLog, Store};
 
 /// What the gateway sends a run: boxed, because a channel allocates its first block of 32
 /// slots when it is made, and a start (the whole prompt) is large.
@@ -40,9 +41,6 @@ pub struct OpenRun {
     /// is one trace. Following the run continues inside it.
     span: tracing::Span,
 }
-
-/// Builds the event to store from the prompt as the change left it (for terminal events).
-type EventFor = Box<dyn FnOnce(Option<Prompt>) -> prompt_event::Kind + Send>;
 
 /// What other requests ask of a run this gateway follows.
 enum Command {
@@ -71,17 +69,6 @@ pub struct Runner {
     hub: Hub,
     active: Arc<Mutex<HashMap<String, RunHandle>>>,
     admission: Admission,
-}
-
-/// Most events the executor sent at once that are stored in one write.
-const MAX_BATCH_EVENTS: usize = 64;
-
-/// Events whose write waits for the rest of what the executor sent at once: stored together
-/// before anything else happens (another write, a pause, the end of the run), in order.
-#[derive(Default)]
-struct Pending {
-    appends: Vec<Append>,
-    usage: Usage,
 }
 
 enum Next {
@@ -308,36 +295,34 @@ impl Runner {
         &self,
         prompt_id: &str,
         mode: &str,
-        mut outputs: usize,
+        outputs: usize,
         run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
     ) -> PromptState {
-        // Whether a live run waits for decisions, and on which calls: it goes on once each of
-        // them has been decided (or timed out). Decisions already sent to the executor are
-        // not sent again when the database is read back.
-        let mut paused = false;
-        let mut awaiting = HashSet::new();
-        let mut forwarded = HashSet::new();
-        // Events of this run to store (text deltas merged), against MAX_EVENTS_PER_RUN.
-        let mut stored = 0_usize;
         let OpenRun { inputs, events, .. } = run;
-        // Everything the executor already sent is taken at once, so it is stored in one write.
-        let mut events = events.ready_chunks(MAX_BATCH_EVENTS);
-        let cancel = |reason: String| {
-            let cancel = ExecuteInput {
-                kind: Some(execute_input::Kind::Cancel(CancelExecution { reason })),
-            };
-            // Either way the run stops there: dropping the stream cancels it too.
-            let _ = inputs.try_send(Box::new(cancel));
+        let mut run = Run {
+            prompt_id: prompt_id.to_owned(),
+            mode: mode.to_owned(),
+            store: self.store.clone(),
+            hub: self.hub.clone(),
+            log: RunLog::new(self.store.clone(), prompt_id.to_owned()),
+            inputs,
+            outputs,
+            paused: false,
+            awaiting: HashSet::new(),
+            forwarded: HashSet::new(),
+            stored: 0,
         };
+        // Everything the executor already sent is taken at once, so it is stored in one write.
+        let mut events = events.ready_chunks(MAX_BATCH);
         loop {
             let outcome = tokio::select! {
                 () = refresh.notified() => {
-                    match Box::pin(self.refresh(prompt_id, paused, &awaiting, &mut forwarded, &inputs)).await {
+                    match Box::pin(run.refresh()).await {
                         Ok(None) => continue,
                         Ok(Some(ended)) => {
-                            cancel("the prompt ended through another gateway replica".into());
+                            run.cancel("the prompt ended through another gateway replica".into());
                             return ended;
                         }
                         Err(error) => Err(error),
@@ -345,32 +330,18 @@ impl Runner {
                 }
                 Some(command) = commands.recv() => match command {
                     Command::Cancel { reason, reply } => {
-                        cancel(reason.clone());
+                        run.cancel(reason.clone());
                         let result = Box::pin(self.finish(prompt_id, PromptState::Cancelled, reason)).await;
                         let _ = reply.send(result);
                         return Box::pin(self.state_or(prompt_id, PromptState::Cancelled)).await;
                     }
                     Command::Decide { decision, reply } => {
-                        forwarded.insert(decision.tool_call_id.clone());
-                        let input = ExecuteInput { kind: Some(execute_input::Kind::Decision(decision)) };
-                        let sent = inputs.send(Box::new(input)).await.map_err(|_| {
-                            GatewayError::ModeUnavailable { mode: mode.to_owned(), reason: "the run's stream is closed".into() }
-                        });
-                        let _ = reply.send(sent);
+                        let _ = reply.send(run.decide(decision).await);
                         continue;
                     }
                 },
-                batch = events.next() => match batch.map(merge_text_deltas) {
-                    Some(batch) if stored + batch.len() > MAX_EVENTS_PER_RUN => {
-                        Err(GatewayError::ResourceExhausted(format!(
-                            "the run sent more than {MAX_EVENTS_PER_RUN} events; it was stopped"
-                        )))
-                    }
-                    Some(batch) => {
-                        stored += batch.len();
-                        Box::pin(self.apply_all(prompt_id, mode, &mut outputs, &mut paused, &mut awaiting, batch))
-                            .await
-                    }
+                batch = events.next() => match batch {
+                    Some(batch) => Box::pin(run.apply_all(batch)).await,
                     None => Err(GatewayError::ModeUnavailable {
                         mode: mode.to_owned(),
                         reason: "its executor ended the run without finishing it".into(),
@@ -383,12 +354,12 @@ impl Runner {
                 Err(GatewayError::PromptEnded(_)) => {
                     // Ended elsewhere (cancelled through another replica, or failed by the
                     // lease reaper): this run has nothing more to say.
-                    cancel("the prompt has ended".into());
+                    run.cancel("the prompt has ended".into());
                     return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
                 }
                 Err(error) => {
                     tracing::warn!(prompt_id, mode, %error, "prompt run failed");
-                    cancel(error.to_string());
+                    run.cancel(error.to_string());
                     // What the user sees: an internal error only as its trace reference.
                     let message = agentic_rpc::caller_message(&error);
                     if let Err(store_error) =
@@ -409,20 +380,67 @@ impl Runner {
             _ => fallback,
         }
     }
+}
+
+/// One prompt's live run on this replica: what it has stored and what it waits for. It
+/// applies what the executor sends, in order, and reads back what other replicas change.
+struct Run {
+    prompt_id: String,
+    mode: String,
+    store: Store,
+    hub: Hub,
+    log: RunLog,
+    /// What the gateway sends the executor: decisions, a cancel.
+    inputs: mpsc::Sender<Input>,
+    /// Outputs the prompt has: the index the next added one must have.
+    outputs: usize,
+    /// Whether the live run waits for decisions, and on which calls: it goes on once each of
+    /// them has been decided (or timed out).
+    paused: bool,
+    awaiting: HashSet<String>,
+    /// Decisions already sent to the executor: not sent again when the database is read back.
+    forwarded: HashSet<String>,
+    /// Events of this run stored (text deltas merged), against [`MAX_EVENTS_PER_RUN`].
+    stored: usize,
+}
+
+impl Run {
+    /// Asks the executor to stop. Either way the run stops there: dropping the stream
+    /// cancels it too.
+    fn cancel(&self, reason: String) {
+        let cancel = ExecuteInput {
+            kind: Some(execute_input::Kind::Cancel(CancelExecution { reason })),
+        };
+        let _ = self.inputs.try_send(Box::new(cancel));
+    }
+
+    /// Forwards a decision on one of the calls the live run waits for.
+    async fn decide(&mut self, decision: ApprovalDecision) -> Result<(), GatewayError> {
+        self.forwarded.insert(decision.tool_call_id.clone());
+        let input = ExecuteInput {
+            kind: Some(execute_input::Kind::Decision(decision)),
+        };
+        self.inputs
+            .send(Box::new(input))
+            .await
+            .map_err(|_| GatewayError::ModeUnavailable {
+                mode: self.mode.clone(),
+                reason: "the run's stream is closed".into(),
+            })
+    }
+
+    fn publish(&self, events: &[PromptEvent]) {
+        for event in events {
+            self.hub.publish(event);
+        }
+    }
 
     /// Reads back what another replica changed. `Some(state)` when the prompt ended; a live
     /// pause gets the decisions stored for the calls it waits on, each once.
-    async fn refresh(
-        &self,
-        prompt_id: &str,
-        paused: bool,
-        awaiting: &HashSet<String>,
-        forwarded: &mut HashSet<String>,
-        inputs: &mpsc::Sender<Input>,
-    ) -> Result<Option<PromptState>, GatewayError> {
+    async fn refresh(&mut self) -> Result<Option<PromptState>, GatewayError> {
         let state = self
             .store
-            .state(prompt_id)
+            .state(&self.prompt_id)
             .await?
             .unwrap_or(PromptState::Unspecified);
         if !matches!(
@@ -431,18 +449,14 @@ impl Runner {
         ) {
             return Ok(Some(state));
         }
-        if !paused {
+        if !self.paused {
             return Ok(None);
         }
-        for decision in self.store.decisions(prompt_id).await? {
-            if awaiting.contains(&decision.tool_call_id)
-                && forwarded.insert(decision.tool_call_id.clone())
+        for decision in self.store.decisions(&self.prompt_id).await? {
+            if self.awaiting.contains(&decision.tool_call_id)
+                && !self.forwarded.contains(&decision.tool_call_id)
             {
-                let input = ExecuteInput {
-                    kind: Some(execute_input::Kind::Decision(decision)),
-                };
-                inputs
-                    .send(Box::new(input))
+                self.decide(decision)
                     .await
                     .map_err(|_| GatewayError::Internal("the run's stream is closed".into()))?;
             }
@@ -450,28 +464,26 @@ impl Runner {
         Ok(None)
     }
 
-    /// Applies what the executor sent at once, in order. Events that only add to the log (and
-    /// the tokens used) are stored together, in one write; the events before a failure are
-    /// stored too.
+    /// Applies what the executor sent at once, in order, then writes what waits: events that
+    /// only add to the log (and the tokens used) go into one write. The events before a
+    /// failure are written too.
     async fn apply_all(
-        &self,
-        prompt_id: &str,
-        mode: &str,
-        outputs: &mut usize,
-        paused: &mut bool,
-        awaiting: &mut HashSet<String>,
+        &mut self,
         batch: Vec<Result<ExecuteEvent, tonic::Status>>,
     ) -> Result<Next, GatewayError> {
-        let mut pending = Pending::default();
+        let batch = merge_text_deltas(batch);
+        if self.stored + batch.len() > MAX_EVENTS_PER_RUN {
+            return Err(GatewayError::ResourceExhausted(format!(
+                "the run sent more than {MAX_EVENTS_PER_RUN} events; it was stopped"
+            )));
+        }
+        self.stored += batch.len();
         let mut next = Ok(Next::Continue);
         for item in batch {
             next = match item {
-                Ok(event) => {
-                    self.apply(prompt_id, outputs, paused, awaiting, &mut pending, event)
-                        .await
-                }
+                Ok(event) => self.apply(event).await,
                 Err(status) => Err(GatewayError::ModeUnavailable {
-                    mode: mode.to_owned(),
+                    mode: self.mode.clone(),
                     reason: format!(
                         "its executor failed mid-run: {}",
                         agentic_rpc::relayed(&status)
@@ -482,34 +494,18 @@ impl Runner {
                 break;
             }
         }
-        let flushed = self.flush(prompt_id, &mut pending).await;
+        let flushed = self.log.flush().await;
         match (next, flushed) {
             (Err(error), _) | (Ok(_), Err(error)) => Err(error),
-            (Ok(next), Ok(())) => Ok(next),
+            (Ok(next), Ok(events)) => {
+                self.publish(&events);
+                Ok(next)
+            }
         }
     }
 
-    /// Stores and publishes the pending events, if any.
-    async fn flush(&self, prompt_id: &str, pending: &mut Pending) -> Result<(), GatewayError> {
-        let Pending { appends, usage } = std::mem::take(pending);
-        if appends.is_empty() && usage == Usage::default() {
-            return Ok(());
-        }
-        for event in self.store.append_batch(prompt_id, appends, &usage).await? {
-            self.hub.publish(&event);
-        }
-        Ok(())
-    }
-
-    async fn apply(
-        &self,
-        prompt_id: &str,
-        outputs: &mut usize,
-        paused: &mut bool,
-        awaiting: &mut HashSet<String>,
-        pending: &mut Pending,
-        event: ExecuteEvent,
-    ) -> Result<Next, GatewayError> {
+    /// Applies one event the executor sent: checks it, and appends what it means to the log.
+    async fn apply(&mut self, event: ExecuteEvent) -> Result<Next, GatewayError> {
         let bytes = prost::Message::encoded_len(&event);
         if bytes > MAX_EXECUTE_EVENT_BYTES {
             return Err(GatewayError::ResourceExhausted(format!(
@@ -521,53 +517,35 @@ impl Runner {
                 "execute event without a kind".into(),
             ));
         };
-        match &kind {
+        let (change, kind, next): (Change, EventFor, Next) = match kind {
             execute_event::Kind::ApprovalRequested(request) => {
-                awaiting.insert(request.tool_call_id.clone());
-            }
-            execute_event::Kind::OutputUpdated(OutputUpdated {
-                output: Some(output),
-                ..
-            }) => {
-                if let Some(prompt_output::Kind::Tool(tool)) = &output.kind {
-                    let decided = tool
-                        .approval
-                        .as_ref()
-                        .is_none_or(|approval| approval.state != ApprovalState::Pending as i32);
-                    if decided && awaiting.remove(&tool.id) && awaiting.is_empty() && *paused {
-                        // Every call the live run waited on is decided (or timed out): it goes on.
-                        *paused = false;
-                        self.flush(prompt_id, pending).await?;
-                        self.store.resume_live(prompt_id).await?;
-                    }
-                }
+                self.awaiting.insert(request.tool_call_id.clone());
+                (
+                    Change::None,
+                    Box::new(move |_| prompt_event::Kind::ApprovalRequested(request)),
+                    Next::Continue,
+                )
             }
             execute_event::Kind::Paused(_) => {
-                if !*paused && !awaiting.is_empty() {
-                    *paused = true;
-                    self.flush(prompt_id, pending).await?;
-                    let event = self
-                        .store
-                        .record(prompt_id, Change::PauseLive, |prompt| {
-                            prompt_event::Kind::Waiting(PromptWaiting { prompt })
-                        })
-                        .await?;
-                    self.hub.publish(&event);
+                if !self.paused && !self.awaiting.is_empty() {
+                    self.paused = true;
+                    let waiting: EventFor =
+                        Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt }));
+                    let events = self.log.append(Change::PauseLive, waiting).await?;
+                    self.publish(&events);
                 }
                 return Ok(Next::Continue);
             }
-            _ => {}
-        }
-        let (change, kind, next): (Change, EventFor, Next) = match kind {
             execute_event::Kind::OutputAdded(OutputAdded { index, output }) => {
-                if usize::try_from(index).ok() != Some(*outputs) {
+                if usize::try_from(index).ok() != Some(self.outputs) {
                     return Err(GatewayError::Protocol(format!(
-                        "output added at index {index}, expected {outputs}"
+                        "output added at index {index}, expected {}",
+                        self.outputs
                     )));
                 }
                 let output = output
                     .ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
-                *outputs += 1;
+                self.outputs += 1;
                 let added = OutputAdded {
                     index,
                     output: Some(output.clone()),
@@ -579,14 +557,16 @@ impl Runner {
                 )
             }
             execute_event::Kind::OutputUpdated(OutputUpdated { index, output }) => {
-                if usize::try_from(index).map_or(true, |index| index >= *outputs) {
+                if usize::try_from(index).map_or(true, |index| index >= self.outputs) {
                     return Err(GatewayError::Protocol(format!(
-                        "output {index} updated but only {outputs} exist"
+                        "output {index} updated but only {} exist",
+                        self.outputs
                     )));
                 }
                 let output = output.ok_or_else(|| {
                     GatewayError::Protocol("output updated without content".into())
                 })?;
+                self.resume_if_decided(&output).await?;
                 let updated = OutputUpdated {
                     index,
                     output: Some(output.clone()),
@@ -602,17 +582,8 @@ impl Runner {
                 Box::new(move |_| prompt_event::Kind::Stream(delta)),
                 Next::Continue,
             ),
-            execute_event::Kind::ApprovalRequested(request) => (
-                Change::None,
-                Box::new(move |_| prompt_event::Kind::ApprovalRequested(request)),
-                Next::Continue,
-            ),
-            execute_event::Kind::Paused(_) => return Ok(Next::Continue),
             execute_event::Kind::Usage(usage) => {
-                let total = &mut pending.usage;
-                total.input_tokens = total.input_tokens.saturating_add(usage.input_tokens);
-                total.output_tokens = total.output_tokens.saturating_add(usage.output_tokens);
-                total.total_tokens = total.total_tokens.saturating_add(usage.total_tokens);
+                self.log.add_usage(&usage);
                 return Ok(Next::Continue);
             }
             execute_event::Kind::Finished(finished) => {
@@ -657,32 +628,27 @@ impl Runner {
                 )
             }
         };
-        if Append::batches(&change) {
-            pending.appends.push(Append {
-                change,
-                kind: kind(None),
-            });
-            if pending.appends.len() >= MAX_BATCH_EVENTS {
-                self.flush(prompt_id, pending).await?;
-            }
-            return Ok(next);
-        }
-        if let Change::Finish { state, error } = change {
-            // The events just before the end are stored with it, in one transaction.
-            let Pending { appends, usage } = std::mem::take(pending);
-            let events = self
-                .store
-                .finish_after(prompt_id, appends, &usage, state, error, kind)
-                .await?;
-            for event in &events {
-                self.hub.publish(event);
-            }
-            return Ok(next);
-        }
-        self.flush(prompt_id, pending).await?;
-        let event = self.store.record(prompt_id, change, kind).await?;
-        self.hub.publish(&event);
+        let events = self.log.append(change, kind).await?;
+        self.publish(&events);
         Ok(next)
+    }
+
+    /// A live pause ends once every call it waited on is decided (or timed out): `output`
+    /// is a call's new state; the run goes on when it was the last one waited on.
+    async fn resume_if_decided(&mut self, output: &PromptOutput) -> Result<(), GatewayError> {
+        let Some(prompt_output::Kind::Tool(tool)) = &output.kind else {
+            return Ok(());
+        };
+        let decided = tool
+            .approval
+            .as_ref()
+            .is_none_or(|approval| approval.state != ApprovalState::Pending as i32);
+        if decided && self.awaiting.remove(&tool.id) && self.awaiting.is_empty() && self.paused {
+            self.paused = false;
+            let events = self.log.resume_live().await?;
+            self.publish(&events);
+        }
+        Ok(())
     }
 }
 

@@ -38,6 +38,10 @@ use agentic_rpc::config::is_postgres_url;
 
 use crate::error::GatewayError;
 
+mod run_log;
+
+pub use run_log::{EventFor, MAX_BATCH, RunLog};
+
 /// The PostgreSQL channel every stored event is announced on.
 const EVENTS_CHANNEL: &str = "agentic_prompt_events";
 
@@ -155,7 +159,7 @@ pub struct Append {
 impl Append {
     /// Whether [`Store::append_batch`] takes this change: anything but a file entry (which
     /// also goes into the file index), a pause or an end.
-    pub fn batches(change: &Change) -> bool {
+    fn batches(change: &Change) -> bool {
         match change {
             Change::None | Change::UpdateOutput { .. } => true,
             Change::AddOutput { output, .. } => {
