@@ -15,9 +15,6 @@ mod prompts;
 mod runner;
 mod store;
 
-#[cfg(test)]
-mod log_properties;
-
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,0 +1,235 @@
+//! The event log: appending events (one, a batch, the end after a batch) and reading them back.
+
+use super::*;
+
+/// `Internal` unless every change is one [`Append::batches`] takes.
+pub(super) fn check_batchable(appends: &[Append]) -> Result<(), GatewayError> {
+    match appends
+        .iter()
+        .find(|append| !Append::batches(&append.change))
+    {
+        Some(append) => Err(GatewayError::Internal(format!(
+            "{:?} cannot be appended in a batch",
+            append.change
+        ))),
+        None => Ok(()),
+    }
+}
+
+impl Store {
+    /// Applies `change` and appends the event built by `kind` in one transaction, so the
+    /// event is durable (and numbered gap-free) before anyone can see it. A prompt that has
+    /// ended takes no more events: that is [`GatewayError::PromptEnded`].
+    pub async fn record(
+        &self,
+        prompt_id: &str,
+        change: Change,
+        kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+    ) -> Result<PromptEvent, GatewayError> {
+        self.record_guarded(prompt_id, Guard::Open, change, kind)
+            .await
+    }
+
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompt_events",
+    ))]
+    pub(super) async fn record_guarded(
+        &self,
+        prompt_id: &str,
+        guard: Guard,
+        change: Change,
+        kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+    ) -> Result<PromptEvent, GatewayError> {
+        if let (Pool::Sqlite { write, .. }, Guard::Open) = (&self.pool, guard) {
+            if let Change::Finish { state, error } = change {
+                let mut events = finish_sqlite(
+                    write,
+                    prompt_id,
+                    Vec::new(),
+                    &Usage::default(),
+                    state,
+                    error,
+                    kind,
+                )
+                .await?;
+                return events
+                    .pop()
+                    .ok_or_else(|| GatewayError::Internal("the end stored no event".into()));
+            }
+            if Append::batches(&change) {
+                let append = Append {
+                    change,
+                    kind: kind(None),
+                };
+                let mut events =
+                    append_batch_sqlite(write, prompt_id, vec![append], &Usage::default()).await?;
+                return events
+                    .pop()
+                    .ok_or_else(|| GatewayError::Internal("an append stored no event".into()));
+            }
+        }
+        with_writer!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let event = append!(self, tx, prompt_id, guard, change, kind)?;
+            tx.commit().await?;
+            Ok(event)
+        })
+    }
+
+    /// Appends `appends` in order, and adds `usage` to the prompt's tokens, in one
+    /// transaction (one command on SQLite): a run's events that arrived together cost one
+    /// write. All or nothing: a prompt that has ended takes none of them
+    /// ([`GatewayError::PromptEnded`]). Each change must be one [`Append::batches`] takes.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompt_events",
+        events = appends.len(),
+    ))]
+    pub async fn append_batch(
+        &self,
+        prompt_id: &str,
+        appends: Vec<Append>,
+        usage: &Usage,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
+        if appends.is_empty() {
+            self.add_usage(prompt_id, usage).await?;
+            return Ok(Vec::new());
+        }
+        check_batchable(&appends)?;
+        match &self.pool {
+            Pool::Sqlite { write, .. } => {
+                append_batch_sqlite(write, prompt_id, appends, usage).await
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let events = self
+                    .append_all_postgres(&mut tx, prompt_id, appends, usage)
+                    .await?;
+                tx.commit().await?;
+                Ok(events)
+            }
+        }
+    }
+
+    /// [`Store::append_batch`] of the events that came just before the end, and the end
+    /// ([`Change::Finish`]) in the same transaction: the terminal event carries the prompt as
+    /// they leave it. Returns the events in order, the terminal one last.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompt_events",
+        events = before.len() + 1,
+    ))]
+    pub async fn finish_after(
+        &self,
+        prompt_id: &str,
+        before: Vec<Append>,
+        usage: &Usage,
+        state: PromptState,
+        error: String,
+        kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
+        check_batchable(&before)?;
+        match &self.pool {
+            Pool::Sqlite { write, .. } => {
+                finish_sqlite(write, prompt_id, before, usage, state, error, kind).await
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let mut events = self
+                    .append_all_postgres(&mut tx, prompt_id, before, usage)
+                    .await?;
+                let change = Change::Finish { state, error };
+                events.push(append!(self, tx, prompt_id, Guard::Open, change, kind)?);
+                tx.commit().await?;
+                Ok(events)
+            }
+        }
+    }
+
+    pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
+        with_writer!(self, |pool| {
+            sqlx::query(ADD_USAGE)
+                .bind(saturating_i64(usage.input_tokens))
+                .bind(saturating_i64(usage.output_tokens))
+                .bind(saturating_i64(usage.total_tokens))
+                .bind(prompt_id)
+                .execute(pool)
+                .await
+                .map(drop)
+        })?;
+        Ok(())
+    }
+
+    /// Stored events of a prompt with a sequence above `after`, in order, at most `limit`.
+    #[cfg(test)]
+    pub async fn events_after(
+        &self,
+        prompt_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
+        let sql = "SELECT sequence, payload FROM prompt_events WHERE prompt_id = $1 \
+                   AND sequence > $2 ORDER BY sequence LIMIT $3";
+        let rows: Vec<(i64, Vec<u8>)> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(prompt_id)
+                .bind(saturating_i64(after))
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?;
+        rows.into_iter()
+            .map(|(sequence, payload)| stored_event(sequence, &payload))
+            .collect()
+    }
+
+    /// Stored events of `user_id`'s prompt with a sequence above `after`, in order, at most
+    /// `limit`, with the prompt's state read in the same statement, so from the same
+    /// snapshot: a page whose state is not RUNNING holds every event up to that state.
+    /// `None` when the prompt does not exist or is another user's: the owner is part of the
+    /// statement's condition, so no event of a foreign prompt is ever read.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "SELECT prompt_events",
+        db.system.name = self.system(),
+        db.operation.name = "SELECT",
+        db.collection.name = "prompt_events",
+    ))]
+    pub async fn event_page(
+        &self,
+        prompt_id: &str,
+        user_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Option<EventPage>, GatewayError> {
+        let sql = "SELECT p.state, e.sequence, e.payload FROM prompts p \
+                   LEFT JOIN prompt_events e ON e.prompt_id = p.id AND e.sequence > $2 \
+                   WHERE p.id = $1 AND p.user_id = $4 ORDER BY e.sequence LIMIT $3";
+        type Row = (i32, Option<i64>, Option<Vec<u8>>);
+        let rows: Vec<Row> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(prompt_id)
+                .bind(saturating_i64(after))
+                .bind(i64::from(limit))
+                .bind(user_id)
+                .fetch_all(pool)
+                .await
+        })?;
+        let Some((state, _, _)) = rows.first() else {
+            return Ok(None);
+        };
+        let state = PromptState::try_from(*state).unwrap_or(PromptState::Unspecified);
+        let events = rows
+            .into_iter()
+            .filter_map(|(_, sequence, payload)| Some((sequence?, payload?)))
+            .map(|(sequence, payload)| stored_event(sequence, &payload))
+            .collect::<Result<_, GatewayError>>()?;
+        Ok(Some(EventPage { state, events }))
+    }
+}

@@ -1,0 +1,168 @@
+//! Prompts: inserting one with its `created` event, reading them back, their state.
+
+use super::*;
+
+/// Where a prompt's run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunState {
+    pub state: PromptState,
+    /// A live run waits for decisions on its open stream (owned by some replica).
+    pub paused_live: bool,
+}
+
+impl Store {
+    /// Inserts a new RUNNING prompt, leased to this replica, together with its `created`
+    /// event (sequence 1).
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "INSERT prompts",
+        db.system.name = self.system(),
+        db.operation.name = "INSERT",
+        db.collection.name = "prompts",
+    ))]
+    pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
+        let created = prompt
+            .created_at
+            .as_ref()
+            .map(timestamp_millis)
+            .unwrap_or_default();
+        let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
+            .map_err(|error| GatewayError::Internal(error.to_string()))?;
+        let lease_until = self.lease_until();
+        let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
+             max_rounds, state_data, created_at, updated_at, owner, lease_until) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+        let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
+            prompt: Some(prompt.clone()),
+        });
+        if let Pool::Sqlite { write, .. } = &self.pool {
+            let at = now();
+            let mut event = PromptEvent {
+                sequence: 0,
+                prompt_id: prompt.id.clone(),
+                at: Some(at),
+                kind: Some(kind),
+            };
+            let query = sqlx::query_scalar(INSERT_PROMPT_IN_ONE_COMMAND)
+                .bind(&prompt.id)
+                .bind(&prompt.user_id)
+                .bind(&prompt.conversation_id)
+                .bind(&prompt.mode)
+                .bind(prompt.model)
+                .bind(prompt.visible)
+                .bind(prompt.state)
+                .bind(&prompt.input)
+                .bind(i64::from(prompt.max_rounds))
+                .bind(&state_data)
+                .bind(created)
+                .bind(&self.owner.replica)
+                .bind(lease_until)
+                .bind(timestamp_millis(&at))
+                .bind(event.encode_to_vec());
+            sqlite_one_command(write, query).await?;
+            event.sequence = 1;
+            return Ok(event);
+        }
+        with_writer!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(insert)
+                .bind(&prompt.id)
+                .bind(&prompt.user_id)
+                .bind(&prompt.conversation_id)
+                .bind(&prompt.mode)
+                .bind(prompt.model)
+                .bind(prompt.visible)
+                .bind(prompt.state)
+                .bind(&prompt.input)
+                .bind(i64::from(prompt.max_rounds))
+                .bind(&state_data)
+                .bind(created)
+                .bind(created)
+                .bind(&self.owner.replica)
+                .bind(lease_until)
+                .execute(&mut *tx)
+                .await?;
+            let event = append!(self, tx, &prompt.id, Guard::Open, Change::None, |_| kind)?;
+            tx.commit().await?;
+            Ok(event)
+        })
+    }
+
+    /// The prompt if it exists and belongs to `user_id`.
+    pub async fn prompt(
+        &self,
+        user_id: &str,
+        prompt_id: &str,
+    ) -> Result<Option<Prompt>, GatewayError> {
+        let prompt = with_pool!(self, |pool| {
+            let mut conn = pool.acquire().await?;
+            load_prompt!(conn, prompt_id)?
+        });
+        Ok(prompt.filter(|prompt| prompt.user_id == user_id))
+    }
+
+    /// The user's prompts, newest first, optionally of one conversation, as summaries:
+    /// everything but the output timeline (which [`Store::prompt`] reads), so a listing stays
+    /// small however large the prompts are.
+    pub async fn list_prompts(
+        &self,
+        user_id: &str,
+        conversation_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Prompt>, GatewayError> {
+        let sql = format!(
+            "SELECT {PROMPT_COLUMNS} FROM prompts WHERE user_id = $1 \
+             AND ($2 IS NULL OR conversation_id = $2) ORDER BY created_at DESC, id DESC LIMIT $3"
+        );
+        let rows: Vec<PromptRow> = with_pool!(self, |pool| {
+            sqlx::query_as(&sql)
+                .bind(user_id)
+                .bind(conversation_id)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?;
+        rows.into_iter().map(|row| row.into_prompt(&[])).collect()
+    }
+
+    /// The prompt's state, without ownership checks (callers checked ownership already).
+    pub async fn state(&self, prompt_id: &str) -> Result<Option<PromptState>, GatewayError> {
+        Ok(self.run_state(prompt_id).await?.map(|run| run.state))
+    }
+
+    /// The prompt's state and whether a live run waits on it (no ownership checks).
+    pub async fn run_state(&self, prompt_id: &str) -> Result<Option<RunState>, GatewayError> {
+        let sql = "SELECT state, paused_live FROM prompts WHERE id = $1";
+        let row: Option<(i32, i32)> = with_pool!(self, |pool| {
+            sqlx::query_as(sql)
+                .bind(prompt_id)
+                .fetch_optional(pool)
+                .await
+        })?;
+        Ok(row.map(|(state, paused_live)| RunState {
+            state: PromptState::try_from(state).unwrap_or(PromptState::Unspecified),
+            paused_live: paused_live != 0,
+        }))
+    }
+
+    /// Ids of the conversation's prompts created up to `created_at` (ms since the epoch),
+    /// other than `except`, newest first, at most `limit`.
+    pub async fn history_ids(
+        &self,
+        conversation_id: &str,
+        except: &str,
+        created_at: i64,
+        limit: u32,
+    ) -> Result<Vec<String>, GatewayError> {
+        let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 \
+                   AND created_at <= $3 ORDER BY created_at DESC, id DESC LIMIT $4";
+        Ok(with_pool!(self, |pool| {
+            sqlx::query_scalar(sql)
+                .bind(conversation_id)
+                .bind(except)
+                .bind(created_at)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await
+        })?)
+    }
+}

@@ -1,0 +1,97 @@
+//! Rows as stored, and their conversion to the protobuf messages the gateway serves.
+
+use super::*;
+
+/// A prompt row with its timeline's payloads, hex-encoded in a JSON array (SQLite).
+#[derive(sqlx::FromRow)]
+pub(super) struct PromptWithOutputs {
+    #[sqlx(flatten)]
+    pub(super) row: PromptRow,
+    pub(super) outputs: String,
+}
+
+/// The columns of `PROMPT_COLUMNS`, as stored.
+#[derive(sqlx::FromRow)]
+pub(super) struct PromptRow {
+    pub(super) id: String,
+    pub(super) user_id: String,
+    pub(super) conversation_id: String,
+    pub(super) mode: String,
+    pub(super) model: i32,
+    pub(super) visible: bool,
+    pub(super) state: i32,
+    pub(super) input: String,
+    pub(super) input_tokens: i64,
+    pub(super) output_tokens: i64,
+    pub(super) total_tokens: i64,
+    pub(super) error: String,
+    pub(super) max_rounds: i64,
+    pub(super) state_data: String,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+}
+
+impl PromptRow {
+    pub(super) fn into_prompt(self, outputs: &[Vec<u8>]) -> Result<Prompt, GatewayError> {
+        let output = outputs
+            .iter()
+            .map(|payload| PromptOutput::decode(payload.as_slice()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let state_data: serde_json::Value =
+            serde_json::from_str(&self.state_data).unwrap_or_default();
+        Ok(Prompt {
+            id: self.id,
+            user_id: self.user_id,
+            conversation_id: self.conversation_id,
+            mode: self.mode,
+            model: self.model,
+            visible: self.visible,
+            state: self.state,
+            input: self.input,
+            output,
+            usage: Some(Usage {
+                input_tokens: unsigned(self.input_tokens),
+                output_tokens: unsigned(self.output_tokens),
+                total_tokens: unsigned(self.total_tokens),
+            }),
+            error: self.error,
+            created_at: Some(timestamp_from_millis(self.created_at)),
+            updated_at: Some(timestamp_from_millis(self.updated_at)),
+            max_rounds: u32::try_from(self.max_rounds).unwrap_or_default(),
+            state_data: Some(json_to_struct(&state_data)),
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ConversationRow {
+    pub(super) id: String,
+    pub(super) user_id: String,
+    pub(super) title: String,
+    pub(super) default_mode: String,
+    pub(super) state: String,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+}
+
+impl From<ConversationRow> for Conversation {
+    fn from(row: ConversationRow) -> Self {
+        let state: serde_json::Value = serde_json::from_str(&row.state).unwrap_or_default();
+        Conversation {
+            id: row.id,
+            user_id: row.user_id,
+            title: row.title,
+            default_mode: row.default_mode,
+            state: Some(json_to_struct(&state)),
+            created_at: Some(timestamp_from_millis(row.created_at)),
+            updated_at: Some(timestamp_from_millis(row.updated_at)),
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct DecisionRow {
+    pub(super) tool_call_id: String,
+    pub(super) approved: bool,
+    pub(super) reason: String,
+}

@@ -1,0 +1,377 @@
+//! SQLite's single writer and its one-command transactions: a batch of events, a new prompt,
+//! the end after a batch.
+
+use super::*;
+
+/// [`APPEND_BATCH`]'s condition: prompt $2 takes events and has every entry of $7.
+macro_rules! batch_applies {
+    () => {
+        "EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)) \
+         AND (SELECT count(*) FROM prompt_outputs WHERE prompt_id = $2 \
+         AND position IN (SELECT value ->> 0 FROM json_each($7))) = json_array_length($7)"
+    };
+}
+
+/// SQLite's append of a run of events, each possibly adding or replacing a timeline entry,
+/// together with the tokens the run used meanwhile, as statements of one command to the
+/// database's thread: holding the single write connection across several round trips (each
+/// waiting for this task to be scheduled again) is what limits SQLite's event rate under
+/// load, and a run's events often arrive several at once. The events are stored without
+/// their sequences, which the same statement numbers; reads put them back from the rows.
+///
+/// $1 the time (ms), $2 the prompt, $3 and $4 the states that take events, $5 the events (a
+/// JSON array of hex-encoded payloads), $6 the entries added and $7 the entries replaced
+/// (JSON arrays of `[position, hex payload]`, one per position), $8 to $10 the tokens. Every
+/// statement applies only while the prompt takes events and every entry to replace exists
+/// ([`batch_applies!`]); in one transaction they all agree, so the batch is stored whole or not
+/// at all (no sequence is returned then).
+macro_rules! append_batch_statements {
+    () => {
+        concat!(
+            "INSERT INTO prompt_outputs (prompt_id, position, payload) \
+             SELECT $2, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($6) a WHERE ",
+            batch_applies!(),
+            "; UPDATE prompt_outputs SET payload = \
+             (SELECT unhex(r.value ->> 1) FROM json_each($7) r \
+             WHERE r.value ->> 0 = prompt_outputs.position) \
+             WHERE prompt_id = $2 AND position IN (SELECT value ->> 0 FROM json_each($7)) AND ",
+            batch_applies!(),
+            "; INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+             SELECT $2, (SELECT last_sequence FROM prompts WHERE id = $2) + 1 + e.key, $1, \
+             unhex(e.value) FROM json_each($5) e WHERE ",
+            batch_applies!(),
+            " RETURNING sequence; \
+             UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), \
+             updated_at = $1, input_tokens = input_tokens + $8, \
+             output_tokens = output_tokens + $9, total_tokens = total_tokens + $10 \
+             WHERE id = $2 AND ",
+            batch_applies!(),
+            ";"
+        )
+    };
+}
+
+/// [`append_batch_statements!`] as a transaction of its own.
+pub(super) const APPEND_BATCH: &str =
+    concat!("BEGIN IMMEDIATE; ", append_batch_statements!(), " COMMIT;");
+
+/// SQLite's insert of a new prompt with its `created` event (sequence 1), as one command.
+pub(super) const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
+     INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
+     max_rounds, state_data, created_at, updated_at, owner, lease_until, last_sequence) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, 1); \
+     INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, 1, $14, $15); \
+     COMMIT;";
+
+/// SQLite's terminal event, second command of [`finish_sqlite`]: the events that came just
+/// before it ([`append_batch_statements!`], $1 to $10), then the state ($11) and error ($12)
+/// change and the terminal event ($13), which carries the prompt the first command read in
+/// the same transaction.
+pub(super) const FINISH_WRITE: &str = concat!(
+    append_batch_statements!(),
+    " UPDATE prompts SET state = $11, error = $12, paused_live = 0, \
+     last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND (state = $3 OR state = $4); \
+     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+     SELECT id, last_sequence, $1, $13 FROM prompts WHERE id = $2 AND changes() = 1 \
+     RETURNING sequence; \
+     COMMIT;"
+);
+
+/// SQLite's one write connection, held by the store instead of a pool: sqlx's pool pings a
+/// connection each time it is handed back (a round trip to the connection's thread), and
+/// with a single writer every write waited for the ping after the one before it.
+#[derive(Clone)]
+pub(super) struct SqliteWriter(pub(super) Arc<tokio::sync::Mutex<WriteConnection>>);
+
+pub(super) struct WriteConnection {
+    pub(super) conn: SqliteConnection,
+    /// A one-command transaction ([`sqlite_one_command`]) was sent and its caller went away
+    /// before it ended: it may still be open, and the next writer rolls it back.
+    pub(super) unfinished: bool,
+}
+
+impl SqliteWriter {
+    /// Waits for the write connection; a transaction an interrupted caller left open is
+    /// rolled back first (all or nothing, as if it had never been sent).
+    pub(super) async fn lock(&self) -> tokio::sync::MutexGuard<'_, WriteConnection> {
+        let mut writer = self.0.lock().await;
+        if writer.unfinished {
+            // Fails harmlessly when the transaction had already ended.
+            let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
+            writer.unfinished = false;
+        }
+        writer
+    }
+}
+
+/// Runs `query`, a one-command transaction (`BEGIN IMMEDIATE; …; COMMIT;`) whose one
+/// `RETURNING sequence` statement numbers its events, on SQLite's write connection.
+pub(super) async fn sqlite_one_command<'q>(
+    write: &SqliteWriter,
+    query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
+) -> Result<Vec<i64>, GatewayError> {
+    let mut writer = write.lock().await;
+    writer.unfinished = true;
+    // `fetch_all` runs every statement, COMMIT included.
+    let result = query.fetch_all(&mut writer.conn).await;
+    if result.is_err() {
+        // Never leave the connection inside a transaction.
+        let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
+    }
+    writer.unfinished = false;
+    Ok(result?)
+}
+
+/// `[position, hex payload]` pairs as a JSON array, for [`APPEND_BATCH`].
+pub(super) fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
+    let entries: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(position, payload)| serde_json::json!([position, hex::encode(payload)]))
+        .collect();
+    serde_json::Value::Array(entries).to_string()
+}
+
+/// A batch ready for [`append_batch_statements!`].
+pub(super) struct SqliteBatch {
+    /// The events, numbered once stored.
+    pub(super) events: Vec<PromptEvent>,
+    /// $5, $6 and $7.
+    pub(super) payloads: String,
+    pub(super) added: String,
+    pub(super) replaced: String,
+    /// The positions of $7, for the error when one does not exist.
+    pub(super) replaced_positions: Vec<u32>,
+    /// The timeline entries the batch sets, in order: (position, entry).
+    pub(super) entries: Vec<(u32, PromptOutput)>,
+}
+
+impl SqliteBatch {
+    pub(super) fn new(
+        prompt_id: &str,
+        at: prost_types::Timestamp,
+        appends: Vec<Append>,
+    ) -> SqliteBatch {
+        // One row per position, as it ends up: an entry added and then replaced within the
+        // batch is inserted in its last form.
+        let mut added = BTreeMap::new();
+        let mut replaced = BTreeMap::new();
+        let mut entries = Vec::new();
+        let mut events = Vec::with_capacity(appends.len());
+        let mut payloads = Vec::with_capacity(appends.len());
+        for Append { change, kind } in appends {
+            match change {
+                Change::AddOutput { index, output } => {
+                    added.insert(index, output.encode_to_vec());
+                    entries.push((index, output));
+                }
+                Change::UpdateOutput { index, output } => {
+                    match added.get_mut(&index) {
+                        Some(entry) => *entry = output.encode_to_vec(),
+                        None => {
+                            replaced.insert(index, output.encode_to_vec());
+                        }
+                    }
+                    entries.push((index, output));
+                }
+                Change::None | Change::PauseLive | Change::Finish { .. } => {}
+            }
+            let event = PromptEvent {
+                sequence: 0,
+                prompt_id: prompt_id.to_owned(),
+                at: Some(at),
+                kind: Some(kind),
+            };
+            payloads.push(serde_json::Value::String(hex::encode(
+                event.encode_to_vec(),
+            )));
+            events.push(event);
+        }
+        SqliteBatch {
+            events,
+            payloads: serde_json::Value::Array(payloads).to_string(),
+            added: entries_json(&added),
+            replaced_positions: replaced.keys().copied().collect(),
+            replaced: entries_json(&replaced),
+            entries,
+        }
+    }
+
+    /// Binds $1 to $10 of [`append_batch_statements!`].
+    pub(super) fn bind<'q>(
+        &'q self,
+        query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
+        at_millis: i64,
+        prompt_id: &'q str,
+        usage: &Usage,
+    ) -> sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>> {
+        query
+            .bind(at_millis)
+            .bind(prompt_id)
+            .bind(RUNNING)
+            .bind(WAITING)
+            .bind(self.payloads.as_str())
+            .bind(self.added.as_str())
+            .bind(self.replaced.as_str())
+            .bind(saturating_i64(usage.input_tokens))
+            .bind(saturating_i64(usage.output_tokens))
+            .bind(saturating_i64(usage.total_tokens))
+    }
+
+    /// Numbers the events from the sequences the statements returned (the smallest first).
+    pub(super) fn numbered(mut self, sequences: &[i64]) -> Result<Vec<PromptEvent>, GatewayError> {
+        let first = sequences.iter().copied().min().unwrap_or_default();
+        if sequences.len() != self.events.len() {
+            return Err(GatewayError::Internal(format!(
+                "{} of {} events were numbered",
+                sequences.len(),
+                self.events.len()
+            )));
+        }
+        for (event, sequence) in self.events.iter_mut().zip(first..) {
+            event.sequence = unsigned(sequence);
+        }
+        Ok(self.events)
+    }
+}
+
+/// [`Store::append_batch`] on SQLite: [`APPEND_BATCH`].
+pub(super) async fn append_batch_sqlite(
+    write: &SqliteWriter,
+    prompt_id: &str,
+    appends: Vec<Append>,
+    usage: &Usage,
+) -> Result<Vec<PromptEvent>, GatewayError> {
+    let at = now();
+    let batch = SqliteBatch::new(prompt_id, at, appends);
+    let query = batch.bind(
+        sqlx::query_scalar(APPEND_BATCH),
+        timestamp_millis(&at),
+        prompt_id,
+        usage,
+    );
+    let sequences = sqlite_one_command(write, query).await?;
+    if sequences.is_empty() {
+        // Nothing was stored: the prompt ended, or an entry to replace does not exist.
+        let open: Option<i64> = sqlx::query_scalar(
+            "SELECT 1 FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)",
+        )
+        .bind(prompt_id)
+        .bind(RUNNING)
+        .bind(WAITING)
+        .fetch_optional(&mut write.lock().await.conn)
+        .await?;
+        return Err(match open {
+            Some(_) if !batch.replaced_positions.is_empty() => {
+                missing_entry(&batch.replaced_positions)
+            }
+            _ => GatewayError::PromptEnded(prompt_id.to_owned()),
+        });
+    }
+    batch.numbered(&sequences)
+}
+
+pub(super) fn missing_entry(positions: &[u32]) -> GatewayError {
+    GatewayError::Protocol(format!(
+        "an output to update does not exist (positions {positions:?})"
+    ))
+}
+
+/// A terminal event on SQLite, after the events that came just before it, in two commands on
+/// the write connection: the first begins the transaction and reads the prompt with its
+/// timeline (so nothing else can change it before the event that carries it is stored), the
+/// second is [`FINISH_WRITE`].
+pub(super) async fn finish_sqlite(
+    write: &SqliteWriter,
+    prompt_id: &str,
+    before: Vec<Append>,
+    usage: &Usage,
+    state: PromptState,
+    error: String,
+    kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+) -> Result<Vec<PromptEvent>, GatewayError> {
+    let read = format!(
+        "BEGIN IMMEDIATE; SELECT {PROMPT_COLUMNS}, \
+         (SELECT json_group_array(hex(payload) ORDER BY position) FROM prompt_outputs \
+         WHERE prompt_id = $1) AS outputs \
+         FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)"
+    );
+    let mut writer = write.lock().await;
+    writer.unfinished = true;
+    let conn = &mut writer.conn;
+    let finished = async {
+        let row: Option<PromptWithOutputs> = sqlx::query_as(&read)
+            .bind(prompt_id)
+            .bind(RUNNING)
+            .bind(WAITING)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(PromptWithOutputs { row, outputs }) = row else {
+            return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
+        };
+        let outputs: Vec<String> = serde_json::from_str(&outputs)
+            .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
+        let outputs = outputs
+            .iter()
+            .map(hex::decode)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
+        let mut prompt = row.into_prompt(&outputs)?;
+        let at = now();
+        let batch = SqliteBatch::new(prompt_id, at, before);
+        // The prompt as the events before the end leave it.
+        for (index, output) in &batch.entries {
+            let index = *index as usize;
+            match prompt.output.len().cmp(&index) {
+                std::cmp::Ordering::Equal => prompt.output.push(output.clone()),
+                std::cmp::Ordering::Greater => prompt.output[index] = output.clone(),
+                std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced_positions)),
+            }
+        }
+        let tokens = prompt.usage.get_or_insert_default();
+        tokens.input_tokens = tokens.input_tokens.saturating_add(usage.input_tokens);
+        tokens.output_tokens = tokens.output_tokens.saturating_add(usage.output_tokens);
+        tokens.total_tokens = tokens.total_tokens.saturating_add(usage.total_tokens);
+        // PostgreSQL text cannot hold NUL; both backends store the same.
+        let error = error.replace('\0', "\u{FFFD}");
+        prompt.state = state as i32;
+        prompt.error.clone_from(&error);
+        prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(&at)));
+        let mut terminal = PromptEvent {
+            sequence: 0,
+            prompt_id: prompt_id.to_owned(),
+            at: Some(at),
+            kind: Some(kind(Some(prompt))),
+        };
+        let terminal_payload = terminal.encode_to_vec();
+        // `fetch_all` runs every statement, COMMIT included.
+        let mut sequences = batch
+            .bind(
+                sqlx::query_scalar(FINISH_WRITE),
+                timestamp_millis(&at),
+                prompt_id,
+                usage,
+            )
+            .bind(state as i32)
+            .bind(&error)
+            .bind(terminal_payload)
+            .fetch_all(&mut *conn)
+            .await?;
+        let sequence =
+            sequences.iter().copied().max().ok_or_else(|| {
+                GatewayError::Internal("the terminal event was not stored".into())
+            })?;
+        sequences.retain(|stored| *stored != sequence);
+        terminal.sequence = unsigned(sequence);
+        let mut events = batch.numbered(&sequences)?;
+        events.push(terminal);
+        Ok(events)
+    }
+    .await;
+    if finished.is_err() {
+        // Never leave the connection inside a transaction (a no-op after COMMIT).
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+    }
+    writer.unfinished = false;
+    finished
+}
