@@ -11,18 +11,14 @@ impl Store {
     ) -> Result<bool, GatewayError> {
         let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
-        let inserted = with_writer!(self, |pool| {
-            sqlx::query(sql)
-                .bind(prompt_id)
-                .bind(&decision.tool_call_id)
-                .bind(decision.approved)
-                .bind(&decision.reason)
-                .bind(now_millis())
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
-        Ok(inserted == 1)
+        let args = [
+            prompt_id.into(),
+            (&decision.tool_call_id).into(),
+            decision.approved.into(),
+            (&decision.reason).into(),
+            now_millis().into(),
+        ];
+        Ok(self.write(sql, &args).await? == 1)
     }
 
     pub async fn forget_decision(
@@ -31,23 +27,15 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<(), GatewayError> {
         let sql = "DELETE FROM approval_decisions WHERE prompt_id = $1 AND tool_call_id = $2";
-        with_writer!(self, |pool| {
-            sqlx::query(sql)
-                .bind(prompt_id)
-                .bind(tool_call_id)
-                .execute(pool)
-                .await
-                .map(drop)
-        })?;
+        self.write(sql, &[prompt_id.into(), tool_call_id.into()])
+            .await?;
         Ok(())
     }
 
     pub async fn decisions(&self, prompt_id: &str) -> Result<Vec<ApprovalDecision>, GatewayError> {
         let sql = "SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = $1 \
                    ORDER BY decided_at";
-        let rows: Vec<DecisionRow> = with_pool!(self, |pool| {
-            sqlx::query_as(sql).bind(prompt_id).fetch_all(pool).await
-        })?;
+        let rows: Vec<DecisionRow> = self.read_all(sql, &[prompt_id.into()]).await?;
         Ok(rows
             .into_iter()
             .map(|row| ApprovalDecision {
@@ -63,17 +51,13 @@ impl Store {
     pub async fn resume_live(&self, prompt_id: &str) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
                    WHERE id = $3 AND state = $4";
-        let updated = with_writer!(self, |pool| {
-            sqlx::query(sql)
-                .bind(RUNNING)
-                .bind(now_millis())
-                .bind(prompt_id)
-                .bind(WAITING)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
-        Ok(updated == 1)
+        let args = [
+            RUNNING.into(),
+            now_millis().into(),
+            prompt_id.into(),
+            WAITING.into(),
+        ];
+        Ok(self.write(sql, &args).await? == 1)
     }
 
     /// Moves a prompt whose run ended waiting (a durable pause) back to RUNNING under this
@@ -82,18 +66,14 @@ impl Store {
     pub async fn claim_resumed(&self, prompt_id: &str) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = $3, lease_until = $4 \
                    WHERE id = $5 AND state = $6 AND paused_live = 0";
-        let updated = with_writer!(self, |pool| {
-            sqlx::query(sql)
-                .bind(RUNNING)
-                .bind(now_millis())
-                .bind(&self.owner.replica)
-                .bind(self.lease_until())
-                .bind(prompt_id)
-                .bind(WAITING)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
-        Ok(updated == 1)
+        let args = [
+            RUNNING.into(),
+            now_millis().into(),
+            (&self.owner.replica).into(),
+            self.lease_until().into(),
+            prompt_id.into(),
+            WAITING.into(),
+        ];
+        Ok(self.write(sql, &args).await? == 1)
     }
 }

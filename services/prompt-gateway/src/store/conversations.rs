@@ -15,19 +15,16 @@ impl Store {
         let state = struct_to_json(conversation.state.as_ref()).to_string();
         let sql = "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)";
-        with_writer!(self, |pool| {
-            sqlx::query(sql)
-                .bind(&conversation.id)
-                .bind(&conversation.user_id)
-                .bind(&conversation.title)
-                .bind(&conversation.default_mode)
-                .bind(&state)
-                .bind(created)
-                .bind(created)
-                .execute(pool)
-                .await
-                .map(drop)
-        })?;
+        let args = [
+            (&conversation.id).into(),
+            (&conversation.user_id).into(),
+            (&conversation.title).into(),
+            (&conversation.default_mode).into(),
+            (&state).into(),
+            created.into(),
+            created.into(),
+        ];
+        self.write(sql, &args).await?;
         Ok(())
     }
 
@@ -39,13 +36,9 @@ impl Store {
     ) -> Result<Option<Conversation>, GatewayError> {
         let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
                    FROM conversations WHERE id = $1 AND user_id = $2";
-        let row: Option<ConversationRow> = with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(conversation_id)
-                .bind(user_id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<ConversationRow> = self
+            .read_optional(sql, &[conversation_id.into(), user_id.into()])
+            .await?;
         Ok(row.map(Conversation::from))
     }
 
@@ -56,13 +49,9 @@ impl Store {
     ) -> Result<Vec<Conversation>, GatewayError> {
         let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
                    FROM conversations WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2";
-        let rows: Vec<ConversationRow> = with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(user_id)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await
-        })?;
+        let rows: Vec<ConversationRow> = self
+            .read_all(sql, &[user_id.into(), i64::from(limit).into()])
+            .await?;
         Ok(rows.into_iter().map(Conversation::from).collect())
     }
 }

@@ -16,6 +16,16 @@ pub(super) fn check_batchable(appends: &[Append]) -> Result<(), GatewayError> {
     }
 }
 
+/// [`ADD_USAGE`]'s arguments.
+pub(super) fn usage_args<'a>(prompt_id: &'a str, usage: &Usage) -> [Arg<'a>; 4] {
+    [
+        saturating_i64(usage.input_tokens).into(),
+        saturating_i64(usage.output_tokens).into(),
+        saturating_i64(usage.total_tokens).into(),
+        prompt_id.into(),
+    ]
+}
+
 impl Store {
     /// Applies `change` and appends the event built by `kind` in one transaction, so the
     /// event is durable (and numbered gap-free) before anyone can see it. A prompt that has
@@ -71,12 +81,11 @@ impl Store {
                     .ok_or_else(|| GatewayError::Internal("an append stored no event".into()));
             }
         }
-        with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            let event = append!(self, tx, prompt_id, guard, change, kind)?;
-            tx.commit().await?;
-            Ok(event)
-        })
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let event = append(self, &mut tx.conn(), prompt_id, guard, change, kind).await?;
+        tx.commit().await?;
+        Ok(event)
     }
 
     /// Appends `appends` in order, and adds `usage` to the prompt's tokens, in one
@@ -146,7 +155,8 @@ impl Store {
                     .append_all_postgres(&mut tx, prompt_id, before, usage)
                     .await?;
                 let change = Change::Finish { state, error };
-                events.push(append!(self, tx, prompt_id, Guard::Open, change, kind)?);
+                let mut conn = Conn::Postgres(&mut tx);
+                events.push(append(self, &mut conn, prompt_id, Guard::Open, change, kind).await?);
                 tx.commit().await?;
                 Ok(events)
             }
@@ -154,16 +164,7 @@ impl Store {
     }
 
     pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
-        with_writer!(self, |pool| {
-            sqlx::query(ADD_USAGE)
-                .bind(saturating_i64(usage.input_tokens))
-                .bind(saturating_i64(usage.output_tokens))
-                .bind(saturating_i64(usage.total_tokens))
-                .bind(prompt_id)
-                .execute(pool)
-                .await
-                .map(drop)
-        })?;
+        self.write(ADD_USAGE, &usage_args(prompt_id, usage)).await?;
         Ok(())
     }
 
@@ -177,14 +178,12 @@ impl Store {
     ) -> Result<Vec<PromptEvent>, GatewayError> {
         let sql = "SELECT sequence, payload FROM prompt_events WHERE prompt_id = $1 \
                    AND sequence > $2 ORDER BY sequence LIMIT $3";
-        let rows: Vec<(i64, Vec<u8>)> = with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(prompt_id)
-                .bind(saturating_i64(after))
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await
-        })?;
+        let args = [
+            prompt_id.into(),
+            saturating_i64(after).into(),
+            i64::from(limit).into(),
+        ];
+        let rows: Vec<(i64, Vec<u8>)> = self.read_all(sql, &args).await?;
         rows.into_iter()
             .map(|(sequence, payload)| stored_event(sequence, &payload))
             .collect()
@@ -212,15 +211,13 @@ impl Store {
                    LEFT JOIN prompt_events e ON e.prompt_id = p.id AND e.sequence > $2 \
                    WHERE p.id = $1 AND p.user_id = $4 ORDER BY e.sequence LIMIT $3";
         type Row = (i32, Option<i64>, Option<Vec<u8>>);
-        let rows: Vec<Row> = with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(prompt_id)
-                .bind(saturating_i64(after))
-                .bind(i64::from(limit))
-                .bind(user_id)
-                .fetch_all(pool)
-                .await
-        })?;
+        let args = [
+            prompt_id.into(),
+            saturating_i64(after).into(),
+            i64::from(limit).into(),
+            user_id.into(),
+        ];
+        let rows: Vec<Row> = self.read_all(sql, &args).await?;
         let Some((state, _, _)) = rows.first() else {
             return Ok(None);
         };

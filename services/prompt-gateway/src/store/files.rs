@@ -11,13 +11,9 @@ impl Store {
     ) -> Result<Vec<(String, FileOutput)>, GatewayError> {
         let sql = "SELECT f.prompt_id, f.payload FROM prompt_files f JOIN prompts p ON p.id = f.prompt_id \
              WHERE f.user_id = $1 AND f.conversation_id = $2 ORDER BY p.created_at, p.id, f.position";
-        let rows: Vec<(String, Vec<u8>)> = with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(user_id)
-                .bind(conversation_id)
-                .fetch_all(pool)
-                .await
-        })?;
+        let rows: Vec<(String, Vec<u8>)> = self
+            .read_all(sql, &[user_id.into(), conversation_id.into()])
+            .await?;
         rows.into_iter()
             .map(|(prompt_id, payload)| Ok((prompt_id, FileOutput::decode(payload.as_slice())?)))
             .collect()
@@ -30,13 +26,9 @@ impl Store {
         file_id: &str,
     ) -> Result<Option<FileOutput>, GatewayError> {
         let sql = "SELECT payload FROM prompt_files WHERE file_id = $1 AND user_id = $2";
-        let payload: Option<Vec<u8>> = with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
-                .bind(file_id)
-                .bind(user_id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let payload: Option<Vec<u8>> = self
+            .read_scalar(sql, &[file_id.into(), user_id.into()])
+            .await?;
         Ok(payload
             .map(|payload| FileOutput::decode(payload.as_slice()))
             .transpose()?)

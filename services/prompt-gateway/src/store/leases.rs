@@ -12,17 +12,13 @@ impl Store {
     pub async fn renew_leases(&self) -> Result<u64, GatewayError> {
         let sql = "UPDATE prompts SET lease_until = $1 \
                    WHERE owner = $2 AND (state = $3 OR (state = $4 AND paused_live = 1))";
-        let renewed = with_writer!(self, |pool| {
-            sqlx::query(sql)
-                .bind(self.lease_until())
-                .bind(&self.owner.replica)
-                .bind(RUNNING)
-                .bind(WAITING)
-                .execute(pool)
-                .await
-                .map(|done| done.rows_affected())
-        })?;
-        Ok(renewed)
+        let args = [
+            self.lease_until().into(),
+            (&self.owner.replica).into(),
+            RUNNING.into(),
+            WAITING.into(),
+        ];
+        self.write(sql, &args).await
     }
 
     /// Ids of prompts with a live run (RUNNING, or paused live) of another replica whose
@@ -31,15 +27,13 @@ impl Store {
     pub async fn expired(&self, before: i64) -> Result<Vec<String>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
                    AND lease_until < $3 AND owner != $4";
-        Ok(with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
-                .bind(RUNNING)
-                .bind(WAITING)
-                .bind(before)
-                .bind(&self.owner.replica)
-                .fetch_all(pool)
-                .await
-        })?)
+        let args = [
+            RUNNING.into(),
+            WAITING.into(),
+            before.into(),
+            (&self.owner.replica).into(),
+        ];
+        self.read_scalars(sql, &args).await
     }
 
     /// Ids of prompts with a live run that another replica owns: on SQLite, where this is
@@ -47,14 +41,8 @@ impl Store {
     pub async fn owned_by_others(&self) -> Result<Vec<String>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
                    AND owner != $3";
-        Ok(with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
-                .bind(RUNNING)
-                .bind(WAITING)
-                .bind(&self.owner.replica)
-                .fetch_all(pool)
-                .await
-        })?)
+        let args = [RUNNING.into(), WAITING.into(), (&self.owner.replica).into()];
+        self.read_scalars(sql, &args).await
     }
 
     /// Fails a prompt whose owner's lease expired before `before`, with the terminal event

@@ -155,187 +155,159 @@ enum Pool {
     Postgres(PgPool),
 }
 
-/// Runs `$body` with `$pool` bound to whichever backend's pool for reads the store holds.
-/// The body is expanded once per backend, so the same query code compiles against both
-/// drivers.
-macro_rules! with_pool {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match &$store.pool {
-            Pool::Sqlite { read: $pool, .. } => $body,
-            Pool::Postgres($pool) => $body,
-        }
+/// Reads a prompt with its outputs on `conn` (a transaction or a connection).
+async fn load_prompt(conn: &mut Conn<'_>, prompt_id: &str) -> Result<Option<Prompt>, GatewayError> {
+    let sql = format!("SELECT {PROMPT_COLUMNS} FROM prompts WHERE id = $1");
+    let Some(row) = conn
+        .optional::<PromptRow>(&sql, &[prompt_id.into()])
+        .await?
+    else {
+        return Ok(None);
     };
+    let outputs: Vec<Vec<u8>> = conn
+        .scalars(
+            "SELECT payload FROM prompt_outputs WHERE prompt_id = $1 ORDER BY position",
+            &[prompt_id.into()],
+        )
+        .await?;
+    Ok(Some(row.into_prompt(&outputs)?))
 }
 
-/// As [`with_pool!`], with the pool for writes.
-macro_rules! with_writer {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match &$store.pool {
-            Pool::Sqlite { write, .. } => {
-                let mut writer = write.lock().await;
-                let $pool = &mut writer.conn;
-                $body
-            }
-            Pool::Postgres($pool) => $body,
-        }
-    };
-}
-
-/// Reads a prompt with its outputs on `$conn` (a transaction or a pool connection).
-macro_rules! load_prompt {
-    ($conn:expr, $prompt_id:expr) => {
-        async {
-            let row: Option<PromptRow> = sqlx::query_as(&format!(
-                "SELECT {PROMPT_COLUMNS} FROM prompts WHERE id = $1"
-            ))
-            .bind($prompt_id)
-            .fetch_optional(&mut *$conn)
-            .await?;
-            let Some(row) = row else {
-                return Ok::<_, GatewayError>(None);
-            };
-            let outputs: Vec<Vec<u8>> = sqlx::query_scalar(
-                "SELECT payload FROM prompt_outputs WHERE prompt_id = $1 ORDER BY position",
-            )
-            .bind($prompt_id)
-            .fetch_all(&mut *$conn)
-            .await?;
-            Ok(Some(row.into_prompt(&outputs)?))
-        }
-        .await
-    };
-}
-
-/// Appends one event in transaction `$tx`: bumps the prompt's sequence (if `$guard` lets the
-/// prompt take events, else `PromptEnded`), applies `$change`, stores the event `$kind`
+/// Appends one event in the transaction `conn`: bumps the prompt's sequence (if `guard` lets
+/// the prompt take events, else `PromptEnded`), applies `change`, stores the event `kind`
 /// builds and, on PostgreSQL, announces it to the other replicas on commit.
-macro_rules! append {
-    ($store:expr, $tx:ident, $prompt_id:expr, $guard:expr, $change:expr, $kind:expr) => {
-        async {
-            let (store, prompt_id, guard, change, kind): (&Store, &str, Guard, Change, _) =
-                ($store, $prompt_id, $guard, $change, $kind);
-            let at = now();
-            let at_millis = timestamp_millis(&at);
-            let sequence: Option<i64> = match guard {
-                Guard::Open => {
-                    sqlx::query_scalar(NEXT_SEQUENCE)
-                        .bind(at_millis)
-                        .bind(prompt_id)
-                        .bind(RUNNING)
-                        .bind(WAITING)
-                        .fetch_optional(&mut *$tx)
-                        .await?
-                }
-                Guard::LeaseExpiredBefore(before) => {
-                    sqlx::query_scalar(NEXT_SEQUENCE_IF_EXPIRED)
-                        .bind(at_millis)
-                        .bind(prompt_id)
-                        .bind(before)
-                        .bind(RUNNING)
-                        .bind(WAITING)
-                        .fetch_optional(&mut *$tx)
-                        .await?
-                }
-            };
-            let Some(sequence) = sequence else {
-                return Err::<PromptEvent, _>(GatewayError::PromptEnded(prompt_id.to_owned()));
-            };
-            let final_prompt = match change {
-                Change::None => None,
-                Change::AddOutput { index, output } => {
-                    sqlx::query(
-                        "INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES ($1, $2, $3)",
-                    )
-                    .bind(prompt_id)
-                    .bind(i64::from(index))
-                    .bind(output.encode_to_vec())
-                    .execute(&mut *$tx)
-                    .await?;
-                    if let Some(prompt_output::Kind::File(file)) = &output.kind {
-                        sqlx::query(
-                            "INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
-                             SELECT $1, id, user_id, conversation_id, $2, $3 FROM prompts WHERE id = $4",
-                        )
-                        .bind(&file.id)
-                        .bind(i64::from(index))
-                        .bind(file.encode_to_vec())
-                        .bind(prompt_id)
-                        .execute(&mut *$tx)
-                        .await?;
-                    }
-                    None
-                }
-                Change::UpdateOutput { index, output } => {
-                    let updated = sqlx::query(
-                        "UPDATE prompt_outputs SET payload = $1 WHERE prompt_id = $2 AND position = $3",
-                    )
-                    .bind(output.encode_to_vec())
-                    .bind(prompt_id)
-                    .bind(i64::from(index))
-                    .execute(&mut *$tx)
-                    .await?;
-                    if updated.rows_affected() == 0 {
-                        return Err(GatewayError::Protocol(format!(
-                            "output {index} does not exist"
-                        )));
-                    }
-                    None
-                }
-                Change::PauseLive => {
-                    sqlx::query("UPDATE prompts SET state = $1, paused_live = 1 WHERE id = $2")
-                        .bind(WAITING)
-                        .bind(prompt_id)
-                        .execute(&mut *$tx)
-                        .await?;
-                    load_prompt!($tx, prompt_id)?
-                }
-                Change::Finish { state, error } => {
-                    sqlx::query(
-                        "UPDATE prompts SET state = $1, error = $2, paused_live = 0 WHERE id = $3",
-                    )
-                    .bind(state as i32)
-                    // PostgreSQL text cannot hold NUL; both backends store the same.
-                    .bind(error.replace('\0', "\u{FFFD}"))
-                    .bind(prompt_id)
-                    .execute(&mut *$tx)
-                    .await?;
-                    load_prompt!($tx, prompt_id)?
-                }
-            };
-            let event = PromptEvent {
-                sequence: unsigned(sequence),
-                prompt_id: prompt_id.to_owned(),
-                at: Some(at),
-                kind: Some(kind(final_prompt)),
-            };
-            sqlx::query(
-                "INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, $2, $3, $4)",
+async fn append(
+    store: &Store,
+    conn: &mut Conn<'_>,
+    prompt_id: &str,
+    guard: Guard,
+    change: Change,
+    kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+) -> Result<PromptEvent, GatewayError> {
+    let at = now();
+    let at_millis = timestamp_millis(&at);
+    let sequence: Option<i64> = match guard {
+        Guard::Open => {
+            conn.scalar(
+                NEXT_SEQUENCE,
+                &[
+                    at_millis.into(),
+                    prompt_id.into(),
+                    RUNNING.into(),
+                    WAITING.into(),
+                ],
             )
-            .bind(prompt_id)
-            .bind(sequence)
-            .bind(at_millis)
-            .bind(event.encode_to_vec())
-            .execute(&mut *$tx)
-            .await?;
-            if store.is_shared() {
-                // Delivered to the other replicas when (and only if) the transaction commits.
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(EVENTS_CHANNEL)
-                    .bind(store.wakeup_payload(prompt_id, sequence))
-                    .execute(&mut *$tx)
-                    .await?;
-            }
-            Ok::<PromptEvent, GatewayError>(event)
+            .await?
         }
-        .await
+        Guard::LeaseExpiredBefore(before) => {
+            conn.scalar(
+                NEXT_SEQUENCE_IF_EXPIRED,
+                &[
+                    at_millis.into(),
+                    prompt_id.into(),
+                    before.into(),
+                    RUNNING.into(),
+                    WAITING.into(),
+                ],
+            )
+            .await?
+        }
     };
+    let Some(sequence) = sequence else {
+        return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
+    };
+    let final_prompt = match change {
+        Change::None => None,
+        Change::AddOutput { index, output } => {
+            let payload = output.encode_to_vec();
+            conn.execute(
+                "INSERT INTO prompt_outputs (prompt_id, position, payload) VALUES ($1, $2, $3)",
+                &[prompt_id.into(), i64::from(index).into(), (&payload).into()],
+            )
+            .await?;
+            if let Some(prompt_output::Kind::File(file)) = &output.kind {
+                let payload = file.encode_to_vec();
+                conn.execute(
+                    "INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
+                     SELECT $1, id, user_id, conversation_id, $2, $3 FROM prompts WHERE id = $4",
+                    &[
+                        (&file.id).into(),
+                        i64::from(index).into(),
+                        (&payload).into(),
+                        prompt_id.into(),
+                    ],
+                )
+                .await?;
+            }
+            None
+        }
+        Change::UpdateOutput { index, output } => {
+            let payload = output.encode_to_vec();
+            let updated = conn
+                .execute(
+                    "UPDATE prompt_outputs SET payload = $1 WHERE prompt_id = $2 AND position = $3",
+                    &[(&payload).into(), prompt_id.into(), i64::from(index).into()],
+                )
+                .await?;
+            if updated == 0 {
+                return Err(GatewayError::Protocol(format!(
+                    "output {index} does not exist"
+                )));
+            }
+            None
+        }
+        Change::PauseLive => {
+            conn.execute(
+                "UPDATE prompts SET state = $1, paused_live = 1 WHERE id = $2",
+                &[WAITING.into(), prompt_id.into()],
+            )
+            .await?;
+            load_prompt(conn, prompt_id).await?
+        }
+        Change::Finish { state, error } => {
+            // PostgreSQL text cannot hold NUL; both backends store the same.
+            let error = error.replace('\0', "\u{FFFD}");
+            conn.execute(
+                "UPDATE prompts SET state = $1, error = $2, paused_live = 0 WHERE id = $3",
+                &[(state as i32).into(), (&error).into(), prompt_id.into()],
+            )
+            .await?;
+            load_prompt(conn, prompt_id).await?
+        }
+    };
+    let event = PromptEvent {
+        sequence: unsigned(sequence),
+        prompt_id: prompt_id.to_owned(),
+        at: Some(at),
+        kind: Some(kind(final_prompt)),
+    };
+    let payload = event.encode_to_vec();
+    conn.execute(
+        "INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, $2, $3, $4)",
+        &[
+            prompt_id.into(),
+            sequence.into(),
+            at_millis.into(),
+            (&payload).into(),
+        ],
+    )
+    .await?;
+    if store.is_shared() {
+        // Delivered to the other replicas when (and only if) the transaction commits.
+        let wakeup = store.wakeup_payload(prompt_id, sequence);
+        conn.execute(
+            "SELECT pg_notify($1, $2)",
+            &[EVENTS_CHANNEL.into(), (&wakeup).into()],
+        )
+        .await?;
+    }
+    Ok(event)
 }
 
 /// Adds $1 to $3 to a prompt's tokens.
 const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      output_tokens = output_tokens + $2, total_tokens = total_tokens + $3 WHERE id = $4";
 
-// After the macros above, which the files below use.
 mod approvals;
 mod conversations;
 mod events;
@@ -349,15 +321,74 @@ mod postgres;
 mod prompts;
 mod rows;
 mod run_log;
+mod sql;
 mod sqlite;
 
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
 use rows::*;
 pub use run_log::{EventFor, MAX_BATCH, RunLog};
+use sql::{Arg, Conn, Reader, Writer};
 use sqlite::*;
 
 impl Store {
+    /// A connection for reads.
+    async fn reader(&self) -> Result<Reader, sqlx::Error> {
+        Ok(match &self.pool {
+            Pool::Sqlite { read, .. } => Reader::Sqlite(read.acquire().await?),
+            Pool::Postgres(pool) => Reader::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// The connection for writes (SQLite's single writer: one write at a time).
+    async fn writer(&self) -> Result<Writer<'_>, sqlx::Error> {
+        Ok(match &self.pool {
+            Pool::Sqlite { write, .. } => Writer::Sqlite(write.lock().await),
+            Pool::Postgres(pool) => Writer::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// Runs one statement on the connection for writes; answers the rows it changed.
+    async fn write(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, GatewayError> {
+        Ok(self.writer().await?.conn().execute(sql, args).await?)
+    }
+
+    /// The first row a read finds, if any.
+    async fn read_optional<O: sql::Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<O>, GatewayError> {
+        Ok(self.reader().await?.conn().optional(sql, args).await?)
+    }
+
+    /// Every row a read finds.
+    async fn read_all<O: sql::Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<O>, GatewayError> {
+        Ok(self.reader().await?.conn().all(sql, args).await?)
+    }
+
+    /// The first column of every row a read finds.
+    async fn read_scalars<T: sql::Value>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<T>, GatewayError> {
+        Ok(self.reader().await?.conn().scalars(sql, args).await?)
+    }
+
+    /// The first column of the first row a read finds, if any.
+    async fn read_scalar<T: sql::Value>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<T>, GatewayError> {
+        Ok(self.reader().await?.conn().scalar(sql, args).await?)
+    }
+
     /// Opens the database at `url` and applies migrations: PostgreSQL for a `postgres://` or
     /// `postgresql://` URL (the database must exist), otherwise SQLite (the file is created if
     /// missing).
@@ -389,10 +420,7 @@ impl Store {
                 .connect_with(options.clone())
                 .await?;
             sqlx::migrate!("./migrations/sqlite").run(&read).await?;
-            let write = SqliteWriter(Arc::new(tokio::sync::Mutex::new(WriteConnection {
-                conn: SqliteConnection::connect_with(&options).await?,
-                unfinished: false,
-            })));
+            let write = SqliteWriter::new(SqliteConnection::connect_with(&options).await?);
             Pool::Sqlite { read, write }
         };
         Ok(Store { pool, owner })

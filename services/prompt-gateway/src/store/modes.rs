@@ -21,36 +21,40 @@ impl Store {
         max: u32,
     ) -> Result<(), GatewayError> {
         let now = now_millis();
-        with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            sqlx::query("DELETE FROM mode_registrations WHERE expires_at <= $1")
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            let others: i64 =
-                sqlx::query_scalar("SELECT COUNT(*) FROM mode_registrations WHERE id != $1")
-                    .bind(&registration.id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            if others >= i64::from(max) {
-                return Err(GatewayError::ResourceExhausted(format!(
-                    "{max} modes are registered already"
-                )));
-            }
-            sqlx::query(
-                "INSERT INTO mode_registrations (id, name, endpoint, expires_at) \
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET \
-                 name = excluded.name, endpoint = excluded.endpoint, expires_at = excluded.expires_at",
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        conn.execute(
+            "DELETE FROM mode_registrations WHERE expires_at <= $1",
+            &[now.into()],
+        )
+        .await?;
+        let others: i64 = conn
+            .scalar(
+                "SELECT COUNT(*) FROM mode_registrations WHERE id != $1",
+                &[(&registration.id).into()],
             )
-            .bind(&registration.id)
-            .bind(&registration.name)
-            .bind(&registration.endpoint)
-            .bind(expires_at)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok::<_, GatewayError>(())
-        })
+            .await?
+            .unwrap_or_default();
+        if others >= i64::from(max) {
+            return Err(GatewayError::ResourceExhausted(format!(
+                "{max} modes are registered already"
+            )));
+        }
+        conn.execute(
+            "INSERT INTO mode_registrations (id, name, endpoint, expires_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET \
+             name = excluded.name, endpoint = excluded.endpoint, expires_at = excluded.expires_at",
+            &[
+                (&registration.id).into(),
+                (&registration.name).into(),
+                (&registration.endpoint).into(),
+                expires_at.into(),
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The registration of mode `id`, unless it expired.
@@ -60,21 +64,14 @@ impl Store {
     ) -> Result<Option<ModeRegistration>, GatewayError> {
         let sql =
             "SELECT id, name, endpoint FROM mode_registrations WHERE id = $1 AND expires_at > $2";
-        Ok(with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(id)
-                .bind(now_millis())
-                .fetch_optional(pool)
-                .await
-        })?)
+        self.read_optional(sql, &[id.into(), now_millis().into()])
+            .await
     }
 
     /// Every registration that has not expired, by id.
     pub async fn registered_modes(&self) -> Result<Vec<ModeRegistration>, GatewayError> {
         let sql =
             "SELECT id, name, endpoint FROM mode_registrations WHERE expires_at > $1 ORDER BY id";
-        Ok(with_pool!(self, |pool| {
-            sqlx::query_as(sql).bind(now_millis()).fetch_all(pool).await
-        })?)
+        self.read_all(sql, &[now_millis().into()]).await
     }
 }

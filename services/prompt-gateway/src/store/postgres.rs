@@ -11,19 +11,13 @@ impl Store {
         appends: Vec<Append>,
         usage: &Usage,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
+        let mut conn = Conn::Postgres(conn);
         let mut events = Vec::with_capacity(appends.len() + 1);
         for Append { change, kind } in appends {
-            events.push(append!(self, conn, prompt_id, Guard::Open, change, |_| {
-                kind
-            })?);
+            events.push(append(self, &mut conn, prompt_id, Guard::Open, change, |_| kind).await?);
         }
         if *usage != Usage::default() {
-            sqlx::query(ADD_USAGE)
-                .bind(saturating_i64(usage.input_tokens))
-                .bind(saturating_i64(usage.output_tokens))
-                .bind(saturating_i64(usage.total_tokens))
-                .bind(prompt_id)
-                .execute(&mut *conn)
+            conn.execute(ADD_USAGE, &events::usage_args(prompt_id, usage))
                 .await?;
         }
         Ok(events)

@@ -62,29 +62,36 @@ impl Store {
             event.sequence = 1;
             return Ok(event);
         }
-        with_writer!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            sqlx::query(insert)
-                .bind(&prompt.id)
-                .bind(&prompt.user_id)
-                .bind(&prompt.conversation_id)
-                .bind(&prompt.mode)
-                .bind(prompt.model)
-                .bind(prompt.visible)
-                .bind(prompt.state)
-                .bind(&prompt.input)
-                .bind(i64::from(prompt.max_rounds))
-                .bind(&state_data)
-                .bind(created)
-                .bind(created)
-                .bind(&self.owner.replica)
-                .bind(lease_until)
-                .execute(&mut *tx)
-                .await?;
-            let event = append!(self, tx, &prompt.id, Guard::Open, Change::None, |_| kind)?;
-            tx.commit().await?;
-            Ok(event)
-        })
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let args = [
+            (&prompt.id).into(),
+            (&prompt.user_id).into(),
+            (&prompt.conversation_id).into(),
+            (&prompt.mode).into(),
+            prompt.model.into(),
+            prompt.visible.into(),
+            prompt.state.into(),
+            (&prompt.input).into(),
+            i64::from(prompt.max_rounds).into(),
+            (&state_data).into(),
+            created.into(),
+            created.into(),
+            (&self.owner.replica).into(),
+            lease_until.into(),
+        ];
+        tx.conn().execute(insert, &args).await?;
+        let event = append(
+            self,
+            &mut tx.conn(),
+            &prompt.id,
+            Guard::Open,
+            Change::None,
+            |_| kind,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(event)
     }
 
     /// The prompt if it exists and belongs to `user_id`.
@@ -93,10 +100,7 @@ impl Store {
         user_id: &str,
         prompt_id: &str,
     ) -> Result<Option<Prompt>, GatewayError> {
-        let prompt = with_pool!(self, |pool| {
-            let mut conn = pool.acquire().await?;
-            load_prompt!(conn, prompt_id)?
-        });
+        let prompt = load_prompt(&mut self.reader().await?.conn(), prompt_id).await?;
         Ok(prompt.filter(|prompt| prompt.user_id == user_id))
     }
 
@@ -113,14 +117,12 @@ impl Store {
             "SELECT {PROMPT_COLUMNS} FROM prompts WHERE user_id = $1 \
              AND ($2 IS NULL OR conversation_id = $2) ORDER BY created_at DESC, id DESC LIMIT $3"
         );
-        let rows: Vec<PromptRow> = with_pool!(self, |pool| {
-            sqlx::query_as(&sql)
-                .bind(user_id)
-                .bind(conversation_id)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await
-        })?;
+        let args = [
+            user_id.into(),
+            conversation_id.into(),
+            i64::from(limit).into(),
+        ];
+        let rows: Vec<PromptRow> = self.read_all(&sql, &args).await?;
         rows.into_iter().map(|row| row.into_prompt(&[])).collect()
     }
 
@@ -132,12 +134,7 @@ impl Store {
     /// The prompt's state and whether a live run waits on it (no ownership checks).
     pub async fn run_state(&self, prompt_id: &str) -> Result<Option<RunState>, GatewayError> {
         let sql = "SELECT state, paused_live FROM prompts WHERE id = $1";
-        let row: Option<(i32, i32)> = with_pool!(self, |pool| {
-            sqlx::query_as(sql)
-                .bind(prompt_id)
-                .fetch_optional(pool)
-                .await
-        })?;
+        let row: Option<(i32, i32)> = self.read_optional(sql, &[prompt_id.into()]).await?;
         Ok(row.map(|(state, paused_live)| RunState {
             state: PromptState::try_from(state).unwrap_or(PromptState::Unspecified),
             paused_live: paused_live != 0,
@@ -155,14 +152,12 @@ impl Store {
     ) -> Result<Vec<String>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 \
                    AND created_at <= $3 ORDER BY created_at DESC, id DESC LIMIT $4";
-        Ok(with_pool!(self, |pool| {
-            sqlx::query_scalar(sql)
-                .bind(conversation_id)
-                .bind(except)
-                .bind(created_at)
-                .bind(i64::from(limit))
-                .fetch_all(pool)
-                .await
-        })?)
+        let args = [
+            conversation_id.into(),
+            except.into(),
+            created_at.into(),
+            i64::from(limit).into(),
+        ];
+        self.read_scalars(sql, &args).await
     }
 }

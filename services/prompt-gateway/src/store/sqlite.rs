@@ -3,14 +3,10 @@
 
 use super::*;
 
-/// [`APPEND_BATCH`]'s condition: prompt $2 takes events and has every entry of $7.
-macro_rules! batch_applies {
-    () => {
-        "EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)) \
-         AND (SELECT count(*) FROM prompt_outputs WHERE prompt_id = $2 \
-         AND position IN (SELECT value ->> 0 FROM json_each($7))) = json_array_length($7)"
-    };
-}
+/// [`append_batch_statements`]' condition: prompt $2 takes events and has every entry of $7.
+const BATCH_APPLIES: &str = "EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)) \
+     AND (SELECT count(*) FROM prompt_outputs WHERE prompt_id = $2 \
+     AND position IN (SELECT value ->> 0 FROM json_each($7))) = json_array_length($7)";
 
 /// SQLite's append of a run of events, each possibly adding or replacing a timeline entry,
 /// together with the tokens the run used meanwhile, as statements of one command to the
@@ -23,37 +19,55 @@ macro_rules! batch_applies {
 /// JSON array of hex-encoded payloads), $6 the entries added and $7 the entries replaced
 /// (JSON arrays of `[position, hex payload]`, one per position), $8 to $10 the tokens. Every
 /// statement applies only while the prompt takes events and every entry to replace exists
-/// ([`batch_applies!`]); in one transaction they all agree, so the batch is stored whole or not
+/// ([`BATCH_APPLIES`]); in one transaction they all agree, so the batch is stored whole or not
 /// at all (no sequence is returned then).
-macro_rules! append_batch_statements {
-    () => {
-        concat!(
-            "INSERT INTO prompt_outputs (prompt_id, position, payload) \
-             SELECT $2, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($6) a WHERE ",
-            batch_applies!(),
-            "; UPDATE prompt_outputs SET payload = \
-             (SELECT unhex(r.value ->> 1) FROM json_each($7) r \
-             WHERE r.value ->> 0 = prompt_outputs.position) \
-             WHERE prompt_id = $2 AND position IN (SELECT value ->> 0 FROM json_each($7)) AND ",
-            batch_applies!(),
-            "; INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-             SELECT $2, (SELECT last_sequence FROM prompts WHERE id = $2) + 1 + e.key, $1, \
-             unhex(e.value) FROM json_each($5) e WHERE ",
-            batch_applies!(),
-            " RETURNING sequence; \
-             UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), \
-             updated_at = $1, input_tokens = input_tokens + $8, \
-             output_tokens = output_tokens + $9, total_tokens = total_tokens + $10 \
-             WHERE id = $2 AND ",
-            batch_applies!(),
-            ";"
-        )
-    };
+fn append_batch_statements() -> String {
+    format!(
+        "INSERT INTO prompt_outputs (prompt_id, position, payload) \
+         SELECT $2, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($6) a WHERE {BATCH_APPLIES}; \
+         UPDATE prompt_outputs SET payload = \
+         (SELECT unhex(r.value ->> 1) FROM json_each($7) r \
+         WHERE r.value ->> 0 = prompt_outputs.position) \
+         WHERE prompt_id = $2 AND position IN (SELECT value ->> 0 FROM json_each($7)) \
+         AND {BATCH_APPLIES}; \
+         INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+         SELECT $2, (SELECT last_sequence FROM prompts WHERE id = $2) + 1 + e.key, $1, \
+         unhex(e.value) FROM json_each($5) e WHERE {BATCH_APPLIES} RETURNING sequence; \
+         UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), \
+         updated_at = $1, input_tokens = input_tokens + $8, \
+         output_tokens = output_tokens + $9, total_tokens = total_tokens + $10 \
+         WHERE id = $2 AND {BATCH_APPLIES};"
+    )
 }
 
-/// [`append_batch_statements!`] as a transaction of its own.
-pub(super) const APPEND_BATCH: &str =
-    concat!("BEGIN IMMEDIATE; ", append_batch_statements!(), " COMMIT;");
+/// The SQLite writer's composed commands, made once.
+pub(super) struct Commands {
+    /// [`append_batch_statements`] as a transaction of its own.
+    append_batch: String,
+    /// A terminal event, second command of [`finish_sqlite`]: the events that came just
+    /// before it ([`append_batch_statements`], $1 to $10), then the state ($11) and error
+    /// ($12) change and the terminal event ($13), which carries the prompt the first command
+    /// read in the same transaction.
+    finish_write: String,
+}
+
+impl Commands {
+    fn new() -> Commands {
+        let batch = append_batch_statements();
+        Commands {
+            append_batch: format!("BEGIN IMMEDIATE; {batch} COMMIT;"),
+            finish_write: format!(
+                "{batch} UPDATE prompts SET state = $11, error = $12, paused_live = 0, \
+                 last_sequence = last_sequence + 1, updated_at = $1 \
+                 WHERE id = $2 AND (state = $3 OR state = $4); \
+                 INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
+                 SELECT id, last_sequence, $1, $13 FROM prompts WHERE id = $2 AND changes() = 1 \
+                 RETURNING sequence; \
+                 COMMIT;"
+            ),
+        }
+    }
+}
 
 /// SQLite's insert of a new prompt with its `created` event (sequence 1), as one command.
 pub(super) const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
@@ -63,26 +77,14 @@ pub(super) const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
      INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, 1, $14, $15); \
      COMMIT;";
 
-/// SQLite's terminal event, second command of [`finish_sqlite`]: the events that came just
-/// before it ([`append_batch_statements!`], $1 to $10), then the state ($11) and error ($12)
-/// change and the terminal event ($13), which carries the prompt the first command read in
-/// the same transaction.
-pub(super) const FINISH_WRITE: &str = concat!(
-    append_batch_statements!(),
-    " UPDATE prompts SET state = $11, error = $12, paused_live = 0, \
-     last_sequence = last_sequence + 1, updated_at = $1 \
-     WHERE id = $2 AND (state = $3 OR state = $4); \
-     INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-     SELECT id, last_sequence, $1, $13 FROM prompts WHERE id = $2 AND changes() = 1 \
-     RETURNING sequence; \
-     COMMIT;"
-);
-
 /// SQLite's one write connection, held by the store instead of a pool: sqlx's pool pings a
 /// connection each time it is handed back (a round trip to the connection's thread), and
 /// with a single writer every write waited for the ping after the one before it.
 #[derive(Clone)]
-pub(super) struct SqliteWriter(pub(super) Arc<tokio::sync::Mutex<WriteConnection>>);
+pub(super) struct SqliteWriter {
+    connection: Arc<tokio::sync::Mutex<WriteConnection>>,
+    commands: Arc<Commands>,
+}
 
 pub(super) struct WriteConnection {
     pub(super) conn: SqliteConnection,
@@ -92,10 +94,20 @@ pub(super) struct WriteConnection {
 }
 
 impl SqliteWriter {
+    pub(super) fn new(conn: SqliteConnection) -> SqliteWriter {
+        SqliteWriter {
+            connection: Arc::new(tokio::sync::Mutex::new(WriteConnection {
+                conn,
+                unfinished: false,
+            })),
+            commands: Arc::new(Commands::new()),
+        }
+    }
+
     /// Waits for the write connection; a transaction an interrupted caller left open is
     /// rolled back first (all or nothing, as if it had never been sent).
     pub(super) async fn lock(&self) -> tokio::sync::MutexGuard<'_, WriteConnection> {
-        let mut writer = self.0.lock().await;
+        let mut writer = self.connection.lock().await;
         if writer.unfinished {
             // Fails harmlessly when the transaction had already ended.
             let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
@@ -123,7 +135,7 @@ pub(super) async fn sqlite_one_command<'q>(
     Ok(result?)
 }
 
-/// `[position, hex payload]` pairs as a JSON array, for [`APPEND_BATCH`].
+/// `[position, hex payload]` pairs as a JSON array, for [`append_batch_statements`].
 pub(super) fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
     let entries: Vec<serde_json::Value> = entries
         .iter()
@@ -132,7 +144,7 @@ pub(super) fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
     serde_json::Value::Array(entries).to_string()
 }
 
-/// A batch ready for [`append_batch_statements!`].
+/// A batch ready for [`append_batch_statements`].
 pub(super) struct SqliteBatch {
     /// The events, numbered once stored.
     pub(super) events: Vec<PromptEvent>,
@@ -197,7 +209,7 @@ impl SqliteBatch {
         }
     }
 
-    /// Binds $1 to $10 of [`append_batch_statements!`].
+    /// Binds $1 to $10 of [`append_batch_statements`].
     pub(super) fn bind<'q>(
         &'q self,
         query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
@@ -235,7 +247,7 @@ impl SqliteBatch {
     }
 }
 
-/// [`Store::append_batch`] on SQLite: [`APPEND_BATCH`].
+/// [`Store::append_batch`] on SQLite: [`append_batch_statements`] in one command.
 pub(super) async fn append_batch_sqlite(
     write: &SqliteWriter,
     prompt_id: &str,
@@ -245,7 +257,7 @@ pub(super) async fn append_batch_sqlite(
     let at = now();
     let batch = SqliteBatch::new(prompt_id, at, appends);
     let query = batch.bind(
-        sqlx::query_scalar(APPEND_BATCH),
+        sqlx::query_scalar(&write.commands.append_batch),
         timestamp_millis(&at),
         prompt_id,
         usage,
@@ -280,7 +292,7 @@ pub(super) fn missing_entry(positions: &[u32]) -> GatewayError {
 /// A terminal event on SQLite, after the events that came just before it, in two commands on
 /// the write connection: the first begins the transaction and reads the prompt with its
 /// timeline (so nothing else can change it before the event that carries it is stored), the
-/// second is [`FINISH_WRITE`].
+/// second is [`Commands`]' `finish_write`.
 pub(super) async fn finish_sqlite(
     write: &SqliteWriter,
     prompt_id: &str,
@@ -347,7 +359,7 @@ pub(super) async fn finish_sqlite(
         // `fetch_all` runs every statement, COMMIT included.
         let mut sequences = batch
             .bind(
-                sqlx::query_scalar(FINISH_WRITE),
+                sqlx::query_scalar(&write.commands.finish_write),
                 timestamp_millis(&at),
                 prompt_id,
                 usage,

@@ -1,0 +1,299 @@
+//! How the store runs one SQL text on either backend: a query is written once (`$N`
+//! placeholders, which SQLite understands too) with its arguments as [`Arg`]s, and runs on a
+//! [`Conn`], a connection of whichever backend the store holds. Rows decode into types both
+//! backends' rows decode into (tuples, `sqlx::FromRow` structs).
+
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{
+    Arguments as _, Connection as _, Decode, FromRow, PgConnection, Postgres, Sqlite,
+    SqliteConnection, Transaction, Type,
+};
+
+use super::sqlite::WriteConnection;
+
+/// One argument of a query.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Arg<'a> {
+    Text(&'a str),
+    /// Text or NULL.
+    OptionalText(Option<&'a str>),
+    I32(i32),
+    I64(i64),
+    Bool(bool),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(text: &'a str) -> Self {
+        Arg::Text(text)
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(text: Option<&'a str>) -> Self {
+        Arg::OptionalText(text)
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(text: &'a String) -> Self {
+        Arg::Text(text)
+    }
+}
+
+impl From<i32> for Arg<'_> {
+    fn from(value: i32) -> Self {
+        Arg::I32(value)
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(value: i64) -> Self {
+        Arg::I64(value)
+    }
+}
+
+impl From<bool> for Arg<'_> {
+    fn from(value: bool) -> Self {
+        Arg::Bool(value)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Arg<'a> {
+    fn from(bytes: &'a [u8]) -> Self {
+        Arg::Bytes(bytes)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Arg<'a> {
+    fn from(bytes: &'a Vec<u8>) -> Self {
+        Arg::Bytes(bytes)
+    }
+}
+
+/// A connection (or a transaction) of the store's backend.
+pub(super) enum Conn<'c> {
+    Sqlite(&'c mut SqliteConnection),
+    Postgres(&'c mut PgConnection),
+}
+
+/// A row type both backends decode.
+pub(super) trait Row:
+    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{
+}
+impl<T> Row for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{}
+
+/// A column type both backends decode.
+pub(super) trait Value:
+    for<'r> Decode<'r, Sqlite>
+    + Type<Sqlite>
+    + for<'r> Decode<'r, Postgres>
+    + Type<Postgres>
+    + Send
+    + Unpin
+{
+}
+impl<T> Value for T where
+    T: for<'r> Decode<'r, Sqlite>
+        + Type<Sqlite>
+        + for<'r> Decode<'r, Postgres>
+        + Type<Postgres>
+        + Send
+        + Unpin
+{
+}
+
+impl Conn<'_> {
+    /// The first row, if any.
+    pub(super) async fn optional<O: Row>(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<O>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                sqlx::query_as_with(sql, sqlite_args(args)?)
+                    .fetch_optional(&mut **conn)
+                    .await
+            }
+            Conn::Postgres(conn) => {
+                sqlx::query_as_with(sql, pg_args(args)?)
+                    .fetch_optional(&mut **conn)
+                    .await
+            }
+        }
+    }
+
+    /// Every row.
+    pub(super) async fn all<O: Row>(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<O>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                sqlx::query_as_with(sql, sqlite_args(args)?)
+                    .fetch_all(&mut **conn)
+                    .await
+            }
+            Conn::Postgres(conn) => {
+                sqlx::query_as_with(sql, pg_args(args)?)
+                    .fetch_all(&mut **conn)
+                    .await
+            }
+        }
+    }
+
+    /// The first column of the first row, if any.
+    pub(super) async fn scalar<T: Value>(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<T>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                sqlx::query_scalar_with(sql, sqlite_args(args)?)
+                    .fetch_optional(&mut **conn)
+                    .await
+            }
+            Conn::Postgres(conn) => {
+                sqlx::query_scalar_with(sql, pg_args(args)?)
+                    .fetch_optional(&mut **conn)
+                    .await
+            }
+        }
+    }
+
+    /// The first column of every row.
+    pub(super) async fn scalars<T: Value>(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => {
+                sqlx::query_scalar_with(sql, sqlite_args(args)?)
+                    .fetch_all(&mut **conn)
+                    .await
+            }
+            Conn::Postgres(conn) => {
+                sqlx::query_scalar_with(sql, pg_args(args)?)
+                    .fetch_all(&mut **conn)
+                    .await
+            }
+        }
+    }
+
+    /// Runs a statement; answers the rows it changed.
+    pub(super) async fn execute(
+        &mut self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<u64, sqlx::Error> {
+        match self {
+            Conn::Sqlite(conn) => Ok(sqlx::query_with(sql, sqlite_args(args)?)
+                .execute(&mut **conn)
+                .await?
+                .rows_affected()),
+            Conn::Postgres(conn) => Ok(sqlx::query_with(sql, pg_args(args)?)
+                .execute(&mut **conn)
+                .await?
+                .rows_affected()),
+        }
+    }
+}
+
+fn sqlite_args<'q>(args: &[Arg<'q>]) -> Result<SqliteArguments<'q>, sqlx::Error> {
+    let mut arguments = SqliteArguments::default();
+    for arg in args {
+        match *arg {
+            Arg::Text(text) => arguments.add(text),
+            Arg::OptionalText(text) => arguments.add(text),
+            Arg::I32(value) => arguments.add(value),
+            Arg::I64(value) => arguments.add(value),
+            Arg::Bool(value) => arguments.add(value),
+            Arg::Bytes(bytes) => arguments.add(bytes),
+        }
+        .map_err(sqlx::Error::Encode)?;
+    }
+    Ok(arguments)
+}
+
+fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, sqlx::Error> {
+    let mut arguments = PgArguments::default();
+    for arg in args {
+        match *arg {
+            Arg::Text(text) => arguments.add(text),
+            Arg::OptionalText(text) => arguments.add(text),
+            Arg::I32(value) => arguments.add(value),
+            Arg::I64(value) => arguments.add(value),
+            Arg::Bool(value) => arguments.add(value),
+            Arg::Bytes(bytes) => arguments.add(bytes),
+        }
+        .map_err(sqlx::Error::Encode)?;
+    }
+    Ok(arguments)
+}
+
+/// A connection for reads.
+pub(super) enum Reader {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Reader {
+    pub(super) fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Reader::Sqlite(conn) => Conn::Sqlite(&mut *conn),
+            Reader::Postgres(conn) => Conn::Postgres(&mut *conn),
+        }
+    }
+}
+
+/// The connection for writes: SQLite's single writer, or a PostgreSQL connection.
+pub(super) enum Writer<'s> {
+    Sqlite(tokio::sync::MutexGuard<'s, WriteConnection>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Writer<'_> {
+    pub(super) fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Writer::Sqlite(writer) => Conn::Sqlite(&mut writer.conn),
+            Writer::Postgres(conn) => Conn::Postgres(&mut *conn),
+        }
+    }
+
+    pub(super) async fn begin(&mut self) -> Result<Tx<'_>, sqlx::Error> {
+        Ok(match self {
+            Writer::Sqlite(writer) => Tx::Sqlite(writer.conn.begin().await?),
+            Writer::Postgres(conn) => Tx::Postgres(conn.begin().await?),
+        })
+    }
+}
+
+/// A transaction on the connection for writes; rolled back when dropped uncommitted.
+pub(super) enum Tx<'c> {
+    Sqlite(Transaction<'c, Sqlite>),
+    Postgres(Transaction<'c, Postgres>),
+}
+
+impl Tx<'_> {
+    pub(super) fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Sqlite(tx) => Conn::Sqlite(&mut *tx),
+            Tx::Postgres(tx) => Conn::Postgres(&mut *tx),
+        }
+    }
+
+    pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+    }
+}
