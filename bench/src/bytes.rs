@@ -14,6 +14,7 @@ use agentic_proto::v1::{
 };
 use agentic_testkit::model::{Match, Reply, Rule, ScriptedCall};
 use agentic_testkit::{RecordedRequest, StackOptions, StandInModel};
+use heck::ToLowerCamelCase as _;
 use serde_json::{Value as Json, json};
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
@@ -274,7 +275,8 @@ fn rules() -> Vec<Rule> {
     ));
     let mut code = String::new();
     for (index, (tool_id, input)) in calls.iter().enumerate() {
-        let function = heck_camel(tool_id);
+        // `shipping.create-shipment` → `shippingCreateShipment`, as the sandbox names tools.
+        let function = tool_id.to_lower_camel_case();
         code.push_str(&format!("const r{index} = {function}({input});\n"));
     }
     code.push_str("complete({response: 'Order 1001 is on its way: ' + r5.id});");
@@ -286,23 +288,6 @@ fn rules() -> Vec<Rule> {
         Reply::Text(code),
     ));
     rules
-}
-
-/// `shipping.create-shipment` → `shippingCreateShipment`, as the sandbox names tools.
-fn heck_camel(tool_id: &str) -> String {
-    let mut name = String::new();
-    let mut upper = false;
-    for character in tool_id.chars() {
-        if character == '.' || character == '-' {
-            upper = !name.is_empty();
-        } else if upper {
-            name.extend(character.to_uppercase());
-            upper = false;
-        } else {
-            name.push(character);
-        }
-    }
-    name
 }
 
 /// Bytes of the request bodies (compact JSON) whose user message is `task`, and how many of
@@ -375,26 +360,45 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         },
     )?;
     let classic = classic_executor::Config {
-        listen: classic_address,
-        tool_host_url: tool_host_url.clone(),
+        executor: agentic_executor::ExecutorArgs {
+            service: agentic_executor::ServiceArgs {
+                listen: classic_address,
+                internal_token: None,
+                check_config: false,
+                probe: false,
+            },
+            tool_host: agentic_executor::ToolHostArgs {
+                url: tool_host_url.clone(),
+                timeout_secs: 60,
+            },
+            llm: llm.clone(),
+            registration: Default::default(),
+            capacity: Default::default(),
+        },
         max_rounds: 25,
         max_concurrent_tool_calls: 8,
         max_tool_calls_per_reply: 64,
         max_tool_result_bytes: 32 * 1024,
-        tool_timeout_secs: 60,
-        internal_token: None,
-        check_config: false,
-        probe: false,
-        llm: llm.clone(),
-        registration: Default::default(),
-        capacity: Default::default(),
     };
     let _classic = Background::start("classic", classic_listener, move |listener| {
         classic_executor::run(classic, listener, std::future::pending())
     })?;
     let code = code_executor::Config {
-        listen: code_address,
-        tool_host_url: tool_host_url.clone(),
+        executor: agentic_executor::ExecutorArgs {
+            service: agentic_executor::ServiceArgs {
+                listen: code_address,
+                internal_token: None,
+                check_config: false,
+                probe: false,
+            },
+            tool_host: agentic_executor::ToolHostArgs {
+                url: tool_host_url.clone(),
+                timeout_secs: 60,
+            },
+            llm,
+            registration: Default::default(),
+            capacity: Default::default(),
+        },
         max_rounds: 10,
         run_timeout_ms: 30_000,
         memory_limit_mb: 64,
@@ -403,13 +407,6 @@ pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
         approval_timeout_secs: 600,
         max_sandboxes: 64,
         max_paused_runs: 32,
-        tool_timeout_secs: 60,
-        internal_token: None,
-        check_config: false,
-        probe: false,
-        llm,
-        registration: Default::default(),
-        capacity: Default::default(),
     };
     let _code = Background::start("code", code_listener, move |listener| {
         code_executor::run(code, listener, std::future::pending())

@@ -1,4 +1,4 @@
-//! Items 1–3: the code sandbox on its own, through `code_executor::sandbox::Sandboxes::run` with a bench
+//! Items 1–3: the code sandbox on its own, through `agentic_sandbox::Sandboxes::run` with a bench
 //! host: a fresh sandbox with 30 tools, one tool call in process and through the real
 //! tool-host over gRPC, and `parallel` of ten 50 ms calls.
 
@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use code_executor::sandbox::{
+use agentic_sandbox::{
     Clock, Host, Limits, Program, PromptLimits, SandboxTool, Sandboxes, ToolFailure,
 };
 use serde_json::{Map, Value as Json, json};

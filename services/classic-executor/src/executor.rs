@@ -12,11 +12,10 @@ use futures::StreamExt;
 use serde_json::Value as Json;
 use tokio::sync::mpsc;
 
-use agentic_executor::{EventSink, Mode, SchemaCache, StreamClosed, ToolHostError};
+use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache, ToolHostError};
 
-use crate::error::RunFailure;
 use crate::messages;
-use crate::tools::{ToolCatalogue, Verdict};
+use crate::tools::{self, FunctionNames, Verdict};
 use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
     ToolCallOutput, ToolResult,
@@ -61,40 +60,20 @@ impl Mode for Executor {
         MODE_NAME
     }
 
-    /// Runs one prompt to its end (finished or failed), sending every step to `events`.
-    /// Returns early, sending nothing more, when the event stream is gone. Classic mode
-    /// takes decisions only at the start of a run (resume), never live.
+    /// Runs one prompt to its end, sending every step to `events`. Classic mode takes
+    /// decisions only at the start of a run (resume), never live.
     async fn run(
         &self,
         request: RunRequest,
         events: EventSink,
         _decisions: mpsc::Receiver<Decision>,
-    ) {
-        let prompt_id = request.prompt_id.clone();
-        match self.try_run(request, &events).await {
-            Ok(finish) => tracing::info!(prompt_id, ?finish, "run finished"),
-            Err(Halt::Cancelled) => tracing::info!(prompt_id, "event stream closed, run stopped"),
-            Err(Halt::Failed(failure)) => {
-                tracing::warn!(prompt_id, error = %failure, "run failed");
-                let _ = events.send(Event::Failed(failure.to_string())).await;
-            }
-        }
-    }
-}
-
-impl Executor {
-    async fn try_run(&self, request: RunRequest, events: &EventSink) -> Result<Finish, Halt> {
-        let scope = Arc::new(RunScope {
-            user_id: request.user_id,
-            prompt_id: request.prompt_id,
-            conversation_id: request.conversation_id,
-            state: request.state,
-        });
+    ) -> Result<Finish, RunError> {
+        let scope = Arc::new(RunScope::of(&request));
         let prepared = self
             .tool_host
             .prepare(&scope)
             .await
-            .map_err(|error| RunFailure::ToolHostUnavailable(error.to_string()))?;
+            .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
         let call_ids = request
             .outputs
             .iter()
@@ -105,41 +84,22 @@ impl Executor {
             .collect();
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
+        let tools = RunTools::new(prepared.tools, &[], &self.schemas);
         let mut run = Run {
             executor: self,
-            events,
+            events: &events,
             scope,
             tier: request.tier,
             input: request.input,
             history: request.history,
             system_prompt: messages::system_prompt(&prepared.context),
-            catalogue: ToolCatalogue::new(prepared.tools, &self.schemas),
+            names: FunctionNames::for_tools(&tools),
+            tools,
             outputs: request.outputs,
             call_ids,
             stored_results: HashMap::new(),
         };
-        let finish = run.go(max_rounds, &request.decisions).await?;
-        events.send(Event::Finished(finish)).await?;
-        Ok(finish)
-    }
-}
-
-/// Why a run stopped before finishing.
-enum Halt {
-    /// The gateway is gone; there is nobody to tell.
-    Cancelled,
-    Failed(RunFailure),
-}
-
-impl From<StreamClosed> for Halt {
-    fn from(_: StreamClosed) -> Halt {
-        Halt::Cancelled
-    }
-}
-
-impl From<RunFailure> for Halt {
-    fn from(failure: RunFailure) -> Halt {
-        Halt::Failed(failure)
+        run.go(max_rounds, &request.decisions).await
     }
 }
 
@@ -153,7 +113,9 @@ struct Run<'a> {
     input: String,
     history: Vec<PastPrompt>,
     system_prompt: String,
-    catalogue: ToolCatalogue,
+    tools: RunTools,
+    /// The names the model calls `tools` by.
+    names: FunctionNames,
     outputs: Vec<Output>,
     /// Tool call ids used in this prompt; approvals name calls by them, so they stay unique.
     call_ids: HashSet<String>,
@@ -162,7 +124,7 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    async fn go(&mut self, max_rounds: u32, decisions: &[Decision]) -> Result<Finish, Halt> {
+    async fn go(&mut self, max_rounds: u32, decisions: &[Decision]) -> Result<Finish, RunError> {
         if self.settle_approvals(decisions).await? == Settled::StillWaiting {
             return Ok(Finish::WaitingForApproval);
         }
@@ -200,12 +162,12 @@ impl Run<'_> {
     }
 
     /// Streams one model reply; each text fragment becomes a `text_delta` event as it arrives.
-    async fn ask_model(&self) -> Result<ChatResponse, Halt> {
+    async fn ask_model(&self) -> Result<ChatResponse, RunError> {
         let messages = self.messages();
         let request = ChatRequest {
             tier: self.tier,
             messages,
-            tools: self.catalogue.definitions(),
+            tools: tools::definitions(&self.tools, &self.names),
             response_format: None,
         };
         let (sender, mut deltas) = mpsc::unbounded_channel();
@@ -224,12 +186,12 @@ impl Run<'_> {
         while let Ok(text) = deltas.try_recv() {
             self.events.send(Event::TextDelta(text)).await?;
         }
-        Ok(result.map_err(RunFailure::Llm)?)
+        Ok(result?)
     }
 
     /// The conversation as the model reads it now.
     fn messages(&self) -> Vec<agentic_llm::ChatMessage> {
-        let function_name = |tool_id: &str| self.catalogue.function_name(tool_id);
+        let function_name = |tool_id: &str| self.names.model_name(tool_id);
         let view = messages::View {
             function_name: &function_name,
             max_result_bytes: self.executor.limits.max_tool_result_bytes,
@@ -247,7 +209,7 @@ impl Run<'_> {
     /// Adds a tool output for each call. Invalid calls and calls past the reply's maximum
     /// get their error at once, calls that need approval are announced; the indexes of calls
     /// ready to run are returned.
-    async fn start_calls(&mut self, calls: Vec<ToolCall>) -> Result<Round, Halt> {
+    async fn start_calls(&mut self, calls: Vec<ToolCall>) -> Result<Round, RunError> {
         // One start time for the whole round: messages.rs tells rounds apart by it.
         let start = Some(SystemTime::now());
         let mut round = Round {
@@ -265,7 +227,7 @@ impl Run<'_> {
                 self.refuse_call(&call, start, allowed).await?;
                 continue;
             }
-            let checked = self.catalogue.check(&call);
+            let checked = tools::check(&self.tools, &self.names, &call);
             let mut output = ToolCallOutput {
                 id: self.unique_call_id(&call.id),
                 function: checked.tool_id,
@@ -317,8 +279,8 @@ impl Run<'_> {
         call: &ToolCall,
         start: Option<SystemTime>,
         allowed: usize,
-    ) -> Result<(), Halt> {
-        let checked = self.catalogue.check(call);
+    ) -> Result<(), RunError> {
+        let checked = tools::check(&self.tools, &self.names, call);
         let output = ToolCallOutput {
             id: self.unique_call_id(&call.id),
             function: checked.tool_id,
@@ -338,7 +300,7 @@ impl Run<'_> {
 
     /// Applies the decisions for calls that wait for approval: rejected calls get their error,
     /// approved ones run. Calls still without a decision keep the prompt waiting.
-    async fn settle_approvals(&mut self, decisions: &[Decision]) -> Result<Settled, Halt> {
+    async fn settle_approvals(&mut self, decisions: &[Decision]) -> Result<Settled, RunError> {
         let waiting: Vec<(usize, String)> = self
             .outputs
             .iter()
@@ -396,7 +358,7 @@ impl Run<'_> {
     /// others wait their turn, and their deadlines start when they do), and records each
     /// result as it comes. Tokens the tools spent count into the prompt's usage. A tool-host
     /// that cannot be reached fails the run once every call has an answer.
-    async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), Halt> {
+    async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), RunError> {
         let ready: Vec<_> = calls
             .into_iter()
             .filter_map(|(index, approval)| {
@@ -455,7 +417,7 @@ impl Run<'_> {
             self.events.send(Event::Usage(spent)).await?;
         }
         match unavailable {
-            Some(message) => Err(RunFailure::ToolHostUnavailable(message).into()),
+            Some(message) => Err(RunError::ToolHostUnavailable(message)),
             None => Ok(()),
         }
     }
@@ -507,7 +469,7 @@ impl Run<'_> {
         index: usize,
         result: ToolResult,
         approval: Option<Approval>,
-    ) -> Result<(), Halt> {
+    ) -> Result<(), RunError> {
         let Some(Output::Tool(call)) = self.outputs.get(index) else {
             return Ok(());
         };
@@ -531,7 +493,7 @@ impl Run<'_> {
         id
     }
 
-    async fn add(&mut self, output: Output) -> Result<usize, Halt> {
+    async fn add(&mut self, output: Output) -> Result<usize, RunError> {
         let index = self.outputs.len();
         self.outputs.push(output.clone());
         self.events
@@ -543,7 +505,7 @@ impl Run<'_> {
         Ok(index)
     }
 
-    async fn update(&mut self, index: usize, output: Output) -> Result<(), Halt> {
+    async fn update(&mut self, index: usize, output: Output) -> Result<(), RunError> {
         if let Some(slot) = self.outputs.get_mut(index) {
             *slot = output.clone();
         }

@@ -1,34 +1,7 @@
-//! The classic-executor binary: parse the config, start logging, bind, serve until Ctrl-C or SIGTERM.
-
-use anyhow::Context as _;
-use clap::{CommandFactory as _, Parser as _};
+//! The classic-executor binary: what every executor's `main` does (check the config, probe,
+//! or log, bind and serve until Ctrl-C or SIGTERM), with classic mode's `run`.
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = classic_executor::Config::parse();
-    if config.check_config {
-        agentic_rpc::config::check_environment(&classic_executor::Config::command())?;
-        classic_executor::check(&config)?;
-        println!("configuration ok");
-        return Ok(());
-    }
-    if config.probe {
-        return Ok(agentic_rpc::probe(config.listen).await?);
-    }
-    let _telemetry = agentic_telemetry::init("classic-executor");
-    if config.llm.openai_api_key.is_none() {
-        tracing::warn!(
-            base_url = %config.llm.openai_base_url,
-            "OPENAI_API_KEY is not set: LLM requests carry no credentials and most endpoints will refuse them"
-        );
-    }
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
-    agentic_rpc::run_until_signal(classic_executor::run(
-        config,
-        listener,
-        agentic_rpc::shutdown_signal(),
-    ))
-    .await
+    agentic_executor::service_main(classic_executor::run).await
 }

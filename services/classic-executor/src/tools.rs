@@ -1,32 +1,17 @@
-//! The tools of one run: the tool-host's catalogue as the model sees it (function names it
-//! accepts, schemas), and the checks a requested call must pass before it is invoked.
+//! The run's tools as the model sees them: function names it accepts (a reversible table
+//! of tool ids), definitions with their schemas, and a requested call resolved and checked
+//! against the run's tools before it is invoked.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
+use agentic_executor::RunTools;
 use agentic_llm::{ToolCall, ToolDef};
 use serde_json::{Value as Json, json};
-
-use agentic_executor::tool_host::ToolSpec;
-use agentic_executor::{InputCheck, SchemaCache};
 
 /// OpenAI function names must match `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_FUNCTION_NAME_CHARS: usize = 64;
 
-/// The catalogue of one run, built once from `Prepare`.
-pub struct ToolCatalogue {
-    tools: Vec<CatalogueTool>,
-    names: FunctionNames,
-}
-
-struct CatalogueTool {
-    spec: ToolSpec,
-    function_name: String,
-    /// The tool-host validates again before running it either way.
-    input_check: Arc<InputCheck>,
-}
-
-/// A call the model asked for, resolved against the catalogue.
+/// A call the model asked for, resolved against the run's tools.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckedCall {
     /// The dotted tool id, or the model's raw name when no tool has that name.
@@ -44,105 +29,63 @@ pub enum Verdict {
     Invalid(String),
 }
 
-impl ToolCatalogue {
-    /// Input checks come from `schemas`, the executor's cache: compiled on first sight only.
-    pub fn new(specs: Vec<ToolSpec>, schemas: &SchemaCache) -> ToolCatalogue {
-        let mut unique_specs: Vec<ToolSpec> = Vec::with_capacity(specs.len());
-        for spec in specs {
-            if unique_specs.iter().any(|known| known.id == spec.id) {
-                tracing::warn!(tool_id = %spec.id, "tool-host listed a tool twice, keeping the first");
-                continue;
-            }
-            unique_specs.push(spec);
-        }
-        let names = FunctionNames::new(unique_specs.iter().map(|spec| spec.id.as_str()));
-        let tools = unique_specs
-            .into_iter()
-            .map(|spec| CatalogueTool {
-                function_name: names.function_name(&spec.id).unwrap_or_default().to_owned(),
-                input_check: schemas.input_check(&spec.id, &spec.input_schema),
-                spec,
-            })
-            .collect();
-        ToolCatalogue { tools, names }
-    }
+/// The tools as offered to the model, under the names `names` gives them.
+pub fn definitions(tools: &RunTools, names: &FunctionNames) -> Vec<ToolDef> {
+    tools
+        .specs()
+        .iter()
+        .map(|spec| ToolDef {
+            name: names.model_name(&spec.id),
+            description: spec.description.clone(),
+            parameters: match &spec.input_schema {
+                Json::Null => json!({"type": "object", "properties": {}}),
+                schema => schema.clone(),
+            },
+        })
+        .collect()
+}
 
-    /// The tools as offered to the model.
-    pub fn definitions(&self) -> Vec<ToolDef> {
-        self.tools
-            .iter()
-            .map(|tool| ToolDef {
-                name: tool.function_name.clone(),
-                description: tool.spec.description.clone(),
-                parameters: match &tool.spec.input_schema {
-                    Json::Null => json!({"type": "object", "properties": {}}),
-                    schema => schema.clone(),
-                },
-            })
-            .collect()
-    }
-
-    /// The function name the model knows a tool by. Tools outside this run's catalogue (a
-    /// history call to `code.execute`, a tool since removed) get the same treatment, unregistered.
-    pub fn function_name(&self, tool_id: &str) -> String {
-        match self.names.function_name(tool_id) {
-            Some(name) => name.to_owned(),
-            None => sanitize(tool_id),
-        }
-    }
-
-    pub fn check(&self, call: &ToolCall) -> CheckedCall {
-        let tool = self
-            .names
-            .tool_id(&call.name)
-            .and_then(|tool_id| self.tools.iter().find(|tool| tool.spec.id == tool_id));
-        let input = parse_arguments(&call.arguments);
-        let Some(tool) = tool else {
-            let tool_id = if call.name.is_empty() {
-                "(unnamed)".to_owned()
-            } else {
-                call.name.clone()
-            };
-            let error = format!(
-                "unknown tool {:?}; call one of the tools you were given",
-                call.name
-            );
-            return CheckedCall {
-                tool_id,
-                input: input.unwrap_or_else(|(raw, _)| raw),
-                verdict: Verdict::Invalid(error),
-            };
-        };
-        let tool_id = tool.spec.id.clone();
-        let input = match input {
-            Ok(input) => input,
-            Err((raw, error)) => {
-                let error = format!("the arguments for {tool_id:?} are not valid JSON: {error}");
-                return CheckedCall {
-                    tool_id,
-                    input: raw,
-                    verdict: Verdict::Invalid(error),
-                };
-            }
-        };
-        if let Some(violations) = tool.input_check.violations(&input) {
-            let error = format!("the input for {tool_id:?} does not match its schema:{violations}");
-            return CheckedCall {
-                tool_id,
-                input,
-                verdict: Verdict::Invalid(error),
-            };
-        }
-        let verdict = if tool.spec.requires_approval {
-            Verdict::NeedsApproval
+/// Resolves the function the model called to one of the run's tools, parses its arguments
+/// and checks them against the tool's schema.
+pub fn check(tools: &RunTools, names: &FunctionNames, call: &ToolCall) -> CheckedCall {
+    let input = parse_arguments(&call.arguments);
+    let Some(tool_id) = names.tool_id(&call.name) else {
+        let tool_id = if call.name.is_empty() {
+            "(unnamed)".to_owned()
         } else {
-            Verdict::Ready
+            call.name.clone()
         };
-        CheckedCall {
+        let error = format!(
+            "unknown tool {:?}; call one of the tools you were given",
+            call.name
+        );
+        return CheckedCall {
             tool_id,
-            input,
-            verdict,
+            input: input.unwrap_or_else(|(raw, _)| raw),
+            verdict: Verdict::Invalid(error),
+        };
+    };
+    let tool_id = tool_id.to_owned();
+    let input = match input {
+        Ok(input) => input,
+        Err((raw, error)) => {
+            let error = format!("the arguments for {tool_id:?} are not valid JSON: {error}");
+            return CheckedCall {
+                tool_id,
+                input: raw,
+                verdict: Verdict::Invalid(error),
+            };
         }
+    };
+    let verdict = match tools.check(&tool_id, &input) {
+        Ok(spec) if spec.requires_approval => Verdict::NeedsApproval,
+        Ok(_) => Verdict::Ready,
+        Err(refused) => Verdict::Invalid(refused.to_string()),
+    };
+    CheckedCall {
+        tool_id,
+        input,
+        verdict,
     }
 }
 
@@ -163,6 +106,11 @@ pub struct FunctionNames {
 }
 
 impl FunctionNames {
+    /// The names of the run's tools.
+    pub fn for_tools(tools: &RunTools) -> FunctionNames {
+        FunctionNames::new(tools.specs().iter().map(|spec| spec.id.as_str()))
+    }
+
     /// Names tools in order; a name already taken gets a numeric suffix (`_2`, `_3`, …).
     pub fn new<'a>(tool_ids: impl IntoIterator<Item = &'a str>) -> FunctionNames {
         let mut names = FunctionNames::default();
@@ -183,6 +131,16 @@ impl FunctionNames {
             names.by_function_name.insert(name, tool_id.to_owned());
         }
         names
+    }
+
+    /// The function name the model knows a tool by. Tools outside this run's tools (a
+    /// history call to `code.execute`, or to a tool the tool-host does not offer) get the
+    /// same treatment, unregistered.
+    pub fn model_name(&self, tool_id: &str) -> String {
+        match self.function_name(tool_id) {
+            Some(name) => name.to_owned(),
+            None => sanitize(tool_id),
+        }
     }
 
     pub fn function_name(&self, tool_id: &str) -> Option<&str> {
@@ -214,6 +172,9 @@ pub fn sanitize(tool_id: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use agentic_executor::SchemaCache;
+    use agentic_executor::tool_host::ToolSpec;
+
     use super::*;
 
     fn spec(id: &str, schema: Json, requires_approval: bool) -> ToolSpec {
@@ -288,15 +249,19 @@ mod tests {
             "properties": {"text": {"type": "string"}, "count": {"type": "integer"}},
             "required": ["text"],
         });
-        let catalogue = ToolCatalogue::new(
+        let tools = RunTools::new(
             vec![
                 spec("demo.echo", schema, false),
                 spec("demo.approve", Json::Null, true),
             ],
+            &[],
             &SchemaCache::default(),
         );
+        let names = FunctionNames::for_tools(&tools);
+        let checked =
+            |function: &str, arguments: &str| check(&tools, &names, &call(function, arguments));
 
-        let ready = catalogue.check(&call("demo__echo", r#"{"text": "hi"}"#));
+        let ready = checked("demo__echo", r#"{"text": "hi"}"#);
         assert_eq!(
             ready,
             CheckedCall {
@@ -306,23 +271,23 @@ mod tests {
             }
         );
 
-        let approval = catalogue.check(&call("demo__approve", ""));
+        let approval = checked("demo__approve", "");
         assert_eq!(approval.verdict, Verdict::NeedsApproval);
         assert_eq!(approval.input, json!({}));
 
-        let unknown = catalogue.check(&call("nope", "{}"));
+        let unknown = checked("nope", "{}");
         assert_eq!(unknown.tool_id, "nope");
         assert!(
             matches!(unknown.verdict, Verdict::Invalid(ref error) if error.contains("unknown tool \"nope\""))
         );
 
-        let not_json = catalogue.check(&call("demo__echo", "{text: hi"));
+        let not_json = checked("demo__echo", "{text: hi");
         assert_eq!(not_json.input, json!("{text: hi"));
         assert!(
             matches!(not_json.verdict, Verdict::Invalid(ref error) if error.contains("not valid JSON"))
         );
 
-        let invalid = catalogue.check(&call("demo__echo", r#"{"count": "three"}"#));
+        let invalid = checked("demo__echo", r#"{"count": "three"}"#);
         let Verdict::Invalid(error) = invalid.verdict else {
             panic!("schema violations are invalid")
         };
@@ -335,11 +300,12 @@ mod tests {
 
     #[test]
     fn tools_without_a_schema_are_offered_as_empty_objects() {
-        let catalogue = ToolCatalogue::new(
+        let tools = RunTools::new(
             vec![spec("demo.approve", Json::Null, true)],
+            &[],
             &SchemaCache::default(),
         );
-        let definitions = catalogue.definitions();
+        let definitions = definitions(&tools, &FunctionNames::for_tools(&tools));
         assert_eq!(definitions[0].name, "demo__approve");
         assert_eq!(
             definitions[0].parameters,

@@ -7,16 +7,16 @@ use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, ToolResult};
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use agentic_executor::{EventSink, Mode, SchemaCache, StreamClosed};
+use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
+use agentic_sandbox::{Completion, Limits, Program, Sandboxes, Spent};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
 use crate::approvals::Approvals;
 use crate::host::{PausedRuns, PromptHost, Timeline, running, tool_output};
 use crate::prompt::{self, CODE_TOOL};
-use crate::sandbox::{self, Limits, Program, Sandboxes, Spent};
-use crate::toolbox::Toolbox;
+use crate::tools;
 
 pub const MODE_ID: &str = "code";
 pub const MODE_NAME: &str = "Code (JavaScript sandbox)";
@@ -36,20 +36,6 @@ pub struct CodeMode {
     pub paused_runs: PausedRuns,
 }
 
-/// Why a run stopped before finishing.
-enum Halt {
-    /// The gateway dropped the stream: nobody is listening.
-    Closed,
-    /// The run failed; the text is the `failed` event's message.
-    Failed(String),
-}
-
-impl From<StreamClosed> for Halt {
-    fn from(_: StreamClosed) -> Halt {
-        Halt::Closed
-    }
-}
-
 #[async_trait::async_trait]
 impl Mode for CodeMode {
     fn id(&self) -> &'static str {
@@ -65,29 +51,19 @@ impl Mode for CodeMode {
         request: RunRequest,
         events: EventSink,
         decisions: mpsc::Receiver<Decision>,
-    ) {
-        let prompt_id = request.prompt_id.clone();
+    ) -> Result<Finish, RunError> {
         if !request.decisions.is_empty() {
             // Code mode pauses while live and never ends a run waiting for approval: there is
             // nothing to resume.
             tracing::warn!(
-                prompt_id,
                 count = request.decisions.len(),
                 "decisions at the start of a code run, ignored"
             );
         }
         let approvals = Arc::new(Approvals::default());
-        let outcome = tokio::select! {
-            outcome = self.try_run(request, &events, &approvals) => outcome,
+        tokio::select! {
+            ended = self.try_run(request, &events, &approvals) => ended,
             never = approvals.route(decisions) => match never {},
-        };
-        match outcome {
-            Ok(()) => tracing::info!(prompt_id, "run finished"),
-            Err(Halt::Closed) => tracing::info!(prompt_id, "event stream closed, run stopped"),
-            Err(Halt::Failed(message)) => {
-                tracing::warn!(prompt_id, error = %message, "run failed");
-                let _ = events.send(Event::Failed(message)).await;
-            }
         }
     }
 }
@@ -98,21 +74,16 @@ impl CodeMode {
         request: RunRequest,
         events: &EventSink,
         approvals: &Arc<Approvals>,
-    ) -> Result<(), Halt> {
-        let scope = Arc::new(RunScope {
-            user_id: request.user_id.clone(),
-            prompt_id: request.prompt_id.clone(),
-            conversation_id: request.conversation_id.clone(),
-            state: request.state.clone(),
-        });
+    ) -> Result<Finish, RunError> {
+        let scope = Arc::new(RunScope::of(&request));
         let prepared = self
             .tool_host
             .prepare(&scope)
             .await
-            .map_err(|error| Halt::Failed(format!("tool-host unavailable: {error}")))?;
-        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools, &self.schemas);
+            .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
+        let tools = tools::for_sandbox(prepared.tools, &self.schemas);
         let mut messages = vec![ChatMessage::System(prompt::system(
-            toolbox.specs(),
+            tools.specs(),
             &prepared.modules,
             &prepared.context,
         ))];
@@ -120,9 +91,11 @@ impl CodeMode {
         messages.push(ChatMessage::User(request.input.clone()));
 
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
-        let sandbox_tools = toolbox.sandbox_tools();
+        let sandbox_tools = tools::sandbox_tools(&tools);
         let host = Arc::new(PromptHost {
-            toolbox,
+            tools,
+            tool_host: self.tool_host.clone(),
+            scope,
             timeline: Arc::clone(&timeline),
             model: Arc::clone(&self.model),
             tier: request.tier,
@@ -142,8 +115,7 @@ impl CodeMode {
             let reply = self
                 .model
                 .chat(ChatRequest::new(request.tier, messages.clone()), None)
-                .await
-                .map_err(|error| Halt::Failed(format!("LLM request failed: {error}")))?;
+                .await?;
             timeline.send(Event::Usage(reply.usage)).await?;
             let code = prompt::extract_code(&reply.content);
 
@@ -172,6 +144,7 @@ impl CodeMode {
                 .sandboxes
                 .run(program, host.clone(), self.limits.clone())
                 .await;
+            crate::metrics::sandbox_run(&outcome);
             memory = outcome.memory.clone();
             spent = outcome.spent;
             let result = match &outcome.result {
@@ -198,8 +171,7 @@ impl CodeMode {
 
             if let Some(completion) = &outcome.completion {
                 complete(&timeline, completion).await?;
-                timeline.send(Event::Finished(Finish::Completed)).await?;
-                return Ok(());
+                return Ok(Finish::Completed);
             }
             messages.push(ChatMessage::Assistant {
                 content: code,
@@ -211,14 +183,13 @@ impl CodeMode {
             "Stopped after reaching the limit of {max_rounds} rounds without the code calling done()."
         );
         timeline.add(Output::Text(closing)).await?;
-        timeline.send(Event::Finished(Finish::Completed)).await?;
-        Ok(())
+        Ok(Finish::Completed)
     }
 }
 
 /// `complete({response, followUp})`: the response and follow-up become text the user sees,
 /// streamed like `output()`. (`data` is kept once conversations carry state between prompts.)
-async fn complete(timeline: &Timeline, completion: &sandbox::Completion) -> Result<(), Halt> {
+async fn complete(timeline: &Timeline, completion: &Completion) -> Result<(), StreamClosed> {
     for text in [&completion.response, &completion.follow_up]
         .into_iter()
         .flatten()

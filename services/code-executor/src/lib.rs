@@ -7,19 +7,19 @@ mod executor;
 mod host;
 mod metrics;
 mod prompt;
+#[cfg(test)]
+mod properties;
 mod runner;
-pub mod sandbox;
-mod toolbox;
+mod tools;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentic_executor::tool_host::ToolHost;
-use agentic_executor::{Capacity, ExecutorService, Registration, SchemaCache};
-use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
+use agentic_executor::{ExecutorArgs, ExecutorConfig, SchemaCache, listen_setting};
+use agentic_llm::{ChatModel, OpenAiChatModel};
 use agentic_proto::v1::code_runner_server::{CodeRunnerServer, SERVICE_NAME as CODE_RUNNER};
+use agentic_sandbox as sandbox;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
@@ -31,15 +31,14 @@ use crate::runner::CodeRunnerService;
 #[command(
     name = "code-executor",
     version,
-    about = "The code execution mode of agentic"
+    about = "The code execution mode of agentic",
+    mut_arg("listen", listen_setting("CODE_EXECUTOR_LISTEN", "0.0.0.0:50053"))
 )]
 pub struct Config {
-    /// Address the gRPC server listens on.
-    #[arg(long, env = "CODE_EXECUTOR_LISTEN", default_value = "0.0.0.0:50053")]
-    pub listen: SocketAddr,
-    /// The tool-host, `http://host:port`.
-    #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
-    pub tool_host_url: String,
+    /// What every executor takes: `--listen`, the internal token, the tool-host, the LLM,
+    /// registration and capacity.
+    #[command(flatten)]
+    pub executor: ExecutorArgs,
     /// Rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CODE_MAX_ROUNDS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
@@ -65,30 +64,15 @@ pub struct Config {
     /// --max-sandboxes so paused runs never fill the executor.
     #[arg(long, env = "CODE_MAX_PAUSED_RUNS", default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub max_paused_runs: usize,
-    /// Seconds a tool call may take when the tool-host names no limit for the tool; a call
-    /// past it fails with an error the code sees.
-    #[arg(long, env = "AGENTIC_TOOL_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
-    pub tool_timeout_secs: u64,
     /// What one prompt's code may spend over all its rounds.
     #[command(flatten)]
     pub prompt_limits: PromptLimitsConfig,
-    /// Token internal services require from each other (unset: no check, for local use).
-    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
-    pub internal_token: Option<String>,
-    #[command(flatten)]
-    pub llm: LlmConfig,
-    #[command(flatten)]
-    pub registration: Registration,
-    /// How many runs this executor works on at once.
-    #[command(flatten)]
-    pub capacity: Capacity,
-    /// Parse and check the configuration, then exit (0 when it is usable).
-    #[arg(long)]
-    pub check_config: bool,
-    /// Check that the service on `--listen` answers health checks, then exit (for container
-    /// health checks).
-    #[arg(long)]
-    pub probe: bool,
+}
+
+impl ExecutorConfig for Config {
+    fn executor_args(&self) -> &ExecutorArgs {
+        &self.executor
+    }
 }
 
 /// What one prompt's code may spend, all its rounds together (a `RunCode` call: its one
@@ -165,29 +149,16 @@ impl Config {
     }
 }
 
-/// What `--check-config` checks beyond parsing: the LLM client and the internal token.
-pub fn check(config: &Config) -> anyhow::Result<()> {
-    Ok(agentic_executor::check_config(
-        &config.llm,
-        config.internal_token.as_deref(),
-        &config.registration,
-    )?)
-}
-
 /// Serves the code mode (`Executor`) and `CodeRunner` on `listener` until `shutdown` resolves.
 pub async fn run(
     config: Config,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let model: Arc<dyn ChatModel> =
-        Arc::new(OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?);
-    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
-        .context("internal token")?;
-    let channel = agentic_rpc::channel(&config.tool_host_url, &token)
-        .with_context(|| format!("invalid tool-host url {:?}", config.tool_host_url))?;
-    let tool_host =
-        ToolHost::new(channel).with_default_timeout(Duration::from_secs(config.tool_timeout_secs));
+    let model: Arc<dyn ChatModel> = Arc::new(
+        OpenAiChatModel::new(config.executor.llm.clone()).context("setting up the LLM client")?,
+    );
+    let tool_host = config.executor.tool_host()?;
     let limits = config.limits();
     let schemas = Arc::new(SchemaCache::default());
     // One set of warm sandbox threads for code mode and `RunCode`.
@@ -211,20 +182,18 @@ pub async fn run(
         sandboxes,
         paused_runs: host::PausedRuns::new(config.max_paused_runs),
     };
-    let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
-    let runner = tonic::service::interceptor::InterceptedService::new(runner, require.clone());
-    let announce =
-        config
-            .registration
-            .announce(MODE_ID, MODE_NAME, config.internal_token.as_deref())?;
     agentic_executor::serve(
-        ExecutorService::new(mode, &config.capacity),
-        require,
-        announce,
+        mode,
+        &config.executor,
         listener,
         shutdown,
         &[CODE_RUNNER],
-        |router| router.add_service(runner),
+        |router, require| {
+            router.add_service(tonic::service::interceptor::InterceptedService::new(
+                runner,
+                require.clone(),
+            ))
+        },
     )
     .await
     .context("serving the code executor")?;

@@ -1,12 +1,9 @@
 //! Code mode's own metric: how long sandbox runs take and how they end.
 
-use std::time::Duration;
-
+use agentic_sandbox::{Admission, RunOutcome};
 use agentic_telemetry::metrics::{Instruments, OUTCOME};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
-
-use crate::sandbox::RunOutcome;
 
 struct Sandbox {
     duration: Histogram<f64>,
@@ -36,9 +33,14 @@ pub(crate) fn sandbox_refused() {
     INSTRUMENTS.get().refused.add(1, &[]);
 }
 
-/// A sandbox run that ended (one that was dropped, i.e. cancelled, is not recorded).
-pub(crate) fn sandbox_run(elapsed: Duration, outcome: &RunOutcome) {
-    let outcome = match &outcome.result {
+/// A sandbox run that came back: refused, or how long it ran and how it ended (one that was
+/// dropped, i.e. cancelled, never comes back and is not recorded).
+pub(crate) fn sandbox_run(outcome: &RunOutcome) {
+    let elapsed = match outcome.admission {
+        Admission::Refused => return sandbox_refused(),
+        Admission::Ran { elapsed } => elapsed,
+    };
+    let ended = match &outcome.result {
         Ok(_) => "ok",
         Err(error) if error.timeout => "timeout",
         Err(_) => "error",
@@ -46,5 +48,5 @@ pub(crate) fn sandbox_run(elapsed: Duration, outcome: &RunOutcome) {
     INSTRUMENTS
         .get()
         .duration
-        .record(elapsed.as_secs_f64(), &[KeyValue::new(OUTCOME, outcome)]);
+        .record(elapsed.as_secs_f64(), &[KeyValue::new(OUTCOME, ended)]);
 }

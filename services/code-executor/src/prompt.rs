@@ -8,16 +8,20 @@ use std::fmt::Write as _;
 use agentic_executor::timeline::{Output, PastPrompt, ToolResult};
 use agentic_executor::tool_host::{ContextItem, ToolSpec};
 use agentic_llm::ChatMessage;
+use agentic_telemetry::text::truncate_chars;
 use heck::ToLowerCamelCase;
 use serde_json::Value as Json;
 
-use crate::sandbox::{CodeError, RunOutcome};
+use agentic_sandbox::{CodeError, RunOutcome};
 
 /// The tool id code rounds are recorded under.
 pub const CODE_TOOL: &str = "code.execute";
 
 /// Feedback longer than this is cut, so one huge value cannot crowd out the conversation.
 const MAX_FEEDBACK_CHARS: usize = 8_000;
+
+/// What follows a text that was cut short, so the model knows there was more.
+const TRUNCATED: &str = "… (truncated)";
 
 const API: &str = "\
 You act by writing JavaScript. Reply with JavaScript only: no prose, no markdown fences.
@@ -78,7 +82,7 @@ fn summary(description: &str) -> String {
         .next()
         .unwrap_or(description)
         .trim();
-    truncate(first, 120)
+    truncate_chars(first, 120, TRUNCATED)
 }
 
 /// Earlier prompts of the conversation, whichever mode wrote them.
@@ -119,7 +123,7 @@ pub fn history(history: &[PastPrompt]) -> Vec<ChatMessage> {
             }
         }
         messages.push(ChatMessage::Assistant {
-            content: truncate(transcript.trim(), MAX_FEEDBACK_CHARS),
+            content: truncate_chars(transcript.trim(), MAX_FEEDBACK_CHARS, TRUNCATED),
             tool_calls: Vec::new(),
         });
     }
@@ -128,8 +132,8 @@ pub fn history(history: &[PastPrompt]) -> Vec<ChatMessage> {
 
 fn result_text(result: &ToolResult) -> String {
     match result {
-        ToolResult::Success { output } => truncate(&output.to_string(), 500),
-        ToolResult::Error { error } => format!("error: {}", truncate(error, 500)),
+        ToolResult::Success { output } => truncate_chars(&output.to_string(), 500, TRUNCATED),
+        ToolResult::Error { error } => format!("error: {}", truncate_chars(error, 500, TRUNCATED)),
         ToolResult::Pending { reason } => format!("pending: {reason}"),
     }
 }
@@ -148,7 +152,7 @@ pub fn feedback(round: u32, outcome: &RunOutcome) -> String {
         text.push_str(&outcome.logs.join("\n"));
     }
     text.push_str("\nContinue, or call complete({response}) when the request is fulfilled.");
-    truncate(&text, MAX_FEEDBACK_CHARS)
+    truncate_chars(&text, MAX_FEEDBACK_CHARS, TRUNCATED)
 }
 
 /// An error with its position and the offending source line, as the model and users see it.
@@ -191,14 +195,6 @@ pub fn extract_code(reply: &str) -> String {
         rest = body.get(end + 3..).unwrap_or("");
     }
     blocks.join("\n")
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let cut: String = text.chars().take(max_chars).collect();
-    format!("{cut}… (truncated)")
 }
 
 #[cfg(test)]

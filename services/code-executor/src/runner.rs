@@ -3,7 +3,7 @@
 //! into code. Tool calls are reported in the answer instead of being recorded as outputs.
 //!
 //! Runs nest one deep at most: code run here does not get `interpreter.run-code` (the
-//! toolbox hides it from every sandbox). What the answer repeats of the run is bounded (see
+//! `tools.rs` hides it from every sandbox). What the answer repeats of the run is bounded (see
 //! `bounds`), so it always fits one message.
 
 mod bounds;
@@ -11,8 +11,8 @@ mod bounds;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentic_executor::SchemaCache;
 use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::{RunTools, SchemaCache};
 use agentic_llm::{ChatModel, Tier, Usage};
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_server::CodeRunner;
@@ -21,12 +21,12 @@ use agentic_proto::v1::{
     run_code_response,
 };
 use agentic_rpc::{ErrorKind, ServiceError, to_status};
+use agentic_sandbox::{Clock, Host, Limits, Program, Sandboxes, Spent, ToolFailure};
 use serde_json::Value as Json;
 use tonic::{Request, Response, Status};
 
 use crate::host::ask;
-use crate::sandbox::{Clock, Host, Limits, Program, Sandboxes, Spent, ToolFailure};
-use crate::toolbox::Toolbox;
+use crate::tools;
 
 /// The longest run a caller may ask for.
 const MAX_TIMEOUT: Duration = Duration::from_secs(300);
@@ -97,27 +97,30 @@ impl CodeRunnerService {
             .prepare(&scope)
             .await
             .map_err(|error| RunCodeError::ToolHostUnavailable(error.to_string()))?;
-        let toolbox = Toolbox::new(self.tool_host.clone(), scope, prepared.tools, &self.schemas);
+        let tools = tools::for_sandbox(prepared.tools, &self.schemas);
         let mut limits = self.limits.clone();
         if request.timeout_ms > 0 {
             limits.timeout = Duration::from_millis(u64::from(request.timeout_ms)).min(MAX_TIMEOUT);
         }
         let program = Program {
             code: request.code,
-            tools: toolbox.sandbox_tools(),
+            tools: tools::sandbox_tools(&tools),
             modules: prepared.modules,
             input: Some(json::from_proto_opt(request.input.as_ref())),
             memory: serde_json::Map::new(),
             spent: Spent::default(),
         };
         let host = Arc::new(RecordingHost {
-            toolbox,
+            tools,
+            tool_host: self.tool_host.clone(),
+            scope,
             model: Arc::clone(&self.model),
             calls: Mutex::default(),
             outputs: Mutex::default(),
             usage: Mutex::default(),
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
+        crate::metrics::sandbox_run(&outcome);
 
         let mut logs: Vec<String> =
             std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
@@ -149,7 +152,10 @@ impl CodeRunnerService {
 
 /// Runs tools for `RunCode` and keeps a record of every call for the answer.
 struct RecordingHost {
-    toolbox: Toolbox,
+    tools: RunTools,
+    tool_host: ToolHost,
+    /// Who the tools run for.
+    scope: Arc<RunScope>,
     model: Arc<dyn ChatModel>,
     calls: Mutex<Vec<CodeToolCall>>,
     outputs: Mutex<Vec<String>>,
@@ -183,7 +189,7 @@ impl Host for RecordingHost {
         input: Json,
         _clock: &Clock,
     ) -> Result<Json, ToolFailure> {
-        let result = match self.toolbox.check(tool_id, &input) {
+        let result = match self.tools.check(tool_id, &input) {
             // Nobody could answer: a RunCode call has no prompt timeline to ask a person on.
             Ok(spec) if spec.requires_approval => Err(
                 "this tool requires approval, which code run through interpreter.run-code cannot ask for (call the tool directly instead)"
@@ -191,15 +197,16 @@ impl Host for RecordingHost {
             ),
             Ok(_) => {
                 let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
-                self.toolbox
-                    .invoke(tool_id, &input, &call_id)
+                self.tool_host
+                    .invoke(&self.scope, tool_id, &input, &call_id)
                     .await
+                    .map_err(|error| error.to_string())
                     .and_then(|invoked| {
                         self.spent(invoked.usage);
                         invoked.result
                     })
             }
-            Err(message) => Err(message),
+            Err(refused) => Err(refused.to_string()),
         };
         // Repeated only when small: the caller wants to know what ran, not to get it back.
         let recorded = match &result {
@@ -275,22 +282,19 @@ mod tests {
             input_schema: json!({ "type": "object" }),
             requires_approval: true,
         };
-        let toolbox = Toolbox::new(
-            ToolHost::new(channel),
-            scope,
-            vec![spec],
-            &SchemaCache::default(),
-        );
+        let tools = tools::for_sandbox(vec![spec], &SchemaCache::default());
         let program = Program {
             code: "try { filesDelete({}) } catch (error) { error.message }".into(),
-            tools: toolbox.sandbox_tools(),
+            tools: tools::sandbox_tools(&tools),
             modules: Vec::new(),
             input: None,
             memory: serde_json::Map::new(),
             spent: Spent::default(),
         };
         let host = Arc::new(RecordingHost {
-            toolbox,
+            tools,
+            tool_host: ToolHost::new(channel),
+            scope,
             model: Arc::new(NoModel),
             calls: Mutex::default(),
             outputs: Mutex::default(),

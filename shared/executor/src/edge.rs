@@ -20,7 +20,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
 use crate::bounds;
-use crate::error::ExecuteError;
+use crate::error::{ExecuteError, RunError};
 use crate::metrics;
 use crate::sink::EventSink;
 use crate::slots::{Capacity, RunSlots};
@@ -36,21 +36,23 @@ const EVENT_BUFFER: usize = 64;
 const DECISION_BUFFER: usize = 16;
 
 /// An execution mode: how one prompt runs. Everything around it (the stream, cancellation,
-/// the time limit, protobuf) is the edge's business.
+/// the time limit, reporting the run's end, protobuf) is the edge's business.
 #[async_trait::async_trait]
 pub trait Mode: Send + Sync + 'static {
     /// The mode id prompts name, e.g. `classic`.
     fn id(&self) -> &'static str;
     /// A human-readable name for `ListModes`.
     fn name(&self) -> &'static str;
-    /// Runs one prompt to its end (finished or failed), sending every step to `events`.
-    /// `decisions` carries approval decisions that arrive while the run is live.
+    /// Runs one prompt to its end, sending every step to `events`, and returns how it ended;
+    /// the edge sends the `finished` event, or the `failed` one for a [`RunError`] (after
+    /// the run's own events). `decisions` carries approval decisions that arrive while the
+    /// run is live.
     async fn run(
         &self,
         request: RunRequest,
         events: EventSink,
         decisions: mpsc::Receiver<Decision>,
-    );
+    ) -> Result<Finish, RunError>;
 }
 
 pub struct ExecutorService<M> {
@@ -290,8 +292,10 @@ async fn supervise<M: Mode>(
     let admitted = AtomicBool::new(false);
     let work = async {
         let _slot = slots.take(mode.id(), &admitted).await;
-        mode.run(run, EventSink::new(sender.clone()), decisions)
+        let ended = mode
+            .run(run, EventSink::new(sender.clone()), decisions)
             .await;
+        report_end(ended, &sender).await;
     };
     tokio::select! {
         () = work => {}
@@ -313,6 +317,28 @@ async fn supervise<M: Mode>(
             };
             let _ = sender.send(Event::Failed(message)).await;
         }
+    }
+}
+
+/// Tells the gateway how the run ended: `finished`, or `failed` with the failure's text.
+/// A run whose event stream closed has nobody left to tell.
+async fn report_end(ended: Result<Finish, RunError>, sender: &mpsc::Sender<Event>) {
+    let end = match ended {
+        Ok(finish) => {
+            tracing::info!(?finish, "run finished");
+            Event::Finished(finish)
+        }
+        Err(RunError::Closed) => {
+            tracing::info!("event stream closed, run stopped");
+            return;
+        }
+        Err(failure) => {
+            tracing::warn!(error = %failure, "run failed");
+            Event::Failed(failure.to_string())
+        }
+    };
+    if sender.send(end).await.is_err() {
+        tracing::info!("event stream closed, run stopped");
     }
 }
 

@@ -1,4 +1,4 @@
-//! Errors every executor shares: refused streams and failed tool-host calls.
+//! Errors every executor shares: refused streams, failed tool-host calls and failed runs.
 
 use agentic_rpc::{ErrorKind, ServiceError};
 
@@ -44,5 +44,25 @@ fn seconds(duration: std::time::Duration) -> String {
         format!("{:.3}", duration.as_secs_f64())
             .trim_end_matches('0')
             .to_owned()
+    }
+}
+
+/// Why a run ended without finishing. The edge reports it: a failure as the run's `failed`
+/// event, a closed stream only in the log (nobody is left to tell).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The gateway dropped the event stream: whatever the run does next, nobody sees it.
+    #[error("the event stream is closed")]
+    Closed,
+    /// The tool-host cannot be reached; the run cannot go on.
+    #[error("tool-host unavailable: {0}")]
+    ToolHostUnavailable(String),
+    #[error("LLM request failed: {0}")]
+    Llm(#[from] agentic_llm::LlmError),
+}
+
+impl From<crate::sink::StreamClosed> for RunError {
+    fn from(_: crate::sink::StreamClosed) -> RunError {
+        RunError::Closed
     }
 }

@@ -19,6 +19,7 @@ use tonic::{Code, Status};
 
 use crate::error::ToolHostError;
 use crate::metrics::ToolCallResult;
+use crate::timeline::RunRequest;
 
 /// Prepare only lists tools and context, and storing an artifact is one insert; a tool-host
 /// that takes longer is not well.
@@ -72,6 +73,18 @@ pub struct RunScope {
     pub prompt_id: String,
     pub conversation_id: String,
     pub state: Map<String, Json>,
+}
+
+impl RunScope {
+    /// Who the tools of `request`'s run run for: its user, prompt, conversation and state.
+    pub fn of(request: &RunRequest) -> RunScope {
+        RunScope {
+            user_id: request.user_id.clone(),
+            prompt_id: request.prompt_id.clone(),
+            conversation_id: request.conversation_id.clone(),
+            state: request.state.clone(),
+        }
+    }
 }
 
 /// A tool that ran: its output, or the error the model should see, plus any files it made

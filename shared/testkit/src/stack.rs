@@ -173,11 +173,10 @@ impl Default for StackOptions {
 /// the tool-host get in the Kubernetes base (tokio starts one worker per core it may use,
 /// and their CPU limit is one core; the code-executor's two go mostly to its sandbox
 /// threads). On a small machine shared by four services it is also the cheaper choice: a
-/// second worker per runtime mostly wakes up to find nothing to steal (a classic prompt
-/// through the stack cost 3.2 ms of CPU with one worker per service, 4.0 ms with two, on two
-/// cores). Blocking work never runs on these workers (SQLite and the sandboxes have threads
-/// of their own), and the tests keep it that way: a call that blocked its runtime would
-/// stall a one-worker service.
+/// second worker per runtime mostly wakes up to find nothing to steal, and those wake-ups
+/// cost CPU on every prompt (docs/performance.md has the measurement). Blocking work never
+/// runs on these workers (SQLite and the sandboxes have threads of their own), and the tests
+/// keep it that way: a call that blocked its runtime would stall a one-worker service.
 pub const SERVICE_WORKER_THREADS: usize = 1;
 
 /// A server on a runtime of its own ([`SERVICE_WORKER_THREADS`] workers); dropping it stops
@@ -403,21 +402,27 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
-            registration: registration(options, gateway, listener.local_addr()?),
-            capacity: agentic_executor::Capacity {
-                max_runs: options.executor_max_runs,
+            executor: agentic_executor::ExecutorArgs {
+                service: agentic_executor::ServiceArgs {
+                    listen: listener.local_addr()?,
+                    internal_token: options.internal_token.clone(),
+                    check_config: false,
+                    probe: false,
+                },
+                tool_host: agentic_executor::ToolHostArgs {
+                    url: format!("http://{tool_host}"),
+                    timeout_secs: options.tool_timeout_secs,
+                },
+                llm: llm_config(model, options),
+                registration: registration(options, gateway, listener.local_addr()?),
+                capacity: agentic_executor::Capacity {
+                    max_runs: options.executor_max_runs,
+                },
             },
-            listen: listener.local_addr()?,
-            tool_host_url: format!("http://{tool_host}"),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
             max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
             max_tool_result_bytes: options.classic_max_tool_result_bytes,
-            tool_timeout_secs: options.tool_timeout_secs,
-            internal_token: options.internal_token.clone(),
-            check_config: false,
-            probe: false,
-            llm: llm_config(model, options),
         };
         Background::start("classic-executor", listener, move |listener| {
             classic_executor::run(config, listener, std::future::pending())
@@ -432,12 +437,23 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
-            registration: registration(options, gateway, listener.local_addr()?),
-            capacity: agentic_executor::Capacity {
-                max_runs: options.executor_max_runs,
+            executor: agentic_executor::ExecutorArgs {
+                service: agentic_executor::ServiceArgs {
+                    listen: listener.local_addr()?,
+                    internal_token: options.internal_token.clone(),
+                    check_config: false,
+                    probe: false,
+                },
+                tool_host: agentic_executor::ToolHostArgs {
+                    url: format!("http://{tool_host}"),
+                    timeout_secs: options.tool_timeout_secs,
+                },
+                llm: llm_config(model, options),
+                registration: registration(options, gateway, listener.local_addr()?),
+                capacity: agentic_executor::Capacity {
+                    max_runs: options.executor_max_runs,
+                },
             },
-            listen: listener.local_addr()?,
-            tool_host_url: format!("http://{tool_host}"),
             max_rounds: 10,
             run_timeout_ms: options.code_run_timeout_ms,
             memory_limit_mb: 64,
@@ -446,11 +462,6 @@ impl Stack {
             approval_timeout_secs: options.code_approval_timeout_secs,
             max_sandboxes: options.code_max_sandboxes,
             max_paused_runs: options.code_max_paused_runs,
-            tool_timeout_secs: options.tool_timeout_secs,
-            internal_token: options.internal_token.clone(),
-            check_config: false,
-            probe: false,
-            llm: llm_config(model, options),
         };
         Background::start("code-executor", listener, move |listener| {
             code_executor::run(config, listener, std::future::pending())

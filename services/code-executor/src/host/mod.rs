@@ -8,14 +8,14 @@ use std::time::{Duration, SystemTime};
 use agentic_executor::timeline::{
     Approval, ApprovalState, Event, FileOutput, Output, ToolCallOutput, ToolResult,
 };
-use agentic_executor::{EventSink, StreamClosed};
+use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::{EventSink, RunTools, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest, Tier, Usage};
+use agentic_sandbox::{Clock, Host, ToolFailure, seconds};
 use serde_json::Value as Json;
 use tokio::sync::Mutex;
 
 use crate::approvals::{Approvals, PendingApproval};
-use crate::sandbox::{self, Clock, Host, ToolFailure};
-use crate::toolbox::Toolbox;
 
 /// The prompt's timeline as this run extends it. Adding holds the lock while the event is
 /// sent, so concurrent calls (`parallel`) reach the gateway with contiguous indexes.
@@ -97,7 +97,11 @@ pub async fn ask(
 }
 
 pub struct PromptHost {
-    pub toolbox: Toolbox,
+    /// The tools the code may call (see `tools.rs`).
+    pub tools: RunTools,
+    pub tool_host: ToolHost,
+    /// Who the tools run for.
+    pub scope: Arc<RunScope>,
     pub timeline: Arc<Timeline>,
     pub model: Arc<dyn ChatModel>,
     pub tier: Tier,
@@ -280,7 +284,7 @@ impl PromptHost {
     /// requested too). An invalid call is refused without asking anyone.
     async fn start(&self, tool_id: String, input: Json) -> Result<Started, StreamClosed> {
         let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
-        let next = match self.toolbox.check(&tool_id, &input) {
+        let next = match self.tools.check(&tool_id, &input) {
             Ok(spec) if spec.requires_approval && !self.paused.hold() => {
                 crate::metrics::sandbox_refused();
                 Next::Refuse(format!(
@@ -292,7 +296,7 @@ impl PromptHost {
                 Next::AwaitApproval(self.approvals.expect(&call_id))
             }
             Ok(_) => Next::Invoke,
-            Err(message) => Next::Refuse(message),
+            Err(refused) => Next::Refuse(refused.to_string()),
         };
         let mut call = Recorded {
             call_id,
@@ -403,9 +407,10 @@ impl PromptHost {
     /// tokens it spent on LLM calls of its own count into the prompt's usage.
     async fn invoke(&self, call: &Recorded) -> Result<Json, ToolFailure> {
         let invoked = self
-            .toolbox
-            .invoke(&call.tool_id, &call.input, &call.call_id)
-            .await?;
+            .tool_host
+            .invoke(&self.scope, &call.tool_id, &call.input, &call.call_id)
+            .await
+            .map_err(|error| error.to_string())?;
         if invoked.usage != Usage::default() {
             self.timeline
                 .send(Event::Usage(invoked.usage))
@@ -433,7 +438,7 @@ fn output_error(failure: &ToolFailure) -> String {
         ToolFailure::Rejected { reason } if reason.is_empty() => "rejected by the user".to_owned(),
         ToolFailure::Rejected { reason } => format!("rejected by the user: {reason}"),
         ToolFailure::ApprovalTimedOut { after } => {
-            format!("approval timed out after {} s", sandbox::seconds(*after))
+            format!("approval timed out after {} s", seconds(*after))
         }
     }
 }

@@ -11,11 +11,11 @@ use agentic_proto::v1::tool_host_server::{ToolHost as ToolHostService, ToolHostS
 use agentic_proto::v1::{
     InvokeToolRequest, InvokeToolResponse, PrepareRequest, PrepareResponse, invoke_tool_response,
 };
+use agentic_sandbox::{Limits, Program, Sandboxes};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::sandbox::{Limits, Program};
 
 /// A tool-host whose tools answer `{"done": <tool id>}` and remember that they ran;
 /// `files.summarize` also reports tokens it spent on an LLM of its own.
@@ -100,9 +100,7 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         &agentic_rpc::SendInternalToken::default(),
     )
     .unwrap();
-    let toolbox = Toolbox::new(
-        ToolHost::new(channel),
-        scope,
+    let tools = crate::tools::for_sandbox(
         vec![
             spec("files.delete", true),
             spec("files.list", false),
@@ -118,7 +116,9 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         async move { approvals.route(receiver).await }
     });
     let host = Arc::new(PromptHost {
-        toolbox,
+        tools,
+        tool_host: ToolHost::new(channel),
+        scope,
         timeline: Arc::new(Timeline::new(EventSink::new(sender), 0)),
         model: Arc::new(NoModel),
         tier: Tier::Normal,
@@ -371,7 +371,7 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
     let mut prompt = prompt(Duration::from_secs(30)).await;
     let program = Program {
         code: "let seen;\ntry { filesDelete({ path: 'a' }) } catch (error) { seen = error.message }\n[seen, filesList({}).done]".into(),
-        tools: prompt.host.toolbox.sandbox_tools(),
+        tools: crate::tools::sandbox_tools(&prompt.host.tools),
         modules: Vec::new(),
         input: None,
         memory: Map::new(),
@@ -381,7 +381,7 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
         timeout: Duration::from_millis(300),
         ..Limits::default()
     };
-    let sandboxes = sandbox::Sandboxes::default();
+    let sandboxes = Sandboxes::default();
     let host = prompt.host.clone();
     let run = tokio::spawn(async move { sandboxes.run(program, host, limits).await });
     let (_, ids) = prompt.until_paused().await;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{Clock, Host, Limits, Program, RunOutcome, SandboxTool, Sandboxes, ToolFailure};
+use crate::{Clock, Host, Limits, Program, RunOutcome, SandboxTool, Sandboxes, ToolFailure};
 
 /// Tools of the test host, by id.
 const TOOL_IDS: &[&str] = &[
@@ -171,7 +171,7 @@ fn program(code: &str) -> Program {
 fn without_tool_call_limits(limits: Limits) -> Limits {
     Limits {
         max_tool_calls: u32::MAX,
-        prompt: super::PromptLimits {
+        prompt: crate::PromptLimits {
             max_events: u32::MAX,
             ..limits.prompt.clone()
         },
@@ -221,7 +221,7 @@ async fn value_of(code: &str) -> Json {
 }
 
 /// The error of code that must fail.
-async fn error_of(program: Program, limits: Limits) -> super::CodeError {
+async fn error_of(program: Program, limits: Limits) -> crate::CodeError {
     let code = program.code.clone();
     let (outcome, _) = run_program(program, limits).await;
     match outcome.result {

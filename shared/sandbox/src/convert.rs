@@ -9,13 +9,13 @@ use rquickjs::convert::Coerced;
 use rquickjs::{CatchResultExt, CaughtError, Ctx, Object, Value};
 use serde_json::Value as Json;
 
-pub(super) fn to_js<'js>(ctx: &Ctx<'js>, value: &Json) -> rquickjs::Result<Value<'js>> {
+pub(crate) fn to_js<'js>(ctx: &Ctx<'js>, value: &Json) -> rquickjs::Result<Value<'js>> {
     ctx.json_parse(value.to_string())
 }
 
 /// Why a value did not cross into the host as JSON.
 #[derive(Debug)]
-pub(super) enum Refused {
+pub(crate) enum Refused {
     /// The value has no JSON form (a cycle, a BigInt, a throwing `toJSON`, …): why.
     NotJson(String),
     /// Its JSON text is longer than the host takes; it was not parsed.
@@ -35,7 +35,7 @@ impl std::fmt::Display for Refused {
 /// outside the engine's memory limit; `undefined` (and anything else JSON drops) is `null`.
 /// Text longer than `max_bytes` is refused before it is parsed: parsed JSON takes up to
 /// sixteen times the room of its text.
-pub(super) fn to_sized_json<'js>(
+pub(crate) fn to_sized_json<'js>(
     ctx: &Ctx<'js>,
     value: Value<'js>,
     max_bytes: usize,
@@ -60,7 +60,7 @@ pub(super) fn to_sized_json<'js>(
 /// JSON of the round's result, which is recorded with the prompt and read by the model. `Err`
 /// says why there is none: the value has no JSON form (a cycle, a BigInt, a throwing `toJSON`),
 /// or its JSON is longer than `max_bytes`.
-pub(super) fn result_json<'js>(
+pub(crate) fn result_json<'js>(
     ctx: &Ctx<'js>,
     value: Value<'js>,
     max_bytes: usize,
@@ -81,7 +81,7 @@ pub(super) fn result_json<'js>(
 /// throws is an `Err`. Never rquickjs' `Array::len`, which panics on a length past `i32::MAX`
 /// or one that is not a number, and must not be trusted with an allocation either: callers
 /// compare it with their limit first.
-pub(super) fn array_length(array: &Object<'_>) -> rquickjs::Result<Option<f64>> {
+pub(crate) fn array_length(array: &Object<'_>) -> rquickjs::Result<Option<f64>> {
     let length: Value = array.get("length")?;
     Ok(length
         .as_number()
@@ -90,7 +90,7 @@ pub(super) fn array_length(array: &Object<'_>) -> rquickjs::Result<Option<f64>> 
 
 /// How `log()` and `output()` print a value: strings raw, numbers and booleans as JavaScript
 /// writes them, errors as `Name: message` (their JSON is `{}`), everything else as JSON.
-pub(super) fn display<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
+pub(crate) fn display<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
     if let Some(text) = value.as_string() {
         return text.to_string().unwrap_or_default();
     }
@@ -120,7 +120,7 @@ fn coerce<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
 }
 
 /// The message of an exception caught while converting.
-pub(super) fn caught_text<'js>(ctx: &Ctx<'js>, caught: CaughtError<'js>) -> String {
+pub(crate) fn caught_text<'js>(ctx: &Ctx<'js>, caught: CaughtError<'js>) -> String {
     match caught {
         CaughtError::Exception(exception) => exception
             .message()

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::super::{Limits, PromptLimits};
 use super::{
     TestHost, error_of, limits_with_timeout, program, run, run_program, value_of,
     without_tool_call_limits,
 };
+use crate::{Limits, PromptLimits};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reference_error_points_at_the_line_that_caused_it() {

@@ -12,9 +12,9 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde_json::{Value as Json, json};
 
-use super::super::globals::API_NAMES;
-use super::super::{Limits, PromptLimits};
 use super::{TestHost, program, run, value_of};
+use crate::globals::API_NAMES;
+use crate::{Limits, PromptLimits};
 
 /// Host functions outside `API_NAMES`: a tool function and the engine's stack hook.
 const OTHER_FUNCTIONS: &[&str] = &["echo", "Error.prepareStackTrace"];

@@ -17,11 +17,16 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{CatchResultExt, Ctx, Promise, Value};
 use serde_json::Value as Json;
 
-use super::errors::{self, CODE_FILE, Source};
-use super::modules::{ModuleLoader, ModuleResolver, rewrite_static_imports};
-use super::session::{CancelSignal, Session, SessionSlot};
-use super::spare::Spare;
-use super::{CodeError, Host, Limits, Program, RunOutcome, SandboxTool, convert, globals, tools};
+use crate::errors::{self, Source};
+use crate::host::Host;
+use crate::limits::Limits;
+use crate::modules::{ModuleLoader, ModuleResolver, rewrite_static_imports};
+use crate::outcome::{Admission, CodeError, RunOutcome};
+use crate::position::CODE_FILE;
+use crate::program::{Program, SandboxTool};
+use crate::session::{CancelSignal, Session, SessionSlot};
+use crate::spare::Spare;
+use crate::{convert, globals, tools};
 
 /// Host functions run on the same thread stack as the deepest JavaScript frame: keep at least
 /// half a mebibyte of a blocking thread's 2 MiB for them.
@@ -34,15 +39,16 @@ const NEVER_SETTLES: &str = "The code awaits a promise that can never settle (th
 
 /// Runs `program` in `spare`, or, without one, in a sandbox made now and dropped before this
 /// returns. A spare is left to the caller to discard once the outcome is on its way.
-pub(super) fn execute(
+/// `started` is when the run was handed to its sandbox thread.
+pub(crate) fn execute(
     program: Program,
     host: Arc<dyn Host>,
     limits: Limits,
     cancel: CancelSignal,
     runtime: tokio::runtime::Handle,
+    started: Instant,
     spare: Option<&Spare>,
 ) -> RunOutcome {
-    let started = Instant::now();
     let Program {
         code,
         tools,
@@ -78,6 +84,9 @@ pub(super) fn execute(
         memory: session.memory.take(),
         spent: session.budget.spent(),
         tool_calls: session.tool_calls(),
+        admission: Admission::Ran {
+            elapsed: started.elapsed(),
+        },
     }
 }
 

@@ -18,24 +18,25 @@ use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::{Ctx, Error, Exception, Module};
 
-use super::errors::Position;
+use crate::naming::{is_identifier, is_identifier_part, is_identifier_start};
+use crate::position::Position;
 
 /// A rewritten import, to point module errors at the line that asked for the module.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Import {
+pub(crate) struct Import {
     pub module: String,
     pub line: u32,
     pub column: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Rewrite {
+pub(crate) struct Rewrite {
     pub code: String,
     pub imports: Vec<Import>,
 }
 
 /// Rewrites the static import declarations at the top of `code` (see the module docs).
-pub(super) fn rewrite_static_imports(code: &str) -> Rewrite {
+pub(crate) fn rewrite_static_imports(code: &str) -> Rewrite {
     let mut scanner = Scanner {
         source: code,
         position: 0,
@@ -112,19 +113,6 @@ impl Declaration {
 fn quote(text: &str) -> String {
     // A JSON string is a valid JavaScript string literal.
     serde_json::Value::String(text.to_owned()).to_string()
-}
-
-fn is_identifier(text: &str) -> bool {
-    let mut chars = text.chars();
-    chars.next().is_some_and(is_identifier_start) && chars.all(is_identifier_part)
-}
-
-fn is_identifier_start(c: char) -> bool {
-    c.is_alphabetic() || c == '_' || c == '$'
-}
-
-fn is_identifier_part(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '$'
 }
 
 /// Just enough of a JavaScript lexer for import declarations. Every method either consumes
@@ -306,7 +294,7 @@ impl<'a> Scanner<'a> {
 
 /// Resolves bare module names against the program's modules. An unknown name throws an Error
 /// naming it, which surfaces as the run's error.
-pub(super) struct ModuleResolver {
+pub(crate) struct ModuleResolver {
     names: Vec<String>,
 }
 
@@ -343,7 +331,7 @@ impl Resolver for ModuleResolver {
 
 /// Compiles modules from source only, never from bytecode. Sources are cloned on load rather
 /// than moved out (as rquickjs's `BuiltinLoader` does), so the loader never loses a source.
-pub(super) struct ModuleLoader {
+pub(crate) struct ModuleLoader {
     sources: HashMap<String, String>,
 }
 

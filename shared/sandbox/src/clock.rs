@@ -73,14 +73,14 @@ impl Clock {
 
     /// Whole milliseconds since the run started: what `performance.now()` reads. No finer
     /// than `Date.now()`, so the code has no precise clock to time the host's work with.
-    pub(super) fn coarse_elapsed_ms(&self) -> f64 {
+    pub(crate) fn coarse_elapsed_ms(&self) -> f64 {
         let started = self.state.borrow().started;
         // Exact: no run lasts 2^53 milliseconds.
         started.elapsed().as_millis() as f64
     }
 
     /// Whether the budget is spent. Never while paused.
-    pub(super) fn has_run_out(&self) -> bool {
+    pub(crate) fn has_run_out(&self) -> bool {
         self.state
             .borrow()
             .deadline()
@@ -88,7 +88,7 @@ impl Clock {
     }
 
     /// Resolves once the budget is spent, following the deadline as pauses move it.
-    pub(super) async fn run_out(&self) {
+    pub(crate) async fn run_out(&self) {
         let mut changes = self.state.subscribe();
         loop {
             let deadline = changes.borrow_and_update().deadline();

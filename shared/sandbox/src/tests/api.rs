@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::super::{Completion, Limits};
 use super::{limits_with_timeout, program, run_code, run_program, value_of};
+use crate::{Completion, Limits};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_last_expression_is_the_result() {

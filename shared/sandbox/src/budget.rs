@@ -1,10 +1,7 @@
-//! What a prompt may spend over all its runs, and the running account a run keeps of it.
-//!
-//! A run's own limits (time, heap, tool calls) start afresh each round; these do not: text
-//! shown to the user, log lines, `llm()` calls, events and stored values add up over the
-//! prompt. Each run starts from what earlier runs spent ([`super::Program::spent`]) and hands
-//! the new total on ([`super::RunOutcome::spent`]); stored values are measured from the memory
-//! the run is given, so they count however many rounds ago they were stored.
+//! The running account a run keeps of what its prompt may spend over all its runs (see
+//! `limits`): what earlier runs spent, plus what this run spends, refused past a limit.
+//! Stored values are measured from the memory the run is given, so they count however many
+//! rounds ago they were stored.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -12,73 +9,12 @@ use std::io::Write;
 
 use serde_json::{Map, Value as Json};
 
-use super::session::{HostError, HostResult, Stop};
-
-/// What one prompt may spend, all its rounds together (`CodeRunner.RunCode`: its one run).
-/// Every limit ends the run that reaches it with an error the model sees.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PromptLimits {
-    /// Bytes of text shown to the user: `output()` and the text of `complete()`.
-    pub max_output_bytes: usize,
-    /// `output()` calls (each is a stream event and an output of the prompt).
-    pub max_output_calls: u32,
-    /// Bytes of `log()` and `console.*` lines (each line counts one byte more, its newline).
-    pub max_log_bytes: usize,
-    /// `log()` and `console.*` lines.
-    pub max_log_entries: u32,
-    /// JSON bytes of the values kept with `store()` (and `complete()`'s `data`) at any one
-    /// time, each also charged its key and 64 bytes. Held to at most the memory limit: stored
-    /// values are copied into every run.
-    pub max_stored_bytes: usize,
-    /// `llm()` and `llmJson()` calls.
-    pub max_llm_calls: u32,
-    /// Host calls that add events to the prompt: `output()`, tool calls (every slot of
-    /// `parallel()` and the artifact helpers) and `llm()`.
-    pub max_events: u32,
-}
-
-impl Default for PromptLimits {
-    fn default() -> Self {
-        PromptLimits {
-            max_output_bytes: 1024 * 1024,
-            max_output_calls: 1_000,
-            max_log_bytes: 1024 * 1024,
-            max_log_entries: 10_000,
-            max_stored_bytes: 16 * 1024 * 1024,
-            max_llm_calls: 100,
-            max_events: 4_000,
-        }
-    }
-}
-
-/// What a prompt's runs have spent of its [`PromptLimits`] so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Spent {
-    pub output_bytes: usize,
-    pub output_calls: u32,
-    pub log_bytes: usize,
-    pub log_entries: u32,
-    pub llm_calls: u32,
-    pub events: u32,
-}
-
-impl Spent {
-    /// Everything spent: what a run whose spending is unknown (its sandbox crashed) leaves.
-    pub fn exhausted(limits: &PromptLimits) -> Spent {
-        Spent {
-            output_bytes: limits.max_output_bytes,
-            output_calls: limits.max_output_calls,
-            log_bytes: limits.max_log_bytes,
-            log_entries: limits.max_log_entries,
-            llm_calls: limits.max_llm_calls,
-            events: limits.max_events,
-        }
-    }
-}
+use crate::limits::{PromptLimits, Spent};
+use crate::stop::{HostError, HostResult, Stop};
 
 /// One run's account of the prompt's budget: what the prompt had spent when the run began,
 /// plus what the run spends, and the JSON size of every stored value.
-pub(super) struct Budget {
+pub(crate) struct Budget {
     limits: PromptLimits,
     spent: Cell<Spent>,
     /// What each key in the memory costs (see [`entry_cost`]): earlier rounds' keys too.
@@ -293,7 +229,7 @@ fn json_len(value: &Json) -> usize {
 }
 
 /// `64 MiB` for whole mebibytes, bytes otherwise.
-pub(super) fn size(bytes: usize) -> String {
+pub(crate) fn size(bytes: usize) -> String {
     const MIB: usize = 1024 * 1024;
     if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)

@@ -9,13 +9,12 @@
 
 use rquickjs::{CatchResultExt, Context, Runtime};
 
-use super::convert;
-use super::errors::{self, StackHook};
-use super::globals;
-use super::session::SessionSlot;
+use crate::session::SessionSlot;
+use crate::stack::{self, StackHook};
+use crate::{convert, globals};
 
 /// Fields drop in order: the hook's handle on the engine and the context before the runtime.
-pub(super) struct Spare {
+pub(crate) struct Spare {
     _stack_hook: StackHook,
     pub context: Context,
     pub runtime: Runtime,
@@ -38,7 +37,7 @@ impl Spare {
         between_steps();
         let slot = SessionSlot::default();
         let stack_hook = context.with(|ctx| {
-            let installed = errors::install_stack_hook(&ctx, &slot)
+            let installed = stack::install_stack_hook(&ctx, &slot)
                 .and_then(|hook| globals::install(&ctx, &slot).map(|()| hook));
             installed
                 .catch(&ctx)

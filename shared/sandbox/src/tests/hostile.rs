@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::super::Limits;
 use super::{error_of, limits_with_timeout, program, without_tool_call_limits};
+use crate::Limits;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_swallowed_tool_timeout_followed_by_a_loop_of_tool_calls_still_ends() {

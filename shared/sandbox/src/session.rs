@@ -17,14 +17,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Map, Value as Json};
 use tokio::sync::watch;
 
-use super::budget::{Budget, Spent, size};
-use super::clock::Clock;
-use super::errors::Position;
-use super::{Completion, Host, Limits};
+use crate::budget::{Budget, size};
+use crate::clock::Clock;
+use crate::host::Host;
+use crate::limits::{Limits, Spent};
+use crate::outcome::Completion;
+use crate::position::Position;
+use crate::stop::{HostError, HostResult, Stop};
 
 /// Creates the pair that ties a run to its caller: dropping the [`CancelOnDrop`] (it lives in
 /// `run`'s future) cancels the [`CancelSignal`] the blocking thread watches.
-pub(super) fn cancellation() -> (CancelOnDrop, CancelSignal) {
+pub(crate) fn cancellation() -> (CancelOnDrop, CancelSignal) {
     let flag = Arc::new(AtomicBool::new(false));
     let (sender, closed) = watch::channel(());
     (
@@ -36,7 +39,7 @@ pub(super) fn cancellation() -> (CancelOnDrop, CancelSignal) {
     )
 }
 
-pub(super) struct CancelOnDrop {
+pub(crate) struct CancelOnDrop {
     flag: Arc<AtomicBool>,
     // Never sent on: dropping it is what wakes host calls waiting in `Session::block_on`.
     _sender: watch::Sender<()>,
@@ -52,7 +55,7 @@ impl Drop for CancelOnDrop {
 /// The blocking thread's view of cancellation: a flag for the interrupt handler, which must
 /// not block, and a channel whose closing wakes a host call that is waiting.
 #[derive(Clone)]
-pub(super) struct CancelSignal {
+pub(crate) struct CancelSignal {
     flag: Arc<AtomicBool>,
     closed: watch::Receiver<()>,
 }
@@ -66,7 +69,7 @@ impl CancelSignal {
 /// The run a sandbox serves: empty while the sandbox waits for its run, then that run's
 /// session until the sandbox is discarded (a sandbox serves one run only). Clones share it.
 #[derive(Clone, Default)]
-pub(super) struct SessionSlot(Rc<RefCell<Option<Rc<Session>>>>);
+pub(crate) struct SessionSlot(Rc<RefCell<Option<Rc<Session>>>>);
 
 impl SessionSlot {
     pub fn bind(&self, session: Rc<Session>) {
@@ -79,47 +82,7 @@ impl SessionSlot {
     }
 }
 
-/// Why a run had to end, whatever the code did afterwards (it may catch the error we throw,
-/// or a memory or stack error the engine throws; the interrupt handler ends it regardless).
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Stop {
-    pub message: String,
-    pub timeout: bool,
-    pub position: Option<Position>,
-}
-
-impl Stop {
-    pub(super) fn new(message: String) -> Stop {
-        Stop {
-            message,
-            timeout: false,
-            position: None,
-        }
-    }
-}
-
-/// Errors of host functions, thrown into JavaScript by `globals::define`.
-#[derive(Debug)]
-pub(super) enum HostError {
-    /// A JavaScript exception is already pending, or rquickjs turns this error into one.
-    Js(rquickjs::Error),
-    /// `new Error(message)`: something the code may catch and handle.
-    Error(String),
-    /// `new TypeError(message)`: the code called a host function wrongly.
-    Type(String),
-    /// The run must end; see [`Stop`].
-    Stop(Stop),
-}
-
-impl From<rquickjs::Error> for HostError {
-    fn from(error: rquickjs::Error) -> Self {
-        HostError::Js(error)
-    }
-}
-
-pub(super) type HostResult<T> = Result<T, HostError>;
-
-pub(super) struct Session {
+pub(crate) struct Session {
     pub host: Arc<dyn Host>,
     pub limits: Limits,
     runtime: tokio::runtime::Handle,

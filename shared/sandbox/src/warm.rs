@@ -21,14 +21,14 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::spare::Spare;
+use crate::spare::Spare;
 
 /// Work for a sandbox thread: given a spare on a warm thread, `None` on a blocking thread.
 /// It sends its own answer before it returns, so the spare is discarded after the answer.
-pub(super) type Job = Box<dyn FnOnce(Option<&Spare>) + Send>;
+pub(crate) type Job = Box<dyn FnOnce(Option<&Spare>) + Send>;
 
 #[derive(Debug, Clone)]
-pub(super) struct Config {
+pub(crate) struct Config {
     /// Idle threads that never end for being idle.
     pub kept_idle: usize,
     /// Warm threads at most, busy or idle.
@@ -49,7 +49,7 @@ impl Default for Config {
 }
 
 /// The name of warm threads, as debuggers and profilers show them.
-pub(super) const THREAD_NAME: &str = "sandbox-warm";
+pub(crate) const THREAD_NAME: &str = "sandbox-warm";
 
 /// Sandbox threads use the same real stack as tokio's blocking threads, which the stack limit
 /// (`Limits::stack_bytes`, capped at 1.5 MiB) assumes.
@@ -58,7 +58,7 @@ const THREAD_STACK_BYTES: usize = 2 * 1024 * 1024;
 /// A set of warm threads. Clones share it; when the last clone is dropped, idle threads end
 /// at once and busy ones after their run.
 #[derive(Clone)]
-pub(super) struct Pool {
+pub(crate) struct Pool {
     shared: Arc<Shared>,
     _closer: Arc<Closer>,
 }

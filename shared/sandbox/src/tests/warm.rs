@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
-use super::super::warm::{Config, THREAD_NAME};
-use super::super::{Limits, Program, RunOutcome, Sandboxes};
 use super::{TestHost, limits_with_timeout, program, without_tool_call_limits};
+use crate::warm::{Config, THREAD_NAME};
+use crate::{Limits, Program, RunOutcome, Sandboxes};
 
 fn pool(config: Config) -> Sandboxes {
-    Sandboxes::with_config(config, super::super::DEFAULT_MAX_SANDBOXES)
+    Sandboxes::with_config(config, crate::DEFAULT_MAX_SANDBOXES)
 }
 
 /// One warm thread, never ended for being idle.

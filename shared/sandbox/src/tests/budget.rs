@@ -4,8 +4,8 @@
 
 use serde_json::{Map, json};
 
-use super::super::{Limits, PromptLimits, RunOutcome, Spent};
 use super::{program, run_code, run_program, value_of};
+use crate::{Limits, PromptLimits, RunOutcome, Spent};
 
 /// Runs `codes` as consecutive rounds of one prompt.
 async fn rounds(codes: &[&str], limits: Limits) -> Vec<RunOutcome> {

@@ -12,15 +12,16 @@ use rquickjs::function::Rest;
 use rquickjs::{Ctx, Exception, Function, Object, Value};
 use serde_json::Value as Json;
 
-use super::Completion;
-use super::convert::{Refused, display, to_js, to_sized_json};
-use super::errors;
-use super::session::{HostError, HostResult, Session, SessionSlot};
+use crate::convert::{Refused, display, to_js, to_sized_json};
+use crate::outcome::Completion;
+use crate::position::current_position;
+use crate::session::{Session, SessionSlot};
+use crate::stop::{HostError, HostResult};
 
 /// The names of the host API, which tools never shadow: every host function is one of them or
 /// a method of one (`console.log`, `performance.now`), except `Error.prepareStackTrace` (see
-/// `errors`).
-pub(super) const API_NAMES: &[&str] = &[
+/// `stack`).
+pub(crate) const API_NAMES: &[&str] = &[
     "callTool",
     "complete",
     "console",
@@ -45,7 +46,7 @@ pub(super) const API_NAMES: &[&str] = &[
 /// Defines `target[name]` as a host function. The body runs only while the run bound to
 /// `slot` may go on, a panic in it becomes a JavaScript error instead of unwinding into the
 /// engine (the runtime is discarded after every run anyway), and its [`HostError`]s are thrown.
-pub(super) fn define<'js, F>(
+pub(crate) fn define<'js, F>(
     ctx: &Ctx<'js>,
     target: &Object<'js>,
     name: &str,
@@ -107,13 +108,13 @@ fn throw<'js>(ctx: &Ctx<'js>, session: &Session, error: HostError) -> rquickjs::
             // Thrown so the call does not return, but the code may catch it: the recorded stop
             // is what ends the run (through the interrupt handler, and in the driver).
             let stop = session.record(stop);
-            session.locate(errors::current_position(ctx));
+            session.locate(current_position(ctx));
             Exception::throw_message(ctx, &stop.message)
         }
     }
 }
 
-pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())
@@ -122,7 +123,7 @@ pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// The first argument, or `undefined`.
-pub(super) fn argument<'js>(ctx: &Ctx<'js>, args: &[Value<'js>], index: usize) -> Value<'js> {
+pub(crate) fn argument<'js>(ctx: &Ctx<'js>, args: &[Value<'js>], index: usize) -> Value<'js> {
     args.get(index)
         .cloned()
         .unwrap_or_else(|| Value::new_undefined(ctx.clone()))
@@ -130,7 +131,7 @@ pub(super) fn argument<'js>(ctx: &Ctx<'js>, args: &[Value<'js>], index: usize) -
 
 /// Installs the host API that is the same for every run, before the run is known: everything
 /// but `input` (see [`install_input`]) and the tools (see `tools::install`).
-pub(super) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
+pub(crate) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
     let globals = ctx.globals();
     define(ctx, &globals, "output", slot, output)?;
     define(ctx, &globals, "log", slot, log)?;
@@ -176,7 +177,7 @@ fn install_performance(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()
 }
 
 /// `input`, when the run has one (`CodeRunner.RunCode`).
-pub(super) fn install_input(ctx: &Ctx<'_>, input: Option<&Json>) -> rquickjs::Result<()> {
+pub(crate) fn install_input(ctx: &Ctx<'_>, input: Option<&Json>) -> rquickjs::Result<()> {
     match input {
         Some(input) => ctx.globals().set("input", to_js(ctx, input)?),
         None => Ok(()),

@@ -1,25 +1,17 @@
-//! JavaScript errors as the model sees them: our own stack traces (which also detect memory and
-//! stack limits), positions in the model's code and [`CodeError`]s.
-//!
-//! QuickJS errors carry no line/column properties, only a `stack` text, so positions come from
-//! the first `code.js:<line>:<column>` frame. Static imports are rewritten line for line
-//! (see `modules`), so engine lines are the model's lines.
+//! `Error.prepareStackTrace`, our own: stack traces in QuickJS's format, written by the host
+//! so that the engine's own memory and stack errors, which the code could catch, stop the run.
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
-use rquickjs::convert::Coerced;
 use rquickjs::function::This;
-use rquickjs::{CaughtError, Ctx, Exception, Function, Object, Persistent, Value};
+use rquickjs::{Ctx, Function, Object, Persistent, Value};
 
-use super::CodeError;
-use super::convert;
-use super::modules::Import;
-use super::session::{Session, SessionSlot, Stop};
-
-/// The file name the model's code runs under; frames in it are positions in that code.
-pub(super) const CODE_FILE: &str = "code.js";
+use crate::convert;
+use crate::errors::cut;
+use crate::position::parse_position;
+use crate::session::{Session, SessionSlot};
 
 const OUT_OF_MEMORY: &str = "out of memory";
 /// Frames of a stack we write; the engine passes `Error.stackTraceLimit` of them (10 unless
@@ -27,86 +19,21 @@ const OUT_OF_MEMORY: &str = "out of memory";
 const MAX_FRAMES: u32 = 64;
 /// Text of the frames' names we read before the rest of a stack is left out.
 const MAX_FRAME_TEXT_BYTES: usize = 16 * 1024;
-/// An error's message and source line are cut to this many bytes: the code chooses what it
-/// throws, and the message is recorded with the prompt and read by the model.
-const MAX_MESSAGE_BYTES: usize = 4 * 1024;
-const MAX_CONTEXT_BYTES: usize = 512;
 const STACK_OVERFLOW: &str = "Maximum call stack size exceeded";
-
-/// 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Position {
-    pub line: u32,
-    pub column: u32,
-}
-
-impl Position {
-    /// The position of byte `offset` of `code`, columns counted in characters.
-    pub(super) fn at_offset(code: &str, offset: usize) -> Position {
-        let before = &code[..offset];
-        let line = before.matches('\n').count() + 1;
-        let column = before
-            .rsplit('\n')
-            .next()
-            .map_or(0, |text| text.chars().count())
-            + 1;
-        Position {
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            column: u32::try_from(column).unwrap_or(u32::MAX),
-        }
-    }
-}
-
-/// The model's code, for positions and the offending line.
-pub(super) struct Source<'a> {
-    pub code: &'a str,
-    pub imports: &'a [Import],
-}
-
-impl Source<'_> {
-    fn line_text(&self, line: u32) -> Option<String> {
-        let index = usize::try_from(line.checked_sub(1)?).ok()?;
-        let text = self.code.lines().nth(index)?.trim();
-        (!text.is_empty()).then(|| text.to_owned())
-    }
-
-    fn error(&self, message: String, position: Option<Position>, timeout: bool) -> CodeError {
-        CodeError {
-            message: cut(message, MAX_MESSAGE_BYTES),
-            line: position.map(|position| position.line),
-            column: position.map(|position| position.column),
-            context: position
-                .and_then(|position| self.line_text(position.line))
-                .map(|context| cut(context, MAX_CONTEXT_BYTES)),
-            timeout,
-        }
-    }
-}
-
-/// `text`, or its first `max_bytes` (at a character boundary) and a mark that it was cut.
-pub(super) fn cut(mut text: String, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text;
-    }
-    let end = text.floor_char_boundary(max_bytes);
-    text.truncate(end);
-    text.push_str("… (cut)");
-    text
-}
 
 /// Installs `Error.prepareStackTrace` as a host function and locks it in place. It serves the
 /// run bound to `slot`.
 ///
 /// Two reasons. The engine calls it for every error it builds, including its own "out of
 /// memory" and "Maximum call stack size exceeded" errors, which the code could otherwise catch
-/// and carry on: the hook records a [`Stop`], and the interrupt handler then ends the run.
+/// and carry on: the hook records a `Stop`, and the interrupt handler then ends the run.
 /// And it writes stacks in QuickJS's own format, so positions parse the same way.
 ///
 /// Once the run is stopping, the hook switches itself off: the engine discards any exception
 /// raised while it calls the hook, the interrupt included, so code that builds errors in a
 /// loop (catching each) could otherwise have every interrupt swallowed and run forever.
 /// Keep the returned [`StackHook`] as long as the context, and drop it before the runtime.
-pub(super) fn install_stack_hook<'js>(
+pub(crate) fn install_stack_hook<'js>(
     ctx: &Ctx<'js>,
     slot: &SessionSlot,
 ) -> rquickjs::Result<StackHook> {
@@ -161,7 +88,7 @@ type EngineSetter = RefCell<Option<Persistent<Function<'static>>>>;
 
 /// The means to switch the stack hook off; released when dropped, which must happen before
 /// the runtime goes (the engine does not see the reference it holds).
-pub(super) struct StackHook {
+pub(crate) struct StackHook {
     engine_setter: Rc<EngineSetter>,
 }
 
@@ -306,130 +233,4 @@ impl Frame {
             (None, None) => "    at <unknown>\n".to_owned(),
         }
     }
-}
-
-/// The first frame in the model's code, from a stack in QuickJS's format.
-pub(super) fn parse_position(stack: &str) -> Option<Position> {
-    let marker = format!("{CODE_FILE}:");
-    stack.match_indices(&marker).find_map(|(at, _)| {
-        // `mycode.js:` is another file.
-        if !matches!(stack[..at].chars().next_back(), Some('(' | ' ') | None) {
-            return None;
-        }
-        let mut numbers = stack[at + marker.len()..].splitn(2, ':');
-        let line = leading_number(numbers.next()?)?;
-        let column = leading_number(numbers.next()?)?;
-        Some(Position { line, column })
-    })
-}
-
-fn leading_number(text: &str) -> Option<u32> {
-    let end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    text[..end].parse().ok()
-}
-
-/// Where the code is now, for errors thrown by host functions: the stack of a fresh error.
-pub(super) fn current_position(ctx: &Ctx<'_>) -> Option<Position> {
-    let probe = Exception::from_message(ctx.clone(), "").ok()?;
-    parse_position(&probe.stack()?)
-}
-
-/// The error the run ends with when a limit or cancellation stopped it.
-pub(super) fn stop_error(stop: Stop, source: &Source<'_>) -> CodeError {
-    source.error(stop.message, stop.position, stop.timeout)
-}
-
-/// A JavaScript error (or thrown value) the code did not catch.
-pub(super) fn code_error<'js>(
-    ctx: &Ctx<'js>,
-    caught: CaughtError<'js>,
-    source: &Source<'_>,
-) -> CodeError {
-    let (message, stack) = match caught {
-        CaughtError::Exception(exception) => {
-            let name = exception
-                .get::<_, Option<Coerced<String>>>("name")
-                .ok()
-                .flatten()
-                .map(|name| name.0);
-            let text = exception.message().unwrap_or_default();
-            let message = match name.filter(|name| !name.is_empty()) {
-                Some(name) if text.is_empty() => name,
-                Some(name) => format!("{name}: {text}"),
-                None if text.is_empty() => "Error".to_owned(),
-                None => text,
-            };
-            (message, exception.stack())
-        }
-        CaughtError::Value(value) => (
-            format!("{UNCAUGHT} {}", convert::display(ctx, &value)),
-            None,
-        ),
-        CaughtError::Error(error) => (error.to_string(), None),
-    };
-    let position = stack
-        .as_deref()
-        .and_then(parse_position)
-        .or_else(|| import_position(&message, stack.as_deref(), source));
-    let mut error = source.error(message, position, false);
-    if error.message.starts_with("SyntaxError")
-        && error.context.as_deref().is_some_and(is_static_import)
-    {
-        error.message.push_str(" (static imports are only supported at the top of the code, before any other statement)");
-    }
-    error
-}
-
-const UNCAUGHT: &str = "Uncaught exception:";
-
-/// Whether `error` is most likely the engine running out of memory, which it reports by
-/// throwing `null` when even the error object does not fit (small allocations fill the heap
-/// to the last bytes). Nothing else of ours sees that moment, so a thrown `null` counts as
-/// running out of memory unless the code visibly throws or rejects with `null` itself.
-/// A swallowed `null` (`catch (e) {}`) goes unnoticed, but the engine's limit still held.
-pub(super) fn is_out_of_memory_null(error: &CodeError, code: &str) -> bool {
-    error.message == format!("{UNCAUGHT} null")
-        && !code.contains("throw null")
-        && !code.contains("reject(null)")
-}
-
-/// Errors of a module (unknown, or failing while it loads) have no frame in the model's code:
-/// point at the import that asked for it.
-fn import_position(message: &str, stack: Option<&str>, source: &Source<'_>) -> Option<Position> {
-    source
-        .imports
-        .iter()
-        .find(|import| {
-            let module = &import.module;
-            message.contains(&format!("\"{module}\""))
-                || message.contains(&format!("'{module}'"))
-                || stack.is_some_and(|stack| {
-                    stack.contains(&format!("({module}:"))
-                        || stack.contains(&format!("at {module}:"))
-                })
-        })
-        .map(|import| Position {
-            line: import.line,
-            column: import.column,
-        })
-}
-
-fn is_static_import(line: &str) -> bool {
-    line.strip_prefix("import")
-        .is_some_and(|rest| rest.starts_with([' ', '{', '*', '"', '\'']))
-}
-
-/// The code contained a NUL byte, which QuickJS cannot take.
-pub(super) fn nul_error(code: &str, offset: usize) -> CodeError {
-    let position = Position::at_offset(code, offset);
-    let source = Source { code, imports: &[] };
-    let mut error = source.error(
-        "SyntaxError: the code contains a NUL byte (\\0), which is not allowed".to_owned(),
-        Some(position),
-        false,
-    );
-    error.context = error.context.map(|context| context.replace('\0', "\\0"));
-    error
 }

@@ -11,11 +11,13 @@ use std::rc::Rc;
 use rquickjs::{Ctx, Object, Value};
 use serde_json::{Map, Value as Json, json};
 
-use super::convert::{Refused, array_length, to_js, to_sized_json};
-use super::globals::{API_NAMES, argument, define};
-use super::naming::{is_callable_name, lower_camel_case};
-use super::session::{HostError, HostResult, Session, SessionSlot};
-use super::{SandboxTool, ToolFailure};
+use crate::convert::{Refused, array_length, to_js, to_sized_json};
+use crate::globals::{API_NAMES, argument, define};
+use crate::host::ToolFailure;
+use crate::naming::{is_callable_name, lower_camel_case};
+use crate::program::SandboxTool;
+use crate::session::{Session, SessionSlot};
+use crate::stop::{HostError, HostResult};
 
 struct Entry {
     tool: SandboxTool,
@@ -81,7 +83,7 @@ fn unknown_tool(id: &str) -> String {
 
 /// Installs the run's tool functions and the tool-related host API. Runs after
 /// `globals::install`, so a tool can never shadow a host function or an engine global.
-pub(super) fn install<'js>(
+pub(crate) fn install<'js>(
     ctx: &Ctx<'js>,
     slot: &SessionSlot,
     tools: Vec<SandboxTool>,
@@ -158,7 +160,7 @@ pub(super) fn install<'js>(
 }
 
 /// The input of a tool call: an omitted input is `{}`. Its JSON may be at most
-/// [`Limits::max_tool_input_bytes`](super::Limits::max_tool_input_bytes) long.
+/// [`Limits::max_tool_input_bytes`](crate::Limits::max_tool_input_bytes) long.
 fn tool_input<'js>(
     ctx: &Ctx<'js>,
     session: &Session,

@@ -1,0 +1,307 @@
+//! An executor as a service: the settings every executor binary takes ([`ExecutorArgs`],
+//! flattened into each executor's clap `Config`), its `main` ([`service_main`]: check the
+//! configuration, probe, or bind and serve until a signal), and [`serve`], which mounts a
+//! mode's `Executor` service behind the internal token and announces the mode.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+
+use agentic_llm::LlmConfig;
+use agentic_proto::v1::executor_server::ExecutorServer;
+use agentic_rpc::{RequireInternalToken, SendInternalToken};
+use tokio::net::TcpListener;
+use tonic::transport::server::Router;
+
+use crate::edge::{ExecutorService, Mode};
+use crate::register::{self, Registration, RegistrationError};
+use crate::slots::Capacity;
+use crate::tool_host::ToolHost;
+
+/// The settings of the service itself, whatever it serves. Where `--listen` is read from
+/// differs between services: each sets it with [`listen_setting`].
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServiceArgs {
+    /// Address the gRPC server listens on.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Token internal services require from each other (unset: no check, for local use).
+    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
+    pub internal_token: Option<String>,
+    /// Parse and check the configuration, then exit (0 when it is usable).
+    #[arg(long)]
+    pub check_config: bool,
+    /// Check that the service on `--listen` answers health checks, then exit (for container
+    /// health checks).
+    #[arg(long)]
+    pub probe: bool,
+}
+
+/// The environment variable and default of a service's `--listen`, for its `Config`:
+/// `#[command(mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "0.0.0.0:50052")))]`.
+pub fn listen_setting(
+    env: &'static str,
+    default: &'static str,
+) -> impl FnOnce(clap::Arg) -> clap::Arg {
+    move |listen| listen.env(env).default_value(default).required(false)
+}
+
+/// Where an executor's tools run.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ToolHostArgs {
+    /// The tool-host, `http://host:port`.
+    #[arg(
+        id = "tool_host_url",
+        long = "tool-host-url",
+        value_name = "TOOL_HOST_URL",
+        env = "TOOL_HOST_URL",
+        default_value = "http://127.0.0.1:50054"
+    )]
+    pub url: String,
+    /// Seconds a tool call may take when the tool-host names no limit for the tool; a call
+    /// past it fails with an error the model (in code mode, the code) sees.
+    #[arg(id = "tool_timeout_secs", long = "tool-timeout-secs", value_name = "TOOL_TIMEOUT_SECS", env = "AGENTIC_TOOL_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_secs: u64,
+}
+
+/// The settings every executor takes, beside its mode's own.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExecutorArgs {
+    #[command(flatten)]
+    pub service: ServiceArgs,
+    #[command(flatten)]
+    pub tool_host: ToolHostArgs,
+    #[command(flatten)]
+    pub llm: LlmConfig,
+    #[command(flatten)]
+    pub registration: Registration,
+    /// How many runs this executor works on at once.
+    #[command(flatten)]
+    pub capacity: Capacity,
+}
+
+/// An executor binary's clap `Config`: [`ExecutorArgs`] flattened, plus its mode's settings.
+pub trait ExecutorConfig: clap::Parser {
+    fn executor_args(&self) -> &ExecutorArgs;
+}
+
+impl ExecutorArgs {
+    /// What `--check-config` checks beyond parsing: the LLM client can be built, the internal
+    /// token can travel as metadata and the registration settings are usable.
+    pub fn check(&self) -> Result<(), CheckError> {
+        agentic_llm::OpenAiChatModel::new(self.llm.clone())?;
+        SendInternalToken::new(self.internal_token())?;
+        self.registration
+            .announce("check", "check", self.internal_token())?;
+        Ok(())
+    }
+
+    /// A client of the configured tool-host that sends the internal token with every call.
+    pub fn tool_host(&self) -> Result<ToolHost, SetupError> {
+        let token =
+            SendInternalToken::new(self.internal_token()).map_err(SetupError::InternalToken)?;
+        let url = &self.tool_host.url;
+        let channel =
+            agentic_rpc::channel(url, &token).map_err(|source| SetupError::ToolHostUrl {
+                url: url.clone(),
+                source,
+            })?;
+        Ok(ToolHost::new(channel)
+            .with_default_timeout(Duration::from_secs(self.tool_host.timeout_secs)))
+    }
+
+    fn internal_token(&self) -> Option<&str> {
+        self.service.internal_token.as_deref()
+    }
+}
+
+/// What an executor's `run` gets to stop on: Ctrl-C or SIGTERM.
+pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The `main` of an executor binary. Parses `C` from flags and environment; with
+/// `--check-config` checks it (unknown settings too) and exits, with `--probe` asks the
+/// service on `--listen` whether it serves and exits. Otherwise starts telemetry under the
+/// command's name, binds `--listen` and calls `run` until Ctrl-C or SIGTERM.
+pub async fn service_main<C, Run, Served, E>(run: Run) -> Result<(), E>
+where
+    C: ExecutorConfig,
+    Run: FnOnce(C, TcpListener, Shutdown) -> Served,
+    Served: Future<Output = Result<(), E>>,
+    E: From<MainError>,
+{
+    let config = C::parse();
+    let args = config.executor_args();
+    if args.service.check_config {
+        agentic_rpc::config::check_environment(&C::command()).map_err(MainError::from)?;
+        args.check().map_err(MainError::from)?;
+        println!("configuration ok");
+        return Ok(());
+    }
+    if args.service.probe {
+        agentic_rpc::probe(args.service.listen)
+            .await
+            .map_err(MainError::from)?;
+        return Ok(());
+    }
+    let _telemetry = agentic_telemetry::init(C::command().get_name());
+    if args.llm.openai_api_key.is_none() {
+        tracing::warn!(
+            base_url = %args.llm.openai_base_url,
+            "OPENAI_API_KEY is not set: LLM requests carry no credentials and most endpoints will refuse them"
+        );
+    }
+    let address = args.service.listen;
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|source| MainError::Bind { address, source })?;
+    agentic_rpc::run_until_signal(run(
+        config,
+        listener,
+        Box::pin(agentic_rpc::shutdown_signal()),
+    ))
+    .await
+}
+
+/// Serves `mode`'s `Executor` service (with health and reflection, plus `extra_services`
+/// such as code mode's `CodeRunner`, which `add_extra` mounts) on `listener` until
+/// `shutdown` resolves, working on at most `args.capacity` runs at once. Every service
+/// requires the internal token when one is configured: `add_extra` gets the check to wrap
+/// its services in. With a gateway URL, the mode is registered with the gateway while the
+/// executor serves.
+pub async fn serve<M: Mode>(
+    mode: M,
+    args: &ExecutorArgs,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    extra_services: &[&str],
+    add_extra: impl FnOnce(Router, &RequireInternalToken) -> Router,
+) -> Result<(), ServeError> {
+    let internal_token = args.internal_token();
+    let announce = args
+        .registration
+        .announce(mode.id(), mode.name(), internal_token)?;
+    let require = RequireInternalToken::new(internal_token);
+    let executor = ExecutorService::new(mode, &args.capacity);
+    let mode_id = executor.mode_id();
+    let service = ExecutorServer::new(executor)
+        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let mut names = vec![agentic_proto::v1::executor_server::SERVICE_NAME];
+    names.extend_from_slice(extra_services);
+    let (router, health) = agentic_rpc::router(&names)?;
+    health
+        .set_serving::<ExecutorServer<ExecutorService<M>>>()
+        .await;
+    for name in extra_services {
+        health
+            .set_service_status(*name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
+    let service = tonic::service::interceptor::InterceptedService::new(service, require.clone());
+    let router = add_extra(router.add_service(service), &require);
+    tracing::info!(mode = mode_id, address = %listener.local_addr()?, "executor serving");
+    let announcing = announce.map(|announce| tokio::spawn(register::keep_registered(announce)));
+    let served = agentic_rpc::serve(router, listener, shutdown).await;
+    if let Some(announcing) = announcing {
+        announcing.abort();
+    }
+    served?;
+    Ok(())
+}
+
+/// Why an executor binary stopped before its `run` did.
+#[derive(Debug, thiserror::Error)]
+pub enum MainError {
+    #[error(transparent)]
+    UnknownSettings(#[from] agentic_rpc::config::UnknownSettings),
+    #[error(transparent)]
+    Check(#[from] CheckError),
+    #[error(transparent)]
+    Probe(#[from] agentic_rpc::ProbeError),
+    #[error("binding {address}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("setting up the LLM client: {0}")]
+    Llm(#[from] agentic_llm::LlmError),
+    #[error(transparent)]
+    InternalToken(#[from] agentic_rpc::InvalidToken),
+    #[error(transparent)]
+    Registration(#[from] RegistrationError),
+}
+
+/// The executor's clients cannot be set up from its settings.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("internal token")]
+    InternalToken(#[source] agentic_rpc::InvalidToken),
+    #[error("invalid tool-host url {url:?}")]
+    ToolHostUrl {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Registration(#[from] RegistrationError),
+    #[error("building the reflection service failed")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("reading the listener address failed")]
+    Listener(#[from] std::io::Error),
+    #[error("serving gRPC failed")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, Parser as _};
+
+    use super::*;
+
+    #[derive(clap::Parser, Debug)]
+    #[command(
+        name = "test-executor",
+        mut_arg("listen", listen_setting("TEST_EXECUTOR_LISTEN", "0.0.0.0:50099"))
+    )]
+    struct Config {
+        #[command(flatten)]
+        executor: ExecutorArgs,
+    }
+
+    #[test]
+    fn each_executor_names_where_its_listen_address_comes_from() {
+        Config::command().debug_assert();
+        let command = Config::command();
+        let listen = command
+            .get_arguments()
+            .find(|argument| argument.get_id() == "listen")
+            .expect("--listen is an argument");
+        assert_eq!(
+            listen.get_env(),
+            Some(std::ffi::OsStr::new("TEST_EXECUTOR_LISTEN"))
+        );
+        let config = Config::try_parse_from(["test-executor"]).unwrap();
+        assert_eq!(
+            config.executor.service.listen,
+            "0.0.0.0:50099".parse().unwrap()
+        );
+        let config =
+            Config::try_parse_from(["test-executor", "--listen", "127.0.0.1:1", "--probe"])
+                .unwrap();
+        assert_eq!(
+            config.executor.service.listen,
+            "127.0.0.1:1".parse().unwrap()
+        );
+        assert!(config.executor.service.probe);
+    }
+}
