@@ -111,7 +111,7 @@ async fn flood(
             let prompt = prompt(index / users);
             tokio::spawn(async move {
                 let result = match window.acquire_owned().await {
-                    Ok(_permit) => run_admitted(&client, prompt, index, &refusals).await,
+                    Ok(_permit) => run_admitted(&client, prompt, &refusals).await,
                     Err(closed) => Err(closed.into()),
                 };
                 remaining.fetch_sub(1, Ordering::Relaxed);
@@ -146,7 +146,6 @@ async fn flood(
 async fn run_admitted(
     client: &Client,
     prompt: NewPrompt,
-    index: usize,
     refusals: &AtomicU64,
 ) -> anyhow::Result<Duration> {
     let first_try = Instant::now();
@@ -158,8 +157,8 @@ async fn run_admitted(
                 if error.code() == Some(tonic::Code::ResourceExhausted)
                     && first_try.elapsed() < REFUSED_FOR =>
             {
-                let attempt = refusals.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(jittered(backoff, index as u64 ^ attempt)).await;
+                refusals.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(jittered(backoff)).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
             Err(error) => return Err(error.into()),
@@ -174,10 +173,11 @@ async fn run_admitted(
     Ok(admitted.elapsed())
 }
 
-/// `backoff` scaled by a factor in [0.5, 1.5) picked by `seed`, so retries spread out.
-fn jittered(backoff: Duration, seed: u64) -> Duration {
-    let spread = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54; // 0..1024
-    backoff.mul_f64(0.5 + spread as f64 / 1024.0)
+/// A uniformly random wait between zero and `backoff` ("full jitter", as the LLM client
+/// retries), so prompts refused together do not come back in lockstep.
+fn jittered(backoff: Duration) -> Duration {
+    let ceiling_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(fastrand::u64(..=ceiling_ms))
 }
 
 /// The soft limit on open files of this process (which the services inherit).

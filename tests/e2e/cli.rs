@@ -115,8 +115,29 @@ async fn a_one_shot_prompt_prints_the_answer_on_stdout_and_tools_and_ids_on_stde
     );
 }
 
+/// The field of a proto3 JSON event that its `kind` oneof set (`created`, `stream`, …).
+fn event_kind(event: &Value) -> &'static str {
+    const KINDS: [&str; 9] = [
+        "created",
+        "output",
+        "outputUpdated",
+        "stream",
+        "approvalRequested",
+        "completed",
+        "error",
+        "cancelled",
+        "waiting",
+    ];
+    let set: Vec<&str> = KINDS
+        .into_iter()
+        .filter(|kind| event.get(kind).is_some())
+        .collect();
+    assert_eq!(set.len(), 1, "one kind per event: {event}");
+    set[0]
+}
+
 #[tokio::test]
-async fn json_output_is_one_event_object_per_line_in_sequence() {
+async fn json_output_is_one_proto3_json_event_per_line_in_sequence() {
     let code = r#"output("Counted " + (1 + 2)); done();"#;
     let stack = Stack::start(vec![text(Match::Any, code)]).await.unwrap();
 
@@ -127,32 +148,40 @@ async fn json_output_is_one_event_object_per_line_in_sequence() {
         .lines()
         .map(|line| serde_json::from_str(line).expect("every stdout line is a JSON object"))
         .collect();
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|event| event["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = events.iter().map(event_kind).collect();
     assert_eq!(kinds.first(), Some(&"created"));
     assert_eq!(kinds.last(), Some(&"completed"));
-    let sequences: Vec<u64> = events
+    // uint64 is a string in proto3 JSON.
+    let sequences: Vec<String> = events
         .iter()
-        .map(|event| event["sequence"].as_u64().unwrap())
+        .map(|event| event["sequence"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
-    assert_eq!(events[0]["prompt"]["mode"], "code");
+    let expected: Vec<String> = (1..=events.len()).map(|n| n.to_string()).collect();
+    assert_eq!(sequences, expected);
+    // camelCase field names; timestamps in RFC 3339, UTC.
+    let prompt_id = events[0]["promptId"].as_str().unwrap();
+    assert_eq!(prompt_id, ran.id_after("prompt"));
+    assert!(
+        events[0]["at"].as_str().unwrap().ends_with('Z'),
+        "{}",
+        events[0]
+    );
+    assert_eq!(events[0]["created"]["prompt"]["mode"], "code");
     let streamed: String = events
         .iter()
-        .filter(|event| event["kind"] == "stream")
-        .map(|event| event["text"].as_str().unwrap())
+        .filter_map(|event| event.get("stream"))
+        .map(|delta| delta["text"].as_str().unwrap())
         .collect();
     assert_eq!(streamed, "Counted 3");
-    let completed = &events[events.len() - 1]["prompt"];
-    assert_eq!(completed["state"], "completed");
-    assert_eq!(completed["output"][0]["type"], "tool");
-    assert_eq!(completed["output"][0]["function"], "code.execute");
-    assert_eq!(completed["output"][0]["result"]["status"], "success");
+    let completed = &events[events.len() - 1]["completed"]["prompt"];
+    // Enums by their proto names.
+    assert_eq!(completed["state"], "PROMPT_STATE_COMPLETED");
+    let tool = &completed["output"][0]["tool"];
+    assert_eq!(tool["function"], "code.execute");
+    assert!(tool["result"]["success"].is_object(), "{tool}");
     assert_eq!(
         completed["output"][1],
-        json!({"type": "text", "content": "Counted 3"})
+        json!({"text": {"content": "Counted 3"}})
     );
     assert!(
         ran.stderr.contains("conversation: "),
@@ -192,8 +221,13 @@ async fn prompts_show_prints_the_timeline_and_modes_list_every_mode() {
     let document = agentic(&stack, &["--json", "prompts", "show", &prompt.id], "").await;
     let document: Value = serde_json::from_str(&document.stdout).unwrap();
     assert_eq!(document["id"], prompt.id.as_str());
-    assert_eq!(document["usage"]["total_tokens"], 30);
-    assert_eq!(document["output"][1]["content"], "Echoed.");
+    assert_eq!(document["state"], "PROMPT_STATE_COMPLETED");
+    assert_eq!(document["usage"]["totalTokens"], "30");
+    assert_eq!(
+        document["output"][0]["tool"]["input"],
+        json!({"say": "hello"})
+    );
+    assert_eq!(document["output"][1]["text"]["content"], "Echoed.");
 
     let missing = agentic(&stack, &["prompts", "show", "no-such-prompt"], "").await;
     assert_eq!(missing.code, 1);
@@ -208,14 +242,15 @@ async fn prompts_show_prints_the_timeline_and_modes_list_every_mode() {
 
     let modes = agentic(&stack, &["--json", "modes"], "").await;
     let modes: Value = serde_json::from_str(&modes.stdout).unwrap();
-    let ids: Vec<&str> = modes
+    // The gateway's ListModesResponse, as grpcurl prints it.
+    let ids: Vec<&str> = modes["modes"]
         .as_array()
         .unwrap()
         .iter()
         .map(|mode| mode["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["classic", "code"]);
-    assert!(modes[0]["healthy"].as_bool().unwrap());
+    assert!(modes["modes"][0]["healthy"].as_bool().unwrap());
     // Users see no executor addresses, and no empty column where they would be.
     let listed = agentic(&stack, &["modes"], "").await;
     assert_eq!(
@@ -427,11 +462,27 @@ async fn files_lists_a_conversations_files_and_downloads_them() {
         std::fs::read_to_string(target.join("order.txt")).unwrap(),
         "tea, no sugar"
     );
+    // Where each file went is said on stderr (stdout stays the listing, or the proto3 JSON).
+    let saved = target.join("order.txt").display().to_string();
+    assert!(
+        listed.stderr.contains(&format!("saved {saved} (13 bytes)")),
+        "{}",
+        listed.stderr
+    );
 
     let document = agentic(&stack, &["--json", "files", &conversation], "").await;
     let document: Value = serde_json::from_str(&document.stdout).unwrap();
-    assert_eq!(document[0]["filename"], "order.txt");
-    assert_eq!(document[0]["size"], 13);
+    let listed = &document["files"][0];
+    assert_eq!(listed["promptId"], made.id_after("prompt").as_str());
+    assert_eq!(listed["file"]["filename"], "order.txt");
+    assert!(
+        listed["file"]["mimeType"]
+            .as_str()
+            .unwrap()
+            .starts_with("text/plain"),
+        "{listed}"
+    );
+    assert_eq!(listed["file"]["size"], "13");
 }
 
 // ---- The real binary ----

@@ -11,7 +11,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use agentic_rpc::{INTERNAL_TOKEN_HEADER, constant_time_eq, to_status};
+use agentic_rpc::{INTERNAL_TOKEN_HEADER, to_status};
+use subtle::ConstantTimeEq as _;
 use tonic::metadata::MetadataMap;
 use tonic::service::Interceptor;
 use tonic::{Request, Status};
@@ -64,7 +65,7 @@ impl Authenticate {
             // Whoever sends the header means to be an internal caller: a wrong token is an
             // error, not a fall back to user auth.
             return match &self.internal_token {
-                Some(expected) if constant_time_eq(presented.as_bytes(), expected.as_bytes()) => {
+                Some(expected) if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) => {
                     Ok(Caller::Internal)
                 }
                 _ => Err(GatewayError::Unauthenticated(
@@ -161,7 +162,7 @@ impl Auth {
                 // Every token is compared, so timing does not reveal which ones exist.
                 let mut user = None;
                 for (token, owner) in tokens.iter() {
-                    if constant_time_eq(token.as_bytes(), presented.as_bytes()) {
+                    if bool::from(token.as_bytes().ct_eq(presented.as_bytes())) {
                         user = Some(owner.clone());
                     }
                 }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use agentic_telemetry::text::truncate_chars;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -163,7 +164,10 @@ fn validate(tool: &RegisteredTool, input: &Value) -> Result<(), ToolFailure> {
             } else {
                 pointer
             };
-            format!("{location}: {}", truncate(error.to_string()))
+            format!(
+                "{location}: {}",
+                truncate_chars(&error.to_string(), MAX_VALIDATION_MESSAGE_CHARS, "…")
+            )
         })
         .collect();
     if errors.is_empty() {
@@ -174,14 +178,6 @@ fn validate(tool: &RegisteredTool, input: &Value) -> Result<(), ToolFailure> {
         tool.spec.id,
         errors.join("; ")
     )))
-}
-
-fn truncate(mut message: String) -> String {
-    if let Some((cut, _)) = message.char_indices().nth(MAX_VALIDATION_MESSAGE_CHARS) {
-        message.truncate(cut);
-        message.push('…');
-    }
-    message
 }
 
 #[cfg(test)]

@@ -1,279 +1,303 @@
-//! JSON forms of the gateway's messages, for tools and scripts (`agentic --json`).
+//! The gateway's messages as canonical proto3 JSON, for tools and scripts (`agentic --json`):
+//! the mapping every protobuf JSON library reads and writes, and what grpcurl prints. Field
+//! names are lowerCamelCase (`promptId`), enums their proto names (`"PROMPT_STATE_COMPLETED"`),
+//! 64-bit integers strings (`"sequence": "3"`), timestamps RFC 3339 strings in UTC with 0, 3, 6
+//! or 9 fractional digits, `google.protobuf.Value` and `Struct` plain JSON, a oneof the one
+//! field that is set (`{"stream": {"text": "hi"}}`), and fields at their default value (0,
+//! `""`, `false`, the enum's zero, empty lists, unset messages) are left out. Fields come in
+//! the order of their numbers in the `.proto` files.
 //!
-//! prost messages are not serde types, so each message is written out by hand. Enums become
-//! short lowercase names (`"completed"`, `"waiting_for_approval"`), timestamps RFC 3339
-//! strings, `google.protobuf.Value`s plain JSON, and a oneof a `"kind"` (events) or `"type"`
-//! (outputs) field next to its fields.
+//! prost messages are not serde types: each is read again as a `prost_reflect::DynamicMessage`
+//! through the descriptor set that `agentic-proto` embeds (the one reflection serves), whose
+//! `Serialize` is the canonical mapping.
 
-use agentic_proto::json::{from_proto_opt, struct_to_json};
+use std::io;
+use std::sync::LazyLock;
+
 use agentic_proto::v1::{
-    ApprovalState, Conversation, ConversationFile, FileOutput, Mode, ModelTier, Prompt,
-    PromptEvent, PromptOutput, PromptState, ToolOutput, Usage, prompt_event, prompt_output,
-    tool_result,
+    Conversation, ConversationFile, ListConversationFilesResponse, ListConversationsResponse,
+    ListModesResponse, ListPromptsResponse, Mode, Prompt, PromptEvent, PromptOutput,
 };
-use serde_json::{Value, json};
+use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
+use serde_json::Serializer;
+use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
-/// One event: `{"sequence", "prompt_id", "at", "kind", …the kind's fields}`.
-pub fn event(event: &PromptEvent) -> Value {
-    let (kind, fields) = match &event.kind {
-        Some(prompt_event::Kind::Created(created)) => (
-            "created",
-            json!({"prompt": prompt_opt(created.prompt.as_ref())}),
-        ),
-        Some(prompt_event::Kind::Output(added)) => (
-            "output",
-            json!({"index": added.index, "output": output_opt(added.output.as_ref())}),
-        ),
-        Some(prompt_event::Kind::OutputUpdated(updated)) => (
-            "output_updated",
-            json!({"index": updated.index, "output": output_opt(updated.output.as_ref())}),
-        ),
-        Some(prompt_event::Kind::Stream(delta)) => ("stream", json!({"text": delta.text})),
-        Some(prompt_event::Kind::ApprovalRequested(request)) => (
-            "approval_requested",
-            json!({
-                "tool_call_id": request.tool_call_id,
-                "tool_id": request.tool_id,
-                "input": from_proto_opt(request.input.as_ref()),
-                "index": request.index,
-            }),
-        ),
-        Some(prompt_event::Kind::Completed(completed)) => (
-            "completed",
-            json!({"prompt": prompt_opt(completed.prompt.as_ref())}),
-        ),
-        Some(prompt_event::Kind::Error(failed)) => (
-            "error",
-            json!({"message": failed.message, "prompt": prompt_opt(failed.prompt.as_ref())}),
-        ),
-        Some(prompt_event::Kind::Cancelled(cancelled)) => (
-            "cancelled",
-            json!({"reason": cancelled.reason, "prompt": prompt_opt(cancelled.prompt.as_ref())}),
-        ),
-        Some(prompt_event::Kind::Waiting(waiting)) => (
-            "waiting",
-            json!({"prompt": prompt_opt(waiting.prompt.as_ref())}),
-        ),
-        None => ("unknown", json!({})),
-    };
-    let mut object = json!({
-        "sequence": event.sequence,
-        "prompt_id": event.prompt_id,
-        "at": timestamp(event.at.as_ref()),
-        "kind": kind,
-    });
-    merge(&mut object, fields);
-    object
+/// A message of the agentic protos that can be written as JSON: its full protobuf name, under
+/// which the descriptor set describes it.
+pub trait Described: prost::Message {
+    /// `agentic.v1.Prompt`, …
+    const FULL_NAME: &'static str;
 }
 
-pub fn prompt(prompt: &Prompt) -> Value {
-    json!({
-        "id": prompt.id,
-        "user_id": prompt.user_id,
-        "conversation_id": prompt.conversation_id,
-        "mode": prompt.mode,
-        "model": model_tier(prompt.model),
-        "visible": prompt.visible,
-        "state": prompt_state(prompt.state),
-        "input": prompt.input,
-        "output": prompt.output.iter().map(output).collect::<Vec<_>>(),
-        "usage": usage(prompt.usage.as_ref()),
-        "error": prompt.error,
-        "created_at": timestamp(prompt.created_at.as_ref()),
-        "updated_at": timestamp(prompt.updated_at.as_ref()),
-        "max_rounds": prompt.max_rounds,
-        "state_data": struct_to_json(prompt.state_data.as_ref()),
+/// `message` as one line of JSON (the `--json` form of each streamed event).
+pub fn compact<M: Described>(message: &M) -> Result<String, JsonError> {
+    write(message, CompactFormatter)
+}
+
+/// `message` as an indented JSON document.
+pub fn pretty<M: Described>(message: &M) -> Result<String, JsonError> {
+    write(message, PrettyFormatter::new())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    #[error("the embedded descriptor set does not load: {0}")]
+    Descriptors(String),
+    #[error("the descriptor set has no message {0}")]
+    UnknownMessage(&'static str),
+    #[error("cannot read {0} through its descriptor: {1}")]
+    Decode(&'static str, prost::DecodeError),
+    /// A message with no JSON form, e.g. a `google.protobuf.Value` holding NaN.
+    #[error("cannot write {0} as JSON: {1}")]
+    Serialize(&'static str, serde_json::Error),
+}
+
+/// Every agentic message and the well-known types they use, decoded once.
+static DESCRIPTORS: LazyLock<Result<DescriptorPool, String>> = LazyLock::new(|| {
+    DescriptorPool::decode(agentic_proto::FILE_DESCRIPTOR_SET).map_err(|error| error.to_string())
+});
+
+fn write<M: Described, F: Formatter>(message: &M, formatter: F) -> Result<String, JsonError> {
+    let dynamic = dynamic(message)?;
+    let mut written = Vec::new();
+    let mut serializer = Serializer::with_formatter(&mut written, WholeNumbers(formatter));
+    // The default options are the canonical mapping.
+    dynamic
+        .serialize_with_options(&mut serializer, &SerializeOptions::new())
+        .map_err(|error| JsonError::Serialize(M::FULL_NAME, error))?;
+    // serde_json writes only UTF-8 (strings stay strings, everything else is ASCII).
+    String::from_utf8(written).map_err(|error| {
+        JsonError::Serialize(M::FULL_NAME, serde_json::Error::io(io::Error::other(error)))
     })
 }
 
-/// One timeline entry: `{"type": "text" | "tool" | "file", …}`.
-pub fn output(output: &PromptOutput) -> Value {
-    match &output.kind {
-        Some(prompt_output::Kind::Text(text)) => json!({"type": "text", "content": text.content}),
-        Some(prompt_output::Kind::Tool(tool)) => tool_output(tool),
-        Some(prompt_output::Kind::File(file)) => {
-            let mut object = json!({"type": "file"});
-            merge(&mut object, file_output(file));
-            object
-        }
-        None => json!({"type": "unknown"}),
-    }
-}
-
-/// A tool call; `result` is `{"status": "pending" | "success" | "error", …}`.
-pub fn tool_output(tool: &ToolOutput) -> Value {
-    let result = match tool
-        .result
+fn dynamic<M: Described>(message: &M) -> Result<DynamicMessage, JsonError> {
+    let pool = DESCRIPTORS
         .as_ref()
-        .and_then(|result| result.result.as_ref())
-    {
-        Some(tool_result::Result::Pending(pending)) => {
-            json!({"status": "pending", "reason": pending.reason})
+        .map_err(|error| JsonError::Descriptors(error.clone()))?;
+    let descriptor = pool
+        .get_message_by_name(M::FULL_NAME)
+        .ok_or(JsonError::UnknownMessage(M::FULL_NAME))?;
+    DynamicMessage::decode(descriptor, message.encode_to_vec().as_slice())
+        .map_err(|error| JsonError::Decode(M::FULL_NAME, error))
+}
+
+/// serde_json's formatting, except that a whole double within ±2^53 (where every integer is
+/// exact) is written as an integer: `3`, not `3.0`, as protobuf's own JSON printers (grpcurl's
+/// among them) write it. Numbers in `google.protobuf.Value` are doubles, so without this every
+/// integer in a tool's input or output would come out as `3.0`.
+struct WholeNumbers<F>(F);
+
+const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0; // 2^53
+
+impl<F: Formatter> Formatter for WholeNumbers<F> {
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        if value.fract() == 0.0 && value.abs() <= MAX_EXACT_INTEGER {
+            #[allow(clippy::cast_possible_truncation)] // whole and within ±2^53: exact
+            return self.0.write_i64(writer, value as i64);
         }
-        Some(tool_result::Result::Success(success)) => {
-            json!({"status": "success", "output": from_proto_opt(success.output.as_ref())})
-        }
-        Some(tool_result::Result::Error(error)) => {
-            json!({"status": "error", "error": error.error})
-        }
-        None => Value::Null,
-    };
-    let approval = tool.approval.as_ref().map_or(
-        Value::Null,
-        |approval| json!({"state": approval_state(approval.state), "reason": approval.reason}),
-    );
-    json!({
-        "type": "tool",
-        "id": tool.id,
-        "function": tool.function,
-        "input": from_proto_opt(tool.input.as_ref()),
-        "result": result,
-        "start": timestamp(tool.start.as_ref()),
-        "end": timestamp(tool.end.as_ref()),
-        "approval": approval,
-    })
-}
+        self.0.write_f64(writer, value)
+    }
 
-pub fn file_output(file: &FileOutput) -> Value {
-    json!({
-        "id": file.id,
-        "filename": file.filename,
-        "mime_type": file.mime_type,
-        "size": file.size,
-        "artifact_id": file.artifact_id,
-    })
-}
+    // Layout: whatever the wrapped formatter does (indentation for `PrettyFormatter`).
+    fn begin_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_array(writer)
+    }
 
-/// A created file with the prompt that created it: the file's fields plus `prompt_id`.
-pub fn conversation_file(file: &ConversationFile) -> Value {
-    let mut object = file.file.as_ref().map_or(json!({}), file_output);
-    merge(&mut object, json!({"prompt_id": file.prompt_id}));
-    object
-}
+    fn end_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array(writer)
+    }
 
-pub fn conversation(conversation: &Conversation) -> Value {
-    json!({
-        "id": conversation.id,
-        "user_id": conversation.user_id,
-        "title": conversation.title,
-        "default_mode": conversation.default_mode,
-        "state": struct_to_json(conversation.state.as_ref()),
-        "created_at": timestamp(conversation.created_at.as_ref()),
-        "updated_at": timestamp(conversation.updated_at.as_ref()),
-    })
-}
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(writer, first)
+    }
 
-pub fn mode(mode: &Mode) -> Value {
-    json!({
-        "id": mode.id,
-        "name": mode.name,
-        "endpoint": mode.endpoint,
-        "healthy": mode.healthy,
-    })
-}
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array_value(writer)
+    }
 
-pub fn usage(usage: Option<&Usage>) -> Value {
-    let usage = usage.cloned().unwrap_or_default();
-    json!({
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "total_tokens": usage.total_tokens,
-    })
-}
+    fn begin_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object(writer)
+    }
 
-/// `"completed"`, `"waiting_for_approval"`, …; `"unspecified"` for values this client does not know.
-pub fn prompt_state(state: i32) -> &'static str {
-    match PromptState::try_from(state).unwrap_or(PromptState::Unspecified) {
-        PromptState::Unspecified => "unspecified",
-        PromptState::Running => "running",
-        PromptState::Completed => "completed",
-        PromptState::WaitingForApproval => "waiting_for_approval",
-        PromptState::Failed => "failed",
-        PromptState::Cancelled => "cancelled",
+    fn end_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object(writer)
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(writer)
+    }
+
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object_value(writer)
     }
 }
 
-pub fn model_tier(tier: i32) -> &'static str {
-    match ModelTier::try_from(tier).unwrap_or(ModelTier::Unspecified) {
-        ModelTier::Unspecified => "unspecified",
-        ModelTier::Normal => "normal",
-        ModelTier::High => "high",
-    }
+impl Described for PromptEvent {
+    const FULL_NAME: &'static str = "agentic.v1.PromptEvent";
 }
 
-pub fn approval_state(state: i32) -> &'static str {
-    match ApprovalState::try_from(state).unwrap_or(ApprovalState::Unspecified) {
-        ApprovalState::Unspecified => "unspecified",
-        ApprovalState::NotRequired => "not_required",
-        ApprovalState::Pending => "pending",
-        ApprovalState::Approved => "approved",
-        ApprovalState::Rejected => "rejected",
-    }
+impl Described for Prompt {
+    const FULL_NAME: &'static str = "agentic.v1.Prompt";
 }
 
-fn prompt_opt(value: Option<&Prompt>) -> Value {
-    value.map_or(Value::Null, prompt)
+impl Described for PromptOutput {
+    const FULL_NAME: &'static str = "agentic.v1.PromptOutput";
 }
 
-fn output_opt(value: Option<&PromptOutput>) -> Value {
-    value.map_or(Value::Null, output)
+impl Described for Mode {
+    const FULL_NAME: &'static str = "agentic.v1.Mode";
 }
 
-/// RFC 3339 (`2026-01-02T03:04:05.123Z`), or `null` when unset.
-fn timestamp(value: Option<&prost_types::Timestamp>) -> Value {
-    value.map_or(Value::Null, |stamp| Value::String(stamp.to_string()))
+impl Described for Conversation {
+    const FULL_NAME: &'static str = "agentic.v1.Conversation";
 }
 
-fn merge(into: &mut Value, fields: Value) {
-    if let (Value::Object(into), Value::Object(fields)) = (into, fields) {
-        into.extend(fields);
-    }
+impl Described for ConversationFile {
+    const FULL_NAME: &'static str = "agentic.v1.ConversationFile";
+}
+
+impl Described for ListPromptsResponse {
+    const FULL_NAME: &'static str = "agentic.v1.ListPromptsResponse";
+}
+
+impl Described for ListModesResponse {
+    const FULL_NAME: &'static str = "agentic.v1.ListModesResponse";
+}
+
+impl Described for ListConversationsResponse {
+    const FULL_NAME: &'static str = "agentic.v1.ListConversationsResponse";
+}
+
+impl Described for ListConversationFilesResponse {
+    const FULL_NAME: &'static str = "agentic.v1.ListConversationFilesResponse";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentic_proto::v1::{OutputAdded, TextDelta, TextOutput};
+    use agentic_proto::json::{timestamp_from_millis, to_proto};
+    use agentic_proto::v1::{
+        PromptState, TextDelta, TextOutput, ToolOutput, ToolResult, ToolSuccess, Usage,
+        prompt_event, prompt_output, tool_result,
+    };
+    use serde_json::{Value, json};
+
+    fn parsed<M: Described>(message: &M) -> Value {
+        serde_json::from_str(&compact(message).expect("writes as JSON")).expect("valid JSON")
+    }
 
     #[test]
-    fn an_event_is_one_flat_object_with_its_kind() {
+    fn an_event_has_camel_case_names_string_int64s_and_its_oneof_as_a_field() {
         let delta = PromptEvent {
             sequence: 3,
             prompt_id: "p1".into(),
-            at: Some(agentic_proto::json::timestamp_from_millis(
-                1_700_000_000_123,
-            )),
+            at: Some(timestamp_from_millis(1_700_000_000_123)),
             kind: Some(prompt_event::Kind::Stream(TextDelta { text: "hi".into() })),
         };
         assert_eq!(
-            event(&delta),
-            json!({"sequence": 3, "prompt_id": "p1", "at": "2023-11-14T22:13:20.123Z",
-                   "kind": "stream", "text": "hi"})
-        );
-        let added = PromptEvent {
-            sequence: 4,
-            kind: Some(prompt_event::Kind::Output(OutputAdded {
-                index: 0,
-                output: Some(PromptOutput {
-                    kind: Some(prompt_output::Kind::Text(TextOutput {
-                        content: "hi".into(),
-                    })),
-                }),
-            })),
-            ..PromptEvent::default()
-        };
-        assert_eq!(
-            event(&added)["output"],
-            json!({"type": "text", "content": "hi"})
+            compact(&delta).unwrap(),
+            r#"{"sequence":"3","promptId":"p1","at":"2023-11-14T22:13:20.123Z","stream":{"text":"hi"}}"#
         );
     }
 
     #[test]
-    fn states_have_short_names() {
+    fn a_prompt_has_enum_names_plain_json_values_and_no_default_fields() {
+        let prompt = Prompt {
+            id: "p1".into(),
+            state: PromptState::Completed as i32,
+            usage: Some(Usage {
+                input_tokens: 20,
+                output_tokens: 10,
+                total_tokens: 30,
+            }),
+            output: vec![
+                PromptOutput {
+                    kind: Some(prompt_output::Kind::Tool(ToolOutput {
+                        id: "call-1".into(),
+                        function: "demo.echo".into(),
+                        input: Some(to_proto(&json!({"say": "hello"}))),
+                        result: Some(ToolResult {
+                            result: Some(tool_result::Result::Success(ToolSuccess {
+                                output: Some(to_proto(&json!({"n": 1, "half": 0.5}))),
+                            })),
+                        }),
+                        ..ToolOutput::default()
+                    })),
+                },
+                PromptOutput {
+                    kind: Some(prompt_output::Kind::Text(TextOutput {
+                        content: "Echoed.".into(),
+                    })),
+                },
+            ],
+            created_at: Some(timestamp_from_millis(0)),
+            ..Prompt::default()
+        };
         assert_eq!(
-            prompt_state(PromptState::WaitingForApproval as i32),
-            "waiting_for_approval"
+            parsed(&prompt),
+            json!({
+                "id": "p1",
+                "state": "PROMPT_STATE_COMPLETED",
+                "output": [
+                    {"tool": {"id": "call-1", "function": "demo.echo", "input": {"say": "hello"},
+                              "result": {"success": {"output": {"n": 1, "half": 0.5}}}}},
+                    {"text": {"content": "Echoed."}},
+                ],
+                "usage": {"inputTokens": "20", "outputTokens": "10", "totalTokens": "30"},
+                "createdAt": "1970-01-01T00:00:00Z",
+            })
         );
-        assert_eq!(prompt_state(99), "unspecified");
+    }
+
+    #[test]
+    fn whole_numbers_in_values_are_written_as_integers() {
+        let output = PromptOutput {
+            kind: Some(prompt_output::Kind::Tool(ToolOutput {
+                input: Some(to_proto(&json!({"ms": 60_000, "big": 1e300, "neg": -2}))),
+                ..ToolOutput::default()
+            })),
+        };
+        let line = compact(&output).unwrap();
+        assert!(line.contains(r#""ms":60000"#), "{line}");
+        assert!(line.contains(r#""neg":-2"#), "{line}");
+        assert!(line.contains(r#""big":1e+300"#), "{line}");
+        let document = pretty(&output).unwrap();
+        assert!(document.contains("\"ms\": 60000"), "{document}");
+        assert!(
+            document.contains("\n  \"tool\": {\n"),
+            "indented: {document}"
+        );
+    }
+
+    #[test]
+    fn every_described_message_is_in_the_descriptor_set() {
+        dynamic(&PromptEvent::default()).unwrap();
+        dynamic(&Prompt::default()).unwrap();
+        dynamic(&PromptOutput::default()).unwrap();
+        dynamic(&Mode::default()).unwrap();
+        dynamic(&Conversation::default()).unwrap();
+        dynamic(&ConversationFile::default()).unwrap();
+        dynamic(&ListPromptsResponse::default()).unwrap();
+        dynamic(&ListModesResponse::default()).unwrap();
+        dynamic(&ListConversationsResponse::default()).unwrap();
+        dynamic(&ListConversationFilesResponse::default()).unwrap();
+    }
+
+    #[test]
+    fn an_empty_list_is_an_empty_object_as_grpcurl_prints_it() {
+        assert_eq!(pretty(&ListModesResponse::default()).unwrap(), "{}");
     }
 }

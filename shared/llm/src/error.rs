@@ -3,6 +3,7 @@
 use std::fmt;
 
 use agentic_telemetry::errors::{ErrorRef, error_chain, withhold};
+use agentic_telemetry::text::truncate_chars;
 use reqwest::StatusCode;
 
 /// The final failure of a request, after any retries. Display is written for people: the
@@ -212,14 +213,7 @@ pub(crate) fn error_message(body: &str) -> String {
     } else {
         message
     };
-    truncate(message, MAX_MESSAGE_CHARS)
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
+    truncate_chars(message, MAX_MESSAGE_CHARS, "…")
 }
 
 #[cfg(test)]
@@ -234,6 +228,12 @@ mod tests {
         assert_eq!(error_message(""), "(empty body)");
         let long = "x".repeat(400);
         assert_eq!(error_message(&long).chars().count(), MAX_MESSAGE_CHARS + 1);
+        // The bound counts characters: a message in a multi-byte script is not split.
+        let long = "é".repeat(400);
+        assert_eq!(
+            error_message(&long),
+            format!("{}…", "é".repeat(MAX_MESSAGE_CHARS))
+        );
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub struct LlmConfig {
     /// Retries after the first attempt, on 429, 5xx, timeouts and connection errors.
     #[arg(long, env = "LLM_MAX_RETRIES", default_value_t = 3)]
     pub llm_max_retries: u32,
-    /// First backoff delay; each further retry doubles it.
+    /// Ceiling of the first retry's delay; each further retry doubles it (at most 30 s). Each
+    /// delay is random up to its ceiling, so clients refused together do not retry together.
     #[arg(long, env = "LLM_RETRY_BASE_MS", default_value_t = 500)]
     pub llm_retry_base_ms: u64,
     /// Time limit of one attempt, streaming included.

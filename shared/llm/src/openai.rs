@@ -69,8 +69,7 @@ impl OpenAiChatModel {
     }
 
     fn backoff(&self, retry: u32) -> Duration {
-        let factor = 2u64.saturating_pow(retry.saturating_sub(1));
-        Duration::from_millis(self.config.llm_retry_base_ms.saturating_mul(factor)).min(MAX_BACKOFF)
+        backoff(self.config.llm_retry_base_ms, retry)
     }
 
     /// Posts `body` to the completions endpoint: the response when it answered with success.
@@ -279,6 +278,18 @@ impl OpenAiChatModel {
     }
 }
 
+/// The wait before retry number `retry` (1 for the first), with "full jitter": a uniformly
+/// random delay between zero and a ceiling that starts at `base_ms` and doubles with each
+/// further retry, up to [`MAX_BACKOFF`]. Prompts refused together (a provider's 429 to many
+/// prompts at once) spread their retries over the whole window instead of coming back in
+/// lockstep, and no wait is longer than the plain exponential delay.
+fn backoff(base_ms: u64, retry: u32) -> Duration {
+    let factor = 2u64.saturating_pow(retry.saturating_sub(1));
+    let ceiling = Duration::from_millis(base_ms.saturating_mul(factor)).min(MAX_BACKOFF);
+    let ceiling_ms = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(fastrand::u64(..=ceiling_ms))
+}
+
 /// A request ready to send, once per attempt.
 enum Prepared {
     Plain(Vec<u8>),
@@ -352,8 +363,8 @@ fn stream_body(
             .collect(),
         response_format,
     };
-    // Strings, options and `Value`s (whose maps have string keys) always serialize; the
-    // `json!` this replaced panicked the same way had they not.
+    // Strings, options and `Value`s (whose maps have string keys) always serialize, so this
+    // cannot fail on a body built from them.
     serde_json::to_vec(&body).expect("a request body of strings and JSON values serializes")
 }
 
@@ -441,6 +452,18 @@ mod tests {
             endpoint_url("http://x/v1?api-version=1", "chat/completions"),
             "http://x/v1/chat/completions?api-version=1"
         );
+    }
+
+    #[test]
+    fn retry_delays_are_random_below_a_doubling_ceiling_that_stops_at_the_maximum() {
+        let delays = |retry| (0..200).map(move |_| backoff(100, retry));
+        assert!(delays(1).all(|delay| delay <= Duration::from_millis(100)));
+        assert!(delays(3).all(|delay| delay <= Duration::from_millis(400)));
+        assert!(delays(40).all(|delay| delay <= MAX_BACKOFF));
+        // Spread out, not one delay for everyone: 200 draws from 0..=400 ms are not all equal.
+        let first = backoff(100, 3);
+        assert!(delays(3).any(|delay| delay != first));
+        assert_eq!(backoff(0, 5), Duration::ZERO);
     }
 
     use serde_json::json;

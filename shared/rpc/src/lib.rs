@@ -22,7 +22,6 @@ pub use error::{
 };
 pub use internal::{
     INTERNAL_TOKEN_HEADER, InternalChannel, InvalidToken, RequireInternalToken, SendInternalToken,
-    constant_time_eq,
 };
 pub use listener::{
     KEEPALIVE_TIMEOUT, MAX_HEADER_LIST_BYTES, MAX_STREAMS_PER_CONNECTION, PublicLimits,

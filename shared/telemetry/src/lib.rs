@@ -2,11 +2,13 @@
 //! `RUST_LOG` (default `info`), as JSON lines when `AGENTIC_LOG_FORMAT=json`; spans exported
 //! as OpenTelemetry traces, and metrics (see [`metrics`]), over OTLP gRPC when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set. [`errors`]: what callers are told about failures whose
-//! details only the log may see.
+//! details only the log may see; [`text`]: texts cut to a bound before a caller or a model
+//! sees them.
 
 pub mod errors;
 pub mod genai;
 pub mod metrics;
+pub mod text;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;

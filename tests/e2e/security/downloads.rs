@@ -291,7 +291,7 @@ async fn a_hostile_server_cannot_make_files_write_outside_the_folder_or_drive_th
     assert_eq!(document.code, 0, "stderr: {}", document.stderr);
     assert_terminal_safe("files --json", &document.stdout);
     let document: serde_json::Value = serde_json::from_str(&document.stdout).unwrap();
-    assert_eq!(document[3]["filename"], "\u{9b}31mcsi.txt");
+    assert_eq!(document["files"][3]["file"]["filename"], "\u{9b}31mcsi.txt");
     server.abort();
 }
 

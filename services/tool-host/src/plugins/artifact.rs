@@ -1,7 +1,11 @@
 //! The `artifact` plugin: the model stores, reads and lists the user's artifacts.
 
+use std::num::NonZeroU8;
+
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use time::format_description::well_known::Iso8601;
+use time::format_description::well_known::iso8601::{Config, EncodedConfig, TimePrecision};
 
 use crate::error::Error;
 use crate::plugin::{
@@ -245,29 +249,21 @@ fn internal(error: Error) -> ToolFailure {
     )
 }
 
-/// `2024-05-01T12:00:00.000Z` from milliseconds since the Unix epoch (UTC, proleptic
-/// Gregorian; Howard Hinnant's `civil_from_days`).
+/// RFC 3339 in UTC with exactly three decimal digits: the extended ISO 8601 form (`-` and `:`
+/// separators, `Z` for UTC), which RFC 3339 profiles.
+const RFC3339_MILLIS: EncodedConfig = Config::DEFAULT
+    .set_time_precision(TimePrecision::Second {
+        decimal_digits: NonZeroU8::new(3),
+    })
+    .encode();
+
+/// `2024-05-01T12:00:00.000Z` from milliseconds since the Unix epoch. Outside the years
+/// -9999 to 9999, which no stored artifact reaches, the milliseconds are shown as they are.
 fn rfc3339_from_millis(millis: i64) -> String {
-    const MILLIS_PER_DAY: i64 = 86_400_000;
-    let days = millis.div_euclid(MILLIS_PER_DAY);
-    let millis_of_day = millis.rem_euclid(MILLIS_PER_DAY);
-    let days_since_era_start = days + 719_468;
-    let era = days_since_era_start.div_euclid(146_097);
-    let day_of_era = days_since_era_start.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let (hours, minutes) = (millis_of_day / 3_600_000, millis_of_day / 60_000 % 60);
-    let (seconds, fraction) = (millis_of_day / 1000 % 60, millis_of_day % 1000);
-    format!("{year:04}-{month:02}-{day:02}T{hours:02}:{minutes:02}:{seconds:02}.{fraction:03}Z")
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .ok()
+        .and_then(|at| at.format(&Iso8601::<RFC3339_MILLIS>).ok())
+        .unwrap_or_else(|| millis.to_string())
 }
 
 #[cfg(test)]

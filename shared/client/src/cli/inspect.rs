@@ -3,13 +3,17 @@
 use std::path::Path;
 
 use agentic_proto::json::from_proto_opt;
-use agentic_proto::v1::{Prompt, prompt_output, tool_result};
-use serde_json::Value;
+use agentic_proto::v1::{
+    ListConversationFilesResponse, ListConversationsResponse, ListModesResponse,
+    ListPromptsResponse, Prompt, prompt_output, tool_result,
+};
 
 use super::Console;
 use super::download::Folder;
+use super::names::{approval_state, model_tier, prompt_state};
 use super::printable::{name, text};
-use crate::{Client, json};
+use crate::Client;
+use crate::json::{self, Described};
 
 pub async fn modes(
     client: &Client,
@@ -18,8 +22,7 @@ pub async fn modes(
 ) -> anyhow::Result<u8> {
     let modes = client.list_modes().await?;
     if as_json {
-        let list: Vec<Value> = modes.iter().map(json::mode).collect();
-        document(console, &Value::Array(list))?;
+        document(console, &ListModesResponse { modes })?;
         return Ok(0);
     }
     for mode in modes {
@@ -67,17 +70,17 @@ pub fn print_prompt(
     prompt: &Prompt,
 ) -> std::io::Result<()> {
     if as_json {
-        return document(console, &json::prompt(prompt));
+        return document(console, prompt);
     }
     let out = &mut *console.out;
     let usage = prompt.usage.unwrap_or_default();
     writeln!(out, "prompt        {}", name(&prompt.id))?;
-    writeln!(out, "state         {}", json::prompt_state(prompt.state))?;
+    writeln!(out, "state         {}", prompt_state(prompt.state))?;
     writeln!(
         out,
         "mode          {} (model {})",
         name(&prompt.mode),
-        json::model_tier(prompt.model)
+        model_tier(prompt.model)
     )?;
     if !prompt.conversation_id.is_empty() {
         writeln!(out, "conversation  {}", name(&prompt.conversation_id))?;
@@ -121,7 +124,7 @@ pub fn print_prompt(
                 let approval = tool
                     .approval
                     .as_ref()
-                    .map(|approval| json::approval_state(approval.state))
+                    .map(|approval| approval_state(approval.state))
                     .filter(|state| *state != "not_required" && *state != "unspecified")
                     .map(|state| format!(" [{state}]"))
                     .unwrap_or_default();
@@ -155,8 +158,7 @@ pub async fn list_prompts(
 ) -> anyhow::Result<u8> {
     let prompts = client.list_prompts(conversation).await?;
     if as_json {
-        let list: Vec<Value> = prompts.iter().map(json::prompt).collect();
-        document(console, &Value::Array(list))?;
+        document(console, &ListPromptsResponse { prompts })?;
         return Ok(0);
     }
     for prompt in prompts {
@@ -164,7 +166,7 @@ pub async fn list_prompts(
             console.out,
             "{}\t{}\t{}\t{}",
             name(&prompt.id),
-            json::prompt_state(prompt.state),
+            prompt_state(prompt.state),
             name(&prompt.mode),
             name(&one_line(&prompt.input, 60))
         )?;
@@ -180,8 +182,7 @@ pub async fn conversations(
 ) -> anyhow::Result<u8> {
     let conversations = client.list_conversations(limit).await?;
     if as_json {
-        let list: Vec<Value> = conversations.iter().map(json::conversation).collect();
-        document(console, &Value::Array(list))?;
+        document(console, &ListConversationsResponse { conversations })?;
         return Ok(0);
     }
     for conversation in conversations {
@@ -206,7 +207,8 @@ pub async fn conversations(
 }
 
 /// Lists a conversation's files; with `output`, saves each into that folder (see
-/// [`Folder`]: the names the server gives are made safe, and ids are never paths).
+/// [`Folder`]: the names the server gives are made safe, and ids are never paths) and says
+/// where on stderr. With `--json` the list is the gateway's answer as it came.
 pub async fn files(
     client: &Client,
     console: &mut Console<'_>,
@@ -219,23 +221,19 @@ pub async fn files(
         Some(dir) => Some(Folder::open(dir).await?),
         None => None,
     };
-    let mut documents = Vec::new();
     for entry in &files {
         let Some(file) = &entry.file else {
             continue;
         };
-        let mut document = json::conversation_file(entry);
         if let Some(folder) = &folder {
             let downloaded = client.get_file(&file.id).await?;
             let path = folder.save(&file.filename, &downloaded.content).await?;
-            let shown_path = path.display().to_string();
             writeln!(
                 console.err,
                 "saved {} ({} bytes)",
-                name(&shown_path),
+                name(&path.display().to_string()),
                 downloaded.content.len()
             )?;
-            document["path"] = Value::String(shown_path);
         }
         if !as_json {
             writeln!(
@@ -248,10 +246,9 @@ pub async fn files(
                 name(&entry.prompt_id)
             )?;
         }
-        documents.push(document);
     }
     if as_json {
-        document(console, &Value::Array(documents))?;
+        document(console, &ListConversationFilesResponse { files })?;
     }
     Ok(0)
 }
@@ -265,9 +262,9 @@ fn one_line(text: &str, max_chars: usize) -> String {
     format!("{cut}…")
 }
 
-/// A JSON document on stdout, pretty-printed.
-fn document(console: &mut Console<'_>, value: &Value) -> std::io::Result<()> {
-    let serialized = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+/// A message as a proto3 JSON document on stdout, pretty-printed.
+fn document<M: Described>(console: &mut Console<'_>, message: &M) -> std::io::Result<()> {
+    let serialized = json::pretty(message).map_err(std::io::Error::other)?;
     writeln!(console.out, "{}", super::printable::json(&serialized))?;
     console.out.flush()
 }

@@ -5,6 +5,7 @@ mod chat;
 mod download;
 mod follow;
 mod inspect;
+mod names;
 mod printable;
 mod prompt;
 mod render;
@@ -56,8 +57,10 @@ struct Cli {
     /// read it; only for a network you trust).
     #[arg(long, global = true)]
     allow_http_token: bool,
-    /// Machine-readable output: one JSON object per event line for prompt and chat streams,
-    /// one JSON document for everything else.
+    /// Machine-readable output: the gateway's messages as canonical proto3 JSON, as grpcurl
+    /// prints them (camelCase names, enum names, 64-bit integers as strings, RFC 3339 times,
+    /// default values left out). Prompt and chat streams print one event per line; the other
+    /// commands print the message the gateway answered (`modes`: a ListModesResponse, …).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]

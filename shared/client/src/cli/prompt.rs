@@ -147,7 +147,7 @@ pub async fn cancel(
             console.err,
             "prompt {} is {}",
             name(&prompt.id),
-            crate::json::prompt_state(prompt.state)
+            super::names::prompt_state(prompt.state)
         )?;
     }
     Ok(0)

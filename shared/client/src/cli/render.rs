@@ -1,5 +1,5 @@
 //! Prints a prompt's events: for a person, the answer on stdout as it streams and tool
-//! activity on stderr; with `--json`, one JSON object per event line on stdout.
+//! activity on stderr; with `--json`, each event as one line of proto3 JSON on stdout.
 
 use std::io;
 
@@ -26,7 +26,7 @@ impl Renderer {
 
     pub fn event(&mut self, console: &mut Console<'_>, event: &PromptEvent) -> io::Result<()> {
         if self.json {
-            let line = json::event(event).to_string();
+            let line = json::compact(event).map_err(io::Error::other)?;
             writeln!(console.out, "{}", printable::json(&line))?;
             return console.out.flush();
         }
