@@ -31,8 +31,6 @@ pub enum Error {
     },
     #[error("database error")]
     Database(#[from] sqlx::Error),
-    #[error("database migration failed")]
-    Migration(#[from] sqlx::migrate::MigrateError),
 }
 
 impl ServiceError for Error {
@@ -45,10 +43,9 @@ impl ServiceError for Error {
             Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
                 ErrorKind::ResourceExhausted
             }
-            Error::InvalidTool { .. }
-            | Error::CorruptArtifact { .. }
-            | Error::Database(_)
-            | Error::Migration(_) => ErrorKind::Internal,
+            Error::InvalidTool { .. } | Error::CorruptArtifact { .. } | Error::Database(_) => {
+                ErrorKind::Internal
+            }
         }
     }
 }

@@ -2,24 +2,17 @@
 //! or PostgreSQL (chosen by the URL's scheme). Every read is scoped to a user; another user's
 //! artifact does not exist for the caller.
 //!
-//! Both backends run the same SQL: `$N` placeholders are understood by SQLite too, and rows
-//! decode through the same `FromRow` structs. Each backend has its own migrations folder.
+//! Both backends run the same SQL through `agentic-db`: `$N` placeholders are understood by
+//! SQLite too, and rows decode through the same `FromRow` structs. Each backend has its own
+//! migrations folder.
 //!
 //! Storing is bounded: one artifact by `StorageLimits::max_artifact_bytes`, a user's
 //! artifacts together by `StorageLimits::user_quota_bytes`. The bytes each user keeps are a
 //! counter (`artifact_usage`) bumped in the inserting transaction by one statement that
 //! also checks the quota, so concurrent writers (on any replica) never overshoot it.
 
-use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
+use agentic_db::{Db, Migrations, Settings, now_millis};
 use serde_json::Value;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-
-use agentic_rpc::config::is_postgres_url;
 
 use crate::StorageLimits;
 use crate::error::Error;
@@ -29,8 +22,7 @@ pub const MAX_LIST_LIMIT: u32 = 100;
 /// Listing returns this many artifacts when the caller does not say.
 pub const DEFAULT_LIST_LIMIT: u32 = 50;
 
-/// How long a write waits for another connection's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections of the PostgreSQL pool, and SQLite's for reads.
 const MAX_CONNECTIONS: u32 = 8;
 
 const METADATA_COLUMNS: &str =
@@ -46,25 +38,8 @@ const RESERVE_BYTES: &str = "INSERT INTO artifact_usage (user_id, bytes) SELECT 
 
 #[derive(Clone)]
 pub struct Store {
-    pool: Pool,
+    db: Db,
     limits: StorageLimits,
-}
-
-#[derive(Clone)]
-enum Pool {
-    Sqlite(SqlitePool),
-    Postgres(PgPool),
-}
-
-/// Runs `$body` with `$pool` bound to whichever backend's pool the store holds. The body is
-/// expanded once per backend, so the same query code compiles against both drivers.
-macro_rules! with_pool {
-    ($store:expr, |$pool:ident| $body:expr) => {
-        match &$store.pool {
-            Pool::Sqlite($pool) => $body,
-            Pool::Postgres($pool) => $body,
-        }
-    };
 }
 
 /// The columns of `METADATA_COLUMNS`, as stored.
@@ -152,48 +127,27 @@ impl Store {
     /// `postgres://` or `postgresql://` URL (the database must exist), otherwise SQLite (the
     /// file is created if missing). Inserts are held to `limits`.
     pub async fn open(database_url: &str, limits: StorageLimits) -> Result<Self, Error> {
-        if is_postgres_url(database_url) {
-            let options = PgConnectOptions::from_str(database_url)?;
-            let pool = PgPoolOptions::new()
-                .max_connections(MAX_CONNECTIONS)
-                .connect_with(options)
-                .await?;
-            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-            return Ok(Store {
-                pool: Pool::Postgres(pool),
-                limits,
-            });
-        }
-        let options = SqliteConnectOptions::from_str(database_url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(BUSY_TIMEOUT);
-        // A SQLite connection is a thread in this process, not a link that can break: the
-        // pool's ping before every checkout would only double each command's hand-offs.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .test_before_acquire(false)
-            .connect_with(options)
-            .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Store {
-            pool: Pool::Sqlite(pool),
-            limits,
-        })
+        let migrations = Migrations {
+            sqlite: sqlx::migrate!("./migrations/sqlite"),
+            postgres: sqlx::migrate!("./migrations/postgres"),
+        };
+        let settings = Settings {
+            max_connections: MAX_CONNECTIONS,
+            sqlite_readers: MAX_CONNECTIONS,
+            background_checkpoints: false,
+        };
+        let db = Db::connect(database_url, &migrations, settings).await?;
+        Ok(Store { db, limits })
     }
 
     /// The `db.system.name` of the backend, for spans.
     pub fn system(&self) -> &'static str {
-        match self.pool {
-            Pool::Sqlite(_) => "sqlite",
-            Pool::Postgres(_) => "postgresql",
-        }
+        self.db.system()
     }
 
     /// Waits for open connections to finish and closes them.
     pub async fn close(&self) {
-        with_pool!(self, |pool| pool.close().await);
+        self.db.close().await;
     }
 
     #[tracing::instrument(name = "db", skip_all, fields(
@@ -243,45 +197,46 @@ impl Store {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         let size = i64::try_from(meta.size).unwrap_or(i64::MAX);
         let quota = i64::try_from(user_quota_bytes).unwrap_or(i64::MAX);
-        let reserved = with_pool!(self, |pool| {
-            async {
-                let mut transaction = pool.begin().await?;
-                let reserved = sqlx::query(RESERVE_BYTES)
-                    .bind(&meta.user_id)
-                    .bind(size)
-                    .bind(quota)
-                    .execute(&mut *transaction)
-                    .await?
-                    .rows_affected()
-                    > 0;
-                if !reserved {
-                    let used: i64 =
-                        sqlx::query_scalar("SELECT bytes FROM artifact_usage WHERE user_id = $1")
-                            .bind(&meta.user_id)
-                            .fetch_optional(&mut *transaction)
-                            .await?
-                            .unwrap_or_default();
-                    // Dropping the transaction rolls it back.
-                    return Ok::<_, Error>(Err(used));
-                }
-                sqlx::query(sql)
-                    .bind(&meta.id)
-                    .bind(&meta.user_id)
-                    .bind(&meta.conversation_id)
-                    .bind(&meta.description)
-                    .bind(&meta.filename)
-                    .bind(&meta.mime_type)
-                    .bind(size)
-                    .bind(meta.created_at_millis)
-                    .bind(&data)
-                    .bind(content)
-                    .execute(&mut *transaction)
-                    .await?;
-                transaction.commit().await?;
-                Ok(Ok(()))
-            }
-            .await
-        })?;
+        let mut writer = self.db.writer().await?;
+        let mut transaction = writer.begin().await?;
+        let mut conn = transaction.conn();
+        let reserved = conn
+            .execute(
+                RESERVE_BYTES,
+                &[(&meta.user_id).into(), size.into(), quota.into()],
+            )
+            .await?
+            > 0;
+        let reserved = if reserved {
+            conn.execute(
+                sql,
+                &[
+                    (&meta.id).into(),
+                    (&meta.user_id).into(),
+                    (&meta.conversation_id).into(),
+                    (&meta.description).into(),
+                    (&meta.filename).into(),
+                    (&meta.mime_type).into(),
+                    size.into(),
+                    meta.created_at_millis.into(),
+                    data.as_deref().into(),
+                    content.into(),
+                ],
+            )
+            .await?;
+            transaction.commit().await?;
+            Ok(())
+        } else {
+            let used: i64 = conn
+                .scalar(
+                    "SELECT bytes FROM artifact_usage WHERE user_id = $1",
+                    &[(&meta.user_id).into()],
+                )
+                .await?
+                .unwrap_or_default();
+            // Dropping the transaction rolls it back.
+            Err(used)
+        };
         if let Err(used) = reserved {
             return Err(Error::QuotaExceeded {
                 size: meta.size,
@@ -303,14 +258,14 @@ impl Store {
         let sql = format!(
             "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = $1 AND user_id = $2"
         );
-        let row: ArtifactRow = with_pool!(self, |pool| {
-            sqlx::query_as(&sql)
-                .bind(id)
-                .bind(user_id)
-                .fetch_optional(pool)
-                .await
-        })?
-        .ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
+        let row: ArtifactRow = self
+            .db
+            .reader()
+            .await?
+            .conn()
+            .optional(&sql, &[id.into(), user_id.into()])
+            .await?
+            .ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
         let meta = ArtifactMeta::from(row.meta);
         let body = match row.data {
             Some(text) => ArtifactBody::Json(serde_json::from_str(&text).map_err(|source| {
@@ -345,27 +300,16 @@ impl Store {
                     "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 AND conversation_id = $2 \
                      ORDER BY created_at DESC, id DESC LIMIT $3"
                 );
-                with_pool!(self, |pool| {
-                    sqlx::query_as(&sql)
-                        .bind(user_id)
-                        .bind(conversation_id)
-                        .bind(limit)
-                        .fetch_all(pool)
-                        .await
-                })?
+                let args = [user_id.into(), conversation_id.into(), limit.into()];
+                self.db.reader().await?.conn().all(&sql, &args).await?
             }
             None => {
                 let sql = format!(
                     "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 \
                      ORDER BY created_at DESC, id DESC LIMIT $2"
                 );
-                with_pool!(self, |pool| {
-                    sqlx::query_as(&sql)
-                        .bind(user_id)
-                        .bind(limit)
-                        .fetch_all(pool)
-                        .await
-                })?
+                let args = [user_id.into(), limit.into()];
+                self.db.reader().await?.conn().all(&sql, &args).await?
             }
         };
         Ok(rows.into_iter().map(ArtifactMeta::from).collect())
@@ -373,9 +317,14 @@ impl Store {
 
     pub async fn count(&self, user_id: &str) -> Result<u64, Error> {
         let sql = "SELECT COUNT(*) FROM artifacts WHERE user_id = $1";
-        let count: i64 = with_pool!(self, |pool| {
-            sqlx::query_scalar(sql).bind(user_id).fetch_one(pool).await
-        })?;
+        let count: i64 = self
+            .db
+            .reader()
+            .await?
+            .conn()
+            .scalar(sql, &[user_id.into()])
+            .await?
+            .unwrap_or_default();
         Ok(u64::try_from(count).unwrap_or_default())
     }
 }
@@ -393,13 +342,6 @@ impl From<MetaRow> for ArtifactMeta {
             created_at_millis: row.created_at,
         }
     }
-}
-
-fn now_millis() -> i64 {
-    let since_epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
@@ -609,10 +551,13 @@ mod tests {
             "DROP TABLE artifact_usage",
             "DELETE FROM _sqlx_migrations WHERE version = 2",
         ] {
-            with_pool!(store, |pool| sqlx::query(statement)
-                .execute(pool)
-                .await
-                .map(drop))?;
+            store
+                .db
+                .writer()
+                .await?
+                .conn()
+                .execute(statement, &[])
+                .await?;
         }
         store.close().await;
 
@@ -623,16 +568,6 @@ mod tests {
             "{refused:?}"
         );
         Ok(())
-    }
-
-    #[test]
-    fn only_postgres_schemes_select_postgresql() {
-        assert!(is_postgres_url(
-            "postgres://postgres@127.0.0.1:5432/tool_host"
-        ));
-        assert!(is_postgres_url("postgresql://user:secret@db/tool_host"));
-        assert!(!is_postgres_url("sqlite://tool-host.db?mode=rwc"));
-        assert!(!is_postgres_url("sqlite::memory:"));
     }
 
     #[tokio::test]

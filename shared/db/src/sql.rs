@@ -1,6 +1,6 @@
-//! How the store runs one SQL text on either backend: a query is written once (`$N`
-//! placeholders, which SQLite understands too) with its arguments as [`Arg`]s, and runs on a
-//! [`Conn`], a connection of whichever backend the store holds. Rows decode into types both
+//! One SQL text on either backend: a query is written once (`$N` placeholders, which SQLite
+//! understands too) with its arguments as [`Arg`]s, and runs on a [`Conn`], a connection of
+//! whichever backend the database is. Rows decode into types both
 //! backends' rows decode into (tuples, `sqlx::FromRow` structs).
 
 use sqlx::pool::PoolConnection;
@@ -11,11 +11,11 @@ use sqlx::{
     SqliteConnection, Transaction, Type,
 };
 
-use super::sqlite::WriteConnection;
+use crate::WriteConnection;
 
 /// One argument of a query.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Arg<'a> {
+pub enum Arg<'a> {
     Text(&'a str),
     /// Text or NULL.
     OptionalText(Option<&'a str>),
@@ -23,6 +23,8 @@ pub(super) enum Arg<'a> {
     I64(i64),
     Bool(bool),
     Bytes(&'a [u8]),
+    /// Bytes or NULL.
+    OptionalBytes(Option<&'a [u8]>),
 }
 
 impl<'a> From<&'a str> for Arg<'a> {
@@ -67,6 +69,12 @@ impl<'a> From<&'a [u8]> for Arg<'a> {
     }
 }
 
+impl<'a> From<Option<&'a [u8]>> for Arg<'a> {
+    fn from(bytes: Option<&'a [u8]>) -> Self {
+        Arg::OptionalBytes(bytes)
+    }
+}
+
 impl<'a> From<&'a Vec<u8>> for Arg<'a> {
     fn from(bytes: &'a Vec<u8>) -> Self {
         Arg::Bytes(bytes)
@@ -74,21 +82,18 @@ impl<'a> From<&'a Vec<u8>> for Arg<'a> {
 }
 
 /// A connection (or a transaction) of the store's backend.
-pub(super) enum Conn<'c> {
+pub enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
     Postgres(&'c mut PgConnection),
 }
 
 /// A row type both backends decode.
-pub(super) trait Row:
-    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
-{
-}
+pub trait Row: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin {}
 impl<T> Row for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
 {}
 
 /// A column type both backends decode.
-pub(super) trait Value:
+pub trait Value:
     for<'r> Decode<'r, Sqlite>
     + Type<Sqlite>
     + for<'r> Decode<'r, Postgres>
@@ -109,7 +114,7 @@ impl<T> Value for T where
 
 impl Conn<'_> {
     /// The first row, if any.
-    pub(super) async fn optional<O: Row>(
+    pub async fn optional<O: Row>(
         &mut self,
         sql: &str,
         args: &[Arg<'_>],
@@ -129,7 +134,7 @@ impl Conn<'_> {
     }
 
     /// Every row.
-    pub(super) async fn all<O: Row>(
+    pub async fn all<O: Row>(
         &mut self,
         sql: &str,
         args: &[Arg<'_>],
@@ -149,7 +154,7 @@ impl Conn<'_> {
     }
 
     /// The first column of the first row, if any.
-    pub(super) async fn scalar<T: Value>(
+    pub async fn scalar<T: Value>(
         &mut self,
         sql: &str,
         args: &[Arg<'_>],
@@ -169,7 +174,7 @@ impl Conn<'_> {
     }
 
     /// The first column of every row.
-    pub(super) async fn scalars<T: Value>(
+    pub async fn scalars<T: Value>(
         &mut self,
         sql: &str,
         args: &[Arg<'_>],
@@ -189,11 +194,7 @@ impl Conn<'_> {
     }
 
     /// Runs a statement; answers the rows it changed.
-    pub(super) async fn execute(
-        &mut self,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> Result<u64, sqlx::Error> {
+    pub async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64, sqlx::Error> {
         match self {
             Conn::Sqlite(conn) => Ok(sqlx::query_with(sql, sqlite_args(args)?)
                 .execute(&mut **conn)
@@ -217,6 +218,7 @@ fn sqlite_args<'q>(args: &[Arg<'q>]) -> Result<SqliteArguments<'q>, sqlx::Error>
             Arg::I64(value) => arguments.add(value),
             Arg::Bool(value) => arguments.add(value),
             Arg::Bytes(bytes) => arguments.add(bytes),
+            Arg::OptionalBytes(bytes) => arguments.add(bytes),
         }
         .map_err(sqlx::Error::Encode)?;
     }
@@ -233,6 +235,7 @@ fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, sqlx::Error> {
             Arg::I64(value) => arguments.add(value),
             Arg::Bool(value) => arguments.add(value),
             Arg::Bytes(bytes) => arguments.add(bytes),
+            Arg::OptionalBytes(bytes) => arguments.add(bytes),
         }
         .map_err(sqlx::Error::Encode)?;
     }
@@ -240,13 +243,13 @@ fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, sqlx::Error> {
 }
 
 /// A connection for reads.
-pub(super) enum Reader {
+pub enum Reader {
     Sqlite(PoolConnection<Sqlite>),
     Postgres(PoolConnection<Postgres>),
 }
 
 impl Reader {
-    pub(super) fn conn(&mut self) -> Conn<'_> {
+    pub fn conn(&mut self) -> Conn<'_> {
         match self {
             Reader::Sqlite(conn) => Conn::Sqlite(&mut *conn),
             Reader::Postgres(conn) => Conn::Postgres(&mut *conn),
@@ -255,20 +258,20 @@ impl Reader {
 }
 
 /// The connection for writes: SQLite's single writer, or a PostgreSQL connection.
-pub(super) enum Writer<'s> {
+pub enum Writer<'s> {
     Sqlite(tokio::sync::MutexGuard<'s, WriteConnection>),
     Postgres(PoolConnection<Postgres>),
 }
 
 impl Writer<'_> {
-    pub(super) fn conn(&mut self) -> Conn<'_> {
+    pub fn conn(&mut self) -> Conn<'_> {
         match self {
             Writer::Sqlite(writer) => Conn::Sqlite(&mut writer.conn),
             Writer::Postgres(conn) => Conn::Postgres(&mut *conn),
         }
     }
 
-    pub(super) async fn begin(&mut self) -> Result<Tx<'_>, sqlx::Error> {
+    pub async fn begin(&mut self) -> Result<Tx<'_>, sqlx::Error> {
         Ok(match self {
             Writer::Sqlite(writer) => Tx::Sqlite(writer.conn.begin().await?),
             Writer::Postgres(conn) => Tx::Postgres(conn.begin().await?),
@@ -277,20 +280,20 @@ impl Writer<'_> {
 }
 
 /// A transaction on the connection for writes; rolled back when dropped uncommitted.
-pub(super) enum Tx<'c> {
+pub enum Tx<'c> {
     Sqlite(Transaction<'c, Sqlite>),
     Postgres(Transaction<'c, Postgres>),
 }
 
 impl Tx<'_> {
-    pub(super) fn conn(&mut self) -> Conn<'_> {
+    pub fn conn(&mut self) -> Conn<'_> {
         match self {
             Tx::Sqlite(tx) => Conn::Sqlite(&mut *tx),
             Tx::Postgres(tx) => Conn::Postgres(&mut *tx),
         }
     }
 
-    pub(super) async fn commit(self) -> Result<(), sqlx::Error> {
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
         match self {
             Tx::Sqlite(tx) => tx.commit().await,
             Tx::Postgres(tx) => tx.commit().await,

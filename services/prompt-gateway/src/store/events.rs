@@ -53,15 +53,15 @@ impl Store {
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<PromptEvent, GatewayError> {
-        if let (Pool::Sqlite { write, .. }, Guard::Open) = (&self.pool, guard) {
+        if let (Backend::Sqlite(write), Guard::Open) = (self.db.backend(), guard) {
             if let Change::Finish { state, error } = change {
                 let mut events = finish_sqlite(
                     write,
+                    &self.commands,
                     prompt_id,
                     Vec::new(),
                     &Usage::default(),
-                    state,
-                    error,
+                    (state, error),
                     kind,
                 )
                 .await?;
@@ -74,8 +74,14 @@ impl Store {
                     change,
                     kind: kind(None),
                 };
-                let mut events =
-                    append_batch_sqlite(write, prompt_id, vec![append], &Usage::default()).await?;
+                let mut events = append_batch_sqlite(
+                    write,
+                    &self.commands,
+                    prompt_id,
+                    vec![append],
+                    &Usage::default(),
+                )
+                .await?;
                 return events
                     .pop()
                     .ok_or_else(|| GatewayError::Internal("an append stored no event".into()));
@@ -110,11 +116,11 @@ impl Store {
             return Ok(Vec::new());
         }
         check_batchable(&appends)?;
-        match &self.pool {
-            Pool::Sqlite { write, .. } => {
-                append_batch_sqlite(write, prompt_id, appends, usage).await
+        match self.db.backend() {
+            Backend::Sqlite(write) => {
+                append_batch_sqlite(write, &self.commands, prompt_id, appends, usage).await
             }
-            Pool::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
                 let events = self
                     .append_all_postgres(&mut tx, prompt_id, appends, usage)
@@ -145,11 +151,20 @@ impl Store {
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
         check_batchable(&before)?;
-        match &self.pool {
-            Pool::Sqlite { write, .. } => {
-                finish_sqlite(write, prompt_id, before, usage, state, error, kind).await
+        match self.db.backend() {
+            Backend::Sqlite(write) => {
+                finish_sqlite(
+                    write,
+                    &self.commands,
+                    prompt_id,
+                    before,
+                    usage,
+                    (state, error),
+                    kind,
+                )
+                .await
             }
-            Pool::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
                 let mut events = self
                     .append_all_postgres(&mut tx, prompt_id, before, usage)

@@ -15,7 +15,6 @@
 //! writes and whichever writes first.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,30 +26,22 @@ use agentic_proto::v1::{
     Usage, prompt_event, prompt_output,
 };
 use prost::Message;
-use sqlx::Connection as _;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
-};
-
-use agentic_rpc::config::is_postgres_url;
+use sqlx::postgres::PgListener;
 
 use crate::error::GatewayError;
 
 /// The PostgreSQL channel every stored event is announced on.
 const EVENTS_CHANNEL: &str = "agentic_prompt_events";
 
+/// Connections of the PostgreSQL pool.
 const MAX_CONNECTIONS: u32 = 16;
+/// SQLite connections for reads (writes have their one connection).
+const SQLITE_READERS: u32 = 8;
 
 /// How often the SQLite write-ahead log is checkpointed into the database, off the write
 /// path ([`Store::checkpoint`]). A commit that checkpoints itself (SQLite's default, every
 /// 1000 pages) syncs the file to disk while every write behind it waits.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
-
-/// The size (in pages) at which a commit still checkpoints the log itself: only when the
-/// background checkpoints fall far behind, so the log cannot grow without bound.
-const WAL_AUTOCHECKPOINT_PAGES: &str = "16384";
 
 const RUNNING: i32 = PromptState::Running as i32;
 const WAITING: i32 = PromptState::WaitingForApproval as i32;
@@ -139,20 +130,10 @@ pub struct Owner {
 
 #[derive(Clone)]
 pub struct Store {
-    pool: Pool,
+    db: Db,
+    /// SQLite's composed commands (see `sqlite.rs`).
+    commands: Arc<Commands>,
     owner: Owner,
-}
-
-#[derive(Clone)]
-enum Pool {
-    /// SQLite takes one writer at a time: writes queue for the single `write` connection
-    /// rather than contend for the file's lock (whose busy handler sleeps in millisecond
-    /// steps), while reads run on their own connections beside it (WAL).
-    Sqlite {
-        read: SqlitePool,
-        write: SqliteWriter,
-    },
-    Postgres(PgPool),
 }
 
 /// Reads a prompt with its outputs on `conn` (a transaction or a connection).
@@ -321,31 +302,25 @@ mod postgres;
 mod prompts;
 mod rows;
 mod run_log;
-mod sql;
 mod sqlite;
 
+use agentic_db::sql;
+use agentic_db::{Arg, Backend, Conn, Db, Migrations, Reader, Settings, Writer};
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
 use rows::*;
 pub use run_log::{EventFor, MAX_BATCH, RunLog};
-use sql::{Arg, Conn, Reader, Writer};
 use sqlite::*;
 
 impl Store {
     /// A connection for reads.
     async fn reader(&self) -> Result<Reader, sqlx::Error> {
-        Ok(match &self.pool {
-            Pool::Sqlite { read, .. } => Reader::Sqlite(read.acquire().await?),
-            Pool::Postgres(pool) => Reader::Postgres(pool.acquire().await?),
-        })
+        self.db.reader().await
     }
 
     /// The connection for writes (SQLite's single writer: one write at a time).
     async fn writer(&self) -> Result<Writer<'_>, sqlx::Error> {
-        Ok(match &self.pool {
-            Pool::Sqlite { write, .. } => Writer::Sqlite(write.lock().await),
-            Pool::Postgres(pool) => Writer::Postgres(pool.acquire().await?),
-        })
+        self.db.writer().await
     }
 
     /// Runs one statement on the connection for writes; answers the rows it changed.
@@ -393,62 +368,44 @@ impl Store {
     /// `postgresql://` URL (the database must exist), otherwise SQLite (the file is created if
     /// missing).
     pub async fn connect(url: &str, owner: Owner) -> Result<Store, GatewayError> {
-        let invalid =
-            |error: sqlx::Error| GatewayError::Config(format!("invalid database url: {error}"));
-        let pool = if is_postgres_url(url) {
-            let options = PgConnectOptions::from_str(url).map_err(invalid)?;
-            let pool = PgPoolOptions::new()
-                .max_connections(MAX_CONNECTIONS)
-                .connect_with(options)
-                .await?;
-            sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-            Pool::Postgres(pool)
-        } else {
-            let options = SqliteConnectOptions::from_str(url)
-                .map_err(invalid)?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(10))
-                .foreign_keys(true)
-                .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES);
-            // A SQLite connection is a thread in this process, not a link that can break: the
-            // pool's ping before every checkout would only double each command's hand-offs.
-            let read = SqlitePoolOptions::new()
-                .max_connections(8)
-                .test_before_acquire(false)
-                .connect_with(options.clone())
-                .await?;
-            sqlx::migrate!("./migrations/sqlite").run(&read).await?;
-            let write = SqliteWriter::new(SqliteConnection::connect_with(&options).await?);
-            Pool::Sqlite { read, write }
+        let migrations = Migrations {
+            sqlite: sqlx::migrate!("./migrations/sqlite"),
+            postgres: sqlx::migrate!("./migrations/postgres"),
         };
-        Ok(Store { pool, owner })
+        let settings = Settings {
+            max_connections: MAX_CONNECTIONS,
+            sqlite_readers: SQLITE_READERS,
+            background_checkpoints: true,
+        };
+        let db = Db::connect(url, &migrations, settings)
+            .await
+            .map_err(|error| match error {
+                sqlx::Error::Configuration(error) => {
+                    GatewayError::Config(format!("invalid database url: {error}"))
+                }
+                other => other.into(),
+            })?;
+        Ok(Store {
+            db,
+            commands: Arc::new(Commands::new()),
+            owner,
+        })
     }
 
-    /// Copies what the SQLite write-ahead log holds into the database without waiting for
-    /// readers or the writer (a passive checkpoint, on a read connection); nothing to do on
-    /// PostgreSQL. The gateway runs it every [`CHECKPOINT_EVERY`].
+    /// Copies what the SQLite write-ahead log holds into the database, off the write path;
+    /// nothing to do on PostgreSQL. The gateway runs it every [`CHECKPOINT_EVERY`].
     pub async fn checkpoint(&self) -> Result<(), GatewayError> {
-        if let Pool::Sqlite { read, .. } = &self.pool {
-            sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-                .execute(read)
-                .await?;
-        }
-        Ok(())
+        Ok(self.db.checkpoint().await?)
     }
 
     /// Whether several gateways may share this database (PostgreSQL); SQLite means one.
     pub fn is_shared(&self) -> bool {
-        matches!(self.pool, Pool::Postgres(_))
+        self.db.is_shared()
     }
 
     /// The `db.system.name` of the backend, for spans.
     pub fn system(&self) -> &'static str {
-        match self.pool {
-            Pool::Sqlite { .. } => "sqlite",
-            Pool::Postgres(_) => "postgresql",
-        }
+        self.db.system()
     }
 
     pub fn owner(&self) -> &Owner {
@@ -466,9 +423,7 @@ fn stored_event(sequence: i64, payload: &[u8]) -> Result<PromptEvent, GatewayErr
 
 /// Milliseconds since the Unix epoch, by this machine's clock. Leases compare the clocks of
 /// different replicas: they must be kept in sync (NTP) well within a lease.
-pub fn now_millis() -> i64 {
-    timestamp_millis(&now())
-}
+pub use agentic_db::now_millis;
 
 fn unsigned(value: i64) -> u64 {
     u64::try_from(value).unwrap_or_default()

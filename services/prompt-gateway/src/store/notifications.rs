@@ -50,7 +50,7 @@ impl Store {
     /// Tells the other replicas that something about a prompt changed that is not an event
     /// (an approval decision): the replica running it reads it back. A no-op on SQLite.
     pub async fn poke(&self, prompt_id: &str) -> Result<(), GatewayError> {
-        if let Pool::Postgres(pool) = &self.pool {
+        if let Backend::Postgres(pool) = self.db.backend() {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(EVENTS_CHANNEL)
                 .bind(self.wakeup_payload(prompt_id, 0))
@@ -62,7 +62,7 @@ impl Store {
 
     /// Wake-ups for events other replicas store; `None` on SQLite (one replica only).
     pub async fn wakeups(&self) -> Result<Option<Wakeups>, GatewayError> {
-        let Pool::Postgres(pool) = &self.pool else {
+        let Backend::Postgres(pool) = self.db.backend() else {
             return Ok(None);
         };
         let mut listener = PgListener::connect_with(pool).await?;

@@ -34,7 +34,7 @@ impl Store {
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });
-        if let Pool::Sqlite { write, .. } = &self.pool {
+        if let Backend::Sqlite(write) = self.db.backend() {
             let at = now();
             let mut event = PromptEvent {
                 sequence: 0,
@@ -58,7 +58,7 @@ impl Store {
                 .bind(lease_until)
                 .bind(timestamp_millis(&at))
                 .bind(event.encode_to_vec());
-            sqlite_one_command(write, query).await?;
+            write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);
         }

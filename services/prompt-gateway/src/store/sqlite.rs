@@ -2,6 +2,7 @@
 //! the end after a batch.
 
 use super::*;
+use agentic_db::SqliteWriter;
 
 /// [`append_batch_statements`]' condition: prompt $2 takes events and has every entry of $7.
 const BATCH_APPLIES: &str = "EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (state = $3 OR state = $4)) \
@@ -52,7 +53,7 @@ pub(super) struct Commands {
 }
 
 impl Commands {
-    fn new() -> Commands {
+    pub(super) fn new() -> Commands {
         let batch = append_batch_statements();
         Commands {
             append_batch: format!("BEGIN IMMEDIATE; {batch} COMMIT;"),
@@ -76,64 +77,6 @@ pub(super) const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, 1); \
      INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, 1, $14, $15); \
      COMMIT;";
-
-/// SQLite's one write connection, held by the store instead of a pool: sqlx's pool pings a
-/// connection each time it is handed back (a round trip to the connection's thread), and
-/// with a single writer every write waited for the ping after the one before it.
-#[derive(Clone)]
-pub(super) struct SqliteWriter {
-    connection: Arc<tokio::sync::Mutex<WriteConnection>>,
-    commands: Arc<Commands>,
-}
-
-pub(super) struct WriteConnection {
-    pub(super) conn: SqliteConnection,
-    /// A one-command transaction ([`sqlite_one_command`]) was sent and its caller went away
-    /// before it ended: it may still be open, and the next writer rolls it back.
-    pub(super) unfinished: bool,
-}
-
-impl SqliteWriter {
-    pub(super) fn new(conn: SqliteConnection) -> SqliteWriter {
-        SqliteWriter {
-            connection: Arc::new(tokio::sync::Mutex::new(WriteConnection {
-                conn,
-                unfinished: false,
-            })),
-            commands: Arc::new(Commands::new()),
-        }
-    }
-
-    /// Waits for the write connection; a transaction an interrupted caller left open is
-    /// rolled back first (all or nothing, as if it had never been sent).
-    pub(super) async fn lock(&self) -> tokio::sync::MutexGuard<'_, WriteConnection> {
-        let mut writer = self.connection.lock().await;
-        if writer.unfinished {
-            // Fails harmlessly when the transaction had already ended.
-            let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
-            writer.unfinished = false;
-        }
-        writer
-    }
-}
-
-/// Runs `query`, a one-command transaction (`BEGIN IMMEDIATE; …; COMMIT;`) whose one
-/// `RETURNING sequence` statement numbers its events, on SQLite's write connection.
-pub(super) async fn sqlite_one_command<'q>(
-    write: &SqliteWriter,
-    query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
-) -> Result<Vec<i64>, GatewayError> {
-    let mut writer = write.lock().await;
-    writer.unfinished = true;
-    // `fetch_all` runs every statement, COMMIT included.
-    let result = query.fetch_all(&mut writer.conn).await;
-    if result.is_err() {
-        // Never leave the connection inside a transaction.
-        let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
-    }
-    writer.unfinished = false;
-    Ok(result?)
-}
 
 /// `[position, hex payload]` pairs as a JSON array, for [`append_batch_statements`].
 pub(super) fn entries_json(entries: &BTreeMap<u32, Vec<u8>>) -> String {
@@ -250,6 +193,7 @@ impl SqliteBatch {
 /// [`Store::append_batch`] on SQLite: [`append_batch_statements`] in one command.
 pub(super) async fn append_batch_sqlite(
     write: &SqliteWriter,
+    commands: &Commands,
     prompt_id: &str,
     appends: Vec<Append>,
     usage: &Usage,
@@ -257,12 +201,12 @@ pub(super) async fn append_batch_sqlite(
     let at = now();
     let batch = SqliteBatch::new(prompt_id, at, appends);
     let query = batch.bind(
-        sqlx::query_scalar(&write.commands.append_batch),
+        sqlx::query_scalar(&commands.append_batch),
         timestamp_millis(&at),
         prompt_id,
         usage,
     );
-    let sequences = sqlite_one_command(write, query).await?;
+    let sequences = write.one_command(query).await?;
     if sequences.is_empty() {
         // Nothing was stored: the prompt ended, or an entry to replace does not exist.
         let open: Option<i64> = sqlx::query_scalar(
@@ -295,11 +239,11 @@ pub(super) fn missing_entry(positions: &[u32]) -> GatewayError {
 /// second is [`Commands`]' `finish_write`.
 pub(super) async fn finish_sqlite(
     write: &SqliteWriter,
+    commands: &Commands,
     prompt_id: &str,
     before: Vec<Append>,
     usage: &Usage,
-    state: PromptState,
-    error: String,
+    (state, error): (PromptState, String),
     kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
 ) -> Result<Vec<PromptEvent>, GatewayError> {
     let read = format!(
@@ -359,7 +303,7 @@ pub(super) async fn finish_sqlite(
         // `fetch_all` runs every statement, COMMIT included.
         let mut sequences = batch
             .bind(
-                sqlx::query_scalar(&write.commands.finish_write),
+                sqlx::query_scalar(&commands.finish_write),
                 timestamp_millis(&at),
                 prompt_id,
                 usage,

@@ -1,0 +1,339 @@
+//! The database of agentic's stateful services (the gateway and the tool-host): SQLite, the
+//! embedded default, or PostgreSQL, which several replicas may share, chosen by the URL's
+//! scheme. A query is written once (`$N` placeholders, which SQLite understands too) and runs
+//! on either backend through [`sql`]; each service keeps one migrations folder per backend,
+//! numbered in step.
+//!
+//! SQLite takes one writer at a time: writes queue for the single write connection
+//! ([`SqliteWriter`]) rather than contend for the file's lock (whose busy handler sleeps in
+//! millisecond steps), while reads run on their own connections beside it (WAL).
+
+pub mod sql;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::Connection as _;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+
+pub use sql::{Arg, Conn, Reader, Row, Tx, Value, Writer};
+
+/// How long a SQLite connection waits for the file's lock before it gives up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The page count at which a SQLite commit checkpoints the write-ahead log itself, for a
+/// service that checkpoints in the background ([`Db::checkpoint`]): only when the background
+/// checkpoints fall far behind, so the log cannot grow without bound.
+const BACKGROUND_CHECKPOINT_PAGES: &str = "16384";
+
+/// A service's migrations, one folder per backend (`sqlx::migrate!` of each). Version N is
+/// the same change on each backend, so both hold the same versions ([`Db::connect`] refuses
+/// them otherwise).
+pub struct Migrations {
+    pub sqlite: Migrator,
+    pub postgres: Migrator,
+}
+
+impl Migrations {
+    /// The versions one backend has and the other lacks, `(sqlite only, postgres only)`.
+    fn out_of_step(&self) -> Option<(Vec<i64>, Vec<i64>)> {
+        let versions = |migrator: &Migrator| -> Vec<i64> {
+            migrator.iter().map(|migration| migration.version).collect()
+        };
+        let (sqlite, postgres) = (versions(&self.sqlite), versions(&self.postgres));
+        let only = |of: &[i64], not_in: &[i64]| -> Vec<i64> {
+            of.iter()
+                .copied()
+                .filter(|version| !not_in.contains(version))
+                .collect()
+        };
+        let (sqlite_only, postgres_only) = (only(&sqlite, &postgres), only(&postgres, &sqlite));
+        (!sqlite_only.is_empty() || !postgres_only.is_empty())
+            .then_some((sqlite_only, postgres_only))
+    }
+}
+
+/// How a service uses its database.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Connections of PostgreSQL's pool.
+    pub max_connections: u32,
+    /// SQLite's connections for reads (writes have their one connection).
+    pub sqlite_readers: u32,
+    /// The service calls [`Db::checkpoint`] regularly, so SQLite's commits need not
+    /// checkpoint the write-ahead log themselves (such a commit syncs the file to disk while
+    /// every write behind it waits).
+    pub background_checkpoints: bool,
+}
+
+/// A connected, migrated database.
+#[derive(Clone)]
+pub struct Db {
+    pool: Pool,
+}
+
+#[derive(Clone)]
+enum Pool {
+    Sqlite {
+        read: SqlitePool,
+        write: SqliteWriter,
+    },
+    Postgres(PgPool),
+}
+
+/// Where a service needs one backend's own features: SQLite's single writer and its
+/// one-command transactions, PostgreSQL's `LISTEN`/`NOTIFY`.
+pub enum Backend<'a> {
+    Sqlite(&'a SqliteWriter),
+    Postgres(&'a PgPool),
+}
+
+impl Db {
+    /// Opens the database at `url` and applies `migrations`: PostgreSQL for a `postgres://`
+    /// or `postgresql://` URL (the database must exist), otherwise SQLite (the file is
+    /// created if missing).
+    pub async fn connect(
+        url: &str,
+        migrations: &Migrations,
+        settings: Settings,
+    ) -> Result<Db, sqlx::Error> {
+        if let Some((sqlite_only, postgres_only)) = migrations.out_of_step() {
+            return Err(sqlx::Error::Configuration(
+                format!(
+                    "the migrations of the two backends are out of step: versions {sqlite_only:?} \
+                     only for SQLite, {postgres_only:?} only for PostgreSQL"
+                )
+                .into(),
+            ));
+        }
+        if is_postgres_url(url) {
+            let pool = PgPoolOptions::new()
+                .max_connections(settings.max_connections)
+                .connect_with(PgConnectOptions::from_str(url)?)
+                .await?;
+            migrations.postgres.run(&pool).await?;
+            return Ok(Db {
+                pool: Pool::Postgres(pool),
+            });
+        }
+        let mut options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(true);
+        if settings.background_checkpoints {
+            options = options.pragma("wal_autocheckpoint", BACKGROUND_CHECKPOINT_PAGES);
+        }
+        // A SQLite connection is a thread in this process, not a link that can break: the
+        // pool's ping before every checkout would only double each command's hand-offs.
+        let read = SqlitePoolOptions::new()
+            .max_connections(settings.sqlite_readers)
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await?;
+        migrations.sqlite.run(&read).await?;
+        let write = SqliteWriter::new(SqliteConnection::connect_with(&options).await?);
+        Ok(Db {
+            pool: Pool::Sqlite { read, write },
+        })
+    }
+
+    /// A connection for reads.
+    pub async fn reader(&self) -> Result<Reader, sqlx::Error> {
+        Ok(match &self.pool {
+            Pool::Sqlite { read, .. } => Reader::Sqlite(read.acquire().await?),
+            Pool::Postgres(pool) => Reader::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// The connection for writes (SQLite's single writer: one write at a time).
+    pub async fn writer(&self) -> Result<Writer<'_>, sqlx::Error> {
+        Ok(match &self.pool {
+            Pool::Sqlite { write, .. } => Writer::Sqlite(write.lock().await),
+            Pool::Postgres(pool) => Writer::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// The backend, for what only it does.
+    pub fn backend(&self) -> Backend<'_> {
+        match &self.pool {
+            Pool::Sqlite { write, .. } => Backend::Sqlite(write),
+            Pool::Postgres(pool) => Backend::Postgres(pool),
+        }
+    }
+
+    /// Whether several replicas may share this database (PostgreSQL); SQLite means one.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.pool, Pool::Postgres(_))
+    }
+
+    /// The `db.system.name` of the backend, for spans.
+    pub fn system(&self) -> &'static str {
+        match self.pool {
+            Pool::Sqlite { .. } => "sqlite",
+            Pool::Postgres(_) => "postgresql",
+        }
+    }
+
+    /// Copies what the SQLite write-ahead log holds into the database without waiting for
+    /// readers or the writer (a passive checkpoint, on a read connection); nothing to do on
+    /// PostgreSQL.
+    pub async fn checkpoint(&self) -> Result<(), sqlx::Error> {
+        if let Pool::Sqlite { read, .. } = &self.pool {
+            sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(read)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for open connections to finish and closes them.
+    pub async fn close(&self) {
+        match &self.pool {
+            // The write connection closes when the last clone of the store is dropped.
+            Pool::Sqlite { read, .. } => read.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// SQLite's one write connection, held instead of a pool: sqlx's pool pings a connection
+/// each time it is handed back (a round trip to the connection's thread), and with a single
+/// writer every write waited for the ping after the one before it.
+#[derive(Clone)]
+pub struct SqliteWriter(Arc<tokio::sync::Mutex<WriteConnection>>);
+
+pub struct WriteConnection {
+    pub conn: SqliteConnection,
+    /// A transaction sent as one or several commands ([`SqliteWriter::one_command`]) may be
+    /// open while this is set: a caller sets it before its first command and clears it
+    /// after its last, and when the caller went away in between, the next writer rolls the
+    /// transaction back.
+    pub unfinished: bool,
+}
+
+impl SqliteWriter {
+    fn new(conn: SqliteConnection) -> SqliteWriter {
+        SqliteWriter(Arc::new(tokio::sync::Mutex::new(WriteConnection {
+            conn,
+            unfinished: false,
+        })))
+    }
+
+    /// Waits for the write connection; a transaction an interrupted caller left open is
+    /// rolled back first (all or nothing, as if it had never been sent).
+    pub async fn lock(&self) -> tokio::sync::MutexGuard<'_, WriteConnection> {
+        let mut writer = self.0.lock().await;
+        if writer.unfinished {
+            // Fails harmlessly when the transaction had already ended.
+            let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
+            writer.unfinished = false;
+        }
+        writer
+    }
+
+    /// Runs `query`, a one-command transaction (`BEGIN IMMEDIATE; …; COMMIT;`) whose one
+    /// `RETURNING` statement answers a column of `i64`s (e.g. the sequences of the events it
+    /// stored): one hand-off to the database's thread for the whole transaction.
+    pub async fn one_command<'q>(
+        &self,
+        query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        let mut writer = self.lock().await;
+        writer.unfinished = true;
+        // `fetch_all` runs every statement, COMMIT included.
+        let result = query.fetch_all(&mut writer.conn).await;
+        if result.is_err() {
+            // Never leave the connection inside a transaction.
+            let _ = sqlx::query("ROLLBACK").execute(&mut writer.conn).await;
+        }
+        writer.unfinished = false;
+        result
+    }
+}
+
+/// Whether `url` selects PostgreSQL.
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// Milliseconds since the Unix epoch: how the services store times.
+pub fn now_millis() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use sqlx::migrate::{Migration, MigrationType};
+
+    use super::*;
+
+    fn migrator(versions: &[i64]) -> Migrator {
+        let migrations = versions
+            .iter()
+            .map(|version| {
+                Migration::new(
+                    *version,
+                    Cow::Owned(format!("m{version}")),
+                    MigrationType::Simple,
+                    Cow::Borrowed("SELECT 1"),
+                    false,
+                )
+            })
+            .collect::<Vec<_>>();
+        Migrator {
+            migrations: Cow::Owned(migrations),
+            ..Migrator::DEFAULT
+        }
+    }
+
+    #[tokio::test]
+    async fn migrations_out_of_step_are_refused_before_anything_is_opened() {
+        let migrations = Migrations {
+            sqlite: migrator(&[1, 2, 3]),
+            postgres: migrator(&[1, 3, 4]),
+        };
+        let settings = Settings {
+            max_connections: 1,
+            sqlite_readers: 1,
+            background_checkpoints: false,
+        };
+        let refused = Db::connect("sqlite::memory:", &migrations, settings)
+            .await
+            .err()
+            .expect("refused");
+        assert!(
+            refused
+                .to_string()
+                .contains("[2] only for SQLite, [4] only for PostgreSQL"),
+            "{refused}"
+        );
+        let in_step = Migrations {
+            sqlite: migrator(&[1, 2]),
+            postgres: migrator(&[1, 2]),
+        };
+        assert!(in_step.out_of_step().is_none());
+    }
+
+    #[test]
+    fn only_postgres_schemes_select_postgresql() {
+        assert!(is_postgres_url(
+            "postgres://postgres@127.0.0.1:5432/tool_host"
+        ));
+        assert!(is_postgres_url("postgresql://user:secret@db/tool_host"));
+        assert!(!is_postgres_url("sqlite://tool-host.db?mode=rwc"));
+        assert!(!is_postgres_url("sqlite::memory:"));
+    }
+}
