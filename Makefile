@@ -1,7 +1,7 @@
 # The two commands: `make run` (or `make demo`) and `make test`. See README.md.
 CARGO ?= cargo
 
-.PHONY: all build run demo test bench validate lint fmt clean
+.PHONY: all build run demo test bench validate lint deps fmt clean
 
 all: build
 
@@ -52,13 +52,19 @@ bench:
 validate:
 	scripts/validate-delivery.sh
 
-lint:
+## rustfmt check, clippy with warnings as errors, and no unused dependencies (`make deps`).
+lint: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+## Dependencies a crate declares but never uses (cargo-machete, installed into .cargo-tools
+## on first use).
+deps:
+	scripts/unused-deps.sh
 
 fmt:
 	$(CARGO) fmt --all
 
 clean:
 	$(CARGO) clean
-	rm -rf .run .venv-validate
+	rm -rf .run .venv-validate .buf-tools .cargo-tools

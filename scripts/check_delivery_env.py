@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that docker-compose.yml and the Kubernetes manifests pass only settings the
 binaries read: each service's environment (and command) is handed to its binary's
-`--check-config`, which parses it and refuses unknown agentic settings. Also checks that
+`--check-config`, which parses it and refuses unknown agentic settings, and no service is
+given the stand-in model's settings (the services know nothing of it). Also checks that
 compose `depends_on` and kustomize `resources` name things that exist, and that the
 Kubernetes gateway may reach only DNS, the executors, the tool-host and PostgreSQL."""
 
@@ -16,6 +17,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target" / "debug"
 SERVICES = {"prompt-gateway", "classic-executor", "code-executor", "tool-host"}
+# The stand-in model (shared/testkit) checks the settings with its own prefix.
+STAND_IN_MODEL = "stand-in-model"
+STAND_IN_MODEL_PREFIX = "STAND_IN_MODEL_"
 failures = []
 
 
@@ -25,7 +29,11 @@ def compose_value(value):
 
 
 def check(origin, binary, env, args):
-    if binary not in SERVICES:
+    if binary not in SERVICES and binary != STAND_IN_MODEL:
+        return
+    misplaced = sorted(name for name in env if name.startswith(STAND_IN_MODEL_PREFIX))
+    if binary in SERVICES and misplaced:
+        failures.append(f"{origin}: {binary} is given the stand-in model's settings: {', '.join(misplaced)}")
         return
     run_env = {"PATH": os.environ.get("PATH", ""), **env}
     result = subprocess.run([str(BIN / binary), *args, "--check-config"], env=run_env, capture_output=True, text=True)

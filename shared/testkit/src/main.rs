@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use agentic_testkit::model::{Rule, StandInModel, demo_rules};
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory as _, Parser};
+
+/// The prefix of the stand-in model's settings; `--check-config` refuses unknown ones.
+const ENV_PREFIX: &str = "STAND_IN_MODEL_";
 
 /// Serves scripted Chat Completions answers; not a real LLM.
 #[derive(Debug, Parser)]
@@ -17,6 +20,9 @@ struct Config {
     /// A JSON array of rules; the built-in demo script is used without it.
     #[arg(long, env = "STAND_IN_MODEL_SCRIPT")]
     script: Option<PathBuf>,
+    /// Parse and check the configuration, then exit (0 when it is usable).
+    #[arg(long)]
+    check_config: bool,
 }
 
 #[tokio::main]
@@ -26,6 +32,11 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => load_script(path)?,
         None => demo_rules(),
     };
+    if config.check_config {
+        agentic_rpc::config::check_environment_prefixed(&Config::command(), &[ENV_PREFIX])?;
+        println!("configuration ok");
+        return Ok(());
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
