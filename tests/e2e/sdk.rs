@@ -9,10 +9,10 @@ use serde_json::json;
 
 use crate::support::*;
 
-/// The SDK example itself (`shared/client/examples/session.rs`), compiled into this binary so
+/// The SDK example itself (`shared/agentic-client/examples/session.rs`), compiled into this binary so
 /// the test runs exactly what the example does.
 #[allow(dead_code)]
-#[path = "../../shared/client/examples/session.rs"]
+#[path = "../../shared/agentic-client/examples/session.rs"]
 mod example;
 
 fn is_code_mode() -> Match {

@@ -152,32 +152,10 @@ pub async fn run(
         lease: Duration::from_millis(config.lease_ms),
     };
     let store = Store::connect(&config.database_url, owner.clone()).await?;
-    let hub = Hub::default();
-    let runner = Runner::new(
-        store.clone(),
-        hub.clone(),
-        Admission::new(admission::Limits {
-            per_user: config.max_running_per_user,
-            max_running: config.max_running,
-            max_wait: Duration::from_millis(config.admission_wait_ms),
-        }),
-    );
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
-    let modes = ModeRegistry::new(
-        &config.modes,
-        store.clone(),
-        token.clone(),
-        Duration::from_millis(config.mode_lease_ms),
-    )?;
     let store_is_shared = store.is_shared();
-    let prompts = Prompts {
-        store,
-        hub,
-        runner,
-        modes,
-        max_run_time: Duration::from_secs(config.max_run_secs),
-    };
+    let prompts = prompts(&config, store, &token)?;
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
         tracing::warn!(
@@ -244,6 +222,37 @@ pub async fn run(
     }
     served?;
     Ok(())
+}
+
+/// The gateway's use cases over `store`: the runner with its admission limits, and the modes.
+fn prompts(
+    config: &Config,
+    store: Store,
+    token: &agentic_rpc::SendInternalToken,
+) -> anyhow::Result<Prompts> {
+    let hub = Hub::default();
+    let runner = Runner::new(
+        store.clone(),
+        hub.clone(),
+        Admission::new(admission::Limits {
+            per_user: config.max_running_per_user,
+            max_running: config.max_running,
+            max_wait: Duration::from_millis(config.admission_wait_ms),
+        }),
+    );
+    let modes = ModeRegistry::new(
+        &config.modes,
+        store.clone(),
+        token.clone(),
+        Duration::from_millis(config.mode_lease_ms),
+    )?;
+    Ok(Prompts {
+        store,
+        hub,
+        runner,
+        modes,
+        max_run_time: Duration::from_secs(config.max_run_secs),
+    })
 }
 
 /// Renews the leases of the runs this replica follows and fails the prompts of replicas

@@ -191,47 +191,8 @@ impl Run {
                 }
                 return Ok(Next::Continue);
             }
-            execute_event::Kind::OutputAdded(OutputAdded { index, output }) => {
-                if usize::try_from(index).ok() != Some(self.outputs) {
-                    return Err(GatewayError::Protocol(format!(
-                        "output added at index {index}, expected {}",
-                        self.outputs
-                    )));
-                }
-                let output = output
-                    .ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
-                self.outputs += 1;
-                let added = OutputAdded {
-                    index,
-                    output: Some(output.clone()),
-                };
-                (
-                    Change::AddOutput { index, output },
-                    Box::new(move |_| prompt_event::Kind::Output(added)),
-                    Next::Continue,
-                )
-            }
-            execute_event::Kind::OutputUpdated(OutputUpdated { index, output }) => {
-                if usize::try_from(index).map_or(true, |index| index >= self.outputs) {
-                    return Err(GatewayError::Protocol(format!(
-                        "output {index} updated but only {} exist",
-                        self.outputs
-                    )));
-                }
-                let output = output.ok_or_else(|| {
-                    GatewayError::Protocol("output updated without content".into())
-                })?;
-                self.resume_if_decided(&output).await?;
-                let updated = OutputUpdated {
-                    index,
-                    output: Some(output.clone()),
-                };
-                (
-                    Change::UpdateOutput { index, output },
-                    Box::new(move |_| prompt_event::Kind::OutputUpdated(updated)),
-                    Next::Continue,
-                )
-            }
+            execute_event::Kind::OutputAdded(added) => self.output_added(added)?,
+            execute_event::Kind::OutputUpdated(updated) => self.output_updated(updated).await?,
             execute_event::Kind::TextDelta(delta) => (
                 Change::None,
                 Box::new(move |_| prompt_event::Kind::Stream(delta)),
@@ -241,34 +202,7 @@ impl Run {
                 self.log.add_usage(&usage);
                 return Ok(Next::Continue);
             }
-            execute_event::Kind::Finished(finished) => {
-                match PromptState::try_from(finished.state) {
-                    Ok(PromptState::Completed) => (
-                        Change::Finish {
-                            state: PromptState::Completed,
-                            error: String::new(),
-                        },
-                        Box::new(|prompt| {
-                            prompt_event::Kind::Completed(PromptCompleted { prompt })
-                        }),
-                        Next::Done(PromptState::Completed),
-                    ),
-                    Ok(PromptState::WaitingForApproval) => (
-                        Change::Finish {
-                            state: PromptState::WaitingForApproval,
-                            error: String::new(),
-                        },
-                        Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt })),
-                        Next::Done(PromptState::WaitingForApproval),
-                    ),
-                    _ => {
-                        return Err(GatewayError::Protocol(format!(
-                            "run finished in state {}",
-                            finished.state
-                        )));
-                    }
-                }
-            }
+            execute_event::Kind::Finished(finished) => finished_in(finished.state)?,
             execute_event::Kind::Failed(failed) => {
                 let message = failed.message;
                 (
@@ -288,6 +222,56 @@ impl Run {
         Ok(next)
     }
 
+    /// A new output: it must come next in the prompt's timeline.
+    fn output_added(
+        &mut self,
+        OutputAdded { index, output }: OutputAdded,
+    ) -> Result<(Change, EventFor, Next), GatewayError> {
+        if usize::try_from(index).ok() != Some(self.outputs) {
+            return Err(GatewayError::Protocol(format!(
+                "output added at index {index}, expected {}",
+                self.outputs
+            )));
+        }
+        let output =
+            output.ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
+        self.outputs += 1;
+        let added = OutputAdded {
+            index,
+            output: Some(output.clone()),
+        };
+        Ok((
+            Change::AddOutput { index, output },
+            Box::new(move |_| prompt_event::Kind::Output(added)),
+            Next::Continue,
+        ))
+    }
+
+    /// A new state of an output the prompt has; a decided call may end a live pause.
+    async fn output_updated(
+        &mut self,
+        OutputUpdated { index, output }: OutputUpdated,
+    ) -> Result<(Change, EventFor, Next), GatewayError> {
+        if usize::try_from(index).map_or(true, |index| index >= self.outputs) {
+            return Err(GatewayError::Protocol(format!(
+                "output {index} updated but only {} exist",
+                self.outputs
+            )));
+        }
+        let output = output
+            .ok_or_else(|| GatewayError::Protocol("output updated without content".into()))?;
+        self.resume_if_decided(&output).await?;
+        let updated = OutputUpdated {
+            index,
+            output: Some(output.clone()),
+        };
+        Ok((
+            Change::UpdateOutput { index, output },
+            Box::new(move |_| prompt_event::Kind::OutputUpdated(updated)),
+            Next::Continue,
+        ))
+    }
+
     /// A live pause ends once every call it waited on is decided (or timed out): `output`
     /// is a call's new state; the run goes on when it was the last one waited on.
     async fn resume_if_decided(&mut self, output: &PromptOutput) -> Result<(), GatewayError> {
@@ -305,6 +289,30 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// The end of a run the executor reports as finished in `state` (ended, or paused durably).
+fn finished_in(state: i32) -> Result<(Change, EventFor, Next), GatewayError> {
+    let (state, kind): (PromptState, EventFor) = match PromptState::try_from(state) {
+        Ok(PromptState::Completed) => (
+            PromptState::Completed,
+            Box::new(|prompt| prompt_event::Kind::Completed(PromptCompleted { prompt })),
+        ),
+        Ok(PromptState::WaitingForApproval) => (
+            PromptState::WaitingForApproval,
+            Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt })),
+        ),
+        _ => {
+            return Err(GatewayError::Protocol(format!(
+                "run finished in state {state}"
+            )));
+        }
+    };
+    let change = Change::Finish {
+        state,
+        error: String::new(),
+    };
+    Ok((change, kind, Next::Done(state)))
 }
 
 /// Events one run may send: far more than any legitimate run (executors bound what they

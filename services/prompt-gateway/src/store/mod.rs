@@ -197,7 +197,44 @@ async fn append(
     let Some(sequence) = sequence else {
         return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
     };
-    let final_prompt = match change {
+    let final_prompt = apply_change(conn, prompt_id, change).await?;
+    let event = PromptEvent {
+        sequence: unsigned(sequence),
+        prompt_id: prompt_id.to_owned(),
+        at: Some(at),
+        kind: Some(kind(final_prompt)),
+    };
+    let payload = event.encode_to_vec();
+    conn.execute(
+        "INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, $2, $3, $4)",
+        &[
+            prompt_id.into(),
+            sequence.into(),
+            at_millis.into(),
+            (&payload).into(),
+        ],
+    )
+    .await?;
+    if store.is_shared() {
+        // Delivered to the other replicas when (and only if) the transaction commits.
+        let wakeup = store.wakeup_payload(prompt_id, sequence);
+        conn.execute(
+            "SELECT pg_notify($1, $2)",
+            &[EVENTS_CHANNEL.into(), (&wakeup).into()],
+        )
+        .await?;
+    }
+    Ok(event)
+}
+
+/// What `change` does besides the event, in the transaction `conn`: the prompt as it leaves
+/// it, for a pause or an end (whose event carries it).
+async fn apply_change(
+    conn: &mut Conn<'_>,
+    prompt_id: &str,
+    change: Change,
+) -> Result<Option<Prompt>, GatewayError> {
+    Ok(match change {
         Change::None => None,
         Change::AddOutput { index, output } => {
             let payload = output.encode_to_vec();
@@ -255,34 +292,7 @@ async fn append(
             .await?;
             load_prompt(conn, prompt_id).await?
         }
-    };
-    let event = PromptEvent {
-        sequence: unsigned(sequence),
-        prompt_id: prompt_id.to_owned(),
-        at: Some(at),
-        kind: Some(kind(final_prompt)),
-    };
-    let payload = event.encode_to_vec();
-    conn.execute(
-        "INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, $2, $3, $4)",
-        &[
-            prompt_id.into(),
-            sequence.into(),
-            at_millis.into(),
-            (&payload).into(),
-        ],
-    )
-    .await?;
-    if store.is_shared() {
-        // Delivered to the other replicas when (and only if) the transaction commits.
-        let wakeup = store.wakeup_payload(prompt_id, sequence);
-        conn.execute(
-            "SELECT pg_notify($1, $2)",
-            &[EVENTS_CHANNEL.into(), (&wakeup).into()],
-        )
-        .await?;
-    }
-    Ok(event)
+    })
 }
 
 /// Adds $1 to $3 to a prompt's tokens.
