@@ -9,7 +9,7 @@ use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, To
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
-use agentic_sandbox::{Completion, Limits, Program, Sandboxes, Spent};
+use agentic_sandbox::{Completion, Limits, Program, RunOutcome, Sandboxes, Spent};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
@@ -118,20 +118,6 @@ impl CodeMode {
                 .await?;
             timeline.send(Event::Usage(reply.usage)).await?;
             let code = prompt::extract_code(&reply.content);
-
-            let call_id = format!("code_{}", uuid::Uuid::now_v7().simple());
-            let start = SystemTime::now();
-            let input = json!({ "code": code });
-            let index = timeline
-                .add(tool_output(
-                    &call_id,
-                    CODE_TOOL,
-                    input.clone(),
-                    running(),
-                    start,
-                    None,
-                ))
-                .await?;
             let program = Program {
                 code: code.clone(),
                 tools: sandbox_tools.clone(),
@@ -140,34 +126,9 @@ impl CodeMode {
                 memory: std::mem::take(&mut memory),
                 spent,
             };
-            let outcome = self
-                .sandboxes
-                .run(program, host.clone(), self.limits.clone())
-                .await;
-            crate::metrics::sandbox_run(&outcome);
+            let outcome = self.execute(&timeline, &host, program).await?;
             memory = outcome.memory.clone();
             spent = outcome.spent;
-            let result = match &outcome.result {
-                Ok(value) => ToolResult::Success {
-                    output: value.clone(),
-                },
-                Err(error) => ToolResult::Error {
-                    error: prompt::describe_error(error),
-                },
-            };
-            timeline
-                .update(
-                    index,
-                    tool_output(
-                        &call_id,
-                        CODE_TOOL,
-                        input,
-                        result,
-                        start,
-                        Some(SystemTime::now()),
-                    ),
-                )
-                .await?;
 
             if let Some(completion) = &outcome.completion {
                 complete(&timeline, completion).await?;
@@ -184,6 +145,56 @@ impl CodeMode {
         );
         timeline.add(Output::Text(closing)).await?;
         Ok(Finish::Completed)
+    }
+
+    /// Runs one round's code in a sandbox, shown on the timeline as a `code.execute` call:
+    /// running while it runs, then its result or error.
+    async fn execute(
+        &self,
+        timeline: &Timeline,
+        host: &Arc<PromptHost>,
+        program: Program,
+    ) -> Result<RunOutcome, RunError> {
+        let call_id = format!("code_{}", uuid::Uuid::now_v7().simple());
+        let start = SystemTime::now();
+        let input = json!({ "code": program.code });
+        let index = timeline
+            .add(tool_output(
+                &call_id,
+                CODE_TOOL,
+                input.clone(),
+                running(),
+                start,
+                None,
+            ))
+            .await?;
+        let outcome = self
+            .sandboxes
+            .run(program, host.clone(), self.limits.clone())
+            .await;
+        crate::metrics::sandbox_run(&outcome);
+        let result = match &outcome.result {
+            Ok(value) => ToolResult::Success {
+                output: value.clone(),
+            },
+            Err(error) => ToolResult::Error {
+                error: prompt::describe_error(error),
+            },
+        };
+        timeline
+            .update(
+                index,
+                tool_output(
+                    &call_id,
+                    CODE_TOOL,
+                    input,
+                    result,
+                    start,
+                    Some(SystemTime::now()),
+                ),
+            )
+            .await?;
+        Ok(outcome)
     }
 }
 

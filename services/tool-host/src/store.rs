@@ -192,11 +192,34 @@ impl Store {
             size,
             created_at_millis: now_millis(),
         };
+        let quota = i64::try_from(user_quota_bytes).unwrap_or(i64::MAX);
+        let reserved = self
+            .insert_within_quota(&meta, data.as_deref(), content, quota)
+            .await?;
+        if let Err(used) = reserved {
+            return Err(Error::QuotaExceeded {
+                size: meta.size,
+                used: u64::try_from(used).unwrap_or_default(),
+                quota: user_quota_bytes,
+            });
+        }
+        Ok(meta)
+    }
+
+    /// Inserts the artifact `meta` describes, with its JSON `data` or its `content`, after
+    /// adding its size to its owner's bytes, in one transaction: `Err(used)` (nothing
+    /// written) when that would take the owner past `quota`.
+    async fn insert_within_quota(
+        &self,
+        meta: &ArtifactMeta,
+        data: Option<&str>,
+        content: Option<&[u8]>,
+        quota: i64,
+    ) -> Result<Result<(), i64>, Error> {
         let sql = "INSERT INTO artifacts \
                    (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         let size = i64::try_from(meta.size).unwrap_or(i64::MAX);
-        let quota = i64::try_from(user_quota_bytes).unwrap_or(i64::MAX);
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
@@ -207,7 +230,7 @@ impl Store {
             )
             .await?
             > 0;
-        let reserved = if reserved {
+        if reserved {
             conn.execute(
                 sql,
                 &[
@@ -219,13 +242,13 @@ impl Store {
                     (&meta.mime_type).into(),
                     size.into(),
                     meta.created_at_millis.into(),
-                    data.as_deref().into(),
+                    data.into(),
                     content.into(),
                 ],
             )
             .await?;
             transaction.commit().await?;
-            Ok(())
+            Ok(Ok(()))
         } else {
             let used: i64 = conn
                 .scalar(
@@ -235,16 +258,8 @@ impl Store {
                 .await?
                 .unwrap_or_default();
             // Dropping the transaction rolls it back.
-            Err(used)
-        };
-        if let Err(used) = reserved {
-            return Err(Error::QuotaExceeded {
-                size: meta.size,
-                used: u64::try_from(used).unwrap_or_default(),
-                quota: user_quota_bytes,
-            });
+            Ok(Err(used))
         }
-        Ok(meta)
     }
 
     /// The artifact `id` if `user_id` owns it.

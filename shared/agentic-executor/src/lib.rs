@@ -6,6 +6,7 @@
 //! its binary's `main` calls [`service_main`], its `run` calls [`serve`].
 
 pub mod bounds;
+mod convert;
 mod edge;
 mod error;
 pub mod metrics;

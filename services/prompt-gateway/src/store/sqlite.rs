@@ -233,6 +233,42 @@ pub(super) fn missing_entry(positions: &[u32]) -> GatewayError {
     ))
 }
 
+/// The prompt as it was stored, then changed by the events of `batch` and `usage`, ending in
+/// `state` with `error` at `at`: what its terminal event carries.
+fn prompt_at_end(
+    PromptWithOutputs { row, outputs }: PromptWithOutputs,
+    batch: &SqliteBatch,
+    usage: &Usage,
+    state: PromptState,
+    error: &str,
+    at: &prost_types::Timestamp,
+) -> Result<Prompt, GatewayError> {
+    let outputs: Vec<String> = serde_json::from_str(&outputs)
+        .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
+    let outputs = outputs
+        .iter()
+        .map(hex::decode)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
+    let mut prompt = row.into_prompt(&outputs)?;
+    for (index, output) in &batch.entries {
+        let index = *index as usize;
+        match prompt.output.len().cmp(&index) {
+            std::cmp::Ordering::Equal => prompt.output.push(output.clone()),
+            std::cmp::Ordering::Greater => prompt.output[index] = output.clone(),
+            std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced_positions)),
+        }
+    }
+    let tokens = prompt.usage.get_or_insert_default();
+    tokens.input_tokens = tokens.input_tokens.saturating_add(usage.input_tokens);
+    tokens.output_tokens = tokens.output_tokens.saturating_add(usage.output_tokens);
+    tokens.total_tokens = tokens.total_tokens.saturating_add(usage.total_tokens);
+    prompt.state = state as i32;
+    prompt.error = error.to_owned();
+    prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(at)));
+    Ok(prompt)
+}
+
 /// A terminal event on SQLite, after the events that came just before it, in two commands on
 /// the write connection: the first begins the transaction and reads the prompt with its
 /// timeline (so nothing else can change it before the event that carries it is stored), the
@@ -262,37 +298,14 @@ pub(super) async fn finish_sqlite(
             .bind(WAITING)
             .fetch_optional(&mut *conn)
             .await?;
-        let Some(PromptWithOutputs { row, outputs }) = row else {
+        let Some(stored) = row else {
             return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
         };
-        let outputs: Vec<String> = serde_json::from_str(&outputs)
-            .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
-        let outputs = outputs
-            .iter()
-            .map(hex::decode)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
-        let mut prompt = row.into_prompt(&outputs)?;
         let at = now();
         let batch = SqliteBatch::new(prompt_id, at, before);
-        // The prompt as the events before the end leave it.
-        for (index, output) in &batch.entries {
-            let index = *index as usize;
-            match prompt.output.len().cmp(&index) {
-                std::cmp::Ordering::Equal => prompt.output.push(output.clone()),
-                std::cmp::Ordering::Greater => prompt.output[index] = output.clone(),
-                std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced_positions)),
-            }
-        }
-        let tokens = prompt.usage.get_or_insert_default();
-        tokens.input_tokens = tokens.input_tokens.saturating_add(usage.input_tokens);
-        tokens.output_tokens = tokens.output_tokens.saturating_add(usage.output_tokens);
-        tokens.total_tokens = tokens.total_tokens.saturating_add(usage.total_tokens);
         // PostgreSQL text cannot hold NUL; both backends store the same.
         let error = error.replace('\0', "\u{FFFD}");
-        prompt.state = state as i32;
-        prompt.error.clone_from(&error);
-        prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(&at)));
+        let prompt = prompt_at_end(stored, &batch, usage, state, &error, &at)?;
         let mut terminal = PromptEvent {
             sequence: 0,
             prompt_id: prompt_id.to_owned(),

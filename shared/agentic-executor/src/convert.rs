@@ -1,0 +1,248 @@
+//! Protobuf ↔ domain at the edge: a run's start from protobuf (checked: the run acts for the
+//! user the gateway named and only that one), and the run's events back to protobuf.
+
+use std::time::{Duration, SystemTime};
+
+use agentic_llm::Tier;
+use agentic_proto::json;
+use agentic_proto::v1 as pb;
+use agentic_proto::v1::{execute_event, prompt_output, tool_result};
+
+use crate::error::ExecuteError;
+use crate::timeline::{
+    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
+    ToolCallOutput, ToolResult,
+};
+
+// ---- protobuf -> domain ----
+
+impl TryFrom<pb::ExecuteStart> for RunRequest {
+    type Error = ExecuteError;
+
+    fn try_from(start: pb::ExecuteStart) -> Result<RunRequest, ExecuteError> {
+        let prompt = start
+            .prompt
+            .ok_or_else(|| invalid("start.prompt", "is missing"))?;
+        // The run acts for the user the gateway issued it for, and only for that one: every
+        // tool call, artifact and nested run is scoped to it (never to a user named by model
+        // output or tool input).
+        let user_id = match (start.user_id.as_str(), prompt.user_id.as_str()) {
+            ("", "") => return Err(invalid("start.user_id", "is missing")),
+            (user, "") | ("", user) => user.to_owned(),
+            (user, owner) if user == owner => user.to_owned(),
+            _ => return Err(invalid("start.user_id", "is not the prompt's user")),
+        };
+        // The current prompt's outputs are addressed by index, so none may be skipped.
+        let outputs = prompt
+            .output
+            .iter()
+            .enumerate()
+            .map(|(index, output)| {
+                output_from_proto(output)
+                    .ok_or_else(|| invalid(format!("start.prompt.output[{index}]"), "has no kind"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // History is only read; an unreadable old output is skipped rather than blocking the conversation.
+        let history = start
+            .history
+            .iter()
+            .map(|past| PastPrompt {
+                input: past.input.clone(),
+                outputs: past.output.iter().filter_map(output_from_proto).collect(),
+            })
+            .collect();
+        let limits = start.limits.unwrap_or_default();
+        let tier = match pb::ModelTier::try_from(prompt.model) {
+            Ok(pb::ModelTier::High) => Tier::High,
+            _ => Tier::Normal,
+        };
+        let state = start.state.as_ref().or(prompt.state_data.as_ref());
+        Ok(RunRequest {
+            prompt_id: prompt.id,
+            conversation_id: prompt.conversation_id,
+            user_id,
+            input: prompt.input,
+            tier,
+            outputs,
+            history,
+            state: state.map(json::struct_to_map).unwrap_or_default(),
+            max_rounds: [limits.max_rounds, prompt.max_rounds]
+                .into_iter()
+                .find(|&rounds| rounds > 0),
+            run_timeout: (limits.run_timeout_ms > 0)
+                .then(|| Duration::from_millis(u64::from(limits.run_timeout_ms))),
+            decisions: start
+                .decisions
+                .into_iter()
+                .map(|decision| Decision {
+                    tool_call_id: decision.tool_call_id,
+                    approved: decision.approved,
+                    reason: decision.reason,
+                })
+                .collect(),
+        })
+    }
+}
+
+fn invalid(field: impl Into<String>, reason: &str) -> ExecuteError {
+    ExecuteError::InvalidField {
+        field: field.into(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn output_from_proto(output: &pb::PromptOutput) -> Option<Output> {
+    Some(match output.kind.as_ref()? {
+        prompt_output::Kind::Text(text) => Output::Text(text.content.clone()),
+        prompt_output::Kind::Tool(tool) => Output::Tool(ToolCallOutput {
+            id: tool.id.clone(),
+            function: tool.function.clone(),
+            input: json::from_proto_opt(tool.input.as_ref()),
+            result: result_from_proto(tool.result.as_ref()),
+            start: tool
+                .start
+                .and_then(|stamp| SystemTime::try_from(stamp).ok()),
+            end: tool.end.and_then(|stamp| SystemTime::try_from(stamp).ok()),
+            approval: approval_from_proto(tool.approval.as_ref()),
+        }),
+        prompt_output::Kind::File(file) => Output::File(FileOutput {
+            id: file.id.clone(),
+            filename: file.filename.clone(),
+            mime_type: file.mime_type.clone(),
+            size: file.size,
+            artifact_id: file.artifact_id.clone(),
+        }),
+    })
+}
+
+fn result_from_proto(result: Option<&pb::ToolResult>) -> ToolResult {
+    match result.and_then(|result| result.result.as_ref()) {
+        Some(tool_result::Result::Success(success)) => ToolResult::Success {
+            output: json::from_proto_opt(success.output.as_ref()),
+        },
+        Some(tool_result::Result::Error(error)) => ToolResult::Error {
+            error: error.error.clone(),
+        },
+        Some(tool_result::Result::Pending(pending)) => ToolResult::Pending {
+            reason: pending.reason.clone(),
+        },
+        None => ToolResult::Pending {
+            reason: String::new(),
+        },
+    }
+}
+
+fn approval_from_proto(approval: Option<&pb::ToolApproval>) -> Approval {
+    let Some(approval) = approval else {
+        return Approval::new(ApprovalState::NotRequired);
+    };
+    let state = match pb::ApprovalState::try_from(approval.state) {
+        Ok(pb::ApprovalState::Pending) => ApprovalState::Pending,
+        Ok(pb::ApprovalState::Approved) => ApprovalState::Approved,
+        Ok(pb::ApprovalState::Rejected) => ApprovalState::Rejected,
+        _ => ApprovalState::NotRequired,
+    };
+    Approval {
+        state,
+        reason: approval.reason.clone(),
+    }
+}
+
+// ---- domain -> protobuf ----
+
+impl From<Event> for pb::ExecuteEvent {
+    fn from(event: Event) -> pb::ExecuteEvent {
+        let kind = match event {
+            Event::OutputAdded { index, output } => {
+                execute_event::Kind::OutputAdded(pb::OutputAdded {
+                    index,
+                    output: Some(output_to_proto(output)),
+                })
+            }
+            Event::OutputUpdated { index, output } => {
+                execute_event::Kind::OutputUpdated(pb::OutputUpdated {
+                    index,
+                    output: Some(output_to_proto(output)),
+                })
+            }
+            Event::TextDelta(text) => execute_event::Kind::TextDelta(pb::TextDelta { text }),
+            Event::ApprovalRequested {
+                tool_call_id,
+                tool_id,
+                input,
+                index,
+            } => execute_event::Kind::ApprovalRequested(pb::ApprovalRequested {
+                tool_call_id,
+                tool_id,
+                input: Some(json::to_proto(&input)),
+                index,
+            }),
+            Event::Usage(usage) => execute_event::Kind::Usage(pb::Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                total_tokens: usage.total_tokens,
+            }),
+            Event::Paused => execute_event::Kind::Paused(pb::ExecutePaused {}),
+            Event::Finished(finish) => {
+                let state = match finish {
+                    Finish::Completed => pb::PromptState::Completed,
+                    Finish::WaitingForApproval => pb::PromptState::WaitingForApproval,
+                };
+                execute_event::Kind::Finished(pb::ExecuteFinished {
+                    state: state.into(),
+                })
+            }
+            Event::Failed(message) => execute_event::Kind::Failed(pb::ExecuteFailed { message }),
+        };
+        pb::ExecuteEvent { kind: Some(kind) }
+    }
+}
+
+fn output_to_proto(output: Output) -> pb::PromptOutput {
+    let kind = match output {
+        Output::Text(content) => prompt_output::Kind::Text(pb::TextOutput { content }),
+        Output::Tool(call) => prompt_output::Kind::Tool(pb::ToolOutput {
+            id: call.id,
+            function: call.function,
+            input: Some(json::to_proto(&call.input)),
+            result: Some(result_to_proto(call.result)),
+            start: call.start.map(prost_types::Timestamp::from),
+            end: call.end.map(prost_types::Timestamp::from),
+            approval: Some(approval_to_proto(call.approval)),
+        }),
+        Output::File(file) => prompt_output::Kind::File(pb::FileOutput {
+            id: file.id,
+            filename: file.filename,
+            mime_type: file.mime_type,
+            size: file.size,
+            artifact_id: file.artifact_id,
+        }),
+    };
+    pb::PromptOutput { kind: Some(kind) }
+}
+
+fn result_to_proto(result: ToolResult) -> pb::ToolResult {
+    let result = match result {
+        ToolResult::Pending { reason } => tool_result::Result::Pending(pb::ToolPending { reason }),
+        ToolResult::Success { output } => tool_result::Result::Success(pb::ToolSuccess {
+            output: Some(json::to_proto(&output)),
+        }),
+        ToolResult::Error { error } => tool_result::Result::Error(pb::ToolError { error }),
+    };
+    pb::ToolResult {
+        result: Some(result),
+    }
+}
+
+fn approval_to_proto(approval: Approval) -> pb::ToolApproval {
+    let state = match approval.state {
+        ApprovalState::NotRequired => pb::ApprovalState::NotRequired,
+        ApprovalState::Pending => pb::ApprovalState::Pending,
+        ApprovalState::Approved => pb::ApprovalState::Approved,
+        ApprovalState::Rejected => pb::ApprovalState::Rejected,
+    };
+    pb::ToolApproval {
+        state: state.into(),
+        reason: approval.reason,
+    }
+}
