@@ -394,6 +394,34 @@ impl Stack {
         })
     }
 
+    /// What both executors are given: where they listen, the tool-host, the stand-in
+    /// model, how they register and how many runs they work on.
+    fn executor_args(
+        options: &StackOptions,
+        model: &StandInModel,
+        tool_host: SocketAddr,
+        gateway: SocketAddr,
+        listener: &std::net::TcpListener,
+    ) -> anyhow::Result<agentic_executor::ExecutorArgs> {
+        Ok(agentic_executor::ExecutorArgs {
+            service: agentic_executor::ServiceArgs {
+                listen: listener.local_addr()?,
+                internal_token: options.internal_token.clone(),
+                check_config: false,
+                probe: false,
+            },
+            tool_host: agentic_executor::ToolHostArgs {
+                url: format!("http://{tool_host}"),
+                timeout_secs: options.tool_timeout_secs,
+            },
+            llm: llm_config(model, options),
+            registration: registration(options, gateway, listener.local_addr()?),
+            capacity: agentic_executor::Capacity {
+                max_runs: options.executor_max_runs,
+            },
+        })
+    }
+
     fn start_classic(
         options: &StackOptions,
         model: &StandInModel,
@@ -402,23 +430,7 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
-            executor: agentic_executor::ExecutorArgs {
-                service: agentic_executor::ServiceArgs {
-                    listen: listener.local_addr()?,
-                    internal_token: options.internal_token.clone(),
-                    check_config: false,
-                    probe: false,
-                },
-                tool_host: agentic_executor::ToolHostArgs {
-                    url: format!("http://{tool_host}"),
-                    timeout_secs: options.tool_timeout_secs,
-                },
-                llm: llm_config(model, options),
-                registration: registration(options, gateway, listener.local_addr()?),
-                capacity: agentic_executor::Capacity {
-                    max_runs: options.executor_max_runs,
-                },
-            },
+            executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
             max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
@@ -437,23 +449,7 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
-            executor: agentic_executor::ExecutorArgs {
-                service: agentic_executor::ServiceArgs {
-                    listen: listener.local_addr()?,
-                    internal_token: options.internal_token.clone(),
-                    check_config: false,
-                    probe: false,
-                },
-                tool_host: agentic_executor::ToolHostArgs {
-                    url: format!("http://{tool_host}"),
-                    timeout_secs: options.tool_timeout_secs,
-                },
-                llm: llm_config(model, options),
-                registration: registration(options, gateway, listener.local_addr()?),
-                capacity: agentic_executor::Capacity {
-                    max_runs: options.executor_max_runs,
-                },
-            },
+            executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
             max_rounds: 10,
             run_timeout_ms: options.code_run_timeout_ms,
             memory_limit_mb: 64,

@@ -18,9 +18,8 @@ const SLOW_ANSWER_MS: u64 = 1500;
 const SLOW_CODE: &str = "complete({response: 'slow done'})";
 const QUICK_CODE: &str = "complete({response: 'quick done'})";
 
-/// A stack whose executors work on one run at a time; the model answers "slow" slowly and
-/// everything else at once.
-async fn one_slot_stack() -> Stack {
+/// A stack with `options` whose model answers "slow" slowly and everything else at once.
+async fn slow_and_quick_stack(options: StackOptions) -> Stack {
     Stack::start_with(
         vec![
             Rule::new(
@@ -30,13 +29,19 @@ async fn one_slot_stack() -> Stack {
             .delay_ms(SLOW_ANSWER_MS),
             Rule::new(Match::Any, Reply::text(QUICK_CODE)),
         ],
-        StackOptions {
-            executor_max_runs: 1,
-            ..StackOptions::default()
-        },
+        options,
     )
     .await
     .unwrap()
+}
+
+/// Executors that work on one run at a time.
+async fn one_slot_stack() -> Stack {
+    slow_and_quick_stack(StackOptions {
+        executor_max_runs: 1,
+        ..StackOptions::default()
+    })
+    .await
 }
 
 #[tokio::test]
@@ -122,26 +127,14 @@ async fn a_run_that_gets_no_slot_within_its_time_limit_fails_saying_the_executor
     );
 }
 
-/// A stack whose gateway runs one prompt at a time, a prompt waiting for it at most
-/// `wait_ms`; the model answers "slow" slowly and everything else at once.
+/// A gateway that runs one prompt at a time, a prompt waiting for it at most `wait_ms`.
 async fn one_run_gateway(wait_ms: u64) -> Stack {
-    Stack::start_with(
-        vec![
-            Rule::new(
-                Match::LastUserContains("slow".into()),
-                Reply::text(SLOW_CODE),
-            )
-            .delay_ms(SLOW_ANSWER_MS),
-            Rule::new(Match::Any, Reply::text(QUICK_CODE)),
-        ],
-        StackOptions {
-            gateway_max_running: 1,
-            admission_wait_ms: wait_ms,
-            ..StackOptions::default()
-        },
-    )
+    slow_and_quick_stack(StackOptions {
+        gateway_max_running: 1,
+        admission_wait_ms: wait_ms,
+        ..StackOptions::default()
+    })
     .await
-    .unwrap()
 }
 
 #[tokio::test]
