@@ -275,10 +275,7 @@ impl Store {
         );
         let row: ArtifactRow = self
             .db
-            .reader()
-            .await?
-            .conn()
-            .optional(&sql, &[id.into(), user_id.into()])
+            .read_optional(&sql, &[id.into(), user_id.into()])
             .await?
             .ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
         let meta = ArtifactMeta::from(row.meta);
@@ -316,7 +313,7 @@ impl Store {
                      ORDER BY created_at DESC, id DESC LIMIT $3"
                 );
                 let args = [user_id.into(), conversation_id.into(), limit.into()];
-                self.db.reader().await?.conn().all(&sql, &args).await?
+                self.db.read_all(&sql, &args).await?
             }
             None => {
                 let sql = format!(
@@ -324,7 +321,7 @@ impl Store {
                      ORDER BY created_at DESC, id DESC LIMIT $2"
                 );
                 let args = [user_id.into(), limit.into()];
-                self.db.reader().await?.conn().all(&sql, &args).await?
+                self.db.read_all(&sql, &args).await?
             }
         };
         Ok(rows.into_iter().map(ArtifactMeta::from).collect())
@@ -334,10 +331,7 @@ impl Store {
         let sql = "SELECT COUNT(*) FROM artifacts WHERE user_id = $1";
         let count: i64 = self
             .db
-            .reader()
-            .await?
-            .conn()
-            .scalar(sql, &[user_id.into()])
+            .read_scalar(sql, &[user_id.into()])
             .await?
             .unwrap_or_default();
         Ok(u64::try_from(count).unwrap_or_default())
@@ -566,13 +560,7 @@ mod tests {
             "DROP TABLE artifact_usage",
             "DELETE FROM _sqlx_migrations WHERE version = 2",
         ] {
-            store
-                .db
-                .writer()
-                .await?
-                .conn()
-                .execute(statement, &[])
-                .await?;
+            store.db.write(statement, &[]).await?;
         }
         store.close().await;
 

@@ -161,6 +161,47 @@ impl Db {
         })
     }
 
+    /// Runs one statement on the connection for writes; answers the rows it changed.
+    pub async fn write(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, sqlx::Error> {
+        self.writer().await?.conn().execute(sql, args).await
+    }
+
+    /// The first row a read finds, if any.
+    pub async fn read_optional<O: Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<O>, sqlx::Error> {
+        self.reader().await?.conn().optional(sql, args).await
+    }
+
+    /// Every row a read finds.
+    pub async fn read_all<O: Row>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<O>, sqlx::Error> {
+        self.reader().await?.conn().all(sql, args).await
+    }
+
+    /// The first column of the first row a read finds, if any.
+    pub async fn read_scalar<T: Value>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Option<T>, sqlx::Error> {
+        self.reader().await?.conn().scalar(sql, args).await
+    }
+
+    /// The first column of every row a read finds.
+    pub async fn read_scalars<T: Value>(
+        &self,
+        sql: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<T>, sqlx::Error> {
+        self.reader().await?.conn().scalars(sql, args).await
+    }
+
     /// The backend, for what only it does.
     pub fn backend(&self) -> Backend<'_> {
         match &self.pool {

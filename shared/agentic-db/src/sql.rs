@@ -7,8 +7,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{
-    Arguments as _, Connection as _, Decode, FromRow, PgConnection, Postgres, Sqlite,
-    SqliteConnection, Transaction, Type,
+    Connection as _, Decode, Encode, FromRow, PgConnection, Postgres, Sqlite, SqliteConnection,
+    Transaction, Type,
 };
 
 use crate::WriteConnection;
@@ -121,12 +121,12 @@ impl Conn<'_> {
     ) -> Result<Option<O>, sqlx::Error> {
         match self {
             Conn::Sqlite(conn) => {
-                sqlx::query_as_with(sql, sqlite_args(args)?)
+                sqlx::query_as_with(sql, arguments::<SqliteArguments>(args)?)
                     .fetch_optional(&mut **conn)
                     .await
             }
             Conn::Postgres(conn) => {
-                sqlx::query_as_with(sql, pg_args(args)?)
+                sqlx::query_as_with(sql, arguments::<PgArguments>(args)?)
                     .fetch_optional(&mut **conn)
                     .await
             }
@@ -141,12 +141,12 @@ impl Conn<'_> {
     ) -> Result<Vec<O>, sqlx::Error> {
         match self {
             Conn::Sqlite(conn) => {
-                sqlx::query_as_with(sql, sqlite_args(args)?)
+                sqlx::query_as_with(sql, arguments::<SqliteArguments>(args)?)
                     .fetch_all(&mut **conn)
                     .await
             }
             Conn::Postgres(conn) => {
-                sqlx::query_as_with(sql, pg_args(args)?)
+                sqlx::query_as_with(sql, arguments::<PgArguments>(args)?)
                     .fetch_all(&mut **conn)
                     .await
             }
@@ -161,12 +161,12 @@ impl Conn<'_> {
     ) -> Result<Option<T>, sqlx::Error> {
         match self {
             Conn::Sqlite(conn) => {
-                sqlx::query_scalar_with(sql, sqlite_args(args)?)
+                sqlx::query_scalar_with(sql, arguments::<SqliteArguments>(args)?)
                     .fetch_optional(&mut **conn)
                     .await
             }
             Conn::Postgres(conn) => {
-                sqlx::query_scalar_with(sql, pg_args(args)?)
+                sqlx::query_scalar_with(sql, arguments::<PgArguments>(args)?)
                     .fetch_optional(&mut **conn)
                     .await
             }
@@ -181,12 +181,12 @@ impl Conn<'_> {
     ) -> Result<Vec<T>, sqlx::Error> {
         match self {
             Conn::Sqlite(conn) => {
-                sqlx::query_scalar_with(sql, sqlite_args(args)?)
+                sqlx::query_scalar_with(sql, arguments::<SqliteArguments>(args)?)
                     .fetch_all(&mut **conn)
                     .await
             }
             Conn::Postgres(conn) => {
-                sqlx::query_scalar_with(sql, pg_args(args)?)
+                sqlx::query_scalar_with(sql, arguments::<PgArguments>(args)?)
                     .fetch_all(&mut **conn)
                     .await
             }
@@ -196,11 +196,11 @@ impl Conn<'_> {
     /// Runs a statement; answers the rows it changed.
     pub async fn execute(&mut self, sql: &str, args: &[Arg<'_>]) -> Result<u64, sqlx::Error> {
         match self {
-            Conn::Sqlite(conn) => Ok(sqlx::query_with(sql, sqlite_args(args)?)
+            Conn::Sqlite(conn) => Ok(sqlx::query_with(sql, arguments::<SqliteArguments>(args)?)
                 .execute(&mut **conn)
                 .await?
                 .rows_affected()),
-            Conn::Postgres(conn) => Ok(sqlx::query_with(sql, pg_args(args)?)
+            Conn::Postgres(conn) => Ok(sqlx::query_with(sql, arguments::<PgArguments>(args)?)
                 .execute(&mut **conn)
                 .await?
                 .rows_affected()),
@@ -208,25 +208,19 @@ impl Conn<'_> {
     }
 }
 
-fn sqlite_args<'q>(args: &[Arg<'q>]) -> Result<SqliteArguments<'q>, sqlx::Error> {
-    let mut arguments = SqliteArguments::default();
-    for arg in args {
-        match *arg {
-            Arg::Text(text) => arguments.add(text),
-            Arg::OptionalText(text) => arguments.add(text),
-            Arg::I32(value) => arguments.add(value),
-            Arg::I64(value) => arguments.add(value),
-            Arg::Bool(value) => arguments.add(value),
-            Arg::Bytes(bytes) => arguments.add(bytes),
-            Arg::OptionalBytes(bytes) => arguments.add(bytes),
-        }
-        .map_err(sqlx::Error::Encode)?;
-    }
-    Ok(arguments)
-}
-
-fn pg_args(args: &[Arg<'_>]) -> Result<PgArguments, sqlx::Error> {
-    let mut arguments = PgArguments::default();
+/// `args` as one backend's query arguments.
+fn arguments<'q, A>(args: &[Arg<'q>]) -> Result<A, sqlx::Error>
+where
+    A: sqlx::Arguments<'q> + Default,
+    &'q str: Encode<'q, A::Database> + Type<A::Database>,
+    Option<&'q str>: Encode<'q, A::Database> + Type<A::Database>,
+    i32: Encode<'q, A::Database> + Type<A::Database>,
+    i64: Encode<'q, A::Database> + Type<A::Database>,
+    bool: Encode<'q, A::Database> + Type<A::Database>,
+    &'q [u8]: Encode<'q, A::Database> + Type<A::Database>,
+    Option<&'q [u8]>: Encode<'q, A::Database> + Type<A::Database>,
+{
+    let mut arguments = A::default();
     for arg in args {
         match *arg {
             Arg::Text(text) => arguments.add(text),

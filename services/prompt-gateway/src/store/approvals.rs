@@ -18,7 +18,7 @@ impl Store {
             (&decision.reason).into(),
             now_millis().into(),
         ];
-        Ok(self.write(sql, &args).await? == 1)
+        Ok(self.db.write(sql, &args).await? == 1)
     }
 
     pub async fn forget_decision(
@@ -27,7 +27,8 @@ impl Store {
         tool_call_id: &str,
     ) -> Result<(), GatewayError> {
         let sql = "DELETE FROM approval_decisions WHERE prompt_id = $1 AND tool_call_id = $2";
-        self.write(sql, &[prompt_id.into(), tool_call_id.into()])
+        self.db
+            .write(sql, &[prompt_id.into(), tool_call_id.into()])
             .await?;
         Ok(())
     }
@@ -35,7 +36,7 @@ impl Store {
     pub async fn decisions(&self, prompt_id: &str) -> Result<Vec<ApprovalDecision>, GatewayError> {
         let sql = "SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = $1 \
                    ORDER BY decided_at";
-        let rows: Vec<DecisionRow> = self.read_all(sql, &[prompt_id.into()]).await?;
+        let rows: Vec<DecisionRow> = self.db.read_all(sql, &[prompt_id.into()]).await?;
         Ok(rows
             .into_iter()
             .map(|row| ApprovalDecision {
@@ -57,7 +58,7 @@ impl Store {
             prompt_id.into(),
             WAITING.into(),
         ];
-        Ok(self.write(sql, &args).await? == 1)
+        Ok(self.db.write(sql, &args).await? == 1)
     }
 
     /// Moves a prompt whose run ended waiting (a durable pause) back to RUNNING under this
@@ -74,6 +75,6 @@ impl Store {
             prompt_id.into(),
             WAITING.into(),
         ];
-        Ok(self.write(sql, &args).await? == 1)
+        Ok(self.db.write(sql, &args).await? == 1)
     }
 }

@@ -24,7 +24,7 @@ impl Store {
             created.into(),
             created.into(),
         ];
-        self.write(sql, &args).await?;
+        self.db.write(sql, &args).await?;
         Ok(())
     }
 
@@ -37,6 +37,7 @@ impl Store {
         let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
                    FROM conversations WHERE id = $1 AND user_id = $2";
         let row: Option<ConversationRow> = self
+            .db
             .read_optional(sql, &[conversation_id.into(), user_id.into()])
             .await?;
         Ok(row.map(Conversation::from))
@@ -50,6 +51,7 @@ impl Store {
         let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
                    FROM conversations WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2";
         let rows: Vec<ConversationRow> = self
+            .db
             .read_all(sql, &[user_id.into(), i64::from(limit).into()])
             .await?;
         Ok(rows.into_iter().map(Conversation::from).collect())

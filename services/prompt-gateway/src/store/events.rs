@@ -179,7 +179,9 @@ impl Store {
     }
 
     pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
-        self.write(ADD_USAGE, &usage_args(prompt_id, usage)).await?;
+        self.db
+            .write(ADD_USAGE, &usage_args(prompt_id, usage))
+            .await?;
         Ok(())
     }
 
@@ -198,7 +200,7 @@ impl Store {
             saturating_i64(after).into(),
             i64::from(limit).into(),
         ];
-        let rows: Vec<(i64, Vec<u8>)> = self.read_all(sql, &args).await?;
+        let rows: Vec<(i64, Vec<u8>)> = self.db.read_all(sql, &args).await?;
         rows.into_iter()
             .map(|(sequence, payload)| stored_event(sequence, &payload))
             .collect()
@@ -232,7 +234,7 @@ impl Store {
             i64::from(limit).into(),
             user_id.into(),
         ];
-        let rows: Vec<Row> = self.read_all(sql, &args).await?;
+        let rows: Vec<Row> = self.db.read_all(sql, &args).await?;
         let Some((state, _, _)) = rows.first() else {
             return Ok(None);
         };

@@ -12,6 +12,7 @@ impl Store {
         let sql = "SELECT f.prompt_id, f.payload FROM prompt_files f JOIN prompts p ON p.id = f.prompt_id \
              WHERE f.user_id = $1 AND f.conversation_id = $2 ORDER BY p.created_at, p.id, f.position";
         let rows: Vec<(String, Vec<u8>)> = self
+            .db
             .read_all(sql, &[user_id.into(), conversation_id.into()])
             .await?;
         rows.into_iter()
@@ -27,6 +28,7 @@ impl Store {
     ) -> Result<Option<FileOutput>, GatewayError> {
         let sql = "SELECT payload FROM prompt_files WHERE file_id = $1 AND user_id = $2";
         let payload: Option<Vec<u8>> = self
+            .db
             .read_scalar(sql, &[file_id.into(), user_id.into()])
             .await?;
         Ok(payload

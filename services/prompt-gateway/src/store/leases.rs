@@ -18,7 +18,7 @@ impl Store {
             RUNNING.into(),
             WAITING.into(),
         ];
-        self.write(sql, &args).await
+        Ok(self.db.write(sql, &args).await?)
     }
 
     /// Ids of prompts with a live run (RUNNING, or paused live) of another replica whose
@@ -33,7 +33,7 @@ impl Store {
             before.into(),
             (&self.owner.replica).into(),
         ];
-        self.read_scalars(sql, &args).await
+        Ok(self.db.read_scalars(sql, &args).await?)
     }
 
     /// Ids of prompts with a live run that another replica owns: on SQLite, where this is
@@ -42,7 +42,7 @@ impl Store {
         let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
                    AND owner != $3";
         let args = [RUNNING.into(), WAITING.into(), (&self.owner.replica).into()];
-        self.read_scalars(sql, &args).await
+        Ok(self.db.read_scalars(sql, &args).await?)
     }
 
     /// Fails a prompt whose owner's lease expired before `before`, with the terminal event

@@ -314,7 +314,6 @@ mod rows;
 mod run_log;
 mod sqlite;
 
-use agentic_db::sql;
 use agentic_db::{Arg, Backend, Conn, Db, Migrations, Reader, Settings, Writer};
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
@@ -331,47 +330,6 @@ impl Store {
     /// The connection for writes (SQLite's single writer: one write at a time).
     async fn writer(&self) -> Result<Writer<'_>, sqlx::Error> {
         self.db.writer().await
-    }
-
-    /// Runs one statement on the connection for writes; answers the rows it changed.
-    async fn write(&self, sql: &str, args: &[Arg<'_>]) -> Result<u64, GatewayError> {
-        Ok(self.writer().await?.conn().execute(sql, args).await?)
-    }
-
-    /// The first row a read finds, if any.
-    async fn read_optional<O: sql::Row>(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> Result<Option<O>, GatewayError> {
-        Ok(self.reader().await?.conn().optional(sql, args).await?)
-    }
-
-    /// Every row a read finds.
-    async fn read_all<O: sql::Row>(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> Result<Vec<O>, GatewayError> {
-        Ok(self.reader().await?.conn().all(sql, args).await?)
-    }
-
-    /// The first column of every row a read finds.
-    async fn read_scalars<T: sql::Value>(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> Result<Vec<T>, GatewayError> {
-        Ok(self.reader().await?.conn().scalars(sql, args).await?)
-    }
-
-    /// The first column of the first row a read finds, if any.
-    async fn read_scalar<T: sql::Value>(
-        &self,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> Result<Option<T>, GatewayError> {
-        Ok(self.reader().await?.conn().scalar(sql, args).await?)
     }
 
     /// Opens the database at `url` and applies migrations: PostgreSQL for a `postgres://` or

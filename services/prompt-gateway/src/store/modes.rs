@@ -64,14 +64,16 @@ impl Store {
     ) -> Result<Option<ModeRegistration>, GatewayError> {
         let sql =
             "SELECT id, name, endpoint FROM mode_registrations WHERE id = $1 AND expires_at > $2";
-        self.read_optional(sql, &[id.into(), now_millis().into()])
-            .await
+        Ok(self
+            .db
+            .read_optional(sql, &[id.into(), now_millis().into()])
+            .await?)
     }
 
     /// Every registration that has not expired, by id.
     pub async fn registered_modes(&self) -> Result<Vec<ModeRegistration>, GatewayError> {
         let sql =
             "SELECT id, name, endpoint FROM mode_registrations WHERE expires_at > $1 ORDER BY id";
-        self.read_all(sql, &[now_millis().into()]).await
+        Ok(self.db.read_all(sql, &[now_millis().into()]).await?)
     }
 }

@@ -122,7 +122,7 @@ impl Store {
             conversation_id.into(),
             i64::from(limit).into(),
         ];
-        let rows: Vec<PromptRow> = self.read_all(&sql, &args).await?;
+        let rows: Vec<PromptRow> = self.db.read_all(&sql, &args).await?;
         rows.into_iter().map(|row| row.into_prompt(&[])).collect()
     }
 
@@ -134,7 +134,7 @@ impl Store {
     /// The prompt's state and whether a live run waits on it (no ownership checks).
     pub async fn run_state(&self, prompt_id: &str) -> Result<Option<RunState>, GatewayError> {
         let sql = "SELECT state, paused_live FROM prompts WHERE id = $1";
-        let row: Option<(i32, i32)> = self.read_optional(sql, &[prompt_id.into()]).await?;
+        let row: Option<(i32, i32)> = self.db.read_optional(sql, &[prompt_id.into()]).await?;
         Ok(row.map(|(state, paused_live)| RunState {
             state: PromptState::try_from(state).unwrap_or(PromptState::Unspecified),
             paused_live: paused_live != 0,
@@ -158,6 +158,6 @@ impl Store {
             created_at.into(),
             i64::from(limit).into(),
         ];
-        self.read_scalars(sql, &args).await
+        Ok(self.db.read_scalars(sql, &args).await?)
     }
 }
