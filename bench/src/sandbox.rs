@@ -253,9 +253,9 @@ pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         &agentic_rpc::SendInternalToken::new(None)?,
     )?;
     let scope = RunScope {
-        user_id: "bench".into(),
-        prompt_id: "bench-prompt".into(),
-        conversation_id: "bench-conversation".into(),
+        user_id: agentic_ids::UserId::known("bench"),
+        prompt_id: Some(agentic_ids::PromptId::known("bench-prompt")),
+        conversation_id: Some(agentic_ids::ConversationId::known("bench-conversation")),
         state: Map::new(),
     };
     let grpc = call_gaps(

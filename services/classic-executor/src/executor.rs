@@ -219,7 +219,7 @@ impl Run<'_> {
         let allowed = self.executor.limits.max_tool_calls_per_reply;
         let refused = calls.len().saturating_sub(allowed);
         if refused > 0 {
-            tracing::warn!(prompt_id = %self.scope.prompt_id, calls = calls.len(), allowed, "reply asked for too many tool calls, the rest are refused");
+            tracing::warn!(prompt_id = %self.scope.prompt_text(), calls = calls.len(), allowed, "reply asked for too many tool calls, the rest are refused");
             agentic_executor::metrics::tool_calls_refused(MODE_ID, refused as u64);
         }
         for (position, call) in calls.into_iter().enumerate() {
@@ -458,7 +458,7 @@ impl Run<'_> {
                 self.stored_results.insert(call_id, artifact_id);
             }
             Err(error) => {
-                tracing::info!(prompt_id = %self.scope.prompt_id, tool_call_id = %call_id, %error, "long tool result not stored, the model reads it cut");
+                tracing::info!(prompt_id = %self.scope.prompt_text(), tool_call_id = %call_id, %error, "long tool result not stored, the model reads it cut");
             }
         }
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{RunTools, SchemaCache};
+use agentic_ids::{ConversationId, IdError, PromptId, UserId};
 use agentic_llm::{ChatModel, Tier, Usage};
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_server::CodeRunner;
@@ -82,10 +83,12 @@ impl CodeRunnerService {
         if request.user_id.is_empty() {
             return Err(RunCodeError::InvalidArgument("user_id is required".into()));
         }
+        let invalid = |error: IdError| RunCodeError::InvalidArgument(error.to_string());
         let scope = Arc::new(RunScope {
-            user_id: request.user_id,
-            prompt_id: request.prompt_id,
-            conversation_id: request.conversation_id,
+            user_id: UserId::parse(request.user_id).map_err(invalid)?,
+            prompt_id: PromptId::parse_optional(&request.prompt_id).map_err(invalid)?,
+            conversation_id: ConversationId::parse_optional(&request.conversation_id)
+                .map_err(invalid)?,
             state: request
                 .state
                 .as_ref()
@@ -271,9 +274,9 @@ mod tests {
         )
         .unwrap();
         let scope = Arc::new(RunScope {
-            user_id: "user".into(),
-            prompt_id: "prompt".into(),
-            conversation_id: "conversation".into(),
+            user_id: agentic_ids::UserId::known("user"),
+            prompt_id: Some(agentic_ids::PromptId::known("prompt")),
+            conversation_id: Some(agentic_ids::ConversationId::known("conversation")),
             state: serde_json::Map::new(),
         });
         let spec = ToolSpec {

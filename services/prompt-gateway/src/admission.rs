@@ -8,6 +8,7 @@
 //! called until it ends; a prompt paused durably for approval holds none (its run ended), a
 //! live pause does (its run is open).
 
+use agentic_ids::UserId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,7 +22,7 @@ use crate::metrics;
 pub struct Admission {
     /// Runs one user may hold at once.
     limit: u32,
-    running: Arc<Mutex<HashMap<String, u32>>>,
+    running: Arc<Mutex<HashMap<UserId, u32>>>,
     /// Runs this gateway follows at once, whoever they belong to.
     slots: Arc<Semaphore>,
     max_running: usize,
@@ -44,7 +45,7 @@ pub struct Limits {
 #[derive(Debug)]
 pub struct Ticket {
     admission: Admission,
-    user_id: String,
+    user_id: UserId,
     _slot: Option<OwnedSemaphorePermit>,
 }
 
@@ -63,7 +64,7 @@ impl Admission {
     /// A slot for one more run of `user_id`: `ResourceExhausted` at once when they hold the
     /// limit already (their runs waiting for a slot count), or when no slot of the gateway
     /// comes free within the longest wait.
-    pub async fn admit(&self, user_id: &str) -> Result<Ticket, GatewayError> {
+    pub async fn admit(&self, user_id: &UserId) -> Result<Ticket, GatewayError> {
         let mut ticket = self.count(user_id)?;
         let slot = match Arc::clone(&self.slots).try_acquire_owned() {
             Ok(slot) => slot,
@@ -91,7 +92,7 @@ impl Admission {
     }
 
     /// Counts one more run of `user_id`, or refuses it when they hold the limit already.
-    fn count(&self, user_id: &str) -> Result<Ticket, GatewayError> {
+    fn count(&self, user_id: &UserId) -> Result<Ticket, GatewayError> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         let count = running.entry(user_id.to_owned()).or_default();
         if *count >= self.limit {
@@ -111,7 +112,7 @@ impl Admission {
 
     /// Runs `user_id` holds now.
     #[cfg(test)]
-    fn running(&self, user_id: &str) -> u32 {
+    fn running(&self, user_id: &UserId) -> u32 {
         let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         running.get(user_id).copied().unwrap_or_default()
     }
@@ -137,6 +138,10 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
 
+    fn user(name: &str) -> UserId {
+        UserId::known(name)
+    }
+
     fn admission(per_user: u32, max_running: usize, max_wait_ms: u64) -> Admission {
         Admission::new(Limits {
             per_user,
@@ -148,26 +153,31 @@ mod tests {
     #[tokio::test]
     async fn a_user_holds_at_most_the_limit_and_each_ended_run_frees_a_slot() {
         let admission = admission(2, 100, 1000);
-        let first = admission.admit("alice").await.unwrap();
-        let _second = admission.admit("alice").await.unwrap();
-        let refused = admission.admit("alice").await.unwrap_err();
+        let first = admission.admit(&user("alice")).await.unwrap();
+        let _second = admission.admit(&user("alice")).await.unwrap();
+        let refused = admission.admit(&user("alice")).await.unwrap_err();
         assert!(
             matches!(refused, GatewayError::ResourceExhausted(_)),
             "{refused}"
         );
         // Another user is not affected.
-        let _bob = admission.admit("bob").await.unwrap();
+        let _bob = admission.admit(&user("bob")).await.unwrap();
         drop(first);
-        assert_eq!(admission.running("alice"), 1);
-        let _third = admission.admit("alice").await.unwrap();
-        assert_eq!(admission.running("alice"), 2);
+        assert_eq!(admission.running(&user("alice")), 1);
+        let _third = admission.admit(&user("alice")).await.unwrap();
+        assert_eq!(admission.running(&user("alice")), 2);
     }
 
     #[tokio::test]
     async fn users_with_nothing_running_leave_no_entry_behind() {
         let admission = admission(1, 100, 1000);
         for user in 0..1000 {
-            drop(admission.admit(&format!("user-{user}")).await.unwrap());
+            drop(
+                admission
+                    .admit(&UserId::known(format!("user-{user}")))
+                    .await
+                    .unwrap(),
+            );
         }
         let running = admission.running.lock().unwrap();
         assert!(running.is_empty());
@@ -176,15 +186,15 @@ mod tests {
     #[tokio::test]
     async fn a_run_past_the_gateways_limit_waits_for_a_slot_first_come_first_served() {
         let admission = admission(10, 1, 60_000);
-        let first = admission.admit("alice").await.unwrap();
+        let first = admission.admit(&user("alice")).await.unwrap();
         let bob = tokio::spawn({
             let admission = admission.clone();
-            async move { admission.admit("bob").await }
+            async move { admission.admit(&user("bob")).await }
         });
         tokio::time::sleep(Duration::from_millis(10)).await;
         let carol = tokio::spawn({
             let admission = admission.clone();
-            async move { admission.admit("carol").await }
+            async move { admission.admit(&user("carol")).await }
         });
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(!bob.is_finished() && !carol.is_finished(), "both wait");
@@ -202,13 +212,13 @@ mod tests {
     #[tokio::test]
     async fn a_run_that_gets_no_slot_within_the_longest_wait_is_refused_and_frees_its_count() {
         let admission = admission(10, 1, 500);
-        let _first = admission.admit("alice").await.unwrap();
-        let refused = admission.admit("bob").await.unwrap_err();
+        let _first = admission.admit(&user("alice")).await.unwrap();
+        let refused = admission.admit(&user("bob")).await.unwrap_err();
         assert!(
             matches!(&refused, GatewayError::ResourceExhausted(message)
                 if message.contains("runs 1 prompts") && message.contains("500 ms")),
             "{refused}"
         );
-        assert_eq!(admission.running("bob"), 0);
+        assert_eq!(admission.running(&user("bob")), 0);
     }
 }

@@ -6,15 +6,17 @@
 //! that run's stream (through the database and a wake-up when another gateway replica runs
 //! it). Decisions are stored either way, so deciding twice is refused.
 
+use agentic_ids::{PromptId, UserId};
 use agentic_proto::v1::{ApprovalDecision, ApprovalState, Prompt, PromptState, prompt_output};
 
 use crate::error::GatewayError;
+use crate::ids::PromptIds as _;
 use crate::prompts::Prompts;
 
 /// A decision on one pending call.
 pub struct Decide {
-    pub user_id: String,
-    pub prompt_id: String,
+    pub user_id: UserId,
+    pub prompt_id: PromptId,
     pub tool_call_id: String,
     pub approved: bool,
     pub reason: String,
@@ -44,7 +46,8 @@ impl Prompts {
             approved: request.approved,
             reason: request.reason,
         };
-        if !self.store.record_decision(&prompt.id, &decision).await? {
+        let prompt_id = &request.prompt_id;
+        if !self.store.record_decision(prompt_id, &decision).await? {
             return Err(GatewayError::FailedPrecondition(format!(
                 "tool call {:?} of prompt {} was already decided",
                 request.tool_call_id, prompt.id
@@ -52,7 +55,7 @@ impl Prompts {
         }
         let decided: Vec<ApprovalDecision> = self
             .store
-            .decisions(&prompt.id)
+            .decisions(prompt_id)
             .await?
             .into_iter()
             .filter(|decision| pending.contains(&decision.tool_call_id.as_str()))
@@ -61,44 +64,44 @@ impl Prompts {
             .iter()
             .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
 
-        match self.runner.decide(&prompt.id, decision).await {
+        match self.runner.decide(prompt_id, decision).await {
             // A live run here took the decision; it goes on by itself once it has them all.
             Some(Ok(())) => {
                 if all_decided {
-                    self.store.resume_live(&prompt.id).await?;
+                    self.store.resume_live(prompt_id).await?;
                 }
             }
             Some(Err(error)) => {
                 self.store
-                    .forget_decision(&prompt.id, &request.tool_call_id)
+                    .forget_decision(prompt_id, &request.tool_call_id)
                     .await?;
                 return Err(error);
             }
             None => {
                 let paused_live = self
                     .store
-                    .run_state(&prompt.id)
+                    .run_state(prompt_id)
                     .await?
                     .is_some_and(|run| run.paused_live);
                 if paused_live {
                     // Another replica runs it live: it reads the stored decision back when
                     // poked. (Should that replica be gone, its lease expires and the prompt
                     // fails.)
-                    self.store.poke(&prompt.id).await?;
+                    self.store.poke(prompt_id).await?;
                     if all_decided {
-                        self.store.resume_live(&prompt.id).await?;
+                        self.store.resume_live(prompt_id).await?;
                     }
                 } else if all_decided
                     && let Err(error) = self.resume_durable(&prompt, decided).await
                 {
                     self.store
-                        .forget_decision(&prompt.id, &request.tool_call_id)
+                        .forget_decision(prompt_id, &request.tool_call_id)
                         .await?;
                     return Err(error);
                 }
             }
         }
-        self.get(&request.user_id, &prompt.id).await
+        self.get(&request.user_id, prompt_id).await
     }
 
     /// Starts a new run of a prompt whose previous run ended waiting for these decisions.
@@ -107,7 +110,7 @@ impl Prompts {
         prompt: &Prompt,
         decisions: Vec<ApprovalDecision>,
     ) -> Result<(), GatewayError> {
-        let ticket = self.runner.admit(&prompt.user_id).await?;
+        let ticket = self.runner.admit(&prompt.owner()).await?;
         let mode = self
             .modes
             .get(&prompt.mode)
@@ -118,7 +121,7 @@ impl Prompts {
             .start_of(prompt, decisions, self.run_timeout(None))
             .await?;
         let run = self.runner.open(&mode, start).await?;
-        if !self.store.claim_resumed(&prompt.id).await? {
+        if !self.store.claim_resumed(&prompt.prompt_id()).await? {
             // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
             return Ok(());
         }

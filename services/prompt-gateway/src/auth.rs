@@ -8,6 +8,7 @@
 //! loudly at start) that trusts the user id the caller sends in `x-user-id`. Other agentic
 //! services (an executor registering its mode) present the internal token instead.
 
+use agentic_ids::UserId;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use crate::error::GatewayError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Caller {
     /// A user, named by their bearer token (or by `x-user-id` in dev mode).
-    User(String),
+    User(UserId),
     /// Another agentic service that presented the internal token.
     Internal,
 }
@@ -40,7 +41,7 @@ impl Caller {
     }
 
     /// The calling user; internal callers have none, so calls that act for a user refuse them.
-    pub fn user_of<T>(request: &Request<T>) -> Result<String, Status> {
+    pub fn user_of<T>(request: &Request<T>) -> Result<UserId, Status> {
         match Caller::of(request)? {
             Caller::User(user) => Ok(user.clone()),
             Caller::Internal => Err(to_status(GatewayError::PermissionDenied(
@@ -92,7 +93,7 @@ pub enum Auth {
     /// Trust `x-user-id` (no tokens configured).
     DevMode,
     /// `(token, user)` pairs.
-    Tokens(Arc<Vec<(String, String)>>),
+    Tokens(Arc<Vec<(String, UserId)>>),
 }
 
 impl Auth {
@@ -115,7 +116,9 @@ impl Auth {
                         "{source}: expected TOKEN=USER, got an entry without a user"
                     ))
                 })?;
-            tokens.push((token.to_owned(), user.to_owned()));
+            let user = UserId::parse(user)
+                .map_err(|error| GatewayError::Config(format!("{source}: {error}")))?;
+            tokens.push((token.to_owned(), user));
             Ok(())
         };
         for pair in pairs {
@@ -137,20 +140,20 @@ impl Auth {
     }
 
     /// The user a request's metadata names. Every read and write is scoped to it.
-    fn caller(&self, metadata: &MetadataMap) -> Result<String, GatewayError> {
+    fn caller(&self, metadata: &MetadataMap) -> Result<UserId, GatewayError> {
         match self {
             Auth::DevMode => {
                 let user = metadata
                     .get(USER_HEADER)
                     .and_then(|value| value.to_str().ok())
                     .map(str::trim)
-                    .filter(|user| !user.is_empty() && user.len() <= 256)
+                    .and_then(|user| UserId::parse(user).ok())
                     .ok_or_else(|| {
                         GatewayError::Unauthenticated(format!(
                             "missing or invalid {USER_HEADER} metadata"
                         ))
                     })?;
-                Ok(user.to_owned())
+                Ok(user)
             }
             Auth::Tokens(tokens) => {
                 let presented = metadata

@@ -1,5 +1,6 @@
 //! Conversation use cases: create, read, list, and the files their prompts created.
 
+use agentic_ids::{ConversationId, UserId};
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::{Conversation, ConversationFile, File, GetArtifactRequest};
@@ -11,7 +12,7 @@ use crate::prompts::Prompts;
 pub const MAX_TITLE_CHARS: usize = 500;
 
 pub struct NewConversation {
-    pub user_id: String,
+    pub user_id: UserId,
     pub title: String,
     pub default_mode: Option<String>,
     pub state: Option<prost_types::Struct>,
@@ -36,8 +37,8 @@ impl Prompts {
         // Stored to the millisecond: answer what a later read returns.
         let created_at = timestamp_from_millis(timestamp_millis(&now()));
         let conversation = Conversation {
-            id: uuid::Uuid::now_v7().to_string(),
-            user_id: request.user_id,
+            id: ConversationId::generate().into_string(),
+            user_id: request.user_id.into_string(),
             title: request.title,
             default_mode: request.default_mode.unwrap_or_default(),
             state: Some(request.state.unwrap_or_default()),
@@ -50,18 +51,18 @@ impl Prompts {
 
     pub async fn conversation(
         &self,
-        user_id: &str,
-        conversation_id: &str,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
     ) -> Result<Conversation, GatewayError> {
         self.store
             .conversation(user_id, conversation_id)
             .await?
-            .ok_or_else(|| GatewayError::ConversationNotFound(conversation_id.to_owned()))
+            .ok_or_else(|| GatewayError::ConversationNotFound(conversation_id.to_string()))
     }
 
     pub async fn list_conversations(
         &self,
-        user_id: &str,
+        user_id: &UserId,
         limit: u32,
     ) -> Result<Vec<Conversation>, GatewayError> {
         self.store
@@ -72,8 +73,8 @@ impl Prompts {
     /// Every file any prompt of the conversation created, whichever mode ran it.
     pub async fn conversation_files(
         &self,
-        user_id: &str,
-        conversation_id: &str,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
     ) -> Result<Vec<ConversationFile>, GatewayError> {
         self.conversation(user_id, conversation_id).await?;
         let files = self
@@ -83,7 +84,7 @@ impl Prompts {
         Ok(files
             .into_iter()
             .map(|(prompt_id, file)| ConversationFile {
-                prompt_id,
+                prompt_id: prompt_id.into_string(),
                 file: Some(file),
             })
             .collect())
@@ -92,7 +93,7 @@ impl Prompts {
     /// A file's metadata and content. The content lives in the tool-host's artifact store.
     pub async fn file(
         &self,
-        user_id: &str,
+        user_id: &UserId,
         file_id: &str,
         artifacts: &InternalChannel,
     ) -> Result<File, GatewayError> {
@@ -102,7 +103,7 @@ impl Prompts {
             .await?
             .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
         let request = GetArtifactRequest {
-            user_id: user_id.to_owned(),
+            user_id: user_id.to_string(),
             artifact_id: file.artifact_id.clone(),
         };
         let artifact = ArtifactStoreClient::new(artifacts.clone())

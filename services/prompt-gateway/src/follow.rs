@@ -6,6 +6,7 @@
 //! events another gateway replica stored (announced by sequence only), and, as a safety net
 //! against a lost wake-up, whatever was stored while the stream heard nothing for a while.
 
+use agentic_ids::{PromptId, UserId};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,17 +45,17 @@ type Item = Box<Result<PromptEvent, Status>>;
 pub async fn follow(
     store: Store,
     hub: Hub,
-    user_id: &str,
-    prompt_id: String,
+    user_id: &UserId,
+    prompt_id: PromptId,
     after_sequence: u64,
 ) -> Result<EventStream, GatewayError> {
     let subscription = hub.subscribe(&prompt_id);
     let first = store
         .event_page(&prompt_id, user_id, after_sequence, REPLAY_BATCH)
         .await?
-        .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.clone()))?;
+        .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()))?;
     let (sender, receiver) = mpsc::channel(CLIENT_BUFFER);
-    let user_id = user_id.to_owned();
+    let user_id = user_id.clone();
     tokio::spawn(async move {
         let stream = Follower {
             store: &store,
@@ -79,8 +80,8 @@ enum Stop {
 
 struct Follower<'a> {
     store: &'a Store,
-    prompt_id: &'a str,
-    user_id: &'a str,
+    prompt_id: &'a PromptId,
+    user_id: &'a UserId,
     sender: &'a mpsc::Sender<Item>,
 }
 

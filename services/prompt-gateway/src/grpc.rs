@@ -1,5 +1,6 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
+use agentic_ids::{ConversationId, Id, IdProblem, Kind, PromptId};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
@@ -48,11 +49,8 @@ impl PromptGateway for GatewayService {
             (Some(asked), Some(deadline)) => Some(asked.min(deadline)),
             (asked, deadline) => asked.or(deadline),
         };
-        no_nul(&[
-            ("input", &request.input),
-            ("mode", &request.mode),
-            ("conversation_id", &request.conversation_id),
-        ])?;
+        no_nul(&[("input", &request.input), ("mode", &request.mode)])?;
+        let conversation_id = optional_conversation_id(&request.conversation_id)?;
         let model = match ModelTier::try_from(request.model) {
             Ok(ModelTier::Unspecified) => ModelTier::Normal,
             Ok(tier) => tier,
@@ -70,7 +68,7 @@ impl PromptGateway for GatewayService {
                 input: request.input,
                 mode: non_empty(request.mode),
                 model,
-                conversation_id: non_empty(request.conversation_id),
+                conversation_id,
                 state: request.state,
                 max_rounds: request.max_rounds,
                 timeout,
@@ -88,12 +86,12 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<EventStream> {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
-        no_nul(&[("prompt_id", &request.prompt_id)])?;
+        let prompt_id = prompt_id(request.prompt_id)?;
         let stream = follow(
             self.prompts.store.clone(),
             self.prompts.hub.clone(),
             &user_id,
-            request.prompt_id,
+            prompt_id,
             request.after_sequence,
         )
         .await
@@ -103,8 +101,7 @@ impl PromptGateway for GatewayService {
 
     async fn get_prompt(&self, request: Request<GetPromptRequest>) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
-        let prompt_id = request.into_inner().prompt_id;
-        no_nul(&[("prompt_id", &prompt_id)])?;
+        let prompt_id = prompt_id(request.into_inner().prompt_id)?;
         let prompt = self
             .prompts
             .get(&user_id, &prompt_id)
@@ -119,11 +116,10 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<ListPromptsResponse> {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
-        no_nul(&[("conversation_id", &request.conversation_id)])?;
-        let conversation = non_empty(request.conversation_id);
+        let conversation = optional_conversation_id(&request.conversation_id)?;
         let prompts = self
             .prompts
-            .list(&user_id, conversation.as_deref(), request.limit)
+            .list(&user_id, conversation.as_ref(), request.limit)
             .await
             .map_err(to_status)?;
         Ok(Response::new(ListPromptsResponse { prompts }))
@@ -132,13 +128,11 @@ impl PromptGateway for GatewayService {
     async fn cancel_prompt(&self, request: Request<CancelPromptRequest>) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
-        no_nul(&[
-            ("prompt_id", &request.prompt_id),
-            ("reason", &request.reason),
-        ])?;
+        no_nul(&[("reason", &request.reason)])?;
+        let prompt_id = prompt_id(request.prompt_id)?;
         let prompt = self
             .prompts
-            .cancel(&user_id, &request.prompt_id, request.reason)
+            .cancel(&user_id, &prompt_id, request.reason)
             .await
             .map_err(to_status)?;
         Ok(Response::new(prompt))
@@ -150,13 +144,10 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
-        no_nul(&[
-            ("prompt_id", &request.prompt_id),
-            ("tool_call_id", &request.tool_call_id),
-        ])?;
+        no_nul(&[("tool_call_id", &request.tool_call_id)])?;
         let decide = Decide {
             user_id,
-            prompt_id: request.prompt_id,
+            prompt_id: prompt_id(request.prompt_id)?,
             tool_call_id: request.tool_call_id,
             approved: true,
             reason: String::new(),
@@ -173,10 +164,10 @@ impl PromptGateway for GatewayService {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[
-            ("prompt_id", &request.prompt_id),
             ("tool_call_id", &request.tool_call_id),
             ("reason", &request.reason),
         ])?;
+        let prompt_id = prompt_id(request.prompt_id)?;
         let reason = if request.reason.trim().is_empty() {
             "rejected by the user".to_owned()
         } else {
@@ -184,7 +175,7 @@ impl PromptGateway for GatewayService {
         };
         let decide = Decide {
             user_id,
-            prompt_id: request.prompt_id,
+            prompt_id,
             tool_call_id: request.tool_call_id,
             approved: false,
             reason,
@@ -266,8 +257,7 @@ impl PromptGateway for GatewayService {
         request: Request<GetConversationRequest>,
     ) -> GrpcResult<Conversation> {
         let user_id = Caller::user_of(&request)?;
-        let conversation_id = request.into_inner().conversation_id;
-        no_nul(&[("conversation_id", &conversation_id)])?;
+        let conversation_id = conversation_id(request.into_inner().conversation_id)?;
         Ok(Response::new(
             self.prompts
                 .conversation(&user_id, &conversation_id)
@@ -295,8 +285,7 @@ impl PromptGateway for GatewayService {
         request: Request<ListConversationFilesRequest>,
     ) -> GrpcResult<ListConversationFilesResponse> {
         let user_id = Caller::user_of(&request)?;
-        let conversation_id = request.into_inner().conversation_id;
-        no_nul(&[("conversation_id", &conversation_id)])?;
+        let conversation_id = conversation_id(request.into_inner().conversation_id)?;
         let files = self
             .prompts
             .conversation_files(&user_id, &conversation_id)
@@ -362,4 +351,32 @@ fn no_nul(fields: &[(&str, &str)]) -> Result<(), Status> {
         )))),
         None => Ok(()),
     }
+}
+
+/// The prompt id a request names. Text no id can be (empty, too long) names no prompt: the
+/// answer is NOT_FOUND, as for an unknown id; NUL characters are refused as in any text.
+fn prompt_id(text: String) -> Result<PromptId, Status> {
+    named(text, GatewayError::PromptNotFound)
+}
+
+/// The conversation id a request names, read like [`prompt_id`].
+fn conversation_id(text: String) -> Result<ConversationId, Status> {
+    named(text, GatewayError::ConversationNotFound)
+}
+
+/// The conversation a request optionally names: none when the field is blank.
+fn optional_conversation_id(text: &str) -> Result<Option<ConversationId>, Status> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    conversation_id(text.trim().to_owned()).map(Some)
+}
+
+fn named<K: Kind>(text: String, not_found: fn(String) -> GatewayError) -> Result<Id<K>, Status> {
+    Id::parse(text.as_str()).map_err(|error| {
+        to_status(match error.problem {
+            IdProblem::Nul => GatewayError::InvalidArgument(error.to_string()),
+            IdProblem::Empty | IdProblem::TooLong => not_found(text),
+        })
+    })
 }

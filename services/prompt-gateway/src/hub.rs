@@ -5,6 +5,7 @@
 //! hub may drop events without losing any. Events other gateway replicas store arrive as
 //! wake-ups (their sequence only): followers read them back from the database.
 
+use agentic_ids::PromptId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -29,13 +30,13 @@ pub enum Live {
 
 #[derive(Clone, Default)]
 pub struct Hub {
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Live>>>>,
+    channels: Arc<Mutex<HashMap<PromptId, broadcast::Sender<Live>>>>,
 }
 
 /// A stream's interest in one prompt; dropping it releases the channel when it was the last.
 pub struct Subscription {
     hub: Hub,
-    prompt_id: String,
+    prompt_id: PromptId,
     pub receiver: broadcast::Receiver<Live>,
 }
 
@@ -46,8 +47,8 @@ impl Hub {
     }
 
     /// Tells the prompt's followers that another replica stored event `sequence`.
-    pub fn wake(&self, prompt_id: &str, sequence: u64) {
-        self.send(prompt_id, Live::Stored(sequence));
+    pub fn wake(&self, prompt_id: &PromptId, sequence: u64) {
+        self.send(prompt_id.as_str(), Live::Stored(sequence));
     }
 
     /// Tells every follower to read the database again.
@@ -66,14 +67,14 @@ impl Hub {
         }
     }
 
-    pub fn subscribe(&self, prompt_id: &str) -> Subscription {
+    pub fn subscribe(&self, prompt_id: &PromptId) -> Subscription {
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
         let sender = channels
-            .entry(prompt_id.to_owned())
+            .entry(prompt_id.clone())
             .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0);
         Subscription {
             hub: self.clone(),
-            prompt_id: prompt_id.to_owned(),
+            prompt_id: prompt_id.clone(),
             receiver: sender.subscribe(),
         }
     }

@@ -9,6 +9,7 @@ mod error;
 mod follow;
 mod grpc;
 mod hub;
+mod ids;
 mod metrics;
 mod modes;
 mod prompts;
@@ -142,6 +143,22 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
 pub const MAX_REQUEST_BYTES: usize = 2 * 1024 * 1024;
 
 /// Serves the gateway on `listener` until `shutdown` resolves.
+/// Says at start who the gateway will trust: loudly when it trusts callers' word.
+fn announce_auth(auth: &Auth, internal_token: bool) {
+    match auth {
+        Auth::DevMode => tracing::warn!(
+            header = USER_HEADER,
+            "DEV MODE: no auth tokens configured, so any caller can act as any user by naming it in the header"
+        ),
+        Auth::Tokens(tokens) => tracing::info!(tokens = tokens.len(), "bearer token auth enabled"),
+    }
+    if !internal_token {
+        tracing::warn!(
+            "no internal token configured: executors and the tool-host must not be reachable from outside"
+        );
+    }
+}
+
 pub async fn run(
     config: Config,
     listener: TcpListener,
@@ -168,18 +185,7 @@ pub async fn run(
         tokio::spawn(follow_other_replicas(prompts.clone())),
         tokio::spawn(checkpoint(prompts.store.clone())),
     ];
-    match &auth {
-        Auth::DevMode => tracing::warn!(
-            header = USER_HEADER,
-            "DEV MODE: no auth tokens configured, so any caller can act as any user by naming it in the header"
-        ),
-        Auth::Tokens(tokens) => tracing::info!(tokens = tokens.len(), "bearer token auth enabled"),
-    }
-    if config.internal_token.is_none() {
-        tracing::warn!(
-            "no internal token configured: executors and the tool-host must not be reachable from outside"
-        );
-    }
+    announce_auth(&auth, config.internal_token.is_some());
 
     let tls =
         agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;

@@ -1,6 +1,7 @@
 //! Prompt use cases: create and start (in a conversation or alone), read, list, cancel.
 //! Validated input in, domain errors out; the gRPC edge converts both.
 
+use agentic_ids::{ConversationId, PromptId, UserId};
 use std::time::Duration;
 
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
@@ -12,6 +13,7 @@ use prost::Message as _;
 
 use crate::error::GatewayError;
 use crate::hub::Hub;
+use crate::ids::PromptIds as _;
 use crate::modes::ModeRegistry;
 use crate::runner::Runner;
 use crate::store::Store;
@@ -95,11 +97,11 @@ fn value_depth(value: &prost_types::Value, level: usize) -> usize {
 
 /// A validated request to create a prompt.
 pub struct NewPrompt {
-    pub user_id: String,
+    pub user_id: UserId,
     pub input: String,
     pub mode: Option<String>,
     pub model: ModelTier,
-    pub conversation_id: Option<String>,
+    pub conversation_id: Option<ConversationId>,
     pub state: Option<prost_types::Struct>,
     pub max_rounds: u32,
     /// How long the run may take; `None`: the operator's maximum.
@@ -167,7 +169,7 @@ impl Prompts {
                 self.store
                     .conversation(&request.user_id, id)
                     .await?
-                    .ok_or_else(|| GatewayError::ConversationNotFound(id.clone()))?,
+                    .ok_or_else(|| GatewayError::ConversationNotFound(id.to_string()))?,
             ),
             None => None,
         };
@@ -192,9 +194,13 @@ impl Prompts {
         // Stored to the millisecond: answer what a later read returns.
         let created_at = timestamp_from_millis(timestamp_millis(&now()));
         let prompt = Prompt {
-            id: uuid::Uuid::now_v7().to_string(),
-            user_id: request.user_id.clone(),
-            conversation_id: request.conversation_id.clone().unwrap_or_default(),
+            id: PromptId::generate().into_string(),
+            user_id: request.user_id.to_string(),
+            conversation_id: request
+                .conversation_id
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
             mode: mode.id.clone(),
             model: request.model as i32,
             visible: true,
@@ -226,10 +232,9 @@ impl Prompts {
         decisions: Vec<ApprovalDecision>,
         timeout: Duration,
     ) -> Result<ExecuteStart, GatewayError> {
-        let history = if prompt.conversation_id.is_empty() {
-            Vec::new()
-        } else {
-            self.history(prompt).await?
+        let history = match prompt.conversation() {
+            Some(conversation) => self.history(prompt, &conversation).await?,
+            None => Vec::new(),
         };
         Ok(ExecuteStart {
             prompt: Some(prompt.clone()),
@@ -254,7 +259,11 @@ impl Prompts {
     /// whose whole timeline does not fit is given as its input and text answers, cut short;
     /// when even that does not fit, it and everything before it are left out. So however
     /// large a conversation's prompts grow, the next one can still start.
-    async fn history(&self, prompt: &Prompt) -> Result<Vec<Prompt>, GatewayError> {
+    async fn history(
+        &self,
+        prompt: &Prompt,
+        conversation: &ConversationId,
+    ) -> Result<Vec<Prompt>, GatewayError> {
         // A prompt sees only what came before it.
         let created = prompt
             .created_at
@@ -263,12 +272,13 @@ impl Prompts {
             .unwrap_or(i64::MAX);
         let ids = self
             .store
-            .history_ids(&prompt.conversation_id, &prompt.id, created, MAX_HISTORY)
+            .history_ids(conversation, &prompt.prompt_id(), created, MAX_HISTORY)
             .await?;
         let mut budget = MAX_HISTORY_BYTES;
         let mut history = Vec::with_capacity(ids.len());
+        let owner = prompt.owner();
         for id in ids {
-            let Some(past) = self.store.prompt(&prompt.user_id, &id).await? else {
+            let Some(past) = self.store.prompt(&owner, &id).await? else {
                 continue;
             };
             let whole = past.encoded_len();
@@ -289,17 +299,21 @@ impl Prompts {
         Ok(history)
     }
 
-    pub async fn get(&self, user_id: &str, prompt_id: &str) -> Result<Prompt, GatewayError> {
+    pub async fn get(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+    ) -> Result<Prompt, GatewayError> {
         self.store
             .prompt(user_id, prompt_id)
             .await?
-            .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_owned()))
+            .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()))
     }
 
     pub async fn list(
         &self,
-        user_id: &str,
-        conversation_id: Option<&str>,
+        user_id: &UserId,
+        conversation_id: Option<&ConversationId>,
         limit: u32,
     ) -> Result<Vec<Prompt>, GatewayError> {
         if let Some(conversation_id) = conversation_id {
@@ -314,8 +328,8 @@ impl Prompts {
     /// stops its LLM call and tool calls.
     pub async fn cancel(
         &self,
-        user_id: &str,
-        prompt_id: &str,
+        user_id: &UserId,
+        prompt_id: &PromptId,
         reason: String,
     ) -> Result<Prompt, GatewayError> {
         let prompt = self.get(user_id, prompt_id).await?;
@@ -359,7 +373,7 @@ impl Prompts {
         let orphaned = self.store.owned_by_others().await?;
         for prompt_id in &orphaned {
             tracing::warn!(
-                prompt_id,
+                %prompt_id,
                 "failing a prompt left running by a previous gateway process"
             );
             let failed = self
@@ -386,7 +400,7 @@ impl Prompts {
         let mut failed = 0;
         for prompt_id in self.store.expired(before).await? {
             if self.runner.fail_expired(&prompt_id, before).await? {
-                tracing::warn!(prompt_id, "failed a prompt whose run's lease expired");
+                tracing::warn!(%prompt_id, "failed a prompt whose run's lease expired");
                 failed += 1;
             }
         }

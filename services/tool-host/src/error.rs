@@ -9,6 +9,9 @@ pub enum Error {
     Required(&'static str),
     #[error("invalid {field}: {reason}")]
     InvalidField { field: &'static str, reason: String },
+    /// Text in an id field that no id can be.
+    #[error(transparent)]
+    InvalidId(#[from] agentic_ids::IdError),
     #[error("unknown tool: \"{}\"", shown_id(.0))]
     UnknownTool(String),
     #[error("artifact not found: {}", shown_id(.0))]
@@ -36,9 +39,10 @@ pub enum Error {
 impl ServiceError for Error {
     fn kind(&self) -> ErrorKind {
         match self {
-            Error::Required(_) | Error::InvalidField { .. } | Error::UnknownPlugin { .. } => {
-                ErrorKind::InvalidArgument
-            }
+            Error::Required(_)
+            | Error::InvalidField { .. }
+            | Error::InvalidId(_)
+            | Error::UnknownPlugin { .. } => ErrorKind::InvalidArgument,
             Error::UnknownTool(_) | Error::ArtifactNotFound(_) => ErrorKind::NotFound,
             Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
                 ErrorKind::ResourceExhausted

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use agentic_ids::{Id, Kind, ToolId, UserId};
 use agentic_proto::json;
 use agentic_proto::v1 as pb;
 use agentic_rpc::{MAX_MESSAGE_BYTES, to_status};
@@ -100,7 +101,7 @@ impl ArtifactStore for ArtifactStoreService {
         request: Request<pb::GetArtifactRequest>,
     ) -> Result<Response<pb::Artifact>, Status> {
         let request = request.into_inner();
-        let user_id = required("user_id", request.user_id).map_err(to_status)?;
+        let user_id = user_id(request.user_id).map_err(to_status)?;
         let artifact_id = required("artifact_id", request.artifact_id).map_err(to_status)?;
         let Artifact { meta, body } = self
             .store
@@ -115,8 +116,8 @@ impl ArtifactStore for ArtifactStoreService {
         request: Request<pb::ListArtifactsRequest>,
     ) -> Result<Response<pb::ListArtifactsResponse>, Status> {
         let request = request.into_inner();
-        let user_id = required("user_id", request.user_id).map_err(to_status)?;
-        let conversation_id = Some(request.conversation_id.as_str()).filter(|id| !id.is_empty());
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let conversation_id = optional_id(&request.conversation_id).map_err(to_status)?;
         let limit = if request.limit == 0 {
             DEFAULT_LIST_LIMIT
         } else {
@@ -124,7 +125,7 @@ impl ArtifactStore for ArtifactStoreService {
         };
         let artifacts = self
             .store
-            .list(&user_id, conversation_id, limit)
+            .list(&user_id, conversation_id.as_ref(), limit)
             .await
             .map_err(to_status)?;
         Ok(Response::new(pb::ListArtifactsResponse {
@@ -138,7 +139,7 @@ impl ArtifactStore for ArtifactStoreService {
 
 /// An `InvokeTool` request in domain terms.
 struct ToolCall {
-    tool_id: String,
+    tool_id: ToolId,
     input: Value,
     ctx: CallContext,
 }
@@ -148,13 +149,13 @@ impl TryFrom<pb::InvokeToolRequest> for ToolCall {
 
     fn try_from(request: pb::InvokeToolRequest) -> Result<Self, Error> {
         Ok(ToolCall {
-            tool_id: required("tool_id", request.tool_id)?,
+            tool_id: ToolId::parse(required("tool_id", request.tool_id)?)?,
             // A missing input is JSON null, which the tool's object schema then rejects.
             input: json::from_proto_opt(request.input.as_ref()),
             ctx: CallContext {
-                user_id: required("user_id", request.user_id)?,
-                prompt_id: request.prompt_id,
-                conversation_id: request.conversation_id,
+                user_id: user_id(request.user_id)?,
+                prompt_id: optional_id(&request.prompt_id)?,
+                conversation_id: optional_id(&request.conversation_id)?,
                 tool_call_id: request.tool_call_id,
                 state: json::struct_to_json(request.state.as_ref()),
             },
@@ -167,8 +168,8 @@ impl TryFrom<pb::PrepareRequest> for PrepareContext {
 
     fn try_from(request: pb::PrepareRequest) -> Result<Self, Error> {
         Ok(PrepareContext {
-            user_id: required("user_id", request.user_id)?,
-            conversation_id: request.conversation_id,
+            user_id: user_id(request.user_id)?,
+            conversation_id: optional_id(&request.conversation_id)?,
             state: json::struct_to_json(request.state.as_ref()),
         })
     }
@@ -178,7 +179,7 @@ impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
     type Error = Error;
 
     fn try_from(request: pb::StoreArtifactRequest) -> Result<Self, Error> {
-        let user_id = required("user_id", request.user_id)?;
+        let user_id = user_id(request.user_id)?;
         let body = match (request.data, request.content.is_empty()) {
             (Some(_), false) => {
                 return Err(Error::InvalidField {
@@ -192,13 +193,24 @@ impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
         };
         Ok(NewArtifact {
             user_id,
-            conversation_id: request.conversation_id,
+            conversation_id: optional_id(&request.conversation_id)?,
             description: request.description,
             filename: request.filename,
             mime_type: request.mime_type,
             body,
         })
     }
+}
+
+/// The user a call acts for: required.
+fn user_id(value: String) -> Result<UserId, Error> {
+    let value = required("user_id", value)?;
+    Ok(UserId::parse(value)?)
+}
+
+/// An id a call may name (blank: none).
+fn optional_id<K: Kind>(value: &str) -> Result<Option<Id<K>>, Error> {
+    Ok(Id::parse_optional(value)?)
 }
 
 fn required(field: &'static str, value: String) -> Result<String, Error> {

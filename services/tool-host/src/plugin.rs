@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use agentic_ids::{ConversationId, PromptId, ToolId, UserId};
 use async_trait::async_trait;
 use serde_json::Value;
 
@@ -31,7 +32,7 @@ pub trait Plugin: Send + Sync {
     /// Runs one of the plugin's tools. `input` has already passed the tool's JSON Schema.
     async fn invoke(
         &self,
-        tool_id: &str,
+        tool_id: &ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure>;
@@ -54,17 +55,18 @@ pub struct ToolSpec {
 /// Who is asking for tools and context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PrepareContext {
-    pub user_id: String,
-    pub conversation_id: String,
+    pub user_id: UserId,
+    pub conversation_id: Option<ConversationId>,
     pub state: Value,
 }
 
 /// Who is calling a tool, and on behalf of which prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallContext {
-    pub user_id: String,
-    pub prompt_id: String,
-    pub conversation_id: String,
+    pub user_id: UserId,
+    /// `None` when the caller named no prompt.
+    pub prompt_id: Option<PromptId>,
+    pub conversation_id: Option<ConversationId>,
     pub tool_call_id: String,
     pub state: Value,
 }

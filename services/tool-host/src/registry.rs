@@ -2,6 +2,7 @@
 //! start, so a broken schema stops the service instead of failing calls later, and every
 //! call is validated before its plugin sees it.
 
+use agentic_ids::ToolId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -91,25 +92,25 @@ impl Registry {
     /// the tool at its next await point and leaves nothing running.
     pub async fn invoke(
         &self,
-        tool_id: &str,
+        tool_id: &ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
-        let Some(&index) = self.index_by_id.get(tool_id) else {
-            return Err(Error::UnknownTool(tool_id.to_owned()));
+        let Some(&index) = self.index_by_id.get(tool_id.as_str()) else {
+            return Err(Error::UnknownTool(tool_id.to_string()));
         };
         let tool = &self.tools[index];
         if let Err(failure) = validate(tool, &input) {
-            tracing::debug!(tool_id, error = %failure, "tool input rejected by its schema");
+            tracing::debug!(%tool_id, error = %failure, "tool input rejected by its schema");
             return Ok(Err(failure));
         }
         let span = tracing::info_span!(
             "execute_tool",
             otel.name = %format_args!("execute_tool {tool_id}"),
             gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = tool_id,
+            gen_ai.tool.name = %tool_id,
             gen_ai.tool.call.id = %ctx.tool_call_id,
-            prompt_id = %ctx.prompt_id,
+            prompt_id = %agentic_ids::wire(ctx.prompt_id.as_ref()),
         );
         let outcome = tool
             .plugin
@@ -117,7 +118,7 @@ impl Registry {
             .instrument(span)
             .await;
         if let Err(failure) = &outcome {
-            tracing::debug!(tool_id, error = %failure, "tool failed");
+            tracing::debug!(%tool_id, error = %failure, "tool failed");
         }
         Ok(outcome)
     }
@@ -203,7 +204,7 @@ mod tests {
 
         async fn invoke(
             &self,
-            _: &str,
+            _: &ToolId,
             input: Value,
             _: &CallContext,
         ) -> Result<ToolOutcome, ToolFailure> {
@@ -227,9 +228,9 @@ mod tests {
 
     fn ctx() -> CallContext {
         CallContext {
-            user_id: "u".into(),
-            prompt_id: "p".into(),
-            conversation_id: "c".into(),
+            user_id: agentic_ids::UserId::known("u"),
+            prompt_id: Some(agentic_ids::PromptId::known("p")),
+            conversation_id: Some(agentic_ids::ConversationId::known("c")),
             tool_call_id: "t".into(),
             state: json!({}),
         }
@@ -269,7 +270,7 @@ mod tests {
         });
         let registry = registry(vec![tool("fixture.x", schema)])?;
         let answer = registry
-            .invoke("fixture.x", json!({"limit": 11}), &ctx())
+            .invoke(&ToolId::known("fixture.x"), json!({"limit": 11}), &ctx())
             .await?;
         let Err(failure) = answer else {
             anyhow::bail!("invalid input was accepted")
@@ -294,7 +295,7 @@ mod tests {
     async fn valid_input_reaches_the_plugin() -> anyhow::Result<()> {
         let registry = registry(vec![tool("fixture.x", json!({"type": "object"}))])?;
         let answer = registry
-            .invoke("fixture.x", json!({"a": 1}), &ctx())
+            .invoke(&ToolId::known("fixture.x"), json!({"a": 1}), &ctx())
             .await?;
         assert_eq!(answer, Ok(ToolOutcome::output(json!({"a": 1}))));
         Ok(())
@@ -303,7 +304,9 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_tool_is_an_error_for_the_caller() -> anyhow::Result<()> {
         let registry = registry(vec![])?;
-        let result = registry.invoke("fixture.nope", json!({}), &ctx()).await;
+        let result = registry
+            .invoke(&ToolId::known("fixture.nope"), json!({}), &ctx())
+            .await;
         assert!(matches!(result, Err(Error::UnknownTool(id)) if id == "fixture.nope"));
         Ok(())
     }

@@ -12,6 +12,7 @@
 //! also checks the quota, so concurrent writers (on any replica) never overshoot it.
 
 use agentic_db::{Db, Migrations, Settings, now_millis};
+use agentic_ids::{ConversationId, UserId};
 use serde_json::Value;
 
 use crate::StorageLimits;
@@ -82,8 +83,8 @@ impl ArtifactBody {
 /// An artifact to store. An empty `mime_type` gets the body's default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewArtifact {
-    pub user_id: String,
-    pub conversation_id: String,
+    pub user_id: UserId,
+    pub conversation_id: Option<ConversationId>,
     pub description: String,
     pub filename: String,
     pub mime_type: String,
@@ -184,8 +185,8 @@ impl Store {
         };
         let meta = ArtifactMeta {
             id: uuid::Uuid::now_v7().to_string(),
-            user_id: new.user_id,
-            conversation_id: new.conversation_id,
+            user_id: new.user_id.into_string(),
+            conversation_id: new.conversation_id.map(String::from).unwrap_or_default(),
             description: new.description,
             filename: new.filename,
             mime_type,
@@ -269,7 +270,7 @@ impl Store {
         db.operation.name = "SELECT",
         db.collection.name = "artifacts",
     ))]
-    pub async fn get(&self, user_id: &str, id: &str) -> Result<Artifact, Error> {
+    pub async fn get(&self, user_id: &UserId, id: &str) -> Result<Artifact, Error> {
         let sql = format!(
             "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = $1 AND user_id = $2"
         );
@@ -301,8 +302,8 @@ impl Store {
     ))]
     pub async fn list(
         &self,
-        user_id: &str,
-        conversation_id: Option<&str>,
+        user_id: &UserId,
+        conversation_id: Option<&ConversationId>,
         limit: u32,
     ) -> Result<Vec<ArtifactMeta>, Error> {
         let limit = i64::from(limit.clamp(1, MAX_LIST_LIMIT));
@@ -327,7 +328,7 @@ impl Store {
         Ok(rows.into_iter().map(ArtifactMeta::from).collect())
     }
 
-    pub async fn count(&self, user_id: &str) -> Result<u64, Error> {
+    pub async fn count(&self, user_id: &UserId) -> Result<u64, Error> {
         let sql = "SELECT COUNT(*) FROM artifacts WHERE user_id = $1";
         let count: i64 = self
             .db
@@ -388,8 +389,8 @@ mod tests {
 
     fn json_artifact(user_id: &str, data: Value) -> NewArtifact {
         NewArtifact {
-            user_id: user_id.to_owned(),
-            conversation_id: String::new(),
+            user_id: UserId::known(user_id),
+            conversation_id: None,
             description: String::new(),
             filename: String::new(),
             mime_type: String::new(),
@@ -407,11 +408,11 @@ mod tests {
         assert_eq!(meta.mime_type, "application/json");
         assert_eq!(meta.size, r#"{"rows":[1,2]}"#.len() as u64);
 
-        let artifact = store.get("alice", &meta.id).await?;
+        let artifact = store.get(&UserId::known("alice"), &meta.id).await?;
         assert_eq!(artifact.body, ArtifactBody::Json(json!({"rows": [1, 2]})));
         assert_eq!(artifact.meta, meta);
         assert!(
-            matches!(store.get("bob", &meta.id).await, Err(Error::ArtifactNotFound(id)) if id == meta.id)
+            matches!(store.get(&UserId::known("bob"), &meta.id).await, Err(Error::ArtifactNotFound(id)) if id == meta.id)
         );
         Ok(())
     }
@@ -428,7 +429,7 @@ mod tests {
         let meta = store.insert(new).await?;
         assert_eq!((meta.size, meta.mime_type.as_str()), (8, "text/csv"));
         assert_eq!(
-            store.get("alice", &meta.id).await?.body,
+            store.get(&UserId::known("alice"), &meta.id).await?.body,
             ArtifactBody::Bytes(b"a,b\n1,2\n".to_vec())
         );
         Ok(())
@@ -441,7 +442,7 @@ mod tests {
         let first = store.insert(json_artifact("alice", json!(1))).await?;
         let second = store
             .insert(NewArtifact {
-                conversation_id: "c1".into(),
+                conversation_id: Some(ConversationId::known("c1")),
                 ..json_artifact("alice", json!(2))
             })
             .await?;
@@ -450,10 +451,25 @@ mod tests {
         let ids =
             |list: Vec<ArtifactMeta>| list.into_iter().map(|meta| meta.id).collect::<Vec<_>>();
         let (first, second) = (first.id.as_str(), second.id.as_str());
-        assert_eq!(ids(store.list("alice", None, 10).await?), [second, first]);
-        assert_eq!(ids(store.list("alice", None, 1).await?), [second]);
-        assert_eq!(ids(store.list("alice", Some("c1"), 10).await?), [second]);
-        assert_eq!(store.count("alice").await?, 2);
+        assert_eq!(
+            ids(store.list(&UserId::known("alice"), None, 10).await?),
+            [second, first]
+        );
+        assert_eq!(
+            ids(store.list(&UserId::known("alice"), None, 1).await?),
+            [second]
+        );
+        assert_eq!(
+            ids(store
+                .list(
+                    &UserId::known("alice"),
+                    Some(&ConversationId::known("c1")),
+                    10
+                )
+                .await?),
+            [second]
+        );
+        assert_eq!(store.count(&UserId::known("alice")).await?, 2);
         Ok(())
     }
 
@@ -487,9 +503,9 @@ mod tests {
             ),
             "{refused:?}"
         );
-        assert_eq!(store.count("alice").await?, 0);
+        assert_eq!(store.count(&UserId::known("alice")).await?, 0);
         store.insert(bytes("alice", 100)).await?;
-        assert_eq!(store.count("alice").await?, 1);
+        assert_eq!(store.count(&UserId::known("alice")).await?, 1);
         Ok(())
     }
 
@@ -521,7 +537,10 @@ mod tests {
         store.insert(bytes("alice", 50)).await?;
         store.insert(bytes("bob", 250)).await?;
         assert_eq!(
-            (store.count("alice").await?, store.count("bob").await?),
+            (
+                store.count(&UserId::known("alice")).await?,
+                store.count(&UserId::known("bob")).await?
+            ),
             (2, 1)
         );
         Ok(())
@@ -546,7 +565,7 @@ mod tests {
             }
         }
         assert_eq!(stored, 10, "exactly the quota's worth was stored");
-        assert_eq!(store.count("alice").await?, 10);
+        assert_eq!(store.count(&UserId::known("alice")).await?, 10);
         Ok(())
     }
 
@@ -582,7 +601,7 @@ mod tests {
 
         let reopened = Store::open(&database.url(), StorageLimits::default()).await?;
         assert_eq!(
-            reopened.get("alice", &meta.id).await?.body,
+            reopened.get(&UserId::known("alice"), &meta.id).await?.body,
             ArtifactBody::Json(json!("kept"))
         );
         Ok(())

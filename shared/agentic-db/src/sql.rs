@@ -45,6 +45,19 @@ impl<'a> From<&'a String> for Arg<'a> {
     }
 }
 
+/// Ids bind as their text.
+impl<'a, K> From<&'a agentic_ids::Id<K>> for Arg<'a> {
+    fn from(id: &'a agentic_ids::Id<K>) -> Self {
+        Arg::Text(id.as_str())
+    }
+}
+
+impl<'a, K> From<Option<&'a agentic_ids::Id<K>>> for Arg<'a> {
+    fn from(id: Option<&'a agentic_ids::Id<K>>) -> Self {
+        Arg::OptionalText(id.map(agentic_ids::Id::as_str))
+    }
+}
+
 impl From<i32> for Arg<'_> {
     fn from(value: i32) -> Self {
         Arg::I32(value)

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use agentic_ids::{ConversationId, Id, Kind};
 use agentic_llm::Tier;
 use agentic_proto::json;
 use agentic_proto::v1 as pb;
@@ -28,10 +29,14 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
         // output or tool input).
         let user_id = match (start.user_id.as_str(), prompt.user_id.as_str()) {
             ("", "") => return Err(invalid("start.user_id", "is missing")),
-            (user, "") | ("", user) => user.to_owned(),
-            (user, owner) if user == owner => user.to_owned(),
+            (user, "") | ("", user) => user,
+            (user, owner) if user == owner => user,
             _ => return Err(invalid("start.user_id", "is not the prompt's user")),
         };
+        let user_id = id_of("start.user_id", user_id)?;
+        let prompt_id = id_of("start.prompt.id", &prompt.id)?;
+        let conversation_id = ConversationId::parse_optional(&prompt.conversation_id)
+            .map_err(|error| invalid("start.prompt.conversation_id", &error.to_string()))?;
         // The current prompt's outputs are addressed by index, so none may be skipped.
         let outputs = prompt
             .output
@@ -58,8 +63,8 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
         };
         let state = start.state.as_ref().or(prompt.state_data.as_ref());
         Ok(RunRequest {
-            prompt_id: prompt.id,
-            conversation_id: prompt.conversation_id,
+            prompt_id,
+            conversation_id,
             user_id,
             input: prompt.input,
             tier,
@@ -82,6 +87,11 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
                 .collect(),
         })
     }
+}
+
+/// An id the start names, parsed (the field's name in errors).
+fn id_of<K: Kind>(field: &str, text: &str) -> Result<Id<K>, ExecuteError> {
+    Id::parse(text).map_err(|error| invalid(field, &error.to_string()))
 }
 
 fn invalid(field: impl Into<String>, reason: &str) -> ExecuteError {

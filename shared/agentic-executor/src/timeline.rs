@@ -4,15 +4,16 @@
 
 use std::time::{Duration, SystemTime};
 
+use agentic_ids::{ConversationId, PromptId, UserId};
 use agentic_llm::Tier;
 use serde_json::{Map, Value as Json};
 
 /// Everything one `Execute` stream starts from.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
-    pub prompt_id: String,
-    pub conversation_id: String,
-    pub user_id: String,
+    pub prompt_id: PromptId,
+    pub conversation_id: Option<ConversationId>,
+    pub user_id: UserId,
     pub input: String,
     pub tier: Tier,
     /// The prompt's outputs so far: empty for a new prompt, the whole timeline on resume.

@@ -2,6 +2,7 @@
 //! the executor's own types. Every tool call has a deadline, so a tool that hangs fails that
 //! one call instead of holding the prompt.
 
+use agentic_ids::{ConversationId, PromptId, UserId};
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -69,9 +70,10 @@ pub struct ContextItem {
 /// Who a tool runs for.
 #[derive(Debug, Clone)]
 pub struct RunScope {
-    pub user_id: String,
-    pub prompt_id: String,
-    pub conversation_id: String,
+    pub user_id: UserId,
+    /// `None` for code run outside any prompt (`RunCode` called without one).
+    pub prompt_id: Option<PromptId>,
+    pub conversation_id: Option<ConversationId>,
     pub state: Map<String, Json>,
 }
 
@@ -80,10 +82,20 @@ impl RunScope {
     pub fn of(request: &RunRequest) -> RunScope {
         RunScope {
             user_id: request.user_id.clone(),
-            prompt_id: request.prompt_id.clone(),
+            prompt_id: Some(request.prompt_id.clone()),
             conversation_id: request.conversation_id.clone(),
             state: request.state.clone(),
         }
+    }
+
+    /// The prompt's id as the tool-host's messages carry it (empty: none).
+    pub fn prompt_text(&self) -> String {
+        agentic_ids::wire(self.prompt_id.as_ref())
+    }
+
+    /// The conversation's id as the tool-host's messages carry it (empty: none).
+    pub fn conversation_text(&self) -> String {
+        agentic_ids::wire(self.conversation_id.as_ref())
     }
 }
 
@@ -139,8 +151,8 @@ impl ToolHost {
 
     pub async fn prepare(&self, scope: &RunScope) -> Result<Prepared, ToolHostError> {
         let mut request = tonic::Request::new(PrepareRequest {
-            user_id: scope.user_id.clone(),
-            conversation_id: scope.conversation_id.clone(),
+            user_id: scope.user_id.to_string(),
+            conversation_id: scope.conversation_text(),
             state: Some(json::map_to_struct(&scope.state)),
         });
         request.set_timeout(PREPARE_TIMEOUT);
@@ -194,9 +206,9 @@ impl ToolHost {
         let mut request = tonic::Request::new(InvokeToolRequest {
             tool_id: tool_id.to_owned(),
             input: Some(json::to_proto(input)),
-            user_id: scope.user_id.clone(),
-            prompt_id: scope.prompt_id.clone(),
-            conversation_id: scope.conversation_id.clone(),
+            user_id: scope.user_id.to_string(),
+            prompt_id: scope.prompt_text(),
+            conversation_id: scope.conversation_text(),
             state: Some(json::map_to_struct(&scope.state)),
             tool_call_id: tool_call_id.to_owned(),
         });
@@ -257,8 +269,8 @@ impl ToolHost {
         data: &Json,
     ) -> Result<String, ToolHostError> {
         let mut request = tonic::Request::new(StoreArtifactRequest {
-            user_id: scope.user_id.clone(),
-            conversation_id: scope.conversation_id.clone(),
+            user_id: scope.user_id.to_string(),
+            conversation_id: scope.conversation_text(),
             description: description.to_owned(),
             data: Some(json::to_proto(data)),
             ..StoreArtifactRequest::default()
@@ -400,9 +412,9 @@ mod tests {
 
     fn scope() -> RunScope {
         RunScope {
-            user_id: "user".into(),
-            prompt_id: "prompt".into(),
-            conversation_id: String::new(),
+            user_id: UserId::known("user"),
+            prompt_id: Some(PromptId::known("prompt")),
+            conversation_id: None,
             state: Map::new(),
         }
     }

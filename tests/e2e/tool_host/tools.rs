@@ -10,6 +10,7 @@ on_both_backends!(
     a_call_past_its_deadline_ends_without_waiting_for_the_tool,
     prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag,
     prepare_without_a_user_is_invalid,
+    ids_no_id_can_be_are_refused_and_the_host_serves_on,
     the_demo_plugin_is_off_unless_listed,
     an_unknown_plugin_stops_the_start_naming_it,
     health_reports_both_services_serving,
@@ -190,6 +191,71 @@ async fn prepare_without_a_user_is_invalid(database: &TestDatabase) -> anyhow::R
         (status.code(), status.message()),
         (Code::InvalidArgument, "user_id is required")
     );
+    Ok(())
+}
+
+async fn ids_no_id_can_be_are_refused_and_the_host_serves_on(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let mut artifacts = host.artifacts().await?;
+    let long = "u".repeat(257);
+    let refused = [
+        (
+            invoke("demo.echo", "a\0b", json!({"text": "hi"})),
+            "user_id must not contain NUL characters",
+        ),
+        (
+            invoke("demo.echo", &long, json!({"text": "hi"})),
+            "user_id is longer than 256 bytes",
+        ),
+        (
+            InvokeToolRequest {
+                prompt_id: "p\0".into(),
+                ..invoke("demo.echo", "alice", json!({"text": "hi"}))
+            },
+            "prompt_id must not contain NUL characters",
+        ),
+        (
+            InvokeToolRequest {
+                conversation_id: "c".repeat(300),
+                ..invoke("demo.echo", "alice", json!({"text": "hi"}))
+            },
+            "conversation_id is longer than 256 bytes",
+        ),
+        (
+            invoke("demo.\0", "alice", json!({})),
+            "tool_id must not contain NUL characters",
+        ),
+    ];
+    for (request, message) in refused {
+        let status = tools
+            .invoke_tool(request)
+            .await
+            .err()
+            .with_context(|| format!("ran despite {message}"))?;
+        assert_eq!(
+            (status.code(), status.message()),
+            (Code::InvalidArgument, message)
+        );
+    }
+    let stored = artifacts
+        .store_artifact(StoreArtifactRequest {
+            conversation_id: "c\0".into(),
+            ..store_request("alice", json!([1]))
+        })
+        .await
+        .err()
+        .context("stored under a conversation id with NUL")?;
+    assert_eq!(stored.code(), Code::InvalidArgument);
+
+    // The same host still answers a well-formed call.
+    let echoed = tools
+        .invoke_tool(invoke("demo.echo", "alice", json!({"text": "hi"})))
+        .await?
+        .into_inner();
+    assert_eq!(output(&echoed)?, json!({"echo": {"text": "hi"}}));
     Ok(())
 }
 

@@ -90,9 +90,9 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         requires_approval,
     };
     let scope = Arc::new(RunScope {
-        user_id: "user".into(),
-        prompt_id: "prompt".into(),
-        conversation_id: "conversation".into(),
+        user_id: agentic_ids::UserId::known("user"),
+        prompt_id: Some(agentic_ids::PromptId::known("prompt")),
+        conversation_id: Some(agentic_ids::ConversationId::known("conversation")),
         state: Map::new(),
     });
     let channel = agentic_rpc::channel(

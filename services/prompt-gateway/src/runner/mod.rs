@@ -4,6 +4,7 @@
 //! replica, the lease reaper) go through the database, which refuses events after the end,
 //! and wake the owner up (`poke`) to read what changed.
 
+use agentic_ids::{PromptId, UserId};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,6 +24,7 @@ use tracing::Instrument as _;
 use crate::admission::{Admission, Ticket};
 use crate::error::GatewayError;
 use crate::hub::Hub;
+use crate::ids::PromptIds as _;
 use crate::metrics;
 use crate::modes::Mode;
 use crate::store::{Change, MAX_BATCH, Store};
@@ -69,7 +71,7 @@ struct RunHandle {
 pub struct Runner {
     store: Store,
     hub: Hub,
-    active: Arc<Mutex<HashMap<String, RunHandle>>>,
+    active: Arc<Mutex<HashMap<PromptId, RunHandle>>>,
     admission: Admission,
 }
 
@@ -92,7 +94,7 @@ impl Runner {
     /// A slot for one more run of `user_id` (see [`Admission`]; it may wait for one): take
     /// it before calling the executor and hand it to [`Runner::spawn`], which holds it until
     /// the run ends.
-    pub async fn admit(&self, user_id: &str) -> Result<Ticket, GatewayError> {
+    pub async fn admit(&self, user_id: &UserId) -> Result<Ticket, GatewayError> {
         self.admission.admit(user_id).await
     }
 
@@ -139,20 +141,20 @@ impl Runner {
 
     /// Follows an opened run in the background until it finishes, fails or is cancelled.
     pub fn spawn(&self, prompt: &Prompt, run: OpenRun, ticket: Ticket) {
+        let prompt_id = prompt.prompt_id();
         let (command_sender, commands) = mpsc::channel(8);
         let refresh = Arc::new(Notify::new());
         self.active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(
-                prompt.id.clone(),
+                prompt_id.clone(),
                 RunHandle {
                     commands: command_sender,
                     refresh: refresh.clone(),
                 },
             );
         let runner = self.clone();
-        let prompt_id = prompt.id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
         let span = run.span.clone();
@@ -171,7 +173,7 @@ impl Runner {
                             .or_else(|| panic.downcast_ref::<String>().cloned())
                             .unwrap_or_default();
                         let reference = ErrorRef::current();
-                        tracing::error!(prompt_id, trace_id = %reference.id(), panic = %message, "following a prompt's run panicked");
+                        tracing::error!(%prompt_id, trace_id = %reference.id(), panic = %message, "following a prompt's run panicked");
                         let message = format!("internal error while running the prompt; {reference}");
                         let _ = Box::pin(runner.finish(&prompt_id, PromptState::Failed, message))
                             .await;
@@ -192,7 +194,7 @@ impl Runner {
     /// Cancels a run followed by this gateway. `None` when no run of that prompt is active here.
     pub async fn cancel(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         reason: String,
     ) -> Option<Result<Prompt, GatewayError>> {
         let (reply, answer) = oneshot::channel();
@@ -205,7 +207,7 @@ impl Runner {
     /// active here (a durable pause: the caller resumes it with a new run).
     pub async fn decide(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         decision: ApprovalDecision,
     ) -> Option<Result<(), GatewayError>> {
         let (reply, answer) = oneshot::channel();
@@ -214,12 +216,12 @@ impl Runner {
         answer.await.ok()
     }
 
-    async fn command(&self, prompt_id: &str, command: Command) -> Option<()> {
+    async fn command(&self, prompt_id: &PromptId, command: Command) -> Option<()> {
         let handle = self.handle(prompt_id)?;
         handle.commands.send(command).await.ok()
     }
 
-    fn handle(&self, prompt_id: &str) -> Option<RunHandle> {
+    fn handle(&self, prompt_id: &PromptId) -> Option<RunHandle> {
         self.active
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -229,7 +231,7 @@ impl Runner {
 
     /// Another replica changed the prompt (ended it, or decided on a call its live run
     /// waits for): if this replica runs it, the run reads the change back.
-    pub fn poke(&self, prompt_id: &str) {
+    pub fn poke(&self, prompt_id: &PromptId) {
         if let Some(handle) = self.handle(prompt_id) {
             handle.refresh.notify_one();
         }
@@ -245,7 +247,11 @@ impl Runner {
 
     /// Fails a prompt whose run's lease expired before `before` (its replica died or lost
     /// the database), unless it ended or was renewed meanwhile.
-    pub async fn fail_expired(&self, prompt_id: &str, before: i64) -> Result<bool, GatewayError> {
+    pub async fn fail_expired(
+        &self,
+        prompt_id: &PromptId,
+        before: i64,
+    ) -> Result<bool, GatewayError> {
         let message = "the run was interrupted: the gateway replica running this prompt stopped \
                        (its lease expired)"
             .to_owned();
@@ -262,7 +268,7 @@ impl Runner {
     /// Ends a prompt that is not running here (waiting, or orphaned) with a terminal event.
     pub async fn finish(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         state: PromptState,
         message: String,
     ) -> Result<Prompt, GatewayError> {
@@ -295,7 +301,7 @@ impl Runner {
     /// run at rest carry the largest of them (~6 KiB per running prompt).
     async fn follow(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         mode: &str,
         outputs: usize,
         run: OpenRun,
@@ -355,14 +361,14 @@ impl Runner {
                     return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
                 }
                 Err(error) => {
-                    tracing::warn!(prompt_id, mode, %error, "prompt run failed");
+                    tracing::warn!(%prompt_id, mode, %error, "prompt run failed");
                     run.cancel(error.to_string());
                     // What the user sees: an internal error only as its trace reference.
                     let message = agentic_rpc::caller_message(&error);
                     if let Err(store_error) =
                         Box::pin(self.finish(prompt_id, PromptState::Failed, message)).await
                     {
-                        tracing::error!(prompt_id, error = %store_error, "could not record the failure of a prompt");
+                        tracing::error!(%prompt_id, error = %store_error, "could not record the failure of a prompt");
                     }
                     return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
                 }
@@ -371,7 +377,7 @@ impl Runner {
     }
 
     /// The prompt's stored state after its run stopped here (`fallback` if it cannot be read).
-    async fn state_or(&self, prompt_id: &str, fallback: PromptState) -> PromptState {
+    async fn state_or(&self, prompt_id: &PromptId, fallback: PromptState) -> PromptState {
         match self.store.state(prompt_id).await {
             Ok(Some(state)) => state,
             _ => fallback,

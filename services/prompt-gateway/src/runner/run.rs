@@ -1,5 +1,6 @@
 //! One prompt's live run: what the executor sends, applied in order to the prompt's log.
 
+use agentic_ids::PromptId;
 use std::collections::HashSet;
 
 use agentic_proto::v1::{
@@ -17,7 +18,7 @@ use crate::store::{Change, EventFor, RunLog, Store};
 /// One prompt's live run on this replica: what it has stored and what it waits for. It
 /// applies what the executor sends, in order, and reads back what other replicas change.
 pub(super) struct Run {
-    prompt_id: String,
+    prompt_id: PromptId,
     mode: String,
     store: Store,
     hub: Hub,
@@ -38,7 +39,7 @@ pub(super) struct Run {
 
 impl Run {
     pub(super) fn new(
-        prompt_id: &str,
+        prompt_id: &PromptId,
         mode: &str,
         store: Store,
         hub: Hub,

@@ -6,7 +6,7 @@ impl Store {
     /// Records a decision; `false` when the call was already decided.
     pub async fn record_decision(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         decision: &ApprovalDecision,
     ) -> Result<bool, GatewayError> {
         let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) \
@@ -23,7 +23,7 @@ impl Store {
 
     pub async fn forget_decision(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         tool_call_id: &str,
     ) -> Result<(), GatewayError> {
         let sql = "DELETE FROM approval_decisions WHERE prompt_id = $1 AND tool_call_id = $2";
@@ -33,7 +33,10 @@ impl Store {
         Ok(())
     }
 
-    pub async fn decisions(&self, prompt_id: &str) -> Result<Vec<ApprovalDecision>, GatewayError> {
+    pub async fn decisions(
+        &self,
+        prompt_id: &PromptId,
+    ) -> Result<Vec<ApprovalDecision>, GatewayError> {
         let sql = "SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = $1 \
                    ORDER BY decided_at";
         let rows: Vec<DecisionRow> = self.db.read_all(sql, &[prompt_id.into()]).await?;
@@ -49,7 +52,7 @@ impl Store {
 
     /// Moves a live-paused prompt back to RUNNING once its run has every decision; its run
     /// (and lease) stay where they are. `false` when it was no longer waiting.
-    pub async fn resume_live(&self, prompt_id: &str) -> Result<bool, GatewayError> {
+    pub async fn resume_live(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
                    WHERE id = $3 AND state = $4";
         let args = [
@@ -64,7 +67,7 @@ impl Store {
     /// Moves a prompt whose run ended waiting (a durable pause) back to RUNNING under this
     /// replica's lease, for the new run this replica starts. `false` when it was no longer
     /// waiting (another caller resumed or cancelled it first).
-    pub async fn claim_resumed(&self, prompt_id: &str) -> Result<bool, GatewayError> {
+    pub async fn claim_resumed(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = $3, lease_until = $4 \
                    WHERE id = $5 AND state = $6 AND paused_live = 0";
         let args = [

@@ -31,8 +31,8 @@ impl Store {
     /// The conversation if it exists and belongs to `user_id`.
     pub async fn conversation(
         &self,
-        user_id: &str,
-        conversation_id: &str,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
     ) -> Result<Option<Conversation>, GatewayError> {
         let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
                    FROM conversations WHERE id = $1 AND user_id = $2";
@@ -45,7 +45,7 @@ impl Store {
 
     pub async fn list_conversations(
         &self,
-        user_id: &str,
+        user_id: &UserId,
         limit: u32,
     ) -> Result<Vec<Conversation>, GatewayError> {
         let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \

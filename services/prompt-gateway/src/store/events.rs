@@ -17,7 +17,7 @@ pub(super) fn check_batchable(appends: &[Append]) -> Result<(), GatewayError> {
 }
 
 /// [`ADD_USAGE`]'s arguments.
-pub(super) fn usage_args<'a>(prompt_id: &'a str, usage: &Usage) -> [Arg<'a>; 4] {
+pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>; 4] {
     [
         saturating_i64(usage.input_tokens).into(),
         saturating_i64(usage.output_tokens).into(),
@@ -32,7 +32,7 @@ impl Store {
     /// ended takes no more events: that is [`GatewayError::PromptEnded`].
     pub async fn record(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
     ) -> Result<PromptEvent, GatewayError> {
@@ -48,7 +48,7 @@ impl Store {
     ))]
     pub(super) async fn record_guarded(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         guard: Guard,
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
@@ -107,7 +107,7 @@ impl Store {
     ))]
     pub async fn append_batch(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         appends: Vec<Append>,
         usage: &Usage,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
@@ -143,7 +143,7 @@ impl Store {
     ))]
     pub async fn finish_after(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         before: Vec<Append>,
         usage: &Usage,
         state: PromptState,
@@ -178,7 +178,7 @@ impl Store {
         }
     }
 
-    pub async fn add_usage(&self, prompt_id: &str, usage: &Usage) -> Result<(), GatewayError> {
+    pub async fn add_usage(&self, prompt_id: &PromptId, usage: &Usage) -> Result<(), GatewayError> {
         self.db
             .write(ADD_USAGE, &usage_args(prompt_id, usage))
             .await?;
@@ -189,7 +189,7 @@ impl Store {
     #[cfg(test)]
     pub async fn events_after(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         after: u64,
         limit: u32,
     ) -> Result<Vec<PromptEvent>, GatewayError> {
@@ -219,8 +219,8 @@ impl Store {
     ))]
     pub async fn event_page(
         &self,
-        prompt_id: &str,
-        user_id: &str,
+        prompt_id: &PromptId,
+        user_id: &UserId,
         after: u64,
         limit: u32,
     ) -> Result<Option<EventPage>, GatewayError> {

@@ -24,7 +24,7 @@ impl Store {
     /// Ids of prompts with a live run (RUNNING, or paused live) of another replica whose
     /// lease expired before `before` (ms since the epoch). A replica never reaps its own
     /// runs: it knows they are alive even when a busy database delayed its renewals.
-    pub async fn expired(&self, before: i64) -> Result<Vec<String>, GatewayError> {
+    pub async fn expired(&self, before: i64) -> Result<Vec<PromptId>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
                    AND lease_until < $3 AND owner != $4";
         let args = [
@@ -33,23 +33,23 @@ impl Store {
             before.into(),
             (&self.owner.replica).into(),
         ];
-        Ok(self.db.read_scalars(sql, &args).await?)
+        prompt_ids(self.db.read_scalars(sql, &args).await?)
     }
 
     /// Ids of prompts with a live run that another replica owns: on SQLite, where this is
     /// the only gateway, runs of an earlier process of it.
-    pub async fn owned_by_others(&self) -> Result<Vec<String>, GatewayError> {
+    pub async fn owned_by_others(&self) -> Result<Vec<PromptId>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE (state = $1 OR (state = $2 AND paused_live = 1)) \
                    AND owner != $3";
         let args = [RUNNING.into(), WAITING.into(), (&self.owner.replica).into()];
-        Ok(self.db.read_scalars(sql, &args).await?)
+        prompt_ids(self.db.read_scalars(sql, &args).await?)
     }
 
     /// Fails a prompt whose owner's lease expired before `before`, with the terminal event
     /// saying why. [`GatewayError::PromptEnded`] when it ended or its lease was renewed first.
     pub async fn fail_expired(
         &self,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         before: i64,
         message: String,
     ) -> Result<PromptEvent, GatewayError> {

@@ -25,7 +25,9 @@ use tokio_stream::StreamExt;
 use crate::error::GatewayError;
 use crate::follow::follow;
 use crate::hub::Hub;
+use crate::ids::PromptIds as _;
 use crate::store::{Append, Change, Owner, Store};
+use agentic_ids::{PromptId, UserId};
 
 /// One generated interleaving.
 #[derive(Debug, Clone)]
@@ -148,7 +150,7 @@ async fn check(url: &str, plan: &Plan) {
     let hub = Hub::default();
     let (store, prompt, created) = new_prompt(url).await;
     hub.publish(&created);
-    let id = prompt.id.clone();
+    let id = prompt.prompt_id();
     let total_writes: usize = plan.writers.iter().map(|(count, ..)| count).sum();
     let written = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -164,12 +166,13 @@ async fn check(url: &str, plan: &Plan) {
                 // Resume after a sequence that exists (1 is `created`).
                 let stored = store.events_after(&id, 0, 10_000).await.unwrap().len();
                 let after = (resume_after % (stored + 1)) as u64;
-                let events: Vec<PromptEvent> = follow(store, hub, "alice", id, after)
-                    .await
-                    .expect("the stream opens")
-                    .map(|event| event.expect("the stream delivers"))
-                    .collect()
-                    .await;
+                let events: Vec<PromptEvent> =
+                    follow(store, hub, &UserId::known("alice"), id, after)
+                        .await
+                        .expect("the stream opens")
+                        .map(|event| event.expect("the stream delivers"))
+                        .collect()
+                        .await;
                 (after, events)
             })
         })
@@ -315,7 +318,11 @@ async fn check(url: &str, plan: &Plan) {
         assert_eq!(mine, in_order, "writer {writer}'s order: {plan:?}");
     }
     // The timeline holds writer 0's entries, each as last written.
-    let prompt = store.prompt("alice", &id).await.unwrap().unwrap();
+    let prompt = store
+        .prompt(&UserId::known("alice"), &id)
+        .await
+        .unwrap()
+        .unwrap();
     let written_by_0 = stored
         .iter()
         .filter(|event| written_text(event).is_some_and(|text| text.starts_with("0:")))
@@ -378,21 +385,29 @@ async fn check_missing_entry(url: &str) {
         total_tokens: 7,
         ..Usage::default()
     };
-    let refused = store.append_batch(&prompt.id, batch, &usage).await;
+    let refused = store.append_batch(&prompt.prompt_id(), batch, &usage).await;
     assert!(
         matches!(refused, Err(GatewayError::Protocol(_))),
         "{refused:?}"
     );
     assert_eq!(
-        store.events_after(&prompt.id, 0, 100).await.unwrap().len(),
+        store
+            .events_after(&prompt.prompt_id(), 0, 100)
+            .await
+            .unwrap()
+            .len(),
         1
     );
-    let stored = store.prompt("alice", &prompt.id).await.unwrap().unwrap();
+    let stored = store
+        .prompt(&UserId::known("alice"), &prompt.prompt_id())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(stored.output.is_empty());
     assert_eq!(stored.usage.unwrap_or_default().total_tokens, 0);
     let stored = store
         .append_batch(
-            &prompt.id,
+            &prompt.prompt_id(),
             vec![written_event(0, 0), written_event(0, 1)],
             &usage,
         )
@@ -418,7 +433,7 @@ async fn check_finish_after(url: &str) {
     };
     // Entry 0 before; entry 0 replaced, entry 1 added and replaced with the end.
     store
-        .append_batch(&prompt.id, vec![written_event(0, 0)], &usage)
+        .append_batch(&prompt.prompt_id(), vec![written_event(0, 0)], &usage)
         .await
         .unwrap();
     let before = vec![
@@ -430,7 +445,7 @@ async fn check_finish_after(url: &str) {
     let completed = |prompt| prompt_event::Kind::Completed(PromptCompleted { prompt });
     let events = store
         .finish_after(
-            &prompt.id,
+            &prompt.prompt_id(),
             before,
             &usage,
             PromptState::Completed,
@@ -446,9 +461,16 @@ async fn check_finish_after(url: &str) {
             .collect::<Vec<_>>(),
         [3, 4, 5, 6, 7]
     );
-    let stored = store.events_after(&prompt.id, 0, 100).await.unwrap();
+    let stored = store
+        .events_after(&prompt.prompt_id(), 0, 100)
+        .await
+        .unwrap();
     assert_eq!(stored[2..], events[..]);
-    let read = store.prompt("alice", &prompt.id).await.unwrap().unwrap();
+    let read = store
+        .prompt(&UserId::known("alice"), &prompt.prompt_id())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         read.output,
         [text_output("0:1".into()), text_output("0:3".into())]
@@ -461,7 +483,11 @@ async fn check_finish_after(url: &str) {
     );
     // Nothing follows the end.
     let late = store
-        .append_batch(&prompt.id, vec![written_event(1, 1)], &Usage::default())
+        .append_batch(
+            &prompt.prompt_id(),
+            vec![written_event(1, 1)],
+            &Usage::default(),
+        )
         .await;
     assert!(
         matches!(late, Err(GatewayError::PromptEnded(_))),
@@ -528,10 +554,11 @@ async fn check_dropped_writes(url: &str) {
     let (store, prompt, _) = new_prompt(url).await;
     let mut dropped = 0;
     let usage = Usage::default();
+    let prompt_id = prompt.prompt_id();
     for attempt in 0..40u64 {
         let batch = (0..3).map(|n| written_event(1, n)).collect();
         // Dropped at its first await, after a few polls, or not at all (it finished).
-        let mut write = std::pin::pin!(store.append_batch(&prompt.id, batch, &usage));
+        let mut write = std::pin::pin!(store.append_batch(&prompt_id, batch, &usage));
         let mut finished = false;
         for _ in 0..=attempt % 10 {
             let polled = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
@@ -547,10 +574,17 @@ async fn check_dropped_writes(url: &str) {
     }
     assert!(dropped > 0, "no write was interrupted");
     let last = store
-        .append_batch(&prompt.id, vec![written_event(1, 9)], &Usage::default())
+        .append_batch(
+            &prompt.prompt_id(),
+            vec![written_event(1, 9)],
+            &Usage::default(),
+        )
         .await
         .expect("a write after interrupted ones works");
-    let stored = store.events_after(&prompt.id, 0, 10_000).await.unwrap();
+    let stored = store
+        .events_after(&prompt.prompt_id(), 0, 10_000)
+        .await
+        .unwrap();
     let sequences: Vec<u64> = stored.iter().map(|event| event.sequence).collect();
     let gap_free: Vec<u64> = (1..=sequences.len() as u64).collect();
     assert_eq!(sequences, gap_free);
@@ -613,19 +647,27 @@ proptest! {
 /// owner is part of the read, so a foreign prompt's events are never loaded.
 async fn check_foreign_pages(url: &str) {
     let (store, prompt, _) = new_prompt(url).await;
-    let page = store.event_page(&prompt.id, "alice", 0, 10).await.unwrap();
+    let page = store
+        .event_page(&prompt.prompt_id(), &UserId::known("alice"), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(
         page.map(|page| page.events.len()),
         Some(1),
         "the owner reads it"
     );
     let foreign = store
-        .event_page(&prompt.id, "mallory", 0, 10)
+        .event_page(&prompt.prompt_id(), &UserId::known("mallory"), 0, 10)
         .await
         .unwrap();
     assert!(foreign.is_none(), "another user reads nothing");
     let missing = store
-        .event_page("no-such-prompt", "alice", 0, 10)
+        .event_page(
+            &PromptId::known("no-such-prompt"),
+            &UserId::known("alice"),
+            0,
+            10,
+        )
         .await
         .unwrap();
     assert!(missing.is_none());

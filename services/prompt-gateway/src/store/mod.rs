@@ -14,6 +14,7 @@
 //! RUNNING or WAITING_FOR_APPROVAL, so nothing follows a terminal event, whichever replica
 //! writes and whichever writes first.
 
+use agentic_ids::{ConversationId, PromptId, UserId};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,7 @@ use prost::Message;
 use sqlx::postgres::PgListener;
 
 use crate::error::GatewayError;
+use crate::ids::PromptIds as _;
 
 /// The PostgreSQL channel every stored event is announced on.
 const EVENTS_CHANNEL: &str = "agentic_prompt_events";
@@ -137,7 +139,10 @@ pub struct Store {
 }
 
 /// Reads a prompt with its outputs on `conn` (a transaction or a connection).
-async fn load_prompt(conn: &mut Conn<'_>, prompt_id: &str) -> Result<Option<Prompt>, GatewayError> {
+async fn load_prompt(
+    conn: &mut Conn<'_>,
+    prompt_id: &PromptId,
+) -> Result<Option<Prompt>, GatewayError> {
     let sql = format!("SELECT {PROMPT_COLUMNS} FROM prompts WHERE id = $1");
     let Some(row) = conn
         .optional::<PromptRow>(&sql, &[prompt_id.into()])
@@ -160,7 +165,7 @@ async fn load_prompt(conn: &mut Conn<'_>, prompt_id: &str) -> Result<Option<Prom
 async fn append(
     store: &Store,
     conn: &mut Conn<'_>,
-    prompt_id: &str,
+    prompt_id: &PromptId,
     guard: Guard,
     change: Change,
     kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
@@ -195,12 +200,12 @@ async fn append(
         }
     };
     let Some(sequence) = sequence else {
-        return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
+        return Err(GatewayError::PromptEnded(prompt_id.to_string()));
     };
     let final_prompt = apply_change(conn, prompt_id, change).await?;
     let event = PromptEvent {
         sequence: unsigned(sequence),
-        prompt_id: prompt_id.to_owned(),
+        prompt_id: prompt_id.to_string(),
         at: Some(at),
         kind: Some(kind(final_prompt)),
     };
@@ -231,7 +236,7 @@ async fn append(
 /// it, for a pause or an end (whose event carries it).
 async fn apply_change(
     conn: &mut Conn<'_>,
-    prompt_id: &str,
+    prompt_id: &PromptId,
     change: Change,
 ) -> Result<Option<Prompt>, GatewayError> {
     Ok(match change {
@@ -392,6 +397,11 @@ fn stored_event(sequence: i64, payload: &[u8]) -> Result<PromptEvent, GatewayErr
 /// Milliseconds since the Unix epoch, by this machine's clock. Leases compare the clocks of
 /// different replicas: they must be kept in sync (NTP) well within a lease.
 pub use agentic_db::now_millis;
+
+/// Prompt ids read from the database (text the gateway issued).
+fn prompt_ids(ids: Vec<String>) -> Result<Vec<PromptId>, GatewayError> {
+    Ok(ids.into_iter().map(PromptId::known).collect())
+}
 
 fn unsigned(value: i64) -> u64 {
     u64::try_from(value).unwrap_or_default()

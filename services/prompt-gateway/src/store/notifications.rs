@@ -6,7 +6,7 @@ use super::*;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
     /// Something about this prompt changed: event `sequence` was stored (0: not an event).
-    Prompt { prompt_id: String, sequence: u64 },
+    Prompt { prompt_id: PromptId, sequence: u64 },
     /// Wake-ups may have been missed (the connection dropped): look at everything again.
     Everything,
 }
@@ -35,7 +35,7 @@ impl Wakeups {
                 continue;
             }
             return Ok(Wake::Prompt {
-                prompt_id: prompt_id.to_owned(),
+                prompt_id: PromptId::known(prompt_id),
                 sequence: sequence.parse().unwrap_or_default(),
             });
         }
@@ -43,13 +43,13 @@ impl Wakeups {
 }
 
 impl Store {
-    pub(super) fn wakeup_payload(&self, prompt_id: &str, sequence: i64) -> String {
+    pub(super) fn wakeup_payload(&self, prompt_id: &PromptId, sequence: i64) -> String {
         format!("{} {prompt_id} {sequence}", self.owner.replica)
     }
 
     /// Tells the other replicas that something about a prompt changed that is not an event
     /// (an approval decision): the replica running it reads it back. A no-op on SQLite.
-    pub async fn poke(&self, prompt_id: &str) -> Result<(), GatewayError> {
+    pub async fn poke(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
         if let Backend::Postgres(pool) = self.db.backend() {
             sqlx::query("SELECT pg_notify($1, $2)")
                 .bind(EVENTS_CHANNEL)

@@ -7,7 +7,7 @@ impl Store {
     pub(super) async fn append_all_postgres(
         &self,
         conn: &mut sqlx::PgConnection,
-        prompt_id: &str,
+        prompt_id: &PromptId,
         appends: Vec<Append>,
         usage: &Usage,
     ) -> Result<Vec<PromptEvent>, GatewayError> {

@@ -84,7 +84,7 @@ impl Store {
         let event = append(
             self,
             &mut tx.conn(),
-            &prompt.id,
+            &prompt.prompt_id(),
             Guard::Open,
             Change::None,
             |_| kind,
@@ -97,11 +97,11 @@ impl Store {
     /// The prompt if it exists and belongs to `user_id`.
     pub async fn prompt(
         &self,
-        user_id: &str,
-        prompt_id: &str,
+        user_id: &UserId,
+        prompt_id: &PromptId,
     ) -> Result<Option<Prompt>, GatewayError> {
         let prompt = load_prompt(&mut self.reader().await?.conn(), prompt_id).await?;
-        Ok(prompt.filter(|prompt| prompt.user_id == user_id))
+        Ok(prompt.filter(|prompt| prompt.user_id == user_id.as_str()))
     }
 
     /// The user's prompts, newest first, optionally of one conversation, as summaries:
@@ -109,8 +109,8 @@ impl Store {
     /// small however large the prompts are.
     pub async fn list_prompts(
         &self,
-        user_id: &str,
-        conversation_id: Option<&str>,
+        user_id: &UserId,
+        conversation_id: Option<&ConversationId>,
         limit: u32,
     ) -> Result<Vec<Prompt>, GatewayError> {
         let sql = format!(
@@ -127,12 +127,12 @@ impl Store {
     }
 
     /// The prompt's state, without ownership checks (callers checked ownership already).
-    pub async fn state(&self, prompt_id: &str) -> Result<Option<PromptState>, GatewayError> {
+    pub async fn state(&self, prompt_id: &PromptId) -> Result<Option<PromptState>, GatewayError> {
         Ok(self.run_state(prompt_id).await?.map(|run| run.state))
     }
 
     /// The prompt's state and whether a live run waits on it (no ownership checks).
-    pub async fn run_state(&self, prompt_id: &str) -> Result<Option<RunState>, GatewayError> {
+    pub async fn run_state(&self, prompt_id: &PromptId) -> Result<Option<RunState>, GatewayError> {
         let sql = "SELECT state, paused_live FROM prompts WHERE id = $1";
         let row: Option<(i32, i32)> = self.db.read_optional(sql, &[prompt_id.into()]).await?;
         Ok(row.map(|(state, paused_live)| RunState {
@@ -145,11 +145,11 @@ impl Store {
     /// other than `except`, newest first, at most `limit`.
     pub async fn history_ids(
         &self,
-        conversation_id: &str,
-        except: &str,
+        conversation_id: &ConversationId,
+        except: &PromptId,
         created_at: i64,
         limit: u32,
-    ) -> Result<Vec<String>, GatewayError> {
+    ) -> Result<Vec<PromptId>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 \
                    AND created_at <= $3 ORDER BY created_at DESC, id DESC LIMIT $4";
         let args = [
@@ -158,6 +158,6 @@ impl Store {
             created_at.into(),
             i64::from(limit).into(),
         ];
-        Ok(self.db.read_scalars(sql, &args).await?)
+        prompt_ids(self.db.read_scalars(sql, &args).await?)
     }
 }

@@ -4,6 +4,7 @@
 //! also goes into the file index), a pause and an end are written as they come, after
 //! everything that waits, an end in the same transaction as what came just before it.
 
+use agentic_ids::PromptId;
 use agentic_proto::v1::{Prompt, PromptEvent, PromptState, Usage, prompt_event};
 
 use super::{Append, Change, Store};
@@ -20,13 +21,13 @@ pub type EventFor = Box<dyn FnOnce(Option<Prompt>) -> prompt_event::Kind + Send>
 /// The writes of one run of one prompt.
 pub struct RunLog {
     store: Store,
-    prompt_id: String,
+    prompt_id: PromptId,
     waiting: Vec<Append>,
     usage: Usage,
 }
 
 impl RunLog {
-    pub fn new(store: Store, prompt_id: String) -> RunLog {
+    pub fn new(store: Store, prompt_id: PromptId) -> RunLog {
         RunLog {
             store,
             prompt_id,

@@ -103,7 +103,7 @@ pub(super) struct SqliteBatch {
 
 impl SqliteBatch {
     pub(super) fn new(
-        prompt_id: &str,
+        prompt_id: &PromptId,
         at: prost_types::Timestamp,
         appends: Vec<Append>,
     ) -> SqliteBatch {
@@ -133,7 +133,7 @@ impl SqliteBatch {
             }
             let event = PromptEvent {
                 sequence: 0,
-                prompt_id: prompt_id.to_owned(),
+                prompt_id: prompt_id.to_string(),
                 at: Some(at),
                 kind: Some(kind),
             };
@@ -194,7 +194,7 @@ impl SqliteBatch {
 pub(super) async fn append_batch_sqlite(
     write: &SqliteWriter,
     commands: &Commands,
-    prompt_id: &str,
+    prompt_id: &PromptId,
     appends: Vec<Append>,
     usage: &Usage,
 ) -> Result<Vec<PromptEvent>, GatewayError> {
@@ -203,7 +203,7 @@ pub(super) async fn append_batch_sqlite(
     let query = batch.bind(
         sqlx::query_scalar(&commands.append_batch),
         timestamp_millis(&at),
-        prompt_id,
+        prompt_id.as_str(),
         usage,
     );
     let sequences = write.one_command(query).await?;
@@ -212,7 +212,7 @@ pub(super) async fn append_batch_sqlite(
         let open: Option<i64> = sqlx::query_scalar(
             "SELECT 1 FROM prompts WHERE id = $1 AND (state = $2 OR state = $3)",
         )
-        .bind(prompt_id)
+        .bind(prompt_id.as_str())
         .bind(RUNNING)
         .bind(WAITING)
         .fetch_optional(&mut write.lock().await.conn)
@@ -221,7 +221,7 @@ pub(super) async fn append_batch_sqlite(
             Some(_) if !batch.replaced_positions.is_empty() => {
                 missing_entry(&batch.replaced_positions)
             }
-            _ => GatewayError::PromptEnded(prompt_id.to_owned()),
+            _ => GatewayError::PromptEnded(prompt_id.to_string()),
         });
     }
     batch.numbered(&sequences)
@@ -276,7 +276,7 @@ fn prompt_at_end(
 pub(super) async fn finish_sqlite(
     write: &SqliteWriter,
     commands: &Commands,
-    prompt_id: &str,
+    prompt_id: &PromptId,
     before: Vec<Append>,
     usage: &Usage,
     (state, error): (PromptState, String),
@@ -293,13 +293,13 @@ pub(super) async fn finish_sqlite(
     let conn = &mut writer.conn;
     let finished = async {
         let row: Option<PromptWithOutputs> = sqlx::query_as(&read)
-            .bind(prompt_id)
+            .bind(prompt_id.as_str())
             .bind(RUNNING)
             .bind(WAITING)
             .fetch_optional(&mut *conn)
             .await?;
         let Some(stored) = row else {
-            return Err(GatewayError::PromptEnded(prompt_id.to_owned()));
+            return Err(GatewayError::PromptEnded(prompt_id.to_string()));
         };
         let at = now();
         let batch = SqliteBatch::new(prompt_id, at, before);
@@ -308,7 +308,7 @@ pub(super) async fn finish_sqlite(
         let prompt = prompt_at_end(stored, &batch, usage, state, &error, &at)?;
         let mut terminal = PromptEvent {
             sequence: 0,
-            prompt_id: prompt_id.to_owned(),
+            prompt_id: prompt_id.to_string(),
             at: Some(at),
             kind: Some(kind(Some(prompt))),
         };
@@ -318,7 +318,7 @@ pub(super) async fn finish_sqlite(
             .bind(
                 sqlx::query_scalar(&commands.finish_write),
                 timestamp_millis(&at),
-                prompt_id,
+                prompt_id.as_str(),
                 usage,
             )
             .bind(state as i32)

@@ -217,11 +217,11 @@ impl Plugin for ArtifactPlugin {
 
     async fn invoke(
         &self,
-        tool_id: &str,
+        tool_id: &agentic_ids::ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
-        match tool_id {
+        match tool_id.as_str() {
             "artifact.store" => self.store(input, ctx).await,
             "artifact.get" => self.get(input, ctx).await,
             "artifact.list" => self.list(input, ctx).await,

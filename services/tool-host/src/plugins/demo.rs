@@ -78,55 +78,51 @@ impl Plugin for DemoPlugin {
 
     fn tools(&self) -> Vec<ToolSpec> {
         vec![
-            ToolSpec {
-                id: "demo.echo".into(),
-                description: "Returns its input unchanged, as {echo: input}.".into(),
-                input_schema: json!({
+            spec(
+                "demo.echo",
+                "Returns its input unchanged, as {echo: input}.",
+                json!({
                     "type": "object",
                     "description": "Any object; it comes back unchanged.",
                     "properties": {},
                     "required": [],
                     "additionalProperties": true,
                 }),
-                requires_approval: false,
-                timeout: None,
-            },
+            ),
             ToolSpec {
-                id: "demo.sleep".into(),
-                description: "Waits the given number of milliseconds, then returns {slept_ms}.".into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "ms": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "maximum": 60000,
-                            "description": "How long to wait, in milliseconds (at most one minute).",
-                        },
-                    },
-                    "required": ["ms"],
-                    "additionalProperties": false,
-                }),
-                requires_approval: false,
                 timeout: Some(SLEEP_TIMEOUT),
+                ..spec(
+                    "demo.sleep",
+                    "Waits the given number of milliseconds, then returns {slept_ms}.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "ms": {
+                                "type": "integer",
+                                "minimum": 0,
+                                "maximum": 60000,
+                                "description": "How long to wait, in milliseconds (at most one minute).",
+                            },
+                        },
+                        "required": ["ms"],
+                        "additionalProperties": false,
+                    }),
+                )
             },
-            ToolSpec {
-                id: "demo.hang".into(),
-                description: "Never answers: the call ends only when its deadline passes or the prompt is cancelled."
-                    .into(),
-                input_schema: json!({
+            spec(
+                "demo.hang",
+                "Never answers: the call ends only when its deadline passes or the prompt is cancelled.",
+                json!({
                     "type": "object",
                     "properties": {},
                     "required": [],
                     "additionalProperties": false,
                 }),
-                requires_approval: false,
-                timeout: None,
-            },
-            ToolSpec {
-                id: "demo.fail".into(),
-                description: "Always fails, with the given message as its error.".into(),
-                input_schema: json!({
+            ),
+            spec(
+                "demo.fail",
+                "Always fails, with the given message as its error.",
+                json!({
                     "type": "object",
                     "properties": {
                         "message": {"type": "string", "description": "The error message to fail with."},
@@ -134,28 +130,26 @@ impl Plugin for DemoPlugin {
                     "required": ["message"],
                     "additionalProperties": false,
                 }),
-                requires_approval: false,
-                timeout: None,
-            },
+            ),
             ToolSpec {
-                id: "demo.dangerous".into(),
-                description: "Pretends to do something risky; a person must approve each call. Returns {done: action}."
-                    .into(),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "action": {"type": "string", "description": "What to pretend to do."},
-                    },
-                    "required": ["action"],
-                    "additionalProperties": false,
-                }),
                 requires_approval: true,
-                timeout: None,
+                ..spec(
+                    "demo.dangerous",
+                    "Pretends to do something risky; a person must approve each call. Returns {done: action}.",
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "action": {"type": "string", "description": "What to pretend to do."},
+                        },
+                        "required": ["action"],
+                        "additionalProperties": false,
+                    }),
+                )
             },
-            ToolSpec {
-                id: "demo.report".into(),
-                description: "Writes a short Markdown report file and returns {id, filename}.".into(),
-                input_schema: json!({
+            spec(
+                "demo.report",
+                "Writes a short Markdown report file and returns {id, filename}.",
+                json!({
                     "type": "object",
                     "properties": {
                         "title": {"type": "string", "minLength": 1, "description": "The report's title."},
@@ -164,19 +158,17 @@ impl Plugin for DemoPlugin {
                     "required": ["title"],
                     "additionalProperties": false,
                 }),
-                requires_approval: false,
-                timeout: None,
-            },
+            ),
         ]
     }
 
     async fn invoke(
         &self,
-        tool_id: &str,
+        tool_id: &agentic_ids::ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
-        match tool_id {
+        match tool_id.as_str() {
             "demo.echo" => Ok(ToolOutcome::output(json!({"echo": input}))),
             "demo.sleep" => {
                 let ms = input
@@ -247,4 +239,15 @@ fn string_field<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolFailur
         .get(field)
         .and_then(Value::as_str)
         .ok_or_else(|| ToolFailure::new(format!("{field} is required")))
+}
+
+/// A demo tool that runs without approval under the executor's default deadline.
+fn spec(id: &str, description: &str, input_schema: Value) -> ToolSpec {
+    ToolSpec {
+        id: id.into(),
+        description: description.into(),
+        input_schema,
+        requires_approval: false,
+        timeout: None,
+    }
 }

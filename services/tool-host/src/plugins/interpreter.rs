@@ -66,7 +66,7 @@ impl Plugin for InterpreterPlugin {
 
     async fn invoke(
         &self,
-        _tool_id: &str,
+        _tool_id: &agentic_ids::ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
@@ -83,10 +83,10 @@ impl Plugin for InterpreterPlugin {
             code,
             input: input.get("input").map(json::to_proto),
             timeout_ms: u32::try_from(timeout_ms).unwrap_or(u32::MAX),
-            user_id: ctx.user_id.clone(),
-            conversation_id: ctx.conversation_id.clone(),
+            user_id: ctx.user_id.to_string(),
+            conversation_id: agentic_ids::wire(ctx.conversation_id.as_ref()),
             state: Some(json::json_to_struct(&ctx.state)),
-            prompt_id: ctx.prompt_id.clone(),
+            prompt_id: agentic_ids::wire(ctx.prompt_id.as_ref()),
         });
         request.set_timeout(Duration::from_millis(timeout_ms) + RPC_GRACE);
         let response = self

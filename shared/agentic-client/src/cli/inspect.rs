@@ -5,7 +5,7 @@ use std::path::Path;
 use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{
     ListConversationFilesResponse, ListConversationsResponse, ListModesResponse,
-    ListPromptsResponse, Prompt, prompt_output, tool_result,
+    ListPromptsResponse, Prompt, ToolOutput, prompt_output, tool_result,
 };
 
 use super::Console;
@@ -106,35 +106,7 @@ pub fn print_prompt(
                 text(content.content.trim_end())
             )?,
             Some(prompt_output::Kind::Tool(tool)) => {
-                let result = match tool
-                    .result
-                    .as_ref()
-                    .and_then(|result| result.result.as_ref())
-                {
-                    Some(tool_result::Result::Success(success)) => {
-                        let output = from_proto_opt(success.output.as_ref()).to_string();
-                        format!("→ {}", name(&output))
-                    }
-                    Some(tool_result::Result::Error(error)) => format!("✗ {}", name(&error.error)),
-                    Some(tool_result::Result::Pending(pending)) => {
-                        format!("… {}", name(&pending.reason))
-                    }
-                    None => "…".to_owned(),
-                };
-                let approval = tool
-                    .approval
-                    .as_ref()
-                    .map(|approval| approval_state(approval.state))
-                    .filter(|state| *state != "not_required" && *state != "unspecified")
-                    .map(|state| format!(" [{state}]"))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "  [{index}] tool  {} {} {result}{approval} (call {})",
-                    name(&tool.function),
-                    name(&from_proto_opt(tool.input.as_ref()).to_string()),
-                    name(&tool.id)
-                )?;
+                writeln!(out, "  [{index}] tool  {}", tool_line(tool))?;
             }
             Some(prompt_output::Kind::File(file)) => writeln!(
                 out,
@@ -148,6 +120,36 @@ pub fn print_prompt(
         }
     }
     Ok(())
+}
+
+/// A tool call of the timeline on one line: function, input, result, approval and call id.
+fn tool_line(tool: &ToolOutput) -> String {
+    let result = match tool
+        .result
+        .as_ref()
+        .and_then(|result| result.result.as_ref())
+    {
+        Some(tool_result::Result::Success(success)) => {
+            let output = from_proto_opt(success.output.as_ref()).to_string();
+            format!("→ {}", name(&output))
+        }
+        Some(tool_result::Result::Error(error)) => format!("✗ {}", name(&error.error)),
+        Some(tool_result::Result::Pending(pending)) => format!("… {}", name(&pending.reason)),
+        None => "…".to_owned(),
+    };
+    let approval = tool
+        .approval
+        .as_ref()
+        .map(|approval| approval_state(approval.state))
+        .filter(|state| *state != "not_required" && *state != "unspecified")
+        .map(|state| format!(" [{state}]"))
+        .unwrap_or_default();
+    format!(
+        "{} {} {result}{approval} (call {})",
+        name(&tool.function),
+        name(&from_proto_opt(tool.input.as_ref()).to_string()),
+        name(&tool.id)
+    )
 }
 
 pub async fn list_prompts(
