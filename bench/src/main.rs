@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use agentic_testkit::{Stack, StackDatabase, StackOptions};
 use clap::Parser;
 
-use crate::report::{Figure, Status};
+use crate::report::{Figure, Latency, Status};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -43,6 +43,13 @@ struct Args {
     /// Where the JSON results go.
     #[arg(long, default_value = "target/bench/results.json")]
     output: PathBuf,
+}
+
+impl Args {
+    /// Whether item `item` is to be measured (`--only` names it, or names nothing).
+    fn wants(&self, item: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|only| only == item)
+    }
 }
 
 /// How hard to try: `--quick` or the full run.
@@ -94,45 +101,74 @@ where
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let effort = Effort { quick: args.quick };
-    let wanted = |item: &str| args.only.is_empty() || args.only.iter().any(|only| only == item);
-
-    eprintln!("== baseline: tonic unary round trip on loopback");
-    let baseline = baseline::measure(effort).await?;
-    let mut figures = Vec::new();
-
-    if wanted("1") {
-        measure(
-            "1",
-            "fresh sandbox",
-            &mut figures,
-            sandbox::fresh_sandbox(effort),
-        )
-        .await;
-    }
-    if wanted("2") {
-        measure(
-            "2",
-            "tool calls from the sandbox",
-            &mut figures,
-            sandbox::tool_calls(effort),
-        )
-        .await;
-    }
-    if wanted("3") {
-        measure("3", "parallel tool calls", &mut figures, async {
-            Ok(vec![sandbox::parallel_sleeps(effort).await?])
-        })
-        .await;
-    }
     if args.only.iter().any(|only| only == "timeline") {
         if args.spans {
             print_spans();
         }
         let stack = Stack::start_with(prompts::rules(), StackOptions::default()).await?;
-        prompts::timeline(&stack).await?;
-        return Ok(());
+        return prompts::timeline(&stack).await;
     }
-    if wanted("4") || wanted("6") {
+
+    eprintln!("== baseline: tonic unary round trip on loopback");
+    let baseline = baseline::measure(effort).await?;
+    let mut figures = Vec::new();
+    sandbox_figures(&args, effort, &mut figures).await;
+    prompt_figures(&args, effort, &mut figures).await;
+    flood_figures(&args, effort, &mut figures).await;
+
+    eprintln!("== baseline again, to show how steady the machine was");
+    let baseline_after = baseline::measure(effort).await?;
+    let figures: Vec<Figure> = figures
+        .into_iter()
+        .map(|figure| figure.judged(&baseline))
+        .collect();
+    let missed = print_report(&args, &baseline, &baseline_after, &figures);
+
+    let mut results = report::results_json(&baseline, &figures, args.quick);
+    results["baseline_after"] = serde_json::to_value(baseline_after)?;
+    if let Some(folder) = args.output.parent() {
+        std::fs::create_dir_all(folder)?;
+    }
+    std::fs::write(&args.output, serde_json::to_vec_pretty(&results)?)?;
+    println!("results: {}", args.output.display());
+
+    if args.strict && missed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Items 1 to 3: the sandbox alone.
+async fn sandbox_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>) {
+    if args.wants("1") {
+        measure(
+            "1",
+            "fresh sandbox",
+            figures,
+            sandbox::fresh_sandbox(effort),
+        )
+        .await;
+    }
+    if args.wants("2") {
+        measure(
+            "2",
+            "tool calls from the sandbox",
+            figures,
+            sandbox::tool_calls(effort),
+        )
+        .await;
+    }
+    if args.wants("3") {
+        measure("3", "parallel tool calls", figures, async {
+            Ok(vec![sandbox::parallel_sleeps(effort).await?])
+        })
+        .await;
+    }
+}
+
+/// Items 4 to 8: prompts through an in-process stack.
+async fn prompt_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>) {
+    if args.wants("4") || args.wants("6") {
         // One SQLite stack for both, so neither pays for the other's start.
         let options = StackOptions {
             database: StackDatabase::Sqlite,
@@ -140,17 +176,17 @@ async fn main() -> anyhow::Result<()> {
         };
         match Stack::start_with(prompts::rules(), options).await {
             Ok(stack) => {
-                if wanted("4") {
+                if args.wants("4") {
                     measure(
                         "4",
                         "platform overhead per prompt",
-                        &mut figures,
+                        figures,
                         prompts::overhead(&stack, effort),
                     )
                     .await;
                 }
-                if wanted("6") {
-                    measure("6", "output() to the stream", &mut figures, async {
+                if args.wants("6") {
+                    measure("6", "output() to the stream", figures, async {
                         Ok(vec![prompts::output_latency(&stack, effort).await?])
                     })
                     .await;
@@ -159,69 +195,74 @@ async fn main() -> anyhow::Result<()> {
             Err(error) => figures.push(Figure::failed("4/6", "in-process stack", &error)),
         }
     }
-    if wanted("5") {
+    if args.wants("5") {
         for database in [StackDatabase::Sqlite, StackDatabase::Postgres] {
-            measure("5", "throughput", &mut figures, async {
+            measure("5", "throughput", figures, async {
                 Ok(vec![prompts::throughput(database, effort).await?])
             })
             .await;
         }
     }
-    if wanted("8") {
+    if args.wants("8") {
         measure(
             "8",
             "bytes sent to the model",
-            &mut figures,
+            figures,
             bytes::model_bytes(),
         )
         .await;
     }
-    if wanted("7") {
+    if args.wants("7") {
         measure(
             "7",
             "concurrent streaming prompts",
-            &mut figures,
+            figures,
             load::concurrent_prompts(effort),
         )
         .await;
     }
-    if wanted("9") {
+}
+
+/// Items 9, 9b and 10: floods of prompts against the service processes.
+async fn flood_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>) {
+    if args.wants("9") {
         measure(
             "9",
             "10,000 concurrent streaming prompts",
-            &mut figures,
+            figures,
             flood::concurrent_prompts(effort),
         )
         .await;
     }
-    if wanted("9b") {
+    if args.wants("9b") {
         measure(
             "9b",
             "code-executor peak RSS with 1,000 and 10,000 code prompts",
-            &mut figures,
+            figures,
             flood::code_prompts(effort),
         )
         .await;
     }
-    if wanted("10") {
+    if args.wants("10") {
         measure(
             "10",
             "a second user's latency during one user's flood",
-            &mut figures,
+            figures,
             flood::noisy_neighbour(effort),
         )
         .await;
     }
+}
 
-    eprintln!("== baseline again, to show how steady the machine was");
-    let baseline_after = baseline::measure(effort).await?;
-    let figures: Vec<Figure> = figures
-        .into_iter()
-        .map(|figure| figure.judged(&baseline))
-        .collect();
-
+/// Prints the table, the baseline after the run and every miss; returns how many missed.
+fn print_report(
+    args: &Args,
+    baseline: &Latency,
+    baseline_after: &Latency,
+    figures: &[Figure],
+) -> usize {
     println!();
-    println!("{}", report::table(&baseline, &figures));
+    println!("{}", report::table(baseline, figures));
     println!();
     println!(
         "baseline after the run: p50 {}, p99 {} ({})",
@@ -247,17 +288,5 @@ async fn main() -> anyhow::Result<()> {
             missed.len()
         );
     }
-
-    let mut results = report::results_json(&baseline, &figures, args.quick);
-    results["baseline_after"] = serde_json::to_value(baseline_after)?;
-    if let Some(folder) = args.output.parent() {
-        std::fs::create_dir_all(folder)?;
-    }
-    std::fs::write(&args.output, serde_json::to_vec_pretty(&results)?)?;
-    println!("results: {}", args.output.display());
-
-    if args.strict && !missed.is_empty() {
-        std::process::exit(1);
-    }
-    Ok(())
+    missed.len()
 }
