@@ -13,7 +13,8 @@ use agentic_proto::v1::{
     invoke_tool_response,
 };
 use agentic_testkit::model::{Match, Reply, Rule, ScriptedCall};
-use agentic_testkit::{RecordedRequest, StackOptions, StandInModel};
+use agentic_testkit::stack::StartToolHost;
+use agentic_testkit::{RecordedRequest, Stack, StackDatabase, StackOptions};
 use heck::ToLowerCamelCase as _;
 use serde_json::{Value as Json, json};
 use tonic::transport::Server;
@@ -22,7 +23,7 @@ use tonic::{Request, Response, Status};
 
 use crate::prompts::run_prompt;
 use crate::report::{Figure, Target};
-use crate::services::{Background, bind};
+use crate::services::Background;
 
 const SEQUENTIAL_TASK: &str =
     "bench task: ship order 1001 to its customer (classic, one call per round)";
@@ -337,118 +338,23 @@ fn sent(requests: &[RecordedRequest], task: &str) -> Sent {
 
 /// The gateway and both executors against the bench tool-host, one task per mode.
 pub async fn model_bytes() -> anyhow::Result<Vec<Figure>> {
-    let model = StandInModel::start(rules()).await?;
-    let dir = tempfile::tempdir()?;
-    let options = StackOptions::default();
-    let llm = agentic_testkit::stack::llm_config(&model, &options);
-
-    let (tool_host_listener, tool_host_address) = bind()?;
-    let (classic_listener, classic_address) = bind()?;
-    let (code_listener, code_address) = bind()?;
-    let (gateway_listener, gateway_address) = bind()?;
-    let tool_host_url = format!("http://{tool_host_address}");
-    let _tool_host = Background::start(
-        "bench-tool-host",
-        tool_host_listener,
-        |listener| async move {
+    let options = StackOptions {
+        database: StackDatabase::Sqlite,
+        ..StackOptions::default()
+    };
+    let bench_tool_host: StartToolHost = Box::new(|listener| {
+        Background::start("bench-tool-host", listener, |listener| async move {
             let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
             Server::builder()
                 .add_service(ToolHostServer::new(BenchToolHost))
                 .serve_with_incoming(incoming)
                 .await?;
             Ok(())
-        },
-    )?;
-    let classic = classic_executor::Config {
-        executor: agentic_executor::ExecutorArgs {
-            service: agentic_executor::ServiceArgs {
-                listen: classic_address,
-                internal_token: None,
-                check_config: false,
-                probe: false,
-            },
-            tool_host: agentic_executor::ToolHostArgs {
-                url: tool_host_url.clone(),
-                timeout_secs: 60,
-            },
-            llm: llm.clone(),
-            registration: Default::default(),
-            capacity: Default::default(),
-        },
-        max_rounds: 25,
-        max_concurrent_tool_calls: 8,
-        max_tool_calls_per_reply: 64,
-        max_tool_result_bytes: 32 * 1024,
-    };
-    let _classic = Background::start("classic", classic_listener, move |listener| {
-        classic_executor::run(classic, listener, std::future::pending())
-    })?;
-    let code = code_executor::Config {
-        executor: agentic_executor::ExecutorArgs {
-            service: agentic_executor::ServiceArgs {
-                listen: code_address,
-                internal_token: None,
-                check_config: false,
-                probe: false,
-            },
-            tool_host: agentic_executor::ToolHostArgs {
-                url: tool_host_url.clone(),
-                timeout_secs: 60,
-            },
-            llm,
-            registration: Default::default(),
-            capacity: Default::default(),
-        },
-        max_rounds: 10,
-        run_timeout_ms: 30_000,
-        memory_limit_mb: 64,
-        max_tool_calls: 200,
-        prompt_limits: Default::default(),
-        approval_timeout_secs: 600,
-        max_sandboxes: 64,
-        max_paused_runs: 32,
-    };
-    let _code = Background::start("code", code_listener, move |listener| {
-        code_executor::run(code, listener, std::future::pending())
-    })?;
-    let gateway = prompt_gateway::Config {
-        listen: gateway_address,
-        database_url: format!(
-            "sqlite://{}?mode=rwc",
-            dir.path().join("gateway.db").display()
-        ),
-        lease_ms: 6000,
-        mode_lease_ms: 30_000,
-        max_running_per_user: 64,
-        max_running: 2048,
-        admission_wait_ms: 30_000,
-        first_bytes_timeout_ms: 10_000,
-        max_run_secs: 3600,
-        modes: vec![
-            prompt_gateway::ModeSpec {
-                id: "classic".into(),
-                endpoint: format!("http://{classic_address}"),
-            },
-            prompt_gateway::ModeSpec {
-                id: "code".into(),
-                endpoint: format!("http://{code_address}"),
-            },
-        ],
-        tool_host_url,
-        internal_token: None,
-        check_config: false,
-        probe: false,
-        auth_tokens: Vec::new(),
-        auth_tokens_file: None,
-        tls_cert: None,
-        tls_key: None,
-    };
-    let _gateway = Background::start("gateway", gateway_listener, move |listener| {
-        prompt_gateway::run(gateway, listener, std::future::pending())
-    })?;
-
-    let client =
-        agentic_client::Client::connect(&format!("http://{gateway_address}"), "bench").await?;
+        })
+    });
+    let stack = Stack::start_with_tool_host(rules(), options, bench_tool_host).await?;
+    let model = &stack.model;
+    let client = agentic_client::Client::connect(&stack.gateway_url(), "bench").await?;
     use agentic_client::NewPrompt;
     run_prompt(&client, NewPrompt::new(SEQUENTIAL_TASK), |_| {}).await?;
     run_prompt(&client, NewPrompt::new(BATCHED_TASK), |_| {}).await?;

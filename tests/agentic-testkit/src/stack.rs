@@ -232,6 +232,10 @@ impl Drop for Background {
 }
 
 /// The running stack. Dropping it stops every service.
+/// Starts a tool-host of one's own on the listener a [`Stack`] gives it.
+pub type StartToolHost =
+    Box<dyn FnOnce(std::net::TcpListener) -> anyhow::Result<Background> + Send>;
+
 pub struct Stack {
     pub model: StandInModel,
     pub gateway_address: SocketAddr,
@@ -292,6 +296,24 @@ impl Stack {
     }
 
     pub async fn start_with(rules: Vec<Rule>, options: StackOptions) -> anyhow::Result<Stack> {
+        Stack::start_serving(rules, options, None).await
+    }
+
+    /// A stack whose tool-host is `tool_host`, started on the stack's tool-host listener,
+    /// instead of the real one (the bench's tool-host of many tools).
+    pub async fn start_with_tool_host(
+        rules: Vec<Rule>,
+        options: StackOptions,
+        tool_host: StartToolHost,
+    ) -> anyhow::Result<Stack> {
+        Stack::start_serving(rules, options, Some(tool_host)).await
+    }
+
+    async fn start_serving(
+        rules: Vec<Rule>,
+        options: StackOptions,
+        custom_tool_host: Option<StartToolHost>,
+    ) -> anyhow::Result<Stack> {
         let model = StandInModel::start(rules).await?;
         let (temp_dir, data_dir) = match &options.data_dir {
             Some(dir) => (None, dir.clone()),
@@ -324,12 +346,15 @@ impl Stack {
             ]
         };
 
-        let tool_host = Stack::start_tool_host(
-            &options,
-            &tool_host_database_url,
-            code_address,
-            tool_host_listener,
-        )?;
+        let tool_host = match custom_tool_host {
+            Some(start) => start(tool_host_listener)?,
+            None => Stack::start_tool_host(
+                &options,
+                &tool_host_database_url,
+                code_address,
+                tool_host_listener,
+            )?,
+        };
         let classic = Stack::start_classic(
             &options,
             &model,
