@@ -1,6 +1,6 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
-use agentic_ids::{ConversationId, Id, IdProblem, Kind, PromptId};
+use agentic_ids::{ConversationId, IdError, IdProblem, PromptId};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
@@ -356,27 +356,32 @@ fn no_nul(fields: &[(&str, &str)]) -> Result<(), Status> {
 /// The prompt id a request names. Text no id can be (empty, too long) names no prompt: the
 /// answer is NOT_FOUND, as for an unknown id; NUL characters are refused as in any text.
 fn prompt_id(text: String) -> Result<PromptId, Status> {
-    named(text, GatewayError::PromptNotFound)
+    PromptId::parse(text.as_str())
+        .map_err(|error| id_status(&error, text, GatewayError::PromptNotFound))
 }
 
 /// The conversation id a request names, read like [`prompt_id`].
 fn conversation_id(text: String) -> Result<ConversationId, Status> {
-    named(text, GatewayError::ConversationNotFound)
+    ConversationId::parse(text.as_str())
+        .map_err(|error| id_status(&error, text, GatewayError::ConversationNotFound))
 }
 
 /// The conversation a request optionally names: none when the field is blank.
 fn optional_conversation_id(text: &str) -> Result<Option<ConversationId>, Status> {
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    conversation_id(text.trim().to_owned()).map(Some)
+    ConversationId::parse_optional(text).map_err(|error| {
+        id_status(
+            &error,
+            text.trim().to_owned(),
+            GatewayError::ConversationNotFound,
+        )
+    })
 }
 
-fn named<K: Kind>(text: String, not_found: fn(String) -> GatewayError) -> Result<Id<K>, Status> {
-    Id::parse(text.as_str()).map_err(|error| {
-        to_status(match error.problem {
-            IdProblem::Nul => GatewayError::InvalidArgument(error.to_string()),
-            IdProblem::Empty | IdProblem::TooLong => not_found(text),
-        })
+/// What a caller is told of `text` that is no id: NUL is an invalid argument, anything else
+/// names nothing.
+fn id_status(error: &IdError, text: String, not_found: fn(String) -> GatewayError) -> Status {
+    to_status(match error.problem {
+        IdProblem::Nul => GatewayError::InvalidArgument(error.to_string()),
+        IdProblem::Empty | IdProblem::TooLong => not_found(text),
     })
 }
