@@ -11,7 +11,7 @@ use agentic_proto::v1::{
 use super::Console;
 use super::download::Folder;
 use super::names::{approval_state, model_tier, prompt_state};
-use super::printable::{name, text};
+use super::printable::{file_summary, name, text};
 use crate::Client;
 use crate::json::{self, Described};
 
@@ -108,14 +108,9 @@ pub fn print_prompt(
             Some(prompt_output::Kind::Tool(tool)) => {
                 writeln!(out, "  [{index}] tool  {}", tool_line(tool))?;
             }
-            Some(prompt_output::Kind::File(file)) => writeln!(
-                out,
-                "  [{index}] file  {} ({}, {} bytes) {}",
-                name(&file.filename),
-                name(&file.mime_type),
-                file.size,
-                name(&file.id)
-            )?,
+            Some(prompt_output::Kind::File(file)) => {
+                writeln!(out, "  [{index}] file  {}", file_summary(file))?;
+            }
             None => {}
         }
     }

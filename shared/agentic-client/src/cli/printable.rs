@@ -23,6 +23,18 @@ pub fn text(text: &str) -> Clean<'_> {
     }
 }
 
+/// A file of a prompt's timeline on one line, as the stream and `show` print it:
+/// `name (type, N bytes) id`.
+pub fn file_summary(file: &agentic_proto::v1::FileOutput) -> String {
+    format!(
+        "{} ({}, {} bytes) {}",
+        name(&file.filename),
+        name(&file.mime_type),
+        file.size,
+        name(&file.id)
+    )
+}
+
 /// Serialised JSON whose strings cannot drive a terminal either: the characters [`name`]
 /// drops are written as `\uXXXX` escapes instead, so the document means the same. (serde_json
 /// escapes C0 controls itself; DEL, C1 controls and bidirectional overrides it writes raw.)

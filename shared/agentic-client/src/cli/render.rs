@@ -138,14 +138,9 @@ impl Renderer {
                     Some(tool_result::Result::Pending(_)) | None => {}
                 }
             }
-            Some(prompt_output::Kind::File(file)) => writeln!(
-                console.err,
-                "  file {} ({}, {} bytes) {}",
-                name(&file.filename),
-                name(&file.mime_type),
-                file.size,
-                name(&file.id)
-            )?,
+            Some(prompt_output::Kind::File(file)) => {
+                writeln!(console.err, "  file {}", printable::file_summary(file))?;
+            }
             None => {}
         }
         Ok(())
