@@ -16,7 +16,8 @@ run: build
 demo: build
 	scripts/stack.sh demo
 
-## Every test: unit tests of each crate, the end-to-end suite against the real services, and
+## Every test: unit tests of each crate, the end-to-end suite against the real services (and
+## against MCP servers from npm and PyPI, installed into .mcp-servers/ on first run), and
 ## offline checks of the delivery files (compose, Kubernetes) against what the binaries read.
 ## With PostgreSQL (AGENTIC_TEST_POSTGRES_URL, which this target sets when a server answers on
 ## 127.0.0.1:5432, user postgres, trust auth) the store and replica tests run on it, and the
@@ -28,6 +29,7 @@ test:
 	else \
 		echo "!! NO PostgreSQL (pg_isready -h 127.0.0.1 -p 5432 failed and AGENTIC_TEST_POSTGRES_URL is unset): the PostgreSQL test variants will be SKIPPED" >&2; \
 	fi
+	scripts/mcp-servers.sh >/dev/null
 	$(CARGO) build --workspace --all-targets --locked
 	$(CARGO) test --workspace --locked --no-fail-fast
 	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
@@ -67,4 +69,4 @@ fmt:
 
 clean:
 	$(CARGO) clean
-	rm -rf .run .venv-validate .buf-tools .cargo-tools
+	rm -rf .run .venv-validate .buf-tools .cargo-tools .mcp-servers

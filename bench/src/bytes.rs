@@ -188,6 +188,26 @@ struct BenchToolHost;
 
 #[tonic::async_trait]
 impl ToolHost for BenchToolHost {
+    type InvokeToolWithProgressStream =
+        tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>;
+
+    /// The bench's tools report no progress.
+    async fn invoke_tool_with_progress(
+        &self,
+        _request: Request<InvokeToolRequest>,
+    ) -> Result<Response<Self::InvokeToolWithProgressStream>, Status> {
+        Err(Status::unimplemented(
+            "the bench's tools report no progress",
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Request<agentic_proto::v1::ListToolsRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListToolsResponse>, Status> {
+        Err(Status::unimplemented("the bench tool-host lists no tools"))
+    }
+
     async fn prepare(
         &self,
         _request: Request<PrepareRequest>,
@@ -205,6 +225,7 @@ impl ToolHost for BenchToolHost {
                 }))),
                 requires_approval: false,
                 timeout_ms: 0,
+                reports_progress: false,
             })
             .collect();
         Ok(Response::new(PrepareResponse {

@@ -164,6 +164,30 @@ async fn sandbox_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>)
         })
         .await;
     }
+    if args.wants("11") {
+        measure("11", "MCP tool calls from the sandbox", figures, async {
+            let everything = installed_everything()?;
+            sandbox::mcp_tool_calls(effort, &everything).await
+        })
+        .await;
+    }
+}
+
+/// server-everything's entry point, installed by `scripts/mcp-servers.sh` (as `make test`
+/// does) on first use.
+fn installed_everything() -> anyhow::Result<std::path::PathBuf> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/mcp-servers.sh");
+    let output = std::process::Command::new(script)
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    if !output.status.success() {
+        anyhow::bail!("{script} failed: the MCP servers could not be installed");
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("AGENTIC_TEST_MCP_EVERYTHING="))
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| anyhow::anyhow!("{script} printed no AGENTIC_TEST_MCP_EVERYTHING"))
 }
 
 /// Items 4 to 8: prompts through an in-process stack.

@@ -19,10 +19,13 @@ use crate::services;
 enum Backend {
     /// Answers in process, at once.
     InProcess,
-    /// Through the tool-host's `InvokeTool`, as the code-executor does.
+    /// Through the tool-host's `InvokeTool`, as the code-executor does: to `tool_id` with
+    /// the call's input, or with `input` when it is given.
     Grpc {
         tool_host: Box<ToolHost>,
         scope: RunScope,
+        tool_id: &'static str,
+        input: Option<Json>,
     },
 }
 
@@ -67,9 +70,15 @@ impl Host for BenchHost {
         }
         match &self.backend {
             Backend::InProcess => Ok(json!({ "echo": input })),
-            Backend::Grpc { tool_host, scope } => {
+            Backend::Grpc {
+                tool_host,
+                scope,
+                tool_id,
+                input: fixed,
+            } => {
+                let input = fixed.as_ref().unwrap_or(&input);
                 let invoked = tool_host
-                    .invoke(scope, "demo.echo", &input, "bench-call")
+                    .invoke(scope, tool_id, input, "bench-call")
                     .await
                     .map_err(|error| ToolFailure::Failed(error.to_string()))?;
                 invoked.result.map_err(ToolFailure::Failed)
@@ -252,17 +261,13 @@ pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         &format!("http://{address}"),
         &agentic_rpc::SendInternalToken::new(None)?,
     )?;
-    let scope = RunScope {
-        user_id: agentic_ids::UserId::known("bench"),
-        prompt_id: Some(agentic_ids::PromptId::known("bench-prompt")),
-        conversation_id: Some(agentic_ids::ConversationId::known("bench-conversation")),
-        state: Map::new(),
-    };
     let grpc = call_gaps(
         &sandboxes,
         BenchHost::new(Backend::Grpc {
             tool_host: Box::new(ToolHost::new(channel)),
-            scope,
+            scope: scope(),
+            tool_id: "demo.echo",
+            input: None,
         }),
         effort.pick(300, 2_000),
         effort.pick(3, 10),
@@ -286,6 +291,80 @@ pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         )
         .note("gap between consecutive calls; the executor's ToolHost client, schema check and plugin included"),
     ])
+}
+
+fn scope() -> RunScope {
+    RunScope {
+        user_id: agentic_ids::UserId::known("bench"),
+        prompt_id: Some(agentic_ids::PromptId::known("bench-prompt")),
+        conversation_id: Some(agentic_ids::ConversationId::known("bench-conversation")),
+        state: Map::new(),
+    }
+}
+
+/// Item 11: one MCP tool call from sandbox code through the tool-host to server-everything
+/// over stdio (`everything.echo`, with progress reporting as executors call MCP tools),
+/// beside the same loop calling the built-in `demo.echo` through the same tool-host.
+pub async fn mcp_tool_calls(
+    effort: Effort,
+    everything: &std::path::Path,
+) -> anyhow::Result<Vec<Figure>> {
+    let sandboxes = Sandboxes::default();
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("mcp.json");
+    let servers =
+        json!({"mcpServers": {"everything": {"command": "node", "args": [everything, "stdio"]}}});
+    std::fs::write(&config, servers.to_string())?;
+    let (tool_host_server, address) = services::tool_host_with_mcp(dir.path(), &config)?;
+    let channel = agentic_rpc::channel(
+        &format!("http://{address}"),
+        &agentic_rpc::SendInternalToken::new(None)?,
+    )?;
+    let tool_host = ToolHost::new(channel);
+    // As an executor does before a run: learns which tools report progress.
+    let prepared = tool_host.prepare(&scope()).await?;
+    if !prepared
+        .tools
+        .iter()
+        .any(|tool| tool.id == "everything.echo")
+    {
+        anyhow::bail!("the tool-host does not offer everything.echo");
+    }
+    let (calls, runs) = (effort.pick(300, 2_000), effort.pick(3, 10));
+    let mut figures = Vec::new();
+    for (item, tool_id, input, what) in [
+        (
+            "11",
+            "everything.echo",
+            Some(json!({"message": "bench"})),
+            "MCP tool over stdio (everything.echo)",
+        ),
+        (
+            "11·",
+            "demo.echo",
+            None,
+            "… the same loop, built-in demo.echo",
+        ),
+    ] {
+        let host = BenchHost::new(Backend::Grpc {
+            tool_host: Box::new(tool_host.clone()),
+            scope: scope(),
+            tool_id,
+            input,
+        });
+        let gaps = call_gaps(&sandboxes, host, calls, runs).await?;
+        figures.push(
+            Figure::latency(
+                item,
+                &format!("tool call from sandbox code, {what}"),
+                gaps.latency(),
+                None,
+            )
+            .note("gap between consecutive calls of a loop; tool-host over gRPC"),
+        );
+    }
+    drop(tool_host_server);
+    Ok(figures)
 }
 
 /// Item 3: `parallel` of ten 50 ms tool calls, the whole run.

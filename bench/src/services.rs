@@ -8,6 +8,21 @@ pub use agentic_testkit::stack::{Background, bind};
 
 /// A tool-host with the `demo` plugin on a fresh SQLite file in `dir`.
 pub fn tool_host(dir: &std::path::Path) -> anyhow::Result<(Background, SocketAddr)> {
+    start_tool_host(dir, None)
+}
+
+/// The same with the MCP servers of `mcp_config`.
+pub fn tool_host_with_mcp(
+    dir: &std::path::Path,
+    mcp_config: &std::path::Path,
+) -> anyhow::Result<(Background, SocketAddr)> {
+    start_tool_host(dir, Some(mcp_config.to_owned()))
+}
+
+fn start_tool_host(
+    dir: &std::path::Path,
+    mcp_config: Option<std::path::PathBuf>,
+) -> anyhow::Result<(Background, SocketAddr)> {
     let (listener, address) = bind()?;
     let config = tool_host::Config {
         listen: address,
@@ -16,6 +31,7 @@ pub fn tool_host(dir: &std::path::Path) -> anyhow::Result<(Background, SocketAdd
         // Nothing here calls the interpreter; the URL is never dialled.
         code_runner_url: "http://127.0.0.1:9".to_owned(),
         storage: tool_host::StorageLimits::default(),
+        mcp_config,
         internal_token: None,
         check_config: false,
         probe: false,

@@ -26,7 +26,7 @@ fn dangerous_rules() -> Vec<Rule> {
 }
 
 /// The id of the one call the prompt waits on, from its `approval_requested` event.
-fn requested_call(events: &[agentic_proto::v1::PromptEvent]) -> String {
+pub(crate) fn requested_call(events: &[agentic_proto::v1::PromptEvent]) -> String {
     let ids: Vec<String> = events
         .iter()
         .filter_map(|event| match &event.kind {

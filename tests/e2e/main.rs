@@ -16,6 +16,8 @@ mod gateway;
 mod health;
 mod hostile;
 mod llm_faults;
+mod mcp_server;
+mod mcp_tools;
 mod model;
 mod processes;
 mod replicas;

@@ -17,8 +17,8 @@ use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache, ToolHos
 use crate::messages;
 use crate::tools::{self, FunctionNames, Verdict};
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
-    ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, Progress,
+    RunRequest, ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 
@@ -234,6 +234,7 @@ impl Run<'_> {
                 input: checked.input,
                 result: ToolResult::Pending {
                     reason: "running".into(),
+                    progress: None,
                 },
                 start,
                 end: None,
@@ -249,6 +250,7 @@ impl Run<'_> {
                 Verdict::NeedsApproval => {
                     output.result = ToolResult::Pending {
                         reason: "waiting for approval".into(),
+                        progress: None,
                     };
                     output.approval = Approval::new(ApprovalState::Pending);
                     let (tool_call_id, tool_id, input) = (
@@ -368,8 +370,24 @@ impl Run<'_> {
                 let (tool_id, input, call_id) =
                     (call.function.clone(), call.input.clone(), call.id.clone());
                 let (tool_host, scope) = (self.executor.tool_host.clone(), Arc::clone(&self.scope));
+                // Progress the tool reports updates the running call's output (dropped when
+                // the gateway reads slowly).
+                let (events, running) = (self.events, call.clone());
                 Some(async move {
-                    let invoked = tool_host.invoke(&scope, &tool_id, &input, &call_id).await;
+                    let report = |progress: Progress| {
+                        let mut output = running.clone();
+                        output.result = ToolResult::Pending {
+                            reason: "running".into(),
+                            progress: Some(progress),
+                        };
+                        events.try_send(Event::OutputUpdated {
+                            index: wire_index(index),
+                            output: Output::Tool(output),
+                        });
+                    };
+                    let invoked = tool_host
+                        .invoke_reporting(&scope, &tool_id, &input, &call_id, &report)
+                        .await;
                     (index, approval, invoked)
                 })
             })

@@ -133,7 +133,7 @@ pub fn tool_message(result: &ToolResult) -> String {
     match result {
         ToolResult::Success { output } => output.to_string(),
         ToolResult::Error { error } => json!({ "error": error }).to_string(),
-        ToolResult::Pending { reason } => {
+        ToolResult::Pending { reason, .. } => {
             json!({ "error": format!("no result ({reason})") }).to_string()
         }
     }
@@ -266,6 +266,7 @@ mod tests {
                 at(2),
                 ToolResult::Pending {
                     reason: "waiting for approval".into(),
+                    progress: None,
                 },
             ),
             Output::Text("Done.".into()),

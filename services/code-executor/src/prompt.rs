@@ -134,7 +134,7 @@ fn result_text(result: &ToolResult) -> String {
     match result {
         ToolResult::Success { output } => truncate_chars(&output.to_string(), 500, TRUNCATED),
         ToolResult::Error { error } => format!("error: {}", truncate_chars(error, 500, TRUNCATED)),
-        ToolResult::Pending { reason } => format!("pending: {reason}"),
+        ToolResult::Pending { reason, .. } => format!("pending: {reason}"),
     }
 }
 

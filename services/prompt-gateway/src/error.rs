@@ -40,6 +40,9 @@ pub enum GatewayError {
     /// Shown to callers: built from the artifact store's status with `agentic_rpc::relayed`.
     #[error("files are unavailable: {0}")]
     FilesUnavailable(String),
+    /// Shown to callers: built from the tool-host's status with `agentic_rpc::relayed`.
+    #[error("the tool list is unavailable: {0}")]
+    ToolsUnavailable(String),
     /// The executor broke the Execute protocol (e.g. updated an output that does not exist).
     #[error("executor protocol violation: {0}")]
     Protocol(String),
@@ -68,9 +71,9 @@ impl ServiceError for GatewayError {
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
             GatewayError::PermissionDenied(_) => ErrorKind::PermissionDenied,
             GatewayError::ResourceExhausted(_) => ErrorKind::ResourceExhausted,
-            GatewayError::ModeUnavailable { .. } | GatewayError::FilesUnavailable(_) => {
-                ErrorKind::Unavailable
-            }
+            GatewayError::ModeUnavailable { .. }
+            | GatewayError::FilesUnavailable(_)
+            | GatewayError::ToolsUnavailable(_) => ErrorKind::Unavailable,
             GatewayError::FailedPrecondition(_) | GatewayError::PromptEnded(_) => {
                 ErrorKind::FailedPrecondition
             }

@@ -2,13 +2,14 @@
 
 use agentic_ids::{ConversationId, IdError, IdProblem, PromptId};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
+use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
     CreatePromptRequest, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
     ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
     ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
-    ListPromptsResponse, Mode, ModelTier, Prompt, RegisterModeRequest, RejectToolCallRequest,
-    StreamPromptRequest,
+    ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt,
+    RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -25,8 +26,8 @@ use crate::prompts::{NewPrompt, Prompts};
 
 pub struct GatewayService {
     pub prompts: Prompts,
-    /// The tool-host's artifact store, for file contents.
-    pub artifacts: agentic_rpc::InternalChannel,
+    /// The tool-host: its artifact store for file contents, its tool list for `ListTools`.
+    pub tool_host: agentic_rpc::InternalChannel,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -203,6 +204,27 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(ListModesResponse { modes }))
     }
 
+    /// The tool-host's list, for the caller.
+    async fn list_tools(
+        &self,
+        request: Request<ListToolsRequest>,
+    ) -> GrpcResult<ListToolsResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let request = ListToolsRequest {
+            user_id: user_id.to_string(),
+        };
+        let tools = ToolHostClient::new(self.tool_host.clone())
+            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+            .list_tools(request)
+            .await
+            .map_err(|status| {
+                to_status(GatewayError::ToolsUnavailable(agentic_rpc::relayed(
+                    &status,
+                )))
+            })?;
+        Ok(Response::new(tools.into_inner()))
+    }
+
     async fn register_mode(&self, request: Request<RegisterModeRequest>) -> GrpcResult<Mode> {
         if *Caller::of(&request)? != Caller::Internal {
             return Err(to_status(GatewayError::PermissionDenied(
@@ -300,7 +322,7 @@ impl PromptGateway for GatewayService {
         no_nul(&[("file_id", &file_id)])?;
         Ok(Response::new(
             self.prompts
-                .file(&user_id, &file_id, &self.artifacts)
+                .file(&user_id, &file_id, &self.tool_host)
                 .await
                 .map_err(to_status)?,
         ))

@@ -196,10 +196,10 @@ pub async fn run(
     health
         .set_serving::<PromptGatewayServer<GatewayService>>()
         .await;
-    let artifacts = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
+    let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
-    let gateway = PromptGatewayServer::new(GatewayService { prompts, artifacts })
+    let gateway = PromptGatewayServer::new(GatewayService { prompts, tool_host })
         .max_decoding_message_size(MAX_REQUEST_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
     // Every call of the public service passes the auth layer first; health and reflection

@@ -20,9 +20,18 @@ use crate::plugin::{
 use crate::registry::Registry;
 use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, NewArtifact, Store};
 
+/// Progress updates a call may have waiting to be sent; more are dropped.
+const PROGRESS_BUFFER: usize = 8;
+
+/// `InvokeToolWithProgress`'s answer: progress updates, then the call's answer.
+pub type UpdateStream = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<pb::InvokeToolUpdate, Status>> + Send + 'static>,
+>;
+
 /// The `ToolHost` service with explicit message limits.
 pub fn tool_host_server(registry: Arc<Registry>) -> ToolHostServer<ToolHostService> {
-    // The catalogue never changes while the service runs: converted once, not per `Prepare`.
+    // The plugins' tools never change while the service runs: converted once, not per
+    // `Prepare`. MCP servers' tools are read per call.
     let tools = registry.tools().map(tool_definition).collect();
     let modules = registry.modules().into_iter().map(sandbox_module).collect();
     ToolHostServer::new(ToolHostService {
@@ -43,7 +52,7 @@ pub fn artifact_store_server(store: Store) -> ArtifactStoreServer<ArtifactStoreS
 
 pub struct ToolHostService {
     registry: Arc<Registry>,
-    /// The registry's tools and sandbox modules as `Prepare` answers them.
+    /// The plugins' tools and sandbox modules as `Prepare` answers them.
     tools: Vec<pb::ToolDefinition>,
     modules: Vec<pb::SandboxModule>,
 }
@@ -55,9 +64,12 @@ impl ToolHost for ToolHostService {
         request: Request<pb::PrepareRequest>,
     ) -> Result<Response<pb::PrepareResponse>, Status> {
         let ctx = PrepareContext::try_from(request.into_inner()).map_err(to_status)?;
-        let context = self.registry.context(&ctx).await;
+        let (context, mcp_tools) =
+            tokio::join!(self.registry.context(&ctx), self.registry.mcp_tools());
+        let mut tools = self.tools.clone();
+        tools.extend(mcp_tools.iter().map(|tool| tool_definition(&tool.spec)));
         Ok(Response::new(pb::PrepareResponse {
-            tools: self.tools.clone(),
+            tools,
             context: context.into_iter().map(context_item).collect(),
             modules: self.modules.clone(),
         }))
@@ -77,6 +89,108 @@ impl ToolHost for ToolHostService {
             .map_err(to_status)?;
         Ok(Response::new(invoke_tool_response(answer)))
     }
+
+    type InvokeToolWithProgressStream = UpdateStream;
+
+    /// As `invoke_tool`, with the tool's progress sent ahead of its answer. The call runs
+    /// inside the response stream: a caller that hangs up drops it, and the tool with it.
+    async fn invoke_tool_with_progress(
+        &self,
+        request: Request<pb::InvokeToolRequest>,
+    ) -> Result<Response<UpdateStream>, Status> {
+        use futures::StreamExt;
+        use pb::invoke_tool_update::Kind;
+
+        let call = ToolCall::try_from(request.into_inner()).map_err(to_status)?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+        let registry = Arc::clone(&self.registry);
+        let answer = async move {
+            let answer = registry
+                .invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender))
+                .await
+                .map_err(to_status)?;
+            Ok(pb::InvokeToolUpdate {
+                kind: Some(Kind::Done(invoke_tool_response(answer))),
+            })
+        };
+        let progress = tokio_stream::wrappers::ReceiverStream::new(receiver).map(|progress| {
+            Ok(pb::InvokeToolUpdate {
+                kind: Some(Kind::Progress(pb::ToolProgress {
+                    progress: progress.progress,
+                    total: progress.total.unwrap_or_default(),
+                    message: progress.message,
+                })),
+            })
+        });
+        // The progress stream ends when the call does (its sender goes with it).
+        let updates = futures::stream::select(progress, futures::stream::once(answer));
+        Ok(Response::new(Box::pin(updates)))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Request<pb::ListToolsRequest>,
+    ) -> Result<Response<pb::ListToolsResponse>, Status> {
+        user_id(request.into_inner().user_id).map_err(to_status)?;
+        let mut tools: Vec<pb::ToolInfo> = self
+            .registry
+            .tools()
+            .zip(&self.tools)
+            .map(|(spec, definition)| pb::ToolInfo {
+                definition: Some(definition.clone()),
+                source: spec.id.split('.').next().unwrap_or_default().to_owned(),
+            })
+            .collect();
+        let mut sources: Vec<pb::ToolSource> = self
+            .registry
+            .plugin_names()
+            .into_iter()
+            .map(|name| pb::ToolSource {
+                name: name.to_owned(),
+                kind: "plugin".into(),
+                health: "ready".into(),
+                tool_count: count(tools.iter().filter(|tool| tool.source == name).count()),
+                ..pb::ToolSource::default()
+            })
+            .collect();
+        for tool in self.registry.mcp_tools().await {
+            tools.push(pb::ToolInfo {
+                definition: Some(tool_definition(&tool.spec)),
+                source: tool
+                    .spec
+                    .id
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            });
+        }
+        if let Some(hub) = self.registry.mcp() {
+            sources.extend(hub.statuses().into_iter().map(tool_source));
+        }
+        Ok(Response::new(pb::ListToolsResponse { tools, sources }))
+    }
+}
+
+fn tool_source(status: crate::mcp::Status) -> pb::ToolSource {
+    let detail = match &status.health {
+        crate::mcp::Health::Down { error, .. } => error.clone(),
+        _ => String::new(),
+    };
+    pb::ToolSource {
+        name: status.name,
+        kind: status.kind.into(),
+        health: status.health.label().into(),
+        detail,
+        tool_count: count(status.tools),
+        calls_in_flight: count(status.calls_in_flight),
+        restarts: status.restarts,
+        cancellations_sent: status.cancellations_sent,
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 pub struct ArtifactStoreService {
@@ -266,6 +380,7 @@ fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {
         timeout_ms: spec.timeout.map_or(0, |timeout| {
             u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX)
         }),
+        reports_progress: spec.reports_progress,
     }
 }
 

@@ -3,10 +3,12 @@
 //!
 //! Code map: `grpc` is the edge (proto <-> domain), `registry` holds every enabled tool and
 //! validates input against its JSON Schema, `plugin` is the interface plugins implement,
-//! `plugins` the built-in ones, `store` the artifact repository.
+//! `plugins` the built-in ones, `mcp` the MCP servers as tool sources, `store` the artifact
+//! repository.
 
 mod error;
 mod grpc;
+mod mcp;
 pub mod plugin;
 mod plugins;
 mod registry;
@@ -14,6 +16,7 @@ mod store;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentic_proto::v1::artifact_store_server::ArtifactStoreServer;
@@ -50,6 +53,11 @@ pub struct Config {
         default_value = "artifact"
     )]
     pub plugins: Vec<String>,
+
+    /// MCP servers whose tools the tool-host offers as `<server>.<tool>`: a JSON file in the
+    /// `mcpServers` shape MCP clients use (see docs/mcp.md). Unset: none.
+    #[arg(long, env = "TOOL_HOST_MCP_CONFIG")]
+    pub mcp_config: Option<PathBuf>,
 
     #[command(flatten)]
     pub storage: StorageLimits,
@@ -107,11 +115,24 @@ impl Default for StorageLimits {
     }
 }
 
-/// What `--check-config` checks beyond parsing: the plugin names and the internal token.
+/// What `--check-config` checks beyond parsing: the plugin names, the internal token and the
+/// MCP servers file.
 pub fn check(config: &Config) -> anyhow::Result<()> {
     BuiltIn::parse_list(&config.plugins)?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    mcp_servers(config)?;
     Ok(())
+}
+
+/// The MCP servers `--mcp-config` names (none without it). Their names may not be a built-in
+/// plugin's, nor `code` (the code mode's own `code.execute`).
+fn mcp_servers(config: &Config) -> anyhow::Result<Vec<mcp::ServerConfig>> {
+    let Some(path) = &config.mcp_config else {
+        return Ok(Vec::new());
+    };
+    let mut reserved = plugins::KNOWN_PLUGINS.to_vec();
+    reserved.push("code");
+    Ok(mcp::config::load(path, &reserved)?)
 }
 
 /// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus
@@ -122,6 +143,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let enabled = BuiltIn::parse_list(&config.plugins)?;
+    let mcp_servers = mcp_servers(&config)?;
+    // Streamable HTTP MCP servers are reached with rustls on ring, the tree's one provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let store = store::Store::open(&config.database_url, config.storage)
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
@@ -133,8 +157,10 @@ pub async fn run(
         .into_iter()
         .map(|plugin| plugin.build(&store, &code_runner))
         .collect();
-    let registry = Arc::new(Registry::new(plugins)?);
-    if registry.tools().next().is_none() {
+    let hub =
+        (!mcp_servers.is_empty()).then(|| Arc::new(mcp::Hub::start(mcp_servers, store.clone())));
+    let registry = Arc::new(Registry::new(plugins, hub.clone())?);
+    if registry.tools().next().is_none() && hub.is_none() {
         tracing::warn!("no plugins enabled: executors will see no tools");
     }
     tracing::info!(
@@ -163,7 +189,11 @@ pub async fn run(
     let router = router.add_service(tool_host).add_service(artifact_store);
 
     tracing::info!(address = %listener.local_addr()?, "tool-host serving");
-    agentic_rpc::serve(router, listener, shutdown).await?;
+    let served = agentic_rpc::serve(router, listener, shutdown).await;
+    if let Some(hub) = hub {
+        hub.stop().await;
+    }
+    served?;
     store.close().await;
     tracing::info!("tool-host stopped");
     Ok(())

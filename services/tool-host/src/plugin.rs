@@ -50,7 +50,20 @@ pub struct ToolSpec {
     /// How long a call may take before the executor gives up on it; `None`: the executor's
     /// default (a minute unless configured). For tools that legitimately run longer.
     pub timeout: Option<Duration>,
+    /// Calls may report progress (`InvokeToolWithProgress` shows it): MCP tools.
+    pub reports_progress: bool,
 }
+
+/// How far a running call is, as its tool says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: String,
+}
+
+/// Where a call's progress goes while it runs.
+pub type ProgressSender = tokio::sync::mpsc::Sender<Progress>;
 
 /// Who is asking for tools and context.
 #[derive(Debug, Clone, PartialEq)]

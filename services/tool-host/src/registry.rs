@@ -1,6 +1,7 @@
-//! Every tool of the enabled plugins, looked up by id. Input schemas are compiled once at
-//! start, so a broken schema stops the service instead of failing calls later, and every
-//! call is validated before its plugin sees it.
+//! Every tool of the enabled plugins and the configured MCP servers, looked up by id. Plugin
+//! input schemas are compiled once at start, so a broken schema stops the service instead of
+//! failing calls later; an MCP server's are compiled when it lists its tools. Every call is
+//! validated before its plugin or server sees it.
 
 use agentic_ids::ToolId;
 use std::collections::HashMap;
@@ -11,9 +12,10 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::error::Error;
+use crate::mcp::{Hub, McpTool};
 use crate::plugin::{
-    CallContext, ContextItem, Plugin, PrepareContext, SandboxModule, ToolFailure, ToolOutcome,
-    ToolSpec,
+    CallContext, ContextItem, Plugin, PrepareContext, ProgressSender, SandboxModule, ToolFailure,
+    ToolOutcome, ToolSpec,
 };
 
 /// Longest validation message kept per error: messages quote the offending value, which can
@@ -25,6 +27,8 @@ pub struct Registry {
     /// In plugin order, then in the order each plugin lists its tools.
     tools: Vec<RegisteredTool>,
     index_by_id: HashMap<String, usize>,
+    /// The MCP servers, whose tools come and go while the service runs.
+    mcp: Option<Arc<Hub>>,
 }
 
 struct RegisteredTool {
@@ -36,7 +40,7 @@ struct RegisteredTool {
 impl Registry {
     /// Collects and checks the tools of `plugins`: ids are unique and namespaced by their
     /// plugin's name, and every input schema is a valid JSON Schema for an object.
-    pub fn new(plugins: Vec<Arc<dyn Plugin>>) -> Result<Self, Error> {
+    pub fn new(plugins: Vec<Arc<dyn Plugin>>, mcp: Option<Arc<Hub>>) -> Result<Self, Error> {
         let mut tools = Vec::new();
         let mut index_by_id = HashMap::new();
         for plugin in &plugins {
@@ -57,11 +61,25 @@ impl Registry {
             plugins,
             tools,
             index_by_id,
+            mcp,
         })
     }
 
+    /// The plugins' tools (fixed while the service runs).
     pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.iter().map(|tool| &tool.spec)
+    }
+
+    /// The MCP servers' tools as they list them now.
+    pub async fn mcp_tools(&self) -> Vec<Arc<McpTool>> {
+        match &self.mcp {
+            Some(hub) => hub.tools().await,
+            None => Vec::new(),
+        }
+    }
+
+    pub fn mcp(&self) -> Option<&Hub> {
+        self.mcp.as_deref()
     }
 
     pub fn plugin_names(&self) -> Vec<&'static str> {
@@ -89,39 +107,66 @@ impl Registry {
     /// includes input that does not match the schema.
     ///
     /// The tool runs inside the returned future: dropping it (a caller that hangs up) stops
-    /// the tool at its next await point and leaves nothing running.
+    /// the tool at its next await point and leaves nothing running (an MCP server is told
+    /// the call was cancelled).
     pub async fn invoke(
         &self,
         tool_id: &ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
-        let Some(&index) = self.index_by_id.get(tool_id.as_str()) else {
+        self.invoke_reporting(tool_id, input, ctx, None).await
+    }
+
+    /// [`Registry::invoke`], sending the progress the tool reports to `progress`.
+    pub async fn invoke_reporting(
+        &self,
+        tool_id: &ToolId,
+        input: Value,
+        ctx: &CallContext,
+        progress: Option<ProgressSender>,
+    ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
+        if let Some(&index) = self.index_by_id.get(tool_id.as_str()) {
+            let tool = &self.tools[index];
+            if let Err(failure) = validate(tool_id, &tool.validator, &input) {
+                return Ok(Err(failure));
+            }
+            let run = tool.plugin.invoke(tool_id, input, ctx);
+            return Ok(run_traced(tool_id, ctx, run).await);
+        }
+        let hub = self.mcp.as_ref();
+        let Some((hub, (server, tool))) =
+            hub.and_then(|hub| Some((hub, hub.find(tool_id.as_str())?)))
+        else {
             return Err(Error::UnknownTool(tool_id.to_string()));
         };
-        let tool = &self.tools[index];
-        if let Err(failure) = validate(tool, &input) {
-            tracing::debug!(%tool_id, error = %failure, "tool input rejected by its schema");
+        if let Err(failure) = validate(tool_id, &tool.validator, &input) {
             return Ok(Err(failure));
         }
-        let span = tracing::info_span!(
-            "execute_tool",
-            otel.name = %format_args!("execute_tool {tool_id}"),
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = %tool_id,
-            gen_ai.tool.call.id = %ctx.tool_call_id,
-            prompt_id = %agentic_ids::wire(ctx.prompt_id.as_ref()),
-        );
-        let outcome = tool
-            .plugin
-            .invoke(tool_id, input, ctx)
-            .instrument(span)
-            .await;
-        if let Err(failure) = &outcome {
-            tracing::debug!(%tool_id, error = %failure, "tool failed");
-        }
-        Ok(outcome)
+        let run = hub.call(&server, &tool, input, ctx, progress);
+        Ok(run_traced(tool_id, ctx, run).await)
     }
+}
+
+/// Runs a tool call inside its `execute_tool` span, logging a failure.
+async fn run_traced(
+    tool_id: &ToolId,
+    ctx: &CallContext,
+    run: impl Future<Output = Result<ToolOutcome, ToolFailure>>,
+) -> Result<ToolOutcome, ToolFailure> {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {tool_id}"),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool_id,
+        gen_ai.tool.call.id = %ctx.tool_call_id,
+        prompt_id = %agentic_ids::wire(ctx.prompt_id.as_ref()),
+    );
+    let outcome = run.instrument(span).await;
+    if let Err(failure) = &outcome {
+        tracing::debug!(%tool_id, error = %failure, "tool failed");
+    }
+    outcome
 }
 
 fn check_namespace(plugin_name: &str, spec: &ToolSpec) -> Result<(), Error> {
@@ -154,9 +199,12 @@ fn invalid_tool(spec: &ToolSpec, reason: impl Into<String>) -> Error {
 
 /// Every validation error with the JSON pointer of the value it is about, so the model can
 /// tell which field to fix.
-fn validate(tool: &RegisteredTool, input: &Value) -> Result<(), ToolFailure> {
-    let errors: Vec<String> = tool
-        .validator
+fn validate(
+    tool_id: &ToolId,
+    validator: &jsonschema::Validator,
+    input: &Value,
+) -> Result<(), ToolFailure> {
+    let errors: Vec<String> = validator
         .iter_errors(input)
         .map(|error| {
             let pointer = error.instance_path().as_str();
@@ -174,9 +222,9 @@ fn validate(tool: &RegisteredTool, input: &Value) -> Result<(), ToolFailure> {
     if errors.is_empty() {
         return Ok(());
     }
+    tracing::debug!(%tool_id, "tool input rejected by its schema");
     Err(ToolFailure::new(format!(
-        "invalid input for {}: {}",
-        tool.spec.id,
+        "invalid input for {tool_id}: {}",
         errors.join("; ")
     )))
 }
@@ -219,11 +267,12 @@ mod tests {
             input_schema,
             requires_approval: false,
             timeout: None,
+            reports_progress: false,
         }
     }
 
     fn registry(tools: Vec<ToolSpec>) -> Result<Registry, Error> {
-        Registry::new(vec![Arc::new(Fixture { tools })])
+        Registry::new(vec![Arc::new(Fixture { tools })], None)
     }
 
     fn ctx() -> CallContext {

@@ -7,8 +7,8 @@ use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
     CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
     GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest, ListModesRequest,
-    ListPromptsRequest, Mode, ModelTier, Prompt, PromptEvent, RejectToolCallRequest,
-    StreamPromptRequest,
+    ListPromptsRequest, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt, PromptEvent,
+    RejectToolCallRequest, StreamPromptRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -255,6 +255,13 @@ impl Client {
             reason: reason.to_owned(),
         };
         let response = self.gateway().reject_tool_call(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// The tools this user's prompts can call now (built-in plugins and MCP servers), each
+    /// with its source, and how each source is doing.
+    pub async fn list_tools(&self) -> Result<ListToolsResponse, ClientError> {
+        let response = self.gateway().list_tools(ListToolsRequest::default()).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 

@@ -9,7 +9,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Request, Status};
 
 use crate::client::{Client, USER_HEADER};
@@ -106,6 +106,37 @@ impl ClientBuilder {
     /// Connects at once, so an unreachable gateway (or one whose certificate is not trusted)
     /// is reported here rather than on the first call.
     pub async fn connect(self) -> Result<Client, ClientError> {
+        let prepared = self.prepare()?;
+        let channel = prepared.endpoint.connect().await.map_err(|error| {
+            let reason = source_text(&error);
+            if prepared.secure && is_tls_failure(&error) {
+                ClientError::Tls {
+                    address: prepared.address.clone(),
+                    reason,
+                }
+            } else {
+                ClientError::Unreachable {
+                    address: prepared.address.clone(),
+                    reason,
+                }
+            }
+        })?;
+        Ok(prepared.client(channel))
+    }
+
+    /// Checks the address, the CA and the credentials now but connects on the first call
+    /// (and again on a later call once the connection is lost), so a gateway that is down is
+    /// reported by each call ([`ClientError::Unreachable`]) instead of here. For a process
+    /// that outlives the gateway's restarts, such as `agentic mcp`. Call it inside a Tokio
+    /// runtime.
+    pub fn connect_lazy(self) -> Result<Client, ClientError> {
+        let prepared = self.prepare()?;
+        let channel = prepared.endpoint.connect_lazy();
+        Ok(prepared.client(channel))
+    }
+
+    /// Everything but the connection itself, checked.
+    fn prepare(self) -> Result<Prepared, ClientError> {
         let address = self.address;
         let invalid_address = |reason: String| ClientError::InvalidAddress {
             address: address.clone(),
@@ -144,23 +175,28 @@ impl ClientBuilder {
             }
             credentials.bearer = Some(bearer(token)?);
         }
-        let channel = endpoint.connect().await.map_err(|error| {
-            let reason = source_text(&error);
-            if secure && is_tls_failure(&error) {
-                ClientError::Tls {
-                    address: address.clone(),
-                    reason,
-                }
-            } else {
-                ClientError::Unreachable {
-                    address: address.clone(),
-                    reason,
-                }
-            }
-        })?;
-        let gateway = PromptGatewayClient::with_interceptor(channel, credentials)
+        Ok(Prepared {
+            endpoint,
+            credentials,
+            address,
+            secure,
+        })
+    }
+}
+
+/// A checked [`ClientBuilder`]: where to connect and what every call carries.
+struct Prepared {
+    endpoint: Endpoint,
+    credentials: Credentials,
+    address: String,
+    secure: bool,
+}
+
+impl Prepared {
+    fn client(self, channel: Channel) -> Client {
+        let gateway = PromptGatewayClient::with_interceptor(channel, self.credentials)
             .max_decoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(Client::new(gateway, address))
+        Client::new(gateway, self.address)
     }
 }
 

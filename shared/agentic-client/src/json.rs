@@ -149,6 +149,10 @@ impl Described for PromptEvent {
     const FULL_NAME: &'static str = "agentic.v1.PromptEvent";
 }
 
+impl Described for agentic_proto::v1::ListToolsResponse {
+    const FULL_NAME: &'static str = "agentic.v1.ListToolsResponse";
+}
+
 impl Described for Prompt {
     const FULL_NAME: &'static str = "agentic.v1.Prompt";
 }

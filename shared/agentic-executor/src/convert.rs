@@ -11,8 +11,8 @@ use agentic_proto::v1::{execute_event, prompt_output, tool_result};
 
 use crate::error::ExecuteError;
 use crate::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, RunRequest,
-    ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, Progress,
+    RunRequest, ToolCallOutput, ToolResult,
 };
 
 // ---- protobuf -> domain ----
@@ -135,9 +135,11 @@ fn result_from_proto(result: Option<&pb::ToolResult>) -> ToolResult {
         },
         Some(tool_result::Result::Pending(pending)) => ToolResult::Pending {
             reason: pending.reason.clone(),
+            progress: pending.progress.as_ref().map(progress_from_proto),
         },
         None => ToolResult::Pending {
             reason: String::new(),
+            progress: None,
         },
     }
 }
@@ -233,7 +235,10 @@ fn output_to_proto(output: Output) -> pb::PromptOutput {
 
 fn result_to_proto(result: ToolResult) -> pb::ToolResult {
     let result = match result {
-        ToolResult::Pending { reason } => tool_result::Result::Pending(pb::ToolPending { reason }),
+        ToolResult::Pending { reason, progress } => tool_result::Result::Pending(pb::ToolPending {
+            reason,
+            progress: progress.map(progress_to_proto),
+        }),
         ToolResult::Success { output } => tool_result::Result::Success(pb::ToolSuccess {
             output: Some(json::to_proto(&output)),
         }),
@@ -254,5 +259,21 @@ fn approval_to_proto(approval: Approval) -> pb::ToolApproval {
     pb::ToolApproval {
         state: state.into(),
         reason: approval.reason,
+    }
+}
+
+pub(crate) fn progress_from_proto(progress: &pb::ToolProgress) -> Progress {
+    Progress {
+        progress: progress.progress,
+        total: (progress.total > 0.0).then_some(progress.total),
+        message: progress.message.clone(),
+    }
+}
+
+fn progress_to_proto(progress: Progress) -> pb::ToolProgress {
+    pb::ToolProgress {
+        progress: progress.progress,
+        total: progress.total.unwrap_or_default(),
+        message: progress.message,
     }
 }

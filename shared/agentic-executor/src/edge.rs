@@ -22,7 +22,7 @@ use crate::error::{ExecuteError, RunError};
 use crate::metrics;
 use crate::sink::EventSink;
 use crate::slots::{Capacity, RunSlots};
-use crate::timeline::{Decision, Event, Finish, Output, RunRequest, ToolResult};
+use crate::timeline::{Decision, Event, Finish, Output, Progress, RunRequest, ToolResult};
 
 /// Events waiting for the gateway; a slow gateway slows the run instead of growing memory.
 const EVENT_BUFFER: usize = 64;
@@ -231,9 +231,16 @@ impl RunBounds {
                         let size = error.len();
                         (ToolResult::Error { error }, size)
                     }
-                    ToolResult::Pending { reason } => {
-                        let size = reason.len();
-                        (ToolResult::Pending { reason }, size)
+                    ToolResult::Pending { reason, progress } => {
+                        let progress = progress.map(|progress| Progress {
+                            message: bounds::storable_text(progress.message, limit),
+                            ..progress
+                        });
+                        let size = reason.len()
+                            + progress
+                                .as_ref()
+                                .map_or(0, |progress| progress.message.len());
+                        (ToolResult::Pending { reason, progress }, size)
                     }
                 };
                 call.result = result;

@@ -23,4 +23,10 @@ impl EventSink {
     pub async fn send(&self, event: Event) -> Result<(), StreamClosed> {
         self.sender.send(event).await.map_err(|_| StreamClosed)
     }
+
+    /// Sends `event` if there is room now, else drops it: for what may be skipped when the
+    /// gateway reads slowly (a running call's progress). Whether it was sent.
+    pub fn try_send(&self, event: Event) -> bool {
+        self.sender.try_send(event).is_ok()
+    }
 }

@@ -71,9 +71,27 @@ pub struct ToolCallOutput {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolResult {
-    Pending { reason: String },
-    Success { output: Json },
-    Error { error: String },
+    /// Running or waiting for approval (`reason` says which); `progress` is the latest a
+    /// running call reported.
+    Pending {
+        reason: String,
+        progress: Option<Progress>,
+    },
+    Success {
+        output: Json,
+    },
+    Error {
+        error: String,
+    },
+}
+
+/// How far a running tool call is, as the tool says (MCP progress notifications).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    /// Where `progress` ends, when the tool knows.
+    pub total: Option<f64>,
+    pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

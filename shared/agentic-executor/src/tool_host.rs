@@ -3,7 +3,7 @@
 //! one call instead of holding the prompt.
 
 use agentic_ids::{ConversationId, PromptId, UserId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -12,7 +12,8 @@ use agentic_proto::json;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
-    InvokeToolRequest, PrepareRequest, StoreArtifactRequest, invoke_tool_response,
+    InvokeToolRequest, InvokeToolResponse, PrepareRequest, StoreArtifactRequest,
+    invoke_tool_response, invoke_tool_update,
 };
 use agentic_rpc::InternalChannel;
 use serde_json::{Map, Value as Json};
@@ -20,7 +21,7 @@ use tonic::{Code, Status};
 
 use crate::error::ToolHostError;
 use crate::metrics::ToolCallResult;
-use crate::timeline::RunRequest;
+use crate::timeline::{Progress, RunRequest};
 
 /// Prepare only lists tools and context, and storing an artifact is one insert; a tool-host
 /// that takes longer is not well.
@@ -41,6 +42,8 @@ pub struct ToolHost {
     /// prepares before it calls a tool, and the catalogue is fixed while a tool-host runs, so
     /// the limits are known by the time any call needs them.
     tool_timeouts: Arc<RwLock<HashMap<String, Duration>>>,
+    /// Tools of the latest `Prepare` that report progress.
+    progress_tools: Arc<RwLock<HashSet<String>>>,
 }
 
 /// What the tool-host offers this run.
@@ -130,6 +133,7 @@ impl ToolHost {
             artifacts,
             default_timeout: DEFAULT_TOOL_TIMEOUT,
             tool_timeouts: Arc::default(),
+            progress_tools: Arc::default(),
         }
     }
 
@@ -202,6 +206,20 @@ impl ToolHost {
         input: &Json,
         tool_call_id: &str,
     ) -> Result<Invoked, ToolHostError> {
+        self.invoke_reporting(scope, tool_id, input, tool_call_id, &|_| {})
+            .await
+    }
+
+    /// Like [`ToolHost::invoke`], handing `progress` each update a tool that reports
+    /// progress (its definition says so) sends while it runs.
+    pub async fn invoke_reporting(
+        &self,
+        scope: &RunScope,
+        tool_id: &str,
+        input: &Json,
+        tool_call_id: &str,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<Invoked, ToolHostError> {
         let timeout = self.timeout_of(tool_id);
         let mut request = tonic::Request::new(InvokeToolRequest {
             tool_id: tool_id.to_owned(),
@@ -215,13 +233,20 @@ impl ToolHost {
         // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
         // moment; the local timer covers a tool-host that does not answer at all.
         request.set_timeout(timeout);
-        let mut client = self.client.clone();
-        let answer = match tokio::time::timeout(timeout, client.invoke_tool(request)).await {
+        let call = async {
+            if self.reports_progress(tool_id) {
+                self.call_with_progress(request, progress).await
+            } else {
+                let mut client = self.client.clone();
+                Ok(client.invoke_tool(request).await?.into_inner())
+            }
+        };
+        let answer = match tokio::time::timeout(timeout, call).await {
             Ok(answer) => answer.map_err(|status| invoke_error(status, timeout)),
             Err(_elapsed) => Err(ToolHostError::TimedOut { after: timeout }),
         };
         let response = match answer {
-            Ok(response) => response.into_inner(),
+            Ok(response) => response,
             Err(error) => {
                 let result = match error {
                     ToolHostError::TimedOut { .. } => ToolCallResult::Timeout,
@@ -259,6 +284,38 @@ impl ToolHost {
         })
     }
 
+    fn reports_progress(&self, tool_id: &str) -> bool {
+        self.progress_tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool_id)
+    }
+
+    /// `InvokeToolWithProgress`: progress updates go to `progress` until the answer comes.
+    async fn call_with_progress(
+        &self,
+        request: tonic::Request<InvokeToolRequest>,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<InvokeToolResponse, Status> {
+        let mut client = self.client.clone();
+        let mut updates = client
+            .invoke_tool_with_progress(request)
+            .await?
+            .into_inner();
+        while let Some(update) = updates.message().await? {
+            match update.kind {
+                Some(invoke_tool_update::Kind::Progress(update)) => {
+                    progress(crate::convert::progress_from_proto(&update));
+                }
+                Some(invoke_tool_update::Kind::Done(response)) => return Ok(response),
+                None => {}
+            }
+        }
+        Err(Status::unavailable(
+            "the tool-host ended the call without an answer",
+        ))
+    }
+
     /// Stores `data` as a JSON artifact of the run's user (in its conversation, without a
     /// file name, so it is not shown as a file) and answers its id. Refusals (a full
     /// quota, an artifact over the size limit) come back as `Refused` with their reason.
@@ -285,7 +342,8 @@ impl ToolHost {
         Ok(stored.into_inner().id)
     }
 
-    /// Keeps the time limits of this `Prepare` answer for the calls that follow.
+    /// Keeps the time limits of this `Prepare` answer, and which tools report progress, for
+    /// the calls that follow.
     fn remember_timeouts(&self, tools: &[agentic_proto::v1::ToolDefinition]) {
         let timeouts: HashMap<String, Duration> = tools
             .iter()
@@ -295,6 +353,22 @@ impl ToolHost {
                 (tool.id.clone(), limit)
             })
             .collect();
+        let reporting: HashSet<String> = tools
+            .iter()
+            .filter(|tool| tool.reports_progress)
+            .map(|tool| tool.id.clone())
+            .collect();
+        if *self
+            .progress_tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            != reporting
+        {
+            *self
+                .progress_tools
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = reporting;
+        }
         let unchanged = *self
             .tool_timeouts
             .read()
@@ -350,6 +424,23 @@ mod tests {
 
     #[tonic::async_trait]
     impl ToolHostService for SlowToolHost {
+        type InvokeToolWithProgressStream =
+            futures::stream::Empty<Result<pb::InvokeToolUpdate, Status>>;
+
+        async fn invoke_tool_with_progress(
+            &self,
+            _request: tonic::Request<pb::InvokeToolRequest>,
+        ) -> Result<tonic::Response<Self::InvokeToolWithProgressStream>, Status> {
+            Err(Status::unimplemented("no progress here"))
+        }
+
+        async fn list_tools(
+            &self,
+            _request: tonic::Request<pb::ListToolsRequest>,
+        ) -> Result<tonic::Response<pb::ListToolsResponse>, Status> {
+            Err(Status::unimplemented("no list here"))
+        }
+
         async fn prepare(
             &self,
             _request: tonic::Request<pb::PrepareRequest>,

@@ -95,6 +95,8 @@ pub struct StackOptions {
     pub classic_max_tool_result_bytes: u32,
     /// The tool-host's per-artifact size limit and per-user storage quota.
     pub tool_host_storage: tool_host::StorageLimits,
+    /// The tool-host's MCP servers file (`--mcp-config`).
+    pub tool_host_mcp_config: Option<PathBuf>,
     /// The token internal services require from each other.
     pub internal_token: Option<String>,
     /// Users' bearer tokens as TOKEN=USER; empty: the gateway's dev mode (`x-user-id`).
@@ -148,6 +150,7 @@ impl Default for StackOptions {
             classic_max_tool_calls_per_reply: 64,
             classic_max_tool_result_bytes: 32 * 1024,
             tool_host_storage: tool_host::StorageLimits::default(),
+            tool_host_mcp_config: None,
             internal_token: None,
             auth_tokens: Vec::new(),
             llm_max_retries: 2,
@@ -410,6 +413,7 @@ impl Stack {
             plugins,
             code_runner_url: format!("http://{code_runner}"),
             storage: options.tool_host_storage,
+            mcp_config: options.tool_host_mcp_config.clone(),
             internal_token: options.internal_token.clone(),
             check_config: false,
             probe: false,

@@ -385,6 +385,13 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn list_tools(
+        &self,
+        _: Request<agentic_proto::v1::ListToolsRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListToolsResponse>, Status> {
+        unimplemented()
+    }
+
     async fn register_mode(
         &self,
         _: Request<RegisterModeRequest>,

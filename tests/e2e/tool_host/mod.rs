@@ -75,6 +75,7 @@ impl TestToolHost {
             // No test here enables the interpreter, so nothing connects to it.
             code_runner_url: "http://127.0.0.1:9".into(),
             storage: tool_host::StorageLimits::default(),
+            mcp_config: None,
             internal_token: None,
             check_config: false,
             probe: false,

@@ -293,6 +293,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         plugins: vec!["artifact".into(), "weather".into()],
         code_runner_url: "http://127.0.0.1:9".into(),
         storage: tool_host::StorageLimits::default(),
+        mcp_config: None,
         internal_token: None,
         check_config: false,
         probe: false,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Event, FileOutput, Output, ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Event, FileOutput, Output, Progress, ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, RunTools, StreamClosed};
@@ -42,6 +42,11 @@ impl Timeline {
         Ok(index)
     }
 
+    /// A new state of output `index` that may be dropped when the gateway reads slowly.
+    pub fn try_update(&self, index: u32, output: Output) -> bool {
+        self.events.try_send(Event::OutputUpdated { index, output })
+    }
+
     pub async fn update(&self, index: u32, output: Output) -> Result<(), StreamClosed> {
         self.events
             .send(Event::OutputUpdated { index, output })
@@ -75,6 +80,7 @@ pub fn tool_output(
 pub fn running() -> ToolResult {
     ToolResult::Pending {
         reason: "running".into(),
+        progress: None,
     }
 }
 
@@ -309,6 +315,7 @@ impl PromptHost {
         let added = if awaits_approval {
             let waiting = ToolResult::Pending {
                 reason: "waiting for approval".into(),
+                progress: None,
             };
             call.output(waiting, None, Approval::new(ApprovalState::Pending))
         } else {
@@ -337,10 +344,11 @@ impl PromptHost {
                 Approval::new(ApprovalState::NotRequired),
                 Err(ToolFailure::Failed(message)),
             ),
-            Next::Invoke => (
-                Approval::new(ApprovalState::NotRequired),
-                self.invoke(&call).await,
-            ),
+            Next::Invoke => {
+                let approval = Approval::new(ApprovalState::NotRequired);
+                let answer = self.invoke(&call, &approval).await;
+                (approval, answer)
+            }
             Next::AwaitApproval(pending) => self.approve_then_invoke(&call, pending, clock).await,
         };
         let result = match &answer {
@@ -377,7 +385,8 @@ impl PromptHost {
                     state: ApprovalState::Approved,
                     reason: decision.reason,
                 };
-                (approval, self.invoke(call).await)
+                let answer = self.invoke(call, &approval).await;
+                (approval, answer)
             }
             Some(decision) => {
                 tracing::info!(%tool_call_id, "tool call rejected");
@@ -405,10 +414,26 @@ impl PromptHost {
 
     /// Runs the call on the tool-host; files it made become `file` outputs right away, and
     /// tokens it spent on LLM calls of its own count into the prompt's usage.
-    async fn invoke(&self, call: &Recorded) -> Result<Json, ToolFailure> {
+    /// Progress the tool reports updates the running call's output (dropped when the gateway
+    /// reads slowly).
+    async fn invoke(&self, call: &Recorded, approval: &Approval) -> Result<Json, ToolFailure> {
+        let report = |progress: Progress| {
+            let running = ToolResult::Pending {
+                reason: "running".into(),
+                progress: Some(progress),
+            };
+            self.timeline
+                .try_update(call.index, call.output(running, None, approval.clone()));
+        };
         let invoked = self
             .tool_host
-            .invoke(&self.scope, &call.tool_id, &call.input, &call.call_id)
+            .invoke_reporting(
+                &self.scope,
+                &call.tool_id,
+                &call.input,
+                &call.call_id,
+                &report,
+            )
             .await
             .map_err(|error| error.to_string())?;
         if invoked.usage != Usage::default() {

@@ -26,6 +26,23 @@ struct FakeToolHost {
 
 #[tonic::async_trait]
 impl ToolHostService for FakeToolHost {
+    type InvokeToolWithProgressStream =
+        futures::stream::Empty<Result<agentic_proto::v1::InvokeToolUpdate, tonic::Status>>;
+
+    async fn invoke_tool_with_progress(
+        &self,
+        _request: tonic::Request<InvokeToolRequest>,
+    ) -> Result<tonic::Response<Self::InvokeToolWithProgressStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not needed here"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: tonic::Request<agentic_proto::v1::ListToolsRequest>,
+    ) -> Result<tonic::Response<agentic_proto::v1::ListToolsResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not needed here"))
+    }
+
     async fn prepare(
         &self,
         _request: tonic::Request<PrepareRequest>,
@@ -210,7 +227,7 @@ fn output_text(output: &Output) -> String {
         return format!("{output:?}");
     };
     let result = match &call.result {
-        ToolResult::Pending { reason } => format!("pending ({reason})"),
+        ToolResult::Pending { reason, .. } => format!("pending ({reason})"),
         ToolResult::Success { output } => format!("success {output}"),
         ToolResult::Error { error } => format!("error ({error})"),
     };

@@ -149,6 +149,7 @@ impl Plugin for ArtifactPlugin {
                 }),
                 requires_approval: false,
                 timeout: None,
+                reports_progress: false,
             },
             ToolSpec {
                 id: "artifact.get".into(),
@@ -163,6 +164,7 @@ impl Plugin for ArtifactPlugin {
                 }),
                 requires_approval: false,
                 timeout: None,
+                reports_progress: false,
             },
             ToolSpec {
                 id: "artifact.list".into(),
@@ -184,6 +186,7 @@ impl Plugin for ArtifactPlugin {
                 }),
                 requires_approval: false,
                 timeout: None,
+                reports_progress: false,
             },
         ]
     }

@@ -249,5 +249,6 @@ fn spec(id: &str, description: &str, input_schema: Value) -> ToolSpec {
         input_schema,
         requires_approval: false,
         timeout: None,
+        reports_progress: false,
     }
 }

@@ -61,6 +61,7 @@ impl Plugin for InterpreterPlugin {
             }),
             requires_approval: false,
             timeout: Some(CALL_TIMEOUT),
+            reports_progress: false,
         }]
     }
 

@@ -52,6 +52,53 @@ pub async fn modes(
     Ok(0)
 }
 
+/// Each tool source (plugin or MCP server) with its health, then its tools: id, whether a
+/// person must approve each call, and the first line of the description.
+pub async fn tools(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+) -> anyhow::Result<u8> {
+    let list = client.list_tools().await?;
+    if as_json {
+        document(console, &list)?;
+        return Ok(0);
+    }
+    for source in &list.sources {
+        let detail = if source.detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", text(&source.detail))
+        };
+        writeln!(
+            console.out,
+            "{} ({}, {} tools) {}{detail}",
+            name(&source.name),
+            name(&source.kind),
+            source.tool_count,
+            name(&source.health),
+        )?;
+        for tool in list.tools.iter().filter(|tool| tool.source == source.name) {
+            let Some(definition) = &tool.definition else {
+                continue;
+            };
+            let approval = if definition.requires_approval {
+                "\tneeds approval"
+            } else {
+                ""
+            };
+            let summary = definition.description.lines().next().unwrap_or_default();
+            writeln!(
+                console.out,
+                "  {}{approval}\t{}",
+                name(&definition.id),
+                text(summary)
+            )?;
+        }
+    }
+    Ok(0)
+}
+
 pub async fn show_prompt(
     client: &Client,
     console: &mut Console<'_>,

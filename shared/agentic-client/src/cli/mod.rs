@@ -1,10 +1,12 @@
 //! The `agentic` command-line client. It lives in the library so that tests can run it in
-//! process ([`run`] with any input and output); `src/main.rs` only calls [`main`].
+//! process ([`run`] with any input and output; `agentic mcp` alone speaks on the process's own
+//! stdin and stdout); `src/main.rs` only calls [`main`].
 
 mod chat;
 mod download;
 mod follow;
 mod inspect;
+mod mcp;
 mod names;
 mod printable;
 mod prompt;
@@ -18,8 +20,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use tokio::io::AsyncBufRead;
 
-use crate::Client;
 use crate::v1::ModelTier;
+use crate::{Client, ClientBuilder};
 
 /// Exit status of a command that went wrong (the server is down, the prompt failed, …).
 pub const FAILURE: u8 = 1;
@@ -96,6 +98,9 @@ enum Command {
     },
     /// List the execution modes the gateway knows and whether their executors answer.
     Modes,
+    /// List the tools your prompts can call (built-in plugins and MCP servers), by source,
+    /// with each source's health and which calls need your approval.
+    Tools,
     /// Let a tool call that waits for approval run, then follow the prompt.
     Approve {
         prompt: String,
@@ -138,6 +143,11 @@ enum Command {
         #[arg(short, long, value_name = "DIR")]
         output: Option<std::path::PathBuf>,
     },
+    /// Serve MCP on stdin and stdout, for an MCP client (Claude Desktop, Cursor, …).
+    ///
+    /// The client runs prompts as you with the tools run_prompt, list_conversations and
+    /// get_file. Nothing but MCP goes to stdout; logs go to stderr.
+    Mcp,
 }
 
 #[derive(Subcommand, Debug)]
@@ -271,9 +281,9 @@ pub(crate) fn one_line(error: &anyhow::Error) -> String {
     text.replace('\n', " ")
 }
 
-/// Connects as the command line says: with the token when there is one (and the user only
-/// when given too), else as the user (default `local`).
-async fn connect(cli: &Cli) -> anyhow::Result<Client> {
+/// How to connect as the command line says: with the token when there is one (and the user
+/// only when given too), else as the user (default `local`).
+fn client_builder(cli: &Cli) -> anyhow::Result<ClientBuilder> {
     let mut builder = Client::builder(cli.server.clone()).allow_http_token(cli.allow_http_token);
     if let Some(Secret(token)) = &cli.token {
         builder = builder.token(token.clone());
@@ -286,7 +296,7 @@ async fn connect(cli: &Cli) -> anyhow::Result<Client> {
     if let Some(path) = &cli.ca_cert {
         builder = builder.ca_cert(read_ca_cert(path)?);
     }
-    Ok(builder.connect().await?)
+    Ok(builder)
 }
 
 fn read_ca_cert(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
@@ -307,7 +317,13 @@ fn read_ca_cert(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
 }
 
 async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
-    let client = connect(&cli).await?;
+    let builder = client_builder(&cli)?;
+    // An MCP server lives as long as the MCP client that started it, longer than any one
+    // call: it starts while the gateway is down and says so in each call's result instead.
+    let client = match cli.command {
+        Command::Mcp => builder.connect_lazy()?,
+        _ => builder.connect().await?,
+    };
     let json = cli.json;
     match cli.command {
         Command::Prompt {
@@ -337,6 +353,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             chat::repl(&client, console, json, options).await
         }
         Command::Modes => inspect::modes(&client, console, json).await,
+        Command::Tools => inspect::tools(&client, console, json).await,
         Command::Approve {
             prompt,
             call,
@@ -380,5 +397,6 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             conversation,
             output,
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
+        Command::Mcp => mcp::serve(client, console).await,
     }
 }

@@ -135,7 +135,17 @@ impl Renderer {
                         name(&tool.function),
                         name(&from_proto_opt(tool.input.as_ref()).to_string())
                     )?,
-                    Some(tool_result::Result::Pending(_)) | None => {}
+                    Some(tool_result::Result::Pending(pending)) => {
+                        if let Some(progress) = &pending.progress {
+                            writeln!(
+                                console.err,
+                                "  … {} {}",
+                                name(&tool.function),
+                                progress_summary(progress)
+                            )?;
+                        }
+                    }
+                    None => {}
                 }
             }
             Some(prompt_output::Kind::File(file)) => {
@@ -144,5 +154,45 @@ impl Renderer {
             None => {}
         }
         Ok(())
+    }
+}
+
+/// `3/10 fetching page 3`, `40%`, `7 steps` and the tool's message, for a person.
+fn progress_summary(progress: &agentic_proto::v1::ToolProgress) -> String {
+    let amount = if progress.total > 0.0 {
+        format!("{}/{}", progress.progress, progress.total)
+    } else {
+        format!("{}", progress.progress)
+    };
+    if progress.message.is_empty() {
+        amount
+    } else {
+        format!("{amount} {}", name(&progress.message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentic_proto::v1::ToolProgress;
+
+    use super::progress_summary;
+
+    #[test]
+    fn progress_reads_as_amount_of_total_and_message() {
+        let progress = |progress, total, message: &str| ToolProgress {
+            progress,
+            total,
+            message: message.to_owned(),
+        };
+        assert_eq!(
+            progress_summary(&progress(3.0, 10.0, "page 3")),
+            "3/10 page 3"
+        );
+        assert_eq!(progress_summary(&progress(7.0, 0.0, "")), "7");
+        // Control characters (a line break too) are dropped, as everywhere the CLI prints.
+        assert_eq!(
+            progress_summary(&progress(0.5, 1.0, "line\none")),
+            "0.5/1 lineone"
+        );
     }
 }

@@ -1,0 +1,127 @@
+//! `agentic mcp`: the CLI as a Model Context Protocol server, so that an MCP client (Claude
+//! Desktop, Cursor, …) runs prompts on the gateway as the user the command line names.
+//!
+//! It speaks newline-delimited JSON-RPC on the process's own stdin and stdout (not the
+//! [`Console`]'s: the transport needs the real streams), and writes nothing else to stdout;
+//! what it has to say for a person goes to stderr. The tools are written out by hand
+//! ([`tools`]) rather than with rmcp's macros. A call the gateway refuses, or a prompt that
+//! fails, is a tool result with `isError` and the reason, never the end of the server.
+
+mod conversations;
+mod files;
+mod run_prompt;
+mod tools;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde::de::DeserializeOwned;
+
+use super::Console;
+use super::printable::name;
+use crate::{Client, ClientError};
+
+/// Serves MCP on stdin and stdout until the client closes stdin.
+pub async fn serve(client: Client, console: &mut Console<'_>) -> anyhow::Result<u8> {
+    writeln!(
+        console.err,
+        "agentic mcp: serving MCP on stdin and stdout for the gateway at {}",
+        name(client.address())
+    )?;
+    console.err.flush()?;
+    let server = Server { client };
+    let running = server
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .map_err(|error| anyhow::anyhow!("the MCP session did not start: {error}"))?;
+    running
+        .waiting()
+        .await
+        .map_err(|error| anyhow::anyhow!("the MCP session ended abnormally: {error}"))?;
+    Ok(0)
+}
+
+/// The server of one MCP session: every call goes to the gateway through `client`.
+struct Server {
+    client: Client,
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("agentic", env!("CARGO_PKG_VERSION"))
+                    .with_title("agentic gateway"),
+            )
+            .with_instructions(
+                "Runs prompts on an agentic gateway: an LLM agent with its own tools, \
+                 conversations and files. run_prompt asks it something and waits for the \
+                 answer; list_conversations finds earlier conversations to continue; get_file \
+                 reads a file a prompt created.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::all()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tool = request.name.as_ref();
+        let result = match tool {
+            tools::RUN_PROMPT => match arguments(tool, request.arguments) {
+                Ok(arguments) => run_prompt::run(&self.client, arguments, &context).await,
+                Err(invalid) => invalid,
+            },
+            tools::LIST_CONVERSATIONS => match arguments(tool, request.arguments) {
+                Ok(arguments) => conversations::list(&self.client, arguments).await,
+                Err(invalid) => invalid,
+            },
+            tools::GET_FILE => match arguments(tool, request.arguments) {
+                Ok(arguments) => files::get(&self.client, arguments).await,
+                Err(invalid) => invalid,
+            },
+            // The spec's answer to a tool that does not exist: a protocol error, not a result.
+            unknown => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations and get_file"
+                    ),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// A tool's arguments as `T`, or the result that tells the caller what is wrong with them (an
+/// error result rather than a protocol error, so that the model reads it and can do better).
+fn arguments<T: DeserializeOwned>(
+    tool: &str,
+    arguments: Option<rmcp::model::JsonObject>,
+) -> Result<T, CallToolResult> {
+    let arguments = serde_json::Value::Object(arguments.unwrap_or_default());
+    serde_json::from_value(arguments)
+        .map_err(|error| error_result(format!("invalid arguments for {tool}: {error}")))
+}
+
+/// A tool result that says the call failed, and why.
+fn error_result(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// A call the gateway could not answer, as the result of the tool that made it.
+fn gateway_error(error: &ClientError) -> CallToolResult {
+    error_result(error.to_string())
+}

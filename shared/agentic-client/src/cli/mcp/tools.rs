@@ -1,0 +1,171 @@
+//! The tools `agentic mcp` offers, as an MCP client lists them: names, descriptions, and the
+//! JSON Schemas of their arguments and structured results.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations, object};
+use serde_json::json;
+
+use super::files::MAX_FILE_BYTES;
+
+pub const RUN_PROMPT: &str = "run_prompt";
+pub const LIST_CONVERSATIONS: &str = "list_conversations";
+pub const GET_FILE: &str = "get_file";
+
+/// The most conversations `list_conversations` asks for (the gateway's own maximum).
+pub const MAX_CONVERSATIONS: u32 = 500;
+
+/// How many conversations `list_conversations` lists without a `limit`.
+pub const DEFAULT_CONVERSATIONS: u32 = 20;
+
+pub fn all() -> Vec<Tool> {
+    vec![run_prompt(), list_conversations(), get_file()]
+}
+
+fn run_prompt() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "input": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What to ask the agent, as you would type it to `agentic prompt`.",
+            },
+            "mode": {
+                "type": "string",
+                "description": "Execution mode, e.g. `classic` or `code` (default: the conversation's, else classic).",
+            },
+            "conversation_id": {
+                "type": "string",
+                "description": "Continue this conversation (an id from run_prompt or list_conversations); without it a new conversation is created.",
+            },
+        },
+        "required": ["input"],
+        "additionalProperties": false,
+    });
+    let file = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The file's id, for get_file."},
+            "filename": {"type": "string"},
+            "mime_type": {"type": "string"},
+            "size": {"type": "integer", "minimum": 0, "description": "Size in bytes."},
+        },
+        "required": ["id", "filename", "mime_type", "size"],
+    });
+    let pending = json!({
+        "type": "object",
+        "properties": {
+            "call_id": {"type": "string"},
+            "tool": {"type": "string"},
+            "input": {"description": "The arguments the tool was called with."},
+            "approve": {"type": "string", "description": "The command that lets the call run."},
+            "reject": {"type": "string", "description": "The command that refuses it."},
+        },
+        "required": ["call_id", "tool", "approve", "reject"],
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {
+            "prompt_id": {"type": "string"},
+            "conversation_id": {"type": "string"},
+            "state": {
+                "type": "string",
+                "description": "completed, failed, cancelled or waiting_for_approval.",
+            },
+            "mode": {"type": "string"},
+            "text": {"type": "string", "description": "The agent's answer."},
+            "files": {"type": "array", "items": file, "description": "Files the prompt created."},
+            "error": {"type": "string", "description": "Why the prompt failed or was cancelled."},
+            "pending_approvals": {
+                "type": "array",
+                "items": pending,
+                "description": "Tool calls that wait for a person to approve them.",
+            },
+        },
+        "required": ["prompt_id", "conversation_id", "state", "mode", "text", "files"],
+    });
+    Tool::new(
+        RUN_PROMPT,
+        "Runs a prompt on the agentic gateway as the configured user and waits for its end: \
+         the agent's answer, the files it created (read them with get_file) and the prompt and \
+         conversation ids. Pass conversation_id to continue a conversation. A tool call that \
+         needs a person's approval ends the call early with the command that approves it.",
+        schema(input),
+    )
+    .with_title("Run a prompt")
+    .with_raw_output_schema(schema(output))
+    .with_annotations(ToolAnnotations::new().read_only(false).open_world(true))
+}
+
+fn list_conversations() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_CONVERSATIONS,
+                "description": format!("How many to list (default {DEFAULT_CONVERSATIONS})."),
+            },
+        },
+        "additionalProperties": false,
+    });
+    let conversation = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "title": {"type": "string"},
+            "default_mode": {"type": "string"},
+            "created_at": {"type": "string", "description": "RFC 3339."},
+            "updated_at": {"type": "string", "description": "RFC 3339."},
+        },
+        "required": ["id", "title", "default_mode"],
+    });
+    let output = json!({
+        "type": "object",
+        "properties": {"conversations": {"type": "array", "items": conversation}},
+        "required": ["conversations"],
+    });
+    Tool::new(
+        LIST_CONVERSATIONS,
+        "Lists the user's conversations on the agentic gateway, newest first: ids to continue \
+         with run_prompt.",
+        schema(input),
+    )
+    .with_title("List conversations")
+    .with_raw_output_schema(schema(output))
+    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
+}
+
+fn get_file() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "file_id": {
+                "type": "string",
+                "minLength": 1,
+                "description": "A file's id, from run_prompt's files.",
+            },
+        },
+        "required": ["file_id"],
+        "additionalProperties": false,
+    });
+    let description = format!(
+        "Reads a file a prompt created: text files as text, images as images, anything else \
+         as an embedded resource (base64). Files over {} MiB are refused.",
+        MAX_FILE_BYTES / (1024 * 1024)
+    );
+    Tool::new(GET_FILE, description, schema(input))
+        .with_title("Get a file")
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(true)
+                .idempotent(true)
+                .open_world(false),
+        )
+}
+
+fn schema(value: serde_json::Value) -> Arc<JsonObject> {
+    Arc::new(object(value))
+}
