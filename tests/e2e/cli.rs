@@ -67,7 +67,7 @@ pub(crate) async fn agentic_with(args: &[&str], input: &str) -> Ran {
 }
 
 /// Rules for a classic prompt that echoes once, then answers.
-fn echo_then_answer(answer: &str) -> Vec<agentic_testkit::Rule> {
+pub(crate) fn echo_then_answer(answer: &str) -> Vec<agentic_testkit::Rule> {
     vec![
         calls(
             Match::NoToolResults,

@@ -17,8 +17,8 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::{Value, json};
 
-use crate::cli::agentic_with;
 use crate::cli::terminal::agentic_binary;
+use crate::cli::{agentic_with, echo_then_answer};
 use crate::support::*;
 
 /// An MCP client that keeps the messages of the progress notifications it hears.
@@ -93,17 +93,6 @@ fn structured(result: &CallToolResult) -> &Value {
         .structured_content
         .as_ref()
         .unwrap_or_else(|| panic!("structured content in {result:?}"))
-}
-
-/// Rules for a classic prompt that echoes once, then answers.
-fn echo_then_answer(answer: &str) -> Vec<Rule> {
-    vec![
-        calls(
-            Match::NoToolResults,
-            vec![call("demo__echo", json!({"say": "hello"}))],
-        ),
-        text(Match::HasToolResults, answer),
-    ]
 }
 
 #[tokio::test]

@@ -2,6 +2,8 @@
 //! sandbox modules) and how its tools are called. Domain types only; `grpc.rs` converts.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentic_ids::{ConversationId, PromptId, ToolId, UserId};
@@ -173,5 +175,21 @@ impl ToolFailure {
 impl fmt::Display for ToolFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// Counts one running call for as long as it lives: a dropped (cancelled) call counts down.
+pub struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    pub fn start(counter: &Arc<AtomicUsize>) -> InFlight {
+        counter.fetch_add(1, Ordering::SeqCst);
+        InFlight(Arc::clone(counter))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use agentic_ids::UserId;
 
 use super::config::{ServerConfig, Transport};
-use crate::plugin::{Progress, ProgressSender, ToolSpec};
+use crate::plugin::{InFlight, Progress, ProgressSender, ToolSpec};
 
 /// How long connecting (start, `initialize`, the first `tools/list`) may take.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -168,11 +168,13 @@ impl Server {
         }
     }
 
-    /// The tools as last listed. A server that never listed them yet is waited for (at most
-    /// until its first attempt ends).
+    /// The tools as last listed. A server that never listed them yet is waited for until its
+    /// first attempt ends (at most `STARTUP_TIMEOUT`).
     pub async fn tools(self: &Arc<Self>) -> Vec<Arc<McpTool>> {
         self.ensure_started();
-        if !self.catalogue().loaded {
+        // Only the first attempt is waited for: a server that keeps failing must not hold up
+        // every `Prepare` while it retries.
+        if !self.catalogue().loaded && self.restarts.load(Ordering::SeqCst) == 0 {
             let mut health = self.health.subscribe();
             let settled =
                 health.wait_for(|health| !matches!(health, Health::Starting | Health::NotStarted));
@@ -690,22 +692,6 @@ impl Drop for RouteGuard {
         if let Ok(mut map) = self.routes.lock() {
             map.remove(&self.token);
         }
-    }
-}
-
-/// Counts a call for as long as it lives.
-struct InFlight(Arc<AtomicUsize>);
-
-impl InFlight {
-    fn start(counter: &Arc<AtomicUsize>) -> InFlight {
-        counter.fetch_add(1, Ordering::SeqCst);
-        InFlight(Arc::clone(counter))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

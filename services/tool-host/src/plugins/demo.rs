@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::plugin::{
-    CallContext, ContextItem, Plugin, PrepareContext, ToolFailure, ToolFile, ToolOutcome, ToolSpec,
+    CallContext, ContextItem, InFlight, Plugin, PrepareContext, ToolFailure, ToolFile, ToolOutcome,
+    ToolSpec,
 };
 use crate::store::{ArtifactBody, NewArtifact, Store};
 
@@ -36,22 +37,6 @@ impl DemoPlugin {
             sleeping: Arc::default(),
             hanging: Arc::default(),
         }
-    }
-}
-
-/// Counts one running call for as long as it lives; a dropped (cancelled) call counts down.
-struct InFlight(Arc<AtomicUsize>);
-
-impl InFlight {
-    fn start(counter: &Arc<AtomicUsize>) -> InFlight {
-        counter.fetch_add(1, Ordering::SeqCst);
-        InFlight(Arc::clone(counter))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
