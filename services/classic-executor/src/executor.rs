@@ -372,7 +372,8 @@ impl Run<'_> {
                 let (tool_host, scope) = (self.executor.tool_host.clone(), Arc::clone(&self.scope));
                 // Progress the tool reports updates the running call's output (dropped when
                 // the gateway reads slowly).
-                let (events, running) = (self.events, call.clone());
+                let (events, mut running) = (self.events, call.clone());
+                running.approval = approval.clone();
                 Some(async move {
                     let report = |progress: Progress| {
                         let mut output = running.clone();

@@ -210,9 +210,11 @@ impl PromptGateway for GatewayService {
         request: Request<ListToolsRequest>,
     ) -> GrpcResult<ListToolsResponse> {
         let user_id = Caller::user_of(&request)?;
-        let request = ListToolsRequest {
+        let mut request = tonic::Request::new(ListToolsRequest {
             user_id: user_id.to_string(),
-        };
+        });
+        // A lazy MCP server may take a few seconds to list its tools; no longer than this.
+        request.set_timeout(Duration::from_secs(15));
         let tools = ToolHostClient::new(self.tool_host.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .list_tools(request)

@@ -122,8 +122,23 @@ impl ToolHost for ToolHostService {
                 })),
             })
         });
-        // The progress stream ends when the call does (its sender goes with it).
-        let updates = futures::stream::select(progress, futures::stream::once(answer));
+        // The progress stream ends when the call does (its sender goes with it); whatever
+        // progress is still buffered then is dropped: the answer is the last message.
+        let updates = futures::stream::select(progress, futures::stream::once(answer)).scan(
+            false,
+            |answered, update| {
+                let next = (!*answered).then(|| {
+                    *answered = matches!(
+                        &update,
+                        Ok(pb::InvokeToolUpdate {
+                            kind: Some(Kind::Done(_))
+                        }) | Err(_)
+                    );
+                    update
+                });
+                std::future::ready(next)
+            },
+        );
         Ok(Response::new(Box::pin(updates)))
     }
 

@@ -157,6 +157,14 @@ pub async fn run(
         .into_iter()
         .map(|plugin| plugin.build(&store, &code_runner))
         .collect();
+    if !mcp_servers.is_empty() {
+        // stdio MCP servers run as this process's user: they must not read its environment
+        // (the internal token, database passwords) through /proc/<pid>/environ.
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+            .context(
+                "making the tool-host's memory and environment unreadable to its MCP servers",
+            )?;
+    }
     let hub =
         (!mcp_servers.is_empty()).then(|| Arc::new(mcp::Hub::start(mcp_servers, store.clone())));
     let registry = Arc::new(Registry::new(plugins, hub.clone())?);

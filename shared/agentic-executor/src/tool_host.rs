@@ -3,7 +3,7 @@
 //! one call instead of holding the prompt.
 
 use agentic_ids::{ConversationId, PromptId, UserId};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -38,12 +38,12 @@ pub struct ToolHost {
     artifacts: ArtifactStoreClient<InternalChannel>,
     /// The deadline of a call to a tool the tool-host names no time limit for.
     default_timeout: Duration,
-    /// The time limits the tool-host gave its tools in its latest `Prepare` answer. Every run
-    /// prepares before it calls a tool, and the catalogue is fixed while a tool-host runs, so
-    /// the limits are known by the time any call needs them.
+    /// The time limits the tool-host gave its tools in its `Prepare` answers. Every run
+    /// prepares before it calls a tool, so a tool's limit is known by the time a call needs
+    /// it (MCP tools come and go: an answer updates the tools it names, see `merge`).
     tool_timeouts: Arc<RwLock<HashMap<String, Duration>>>,
-    /// Tools of the latest `Prepare` that report progress.
-    progress_tools: Arc<RwLock<HashSet<String>>>,
+    /// Tools that report progress (always `true`: a tool that does not is absent).
+    progress_tools: Arc<RwLock<HashMap<String, bool>>>,
 }
 
 /// What the tool-host offers this run.
@@ -288,7 +288,7 @@ impl ToolHost {
         self.progress_tools
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(tool_id)
+            .contains_key(tool_id)
     }
 
     /// `InvokeToolWithProgress`: progress updates go to `progress` until the answer comes.
@@ -343,42 +343,51 @@ impl ToolHost {
     }
 
     /// Keeps the time limits of this `Prepare` answer, and which tools report progress, for
-    /// the calls that follow.
+    /// the calls that follow. Tools the answer does not name keep what an earlier answer
+    /// said: another tool-host replica, or an MCP server that is reconnecting, may list them
+    /// again.
     fn remember_timeouts(&self, tools: &[agentic_proto::v1::ToolDefinition]) {
-        let timeouts: HashMap<String, Duration> = tools
+        let timeouts = tools.iter().map(|tool| {
+            let limit =
+                (tool.timeout_ms > 0).then(|| Duration::from_millis(u64::from(tool.timeout_ms)));
+            (tool.id.as_str(), limit)
+        });
+        merge(&self.tool_timeouts, timeouts.collect());
+        let reporting = tools
             .iter()
-            .filter(|tool| tool.timeout_ms > 0)
-            .map(|tool| {
-                let limit = Duration::from_millis(u64::from(tool.timeout_ms));
-                (tool.id.clone(), limit)
-            })
-            .collect();
-        let reporting: HashSet<String> = tools
+            .map(|tool| (tool.id.as_str(), tool.reports_progress.then_some(true)));
+        merge(&self.progress_tools, reporting.collect());
+    }
+}
+
+/// Most tools whose limits are remembered; past it the memory starts again from the latest
+/// answer (tool ids come from tool-hosts, whose MCP servers may rename tools at will).
+const MAX_REMEMBERED_TOOLS: usize = 10_000;
+
+/// Sets (`Some`) or forgets (`None`) each tool's entry; takes the write lock only when
+/// something changes, so the usual `Prepare`, which repeats the last one, only reads.
+fn merge<V: PartialEq>(map: &RwLock<HashMap<String, V>>, entries: Vec<(&str, Option<V>)>) {
+    let changed = {
+        let known = map.read().unwrap_or_else(PoisonError::into_inner);
+        entries
             .iter()
-            .filter(|tool| tool.reports_progress)
-            .map(|tool| tool.id.clone())
-            .collect();
-        if *self
-            .progress_tools
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            != reporting
-        {
-            *self
-                .progress_tools
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = reporting;
-        }
-        let unchanged = *self
-            .tool_timeouts
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            == timeouts;
-        if !unchanged {
-            *self
-                .tool_timeouts
-                .write()
-                .unwrap_or_else(PoisonError::into_inner) = timeouts;
+            .any(|(id, value)| known.get(*id) != value.as_ref())
+    };
+    if !changed {
+        return;
+    }
+    let mut known = map.write().unwrap_or_else(PoisonError::into_inner);
+    if known.len() + entries.len() > MAX_REMEMBERED_TOOLS {
+        known.clear();
+    }
+    for (id, value) in entries {
+        match value {
+            Some(value) => {
+                known.insert(id.to_owned(), value);
+            }
+            None => {
+                known.remove(id);
+            }
         }
     }
 }

@@ -535,12 +535,21 @@ async fn a_server_killed_mid_call_fails_that_call_clearly_and_the_next_call_work
         ),
         text(Match::HasToolResults, "Noted."),
     ];
-    let servers = json!({"everything": everything_behind_sh(&format!("echo $$ > '{}'; exec", pid_file.display()))});
+    // The server starts a process of its own (as `npx` does): it must end with the server.
+    let helper_file = dir.path().join("helper.pid");
+    let prefix = format!(
+        "sleep 120 </dev/null >/dev/null 2>&1 & echo $! > '{}'; echo $$ > '{}'; exec",
+        helper_file.display(),
+        pid_file.display()
+    );
+    let servers = json!({"everything": everything_behind_sh(&prefix)});
     let (stack, _config_dir) = stack_with_servers(rules, servers).await;
     let client = stack.client("alice").await.unwrap();
     let first = client.create_prompt(NewPrompt::new("first")).await.unwrap();
     until_mcp_calls_in_flight(&stack, "everything", 1).await;
     let pid = std::fs::read_to_string(&pid_file).unwrap();
+    // Read now: the restarted server writes its own.
+    let helper = std::fs::read_to_string(&helper_file).unwrap();
     let killed = std::process::Command::new("kill")
         .args(["-9", pid.trim()])
         .status()
@@ -568,6 +577,16 @@ async fn a_server_killed_mid_call_fails_that_call_clearly_and_the_next_call_work
         (everything.health.as_str(), everything.restarts),
         ("ready", 1)
     );
+    eventually("the killed server's own process is stopped with it", || {
+        !alive(helper.trim())
+    })
+    .await;
+    // The stack ends without stopping its tool-host (its runtime is dropped), which leaves the
+    // restarted server's own process behind: end its group here.
+    let restarted = std::fs::read_to_string(&pid_file).unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-9", "--", &format!("-{}", restarted.trim())])
+        .status();
 }
 
 #[tokio::test]
@@ -666,7 +685,7 @@ fn progress_updates(events: &[agentic_proto::v1::PromptEvent]) -> Vec<(f64, f64,
 
 #[tokio::test]
 async fn progress_of_a_long_mcp_call_streams_as_updates_of_its_output_in_both_modes() {
-    let long = json!({"duration": 1.6, "steps": 4});
+    let long = json!({"duration": 3, "steps": 4});
     let code = format!("output(everythingTriggerLongRunningOperation({long})); done();");
     let rules = vec![
         calls(
@@ -715,7 +734,7 @@ async fn progress_of_a_long_mcp_call_streams_as_updates_of_its_output_in_both_mo
         let progress = progress_updates(&events);
         assert!(
             progress.len() >= 2,
-            "{mode}: the 4 steps, 400 ms apart, show as at least two updates: {progress:?}"
+            "{mode}: the 4 steps, 750 ms apart, show as at least two updates: {progress:?}"
         );
         assert!(
             progress.iter().all(|(_, total, _)| *total == 4.0),
@@ -755,6 +774,7 @@ async fn a_hostile_mcp_server_is_held_to_every_bound_and_the_others_keep_serving
                 call("hostile__huge-image", json!({})),
                 call("hostile__huge-structured", json!({})),
                 call("hostile__grow", json!({})),
+                call("hostile__peek", json!({})),
                 call("everything__echo", json!({"message": "unharmed"})),
             ],
         ),
@@ -849,6 +869,20 @@ async fn a_hostile_mcp_server_is_held_to_every_bound_and_the_others_keep_serving
         &Ok(json!("Echo: unharmed"))
     );
     assert_eq!(source(&list_tools(&stack).await, "hostile").health, "ready");
+    // The tool-host (in this process) made itself not dumpable, so that /proc/<pid>/environ
+    // is closed to its servers; root reads it anyway, so the server's view is checked only
+    // when the tests do not run as root.
+    assert_eq!(
+        rustix::process::dumpable_behavior().unwrap(),
+        rustix::process::DumpableBehavior::NotDumpable
+    );
+    let peeked = result_of(&results, "hostile.peek").clone().unwrap();
+    if !rustix::process::geteuid().is_root() {
+        assert!(
+            peeked.as_str().unwrap().starts_with("denied: "),
+            "a stdio server cannot read the tool-host's environment through /proc: {peeked}"
+        );
+    }
     // `grow` announced a new tool list: the catalogue follows it.
     let mut grown = false;
     for _ in 0..100 {
@@ -983,4 +1017,13 @@ async fn a_call_past_the_servers_timeout_fails_and_is_cancelled_on_the_server() 
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(told, "notifications/cancelled went to the server");
+}
+
+/// Whether process `pid` runs (a zombie, which only waits for its parent to reap it, does not).
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
 }

@@ -18,6 +18,10 @@ use crate::plugin::{CallContext, ProgressSender, ToolFailure, ToolOutcome};
 use crate::store::Store;
 use server::Server;
 
+/// Most schema and description bytes of all servers' tools in one `Prepare`: well inside a
+/// message, beside the plugins' tools and the context.
+const MAX_TOTAL_CATALOGUE_BYTES: usize = 4 * 1024 * 1024;
+
 /// Every configured MCP server.
 pub struct Hub {
     servers: Vec<Arc<Server>>,
@@ -42,10 +46,24 @@ impl Hub {
         Hub { servers, store }
     }
 
-    /// The tools of every server, in configuration (name) order.
+    /// The tools of every server, in configuration (name) order, as far as they fit
+    /// `MAX_TOTAL_CATALOGUE_BYTES` together (the rest are left out, logged).
     pub async fn tools(&self) -> Vec<Arc<McpTool>> {
         let lists = futures::future::join_all(self.servers.iter().map(|server| server.tools()));
-        lists.await.into_iter().flatten().collect()
+        let mut bytes = 0;
+        let mut tools = Vec::new();
+        for tool in lists.await.into_iter().flatten() {
+            bytes += tool.size();
+            if bytes > MAX_TOTAL_CATALOGUE_BYTES {
+                tracing::warn!(
+                    tool = %tool.spec.id,
+                    "the MCP servers' tools pass {MAX_TOTAL_CATALOGUE_BYTES} bytes together; this one and the rest are left out"
+                );
+                break;
+            }
+            tools.push(tool);
+        }
+        tools
     }
 
     /// The tool a `<server>.<tool>` id names, if its server lists it now.

@@ -29,6 +29,9 @@ use crate::plugin::{InFlight, Progress, ProgressSender, ToolSpec};
 
 /// How long connecting (start, `initialize`, the first `tools/list`) may take.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a `Prepare` waits for a server's first catalogue; past it the prompt runs
+/// without that server's tools (well inside the executors' `Prepare` deadline).
+const FIRST_CATALOGUE_WAIT: Duration = Duration::from_secs(5);
 /// Most tools taken from one server; the rest are left out (logged).
 const MAX_TOOLS_PER_SERVER: usize = 256;
 /// Longest tool name taken (the MCP spec's own limit).
@@ -37,6 +40,11 @@ const MAX_TOOL_NAME_CHARS: usize = 128;
 const MAX_DESCRIPTION_CHARS: usize = 4096;
 /// Largest input schema taken, serialized.
 const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// Most schema and description bytes taken from one server: every `Prepare` carries them
+/// (and all servers' together must fit a message).
+pub const MAX_CATALOGUE_BYTES: usize = 512 * 1024;
+/// Most `tools/list` pages read in one listing.
+const MAX_LIST_PAGES: usize = 16;
 /// Largest JSON answer read from an HTTP server (the stdio transport reads lines).
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// Reconnection delays double from this, up to `MAX_BACKOFF`.
@@ -44,10 +52,16 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Progress updates passed on per call: at most one per `PROGRESS_INTERVAL`, `MAX_PROGRESS`
 /// in all; the rest are dropped (the call's answer still comes).
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(200);
-const MAX_PROGRESS: u32 = 200;
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+const MAX_PROGRESS: u32 = 100;
 /// Longest progress message passed on.
 const MAX_PROGRESS_MESSAGE_CHARS: usize = 500;
+/// Least time between two listings of a server's tools on `tools/list_changed`.
+const MIN_RELIST_INTERVAL: Duration = Duration::from_secs(1);
+/// Lines of a stdio server's stderr logged per minute; the rest are counted, not logged.
+const MAX_STDERR_LINES_PER_MINUTE: u32 = 120;
+/// Longest reason for a server being down that users see.
+const MAX_SHOWN_ERROR_CHARS: usize = 300;
 /// Environment a stdio server inherits from the tool-host; nothing else does.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TZ"];
 
@@ -57,6 +71,14 @@ pub struct McpTool {
     /// The name the server knows it by.
     pub name: String,
     pub validator: jsonschema::Validator,
+    /// Bytes of the schema (serialized) and the description, which every `Prepare` carries.
+    schema_bytes: usize,
+}
+
+impl McpTool {
+    pub fn size(&self) -> usize {
+        self.schema_bytes + self.spec.description.len() + self.spec.id.len()
+    }
 }
 
 #[derive(Default)]
@@ -169,7 +191,7 @@ impl Server {
     }
 
     /// The tools as last listed. A server that never listed them yet is waited for until its
-    /// first attempt ends (at most `STARTUP_TIMEOUT`).
+    /// first attempt ends (at most `FIRST_CATALOGUE_WAIT`).
     pub async fn tools(self: &Arc<Self>) -> Vec<Arc<McpTool>> {
         self.ensure_started();
         // Only the first attempt is waited for: a server that keeps failing must not hold up
@@ -178,7 +200,7 @@ impl Server {
             let mut health = self.health.subscribe();
             let settled =
                 health.wait_for(|health| !matches!(health, Health::Starting | Health::NotStarted));
-            let _ = tokio::time::timeout(STARTUP_TIMEOUT, settled).await;
+            let _ = tokio::time::timeout(FIRST_CATALOGUE_WAIT, settled).await;
         }
         self.catalogue().tools.clone()
     }
@@ -284,7 +306,9 @@ impl Server {
         let deadline = Instant::now() + STARTUP_TIMEOUT.min(self.config.timeout);
         let mut health = self.health.subscribe();
         loop {
-            if let Some(peer) = self.peer() {
+            // A connection that just ended stays set until its supervisor sees it end (rmcp
+            // first waits for the server's process): wait for the next one instead.
+            if let Some(peer) = self.peer().filter(|peer| !peer.is_transport_closed()) {
                 return Ok(peer);
             }
             let current = health.borrow_and_update().clone();
@@ -315,6 +339,16 @@ impl Server {
         }
     }
 
+    /// Why the server is down, as users and the model see it: without the server's URL
+    /// (which may carry a secret) and cut short; the log has it whole.
+    fn shown(&self, error: &str) -> String {
+        let error = match &self.config.transport {
+            Transport::Http { url, .. } => error.replace(url.as_str(), "<url>"),
+            Transport::Stdio { .. } => error.to_owned(),
+        };
+        truncate_chars(&error, MAX_SHOWN_ERROR_CHARS, "…")
+    }
+
     fn peer(&self) -> Option<Peer<RoleClient>> {
         self.peer
             .read()
@@ -342,9 +376,15 @@ impl Server {
         loop {
             self.health.send_replace(Health::Starting);
             let error = match tokio::time::timeout(STARTUP_TIMEOUT, self.connect()).await {
-                Ok(Ok(running)) => {
+                Ok(Ok((running, group))) => {
                     failures = 0;
-                    match self.serve(running, &mut stop).await {
+                    let served = self.serve(running, &mut stop).await;
+                    // The connection is over: what the server started goes with it (rmcp
+                    // waits for the server's own process only).
+                    if let Some(group) = group {
+                        kill_group(group);
+                    }
+                    match served {
                         Ok(()) => break,
                         Err(error) => error,
                     }
@@ -362,7 +402,7 @@ impl Server {
             let delay = backoff(failures);
             tracing::warn!(server = %self.config.name, %error, retry_in = ?delay, "MCP server down");
             self.health.send_replace(Health::Down {
-                error,
+                error: self.shown(&error),
                 retry_at: Instant::now() + delay,
             });
             tokio::select! {
@@ -386,6 +426,7 @@ impl Server {
         self.set_peer(Some(peer.clone()));
         self.health.send_replace(Health::Ready);
         tracing::info!(server = %self.config.name, tools = self.catalogue().tools.len(), "MCP server ready");
+        let mut last_listed = Instant::now();
         let cancel = running.cancellation_token();
         let waiting = running.waiting();
         tokio::pin!(waiting);
@@ -399,6 +440,9 @@ impl Server {
                     });
                 }
                 () = self.refresh.notified() => {
+                    // A server that announces changes without end is listed once a second.
+                    tokio::time::sleep_until(last_listed + MIN_RELIST_INTERVAL).await;
+                    last_listed = Instant::now();
                     if let Err(error) = self.list_tools(&peer).await {
                         tracing::warn!(server = %self.config.name, %error, "refreshing the tool list failed");
                     }
@@ -413,7 +457,8 @@ impl Server {
         }
     }
 
-    async fn connect(&self) -> Result<RunningService<RoleClient, Handler>, String> {
+    /// The connection, and for a stdio server the process group it runs in.
+    async fn connect(&self) -> Result<(RunningService<RoleClient, Handler>, Option<u32>), String> {
         let handler = Handler {
             server: self.config.name.clone(),
             refresh: Arc::clone(&self.refresh),
@@ -434,9 +479,11 @@ impl Server {
                     }
                 }
                 child.envs(env);
-                if let Some(cwd) = cwd {
-                    child.current_dir(cwd);
-                }
+                // Not the tool-host's own folder (its SQLite database may be there).
+                child.current_dir(cwd.clone().unwrap_or_else(std::env::temp_dir));
+                // Its own process group, killed whole: what the server starts goes with it.
+                let mut child = process_wrap::tokio::CommandWrap::from(child);
+                child.wrap(process_wrap::tokio::ProcessGroup::leader());
                 let (transport, stderr) = TokioChildProcess::builder(child)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
@@ -444,10 +491,15 @@ impl Server {
                 if let Some(stderr) = stderr {
                     tokio::spawn(forward_stderr(self.config.name.clone(), stderr));
                 }
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|error| format!("initialize failed: {error}"))
+                // The group's id is its leader's, the server's own process.
+                let group = transport.id();
+                let running = handler.serve(transport).await.map_err(|error| {
+                    if let Some(group) = group {
+                        kill_group(group);
+                    }
+                    format!("initialize failed: {error}")
+                })?;
+                Ok((running, group))
             }
             Transport::Http { url, headers } => {
                 let mut custom = HashMap::new();
@@ -462,49 +514,93 @@ impl Server {
                     .custom_headers(custom)
                     .max_json_response_size(MAX_RESPONSE_BYTES)
                     .max_sse_event_size(MAX_RESPONSE_BYTES);
-                handler
+                let running = handler
                     .serve(StreamableHttpClientTransport::from_config(config))
                     .await
-                    .map_err(|error| format!("initialize failed: {error}"))
+                    .map_err(|error| format!("initialize failed: {error}"))?;
+                Ok((running, None))
             }
         }
     }
 
     /// Lists the server's tools and publishes them as the catalogue.
     async fn list_tools(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
-        let listed = tokio::time::timeout(STARTUP_TIMEOUT, peer.list_all_tools())
+        let listing = tokio::time::timeout(STARTUP_TIMEOUT, self.list_pages(peer));
+        let (catalogue, seen) = listing
             .await
-            .map_err(|_| "tools/list gave no answer".to_owned())?
-            .map_err(|error| format!("tools/list failed: {error}"))?;
-        let mut catalogue = Catalogue {
-            loaded: true,
-            ..Catalogue::default()
-        };
-        for tool in listed {
-            if catalogue.tools.len() == MAX_TOOLS_PER_SERVER {
-                tracing::warn!(server = %self.config.name, "more than {MAX_TOOLS_PER_SERVER} tools; the rest are left out");
-                break;
-            }
-            match self.tool_from(tool) {
-                Ok(Some(tool)) => {
-                    if catalogue.by_name.contains_key(&tool.name) {
-                        continue;
-                    }
-                    catalogue
-                        .by_name
-                        .insert(tool.name.clone(), catalogue.tools.len());
-                    catalogue.tools.push(Arc::new(tool));
-                }
-                Ok(None) => {}
-                Err((name, reason)) => {
-                    tracing::warn!(server = %self.config.name, tool = %name, %reason, "MCP tool left out");
-                }
-            }
+            .map_err(|_| "tools/list gave no answer".to_owned())??;
+        for name in self
+            .config
+            .tools
+            .keys()
+            .filter(|name| !seen.contains(*name))
+        {
+            tracing::warn!(
+                server = %self.config.name,
+                tool = %name,
+                "the MCP config names a tool the server does not list (a typo?)"
+            );
         }
         if let Ok(mut slot) = self.catalogue.write() {
             *slot = Arc::new(catalogue);
         }
         Ok(())
+    }
+
+    /// Reads `tools/list` page by page, turning each tool into an offered one as it comes,
+    /// until the server has no more, or `MAX_TOOLS_PER_SERVER` tools, `MAX_LIST_PAGES` pages or
+    /// `MAX_CATALOGUE_BYTES` of schemas and descriptions are taken. Also answers every name
+    /// the server listed (for the configuration's typo check).
+    async fn list_pages(
+        &self,
+        peer: &Peer<RoleClient>,
+    ) -> Result<(Catalogue, std::collections::HashSet<String>), String> {
+        let mut catalogue = Catalogue {
+            loaded: true,
+            ..Catalogue::default()
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut bytes = 0;
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            let page = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|error| format!("tools/list failed: {error}"))?;
+            for tool in page.tools {
+                if catalogue.tools.len() == MAX_TOOLS_PER_SERVER {
+                    tracing::warn!(server = %self.config.name, "more than {MAX_TOOLS_PER_SERVER} tools; the rest are left out");
+                    return Ok((catalogue, seen));
+                }
+                if seen.len() < MAX_TOOLS_PER_SERVER * 4 {
+                    seen.insert(tool.name.to_string());
+                }
+                match self.tool_from(tool) {
+                    Ok(Some(tool)) if !catalogue.by_name.contains_key(&tool.name) => {
+                        bytes += tool.size();
+                        if bytes > MAX_CATALOGUE_BYTES {
+                            tracing::warn!(server = %self.config.name, "the tools' schemas and descriptions pass {MAX_CATALOGUE_BYTES} bytes; the rest are left out");
+                            return Ok((catalogue, seen));
+                        }
+                        catalogue
+                            .by_name
+                            .insert(tool.name.clone(), catalogue.tools.len());
+                        catalogue.tools.push(Arc::new(tool));
+                    }
+                    Ok(_) => {}
+                    Err((name, reason)) => {
+                        tracing::warn!(server = %self.config.name, tool = %name, %reason, "MCP tool left out");
+                    }
+                }
+            }
+            match page.next_cursor {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => return Ok((catalogue, seen)),
+            }
+        }
+        tracing::warn!(server = %self.config.name, "more than {MAX_LIST_PAGES} pages of tools; the rest are left out");
+        Ok((catalogue, seen))
     }
 
     /// The tool as offered, `None` when the configuration hides it.
@@ -523,7 +619,8 @@ impl Server {
             return Ok(None);
         }
         let schema = Value::Object((*tool.input_schema).clone());
-        if serde_json::to_vec(&schema).map_or(true, |bytes| bytes.len() > MAX_SCHEMA_BYTES) {
+        let schema_bytes = serde_json::to_vec(&schema).map_or(usize::MAX, |bytes| bytes.len());
+        if schema_bytes > MAX_SCHEMA_BYTES {
             return Err(fail("the input schema is larger than 64 KiB"));
         }
         if schema.get("type") != Some(&Value::from("object")) {
@@ -551,8 +648,21 @@ impl Server {
             },
             name,
             validator,
+            schema_bytes,
         }))
     }
+}
+
+/// Kills what is left of a stdio server's process group.
+fn kill_group(group: u32) {
+    let Some(group) = i32::try_from(group)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    // ESRCH (nothing left) is the usual answer.
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
 }
 
 /// Resolves once the server is told to stop (or whoever could tell it is gone).
@@ -721,13 +831,26 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Logs what a stdio server writes on stderr, in pieces of at most 4 KiB.
+/// Logs what a stdio server writes on stderr, in pieces of at most 4 KiB and at most
+/// `MAX_STDERR_LINES_PER_MINUTE` lines a minute (how many more there were is logged).
 async fn forward_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
     let mut buffer = vec![0; 4096];
+    let (mut minute, mut logged, mut dropped) = (Instant::now(), 0, 0_u64);
     while let Ok(read @ 1..) = stderr.read(&mut buffer).await {
+        if minute.elapsed() >= Duration::from_secs(60) {
+            if dropped > 0 {
+                tracing::warn!(server = %server, dropped, "mcp stderr: lines over the limit were not logged");
+            }
+            (minute, logged, dropped) = (Instant::now(), 0, 0);
+        }
         let text = String::from_utf8_lossy(&buffer[..read]);
         for line in text.lines().filter(|line| !line.trim().is_empty()) {
-            tracing::info!(server = %server, "mcp stderr: {line}");
+            if logged < MAX_STDERR_LINES_PER_MINUTE {
+                logged += 1;
+                tracing::info!(server = %server, "mcp stderr: {line}");
+            } else {
+                dropped += 1;
+            }
         }
     }
 }
