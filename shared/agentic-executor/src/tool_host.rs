@@ -302,18 +302,20 @@ impl ToolHost {
             .invoke_tool_with_progress(request)
             .await?
             .into_inner();
+        let mut answer = None;
+        // Read to the end of the stream (the answer is its last message), so that the call
+        // ends with the server's trailers: a stream dropped early is reset, and HTTP/2 servers
+        // close a connection whose client resets too many streams.
         while let Some(update) = updates.message().await? {
             match update.kind {
-                Some(invoke_tool_update::Kind::Progress(update)) => {
+                Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
                     progress(crate::convert::progress_from_proto(&update));
                 }
-                Some(invoke_tool_update::Kind::Done(response)) => return Ok(response),
-                None => {}
+                Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
+                _ => {}
             }
         }
-        Err(Status::unavailable(
-            "the tool-host ended the call without an answer",
-        ))
+        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
     }
 
     /// Stores `data` as a JSON artifact of the run's user (in its conversation, without a
@@ -426,21 +428,51 @@ mod tests {
 
     /// `slow.answer` answers after 300 ms (the tool-host gives it two seconds) with usage;
     /// `slow.hang` never answers. Each call's `grpc-timeout` header is kept.
+    /// `slow.progress` reports progress twice, then answers; `drained` says whether its
+    /// stream was read to its end (after the answer).
     #[derive(Clone, Default)]
     struct SlowToolHost {
         deadlines: Arc<Mutex<Vec<String>>>,
+        drained: Arc<std::sync::atomic::AtomicBool>,
+        /// Whether `Prepare` still lists `slow.answer`.
+        without_answer: Arc<std::sync::atomic::AtomicBool>,
     }
 
     #[tonic::async_trait]
     impl ToolHostService for SlowToolHost {
-        type InvokeToolWithProgressStream =
-            futures::stream::Empty<Result<pb::InvokeToolUpdate, Status>>;
+        type InvokeToolWithProgressStream = tonic::codegen::BoxStream<pb::InvokeToolUpdate>;
 
         async fn invoke_tool_with_progress(
             &self,
             _request: tonic::Request<pb::InvokeToolRequest>,
         ) -> Result<tonic::Response<Self::InvokeToolWithProgressStream>, Status> {
-            Err(Status::unimplemented("no progress here"))
+            use futures::StreamExt;
+            use pb::invoke_tool_update::Kind;
+            let progress = |n: f64| pb::InvokeToolUpdate {
+                kind: Some(Kind::Progress(pb::ToolProgress {
+                    progress: n,
+                    total: 2.0,
+                    message: format!("step {n}"),
+                })),
+            };
+            let done = pb::InvokeToolUpdate {
+                kind: Some(Kind::Done(pb::InvokeToolResponse {
+                    result: Some(invoke_tool_response::Result::Output(json::to_proto(
+                        &json!("done"),
+                    ))),
+                    ..pb::InvokeToolResponse::default()
+                })),
+            };
+            let drained = Arc::clone(&self.drained);
+            // The stream ends a little after the answer: a caller that stops at the answer
+            // returns before this runs.
+            let end = futures::stream::once(async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                drained.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+            .filter_map(|()| std::future::ready(None));
+            let updates = futures::stream::iter([progress(1.0), progress(2.0), done].map(Ok));
+            Ok(tonic::Response::new(Box::pin(updates.chain(end))))
         }
 
         async fn list_tools(
@@ -459,8 +491,19 @@ mod tests {
                 timeout_ms,
                 ..pb::ToolDefinition::default()
             };
+            let mut tools = vec![tool("slow.hang", 0)];
+            if !self
+                .without_answer
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                tools.push(tool("slow.answer", 2000));
+            }
+            tools.push(pb::ToolDefinition {
+                reports_progress: true,
+                ..tool("slow.progress", 0)
+            });
             Ok(tonic::Response::new(pb::PrepareResponse {
-                tools: vec![tool("slow.answer", 2000), tool("slow.hang", 0)],
+                tools,
                 ..pb::PrepareResponse::default()
             }))
         }
@@ -567,5 +610,34 @@ mod tests {
                 total_tokens: 5
             }
         );
+    }
+
+    #[tokio::test]
+    async fn progress_reaches_the_caller_and_the_stream_is_read_to_its_end() {
+        let (tool_host, fake) = client(Duration::from_secs(5)).await;
+        let scope = scope();
+        tool_host.prepare(&scope).await.unwrap();
+        let seen = Mutex::new(Vec::new());
+        let report = |progress: Progress| seen.lock().unwrap().push(progress.progress);
+        let invoked = tool_host
+            .invoke_reporting(&scope, "slow.progress", &json!({}), "call-1", &report)
+            .await
+            .unwrap();
+        assert_eq!(invoked.result, Ok(json!("done")));
+        assert_eq!(*seen.lock().unwrap(), [1.0, 2.0]);
+        // A stream dropped after the answer is reset, and HTTP/2 servers close connections
+        // whose client resets too many: the call ends with the server's trailers instead.
+        assert!(fake.drained.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[tokio::test]
+    async fn a_prepare_that_does_not_name_a_tool_keeps_its_limit() {
+        let (tool_host, fake) = client(Duration::from_millis(100)).await;
+        let scope = scope();
+        tool_host.prepare(&scope).await.unwrap();
+        fake.without_answer
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        tool_host.prepare(&scope).await.unwrap();
+        assert_eq!(tool_host.timeout_of("slow.answer"), Duration::from_secs(2));
     }
 }
