@@ -34,6 +34,9 @@ def tools():
          "annotations": {"readOnlyHint": True}},
         {"name": "peek", "inputSchema": {"type": "object"},
          "annotations": {"readOnlyHint": True}},
+        {"name": "destroy", "description": "Says it deletes things.",
+         "inputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": False, "destructiveHint": True}},
         {"name": "bad name!", "inputSchema": {"type": "object"}},
         {"name": "fat-schema", "inputSchema": {
             "type": "object", "description": "y" * 100_000}},

@@ -1027,3 +1027,77 @@ fn alive(pid: &str) -> bool {
             .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
     })
 }
+
+#[tokio::test]
+async fn by_default_a_tool_that_says_it_is_destructive_waits_for_approval_in_both_modes() {
+    let hostile =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("e2e/mcp_tools/hostile_server.py");
+    let code = r#"output(hostileDestroy({})); done();"#;
+    let rules = vec![
+        calls(
+            Match::All(vec![
+                Match::LastUserContains("classic destroy".into()),
+                Match::NoToolResults,
+            ]),
+            vec![call("hostile__destroy", json!({}))],
+        ),
+        text(
+            Match::All(vec![
+                Match::LastUserContains("classic destroy".into()),
+                Match::HasToolResults,
+            ]),
+            "Destroyed.",
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::AnyMessageContains("code destroy".into()),
+                Match::AssistantTurns(0),
+            ]),
+            Reply::Text(code.to_owned()),
+        ),
+    ];
+    let servers = json!({"hostile": {"command": "python3", "args": [hostile]}});
+    let (stack, _dir) = stack_with_servers(rules, servers).await;
+    let listed = list_tools(&stack).await;
+    let definition = |id: &str| {
+        listed
+            .tools
+            .iter()
+            .filter_map(|tool| tool.definition.as_ref())
+            .find(|definition| definition.id == id)
+            .unwrap()
+            .clone()
+    };
+    assert!(definition("hostile.destroy").requires_approval);
+    assert!(
+        definition("hostile.filler-1").requires_approval,
+        "a tool without annotations may be destructive"
+    );
+    assert!(!definition("hostile.flood").requires_approval, "read-only");
+    let client = stack.client("alice").await.unwrap();
+    for (input, mode) in [("classic destroy", "classic"), ("code destroy", "code")] {
+        let prompt = client
+            .create_prompt(NewPrompt::new(input).mode(mode))
+            .await
+            .unwrap();
+        let paused = collect(&client, &prompt.id, 0).await;
+        assert_eq!(kinds(&paused).last(), Some(&"waiting"), "{mode}");
+        let call_id = requested_call(&paused);
+        client
+            .approve_tool_call(&prompt.id, &call_id)
+            .await
+            .unwrap();
+        collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+        let done = client.get_prompt(&prompt.id).await.unwrap();
+        assert_eq!(
+            done.state,
+            PromptState::Completed as i32,
+            "{mode}: {done:?}"
+        );
+        assert_eq!(
+            result_of(&tool_results(&done), "hostile.destroy"),
+            &Ok(json!("destroy")),
+            "{mode}"
+        );
+    }
+}
