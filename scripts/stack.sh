@@ -41,11 +41,11 @@ start_stack() {
         "$bin/classic-executor"
     start code-executor env CODE_EXECUTOR_LISTEN=127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
         "$bin/code-executor"
-    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
+    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_HTTP_LISTEN=127.0.0.1:8080 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
         GATEWAY_DATABASE_URL="sqlite://$data/gateway.db?mode=rwc" "$bin/prompt-gateway"
     for _ in $(seq 1 100); do
         if gateway_up; then
-            echo "agentic is up: gateway $gateway_url (logs in $data/*.log)" >&2
+            echo "agentic is up: gateway $gateway_url, HTTP/JSON API http://127.0.0.1:8080/v1/ (logs in $data/*.log)" >&2
             "$bin/agentic" --server "$gateway_url" modes >&2
             return 0
         fi

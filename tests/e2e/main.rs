@@ -15,6 +15,7 @@ mod faults;
 mod gateway;
 mod health;
 mod hostile;
+mod http_api;
 mod llm_faults;
 mod mcp_server;
 mod mcp_tools;

@@ -78,6 +78,14 @@ impl Authenticate {
     }
 }
 
+impl Authenticate {
+    /// The caller of an HTTP request, by the same rules (the HTTP API's auth layer).
+    pub fn caller_of(&self, headers: &http::HeaderMap) -> Result<Caller, Status> {
+        self.caller(&MetadataMap::from_headers(headers.clone()))
+            .map_err(to_status)
+    }
+}
+
 impl Interceptor for Authenticate {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
         let caller = self.caller(request.metadata()).map_err(to_status)?;

@@ -8,6 +8,7 @@ mod conversations;
 mod error;
 mod follow;
 mod grpc;
+mod http;
 mod hub;
 mod ids;
 mod metrics;
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_server::PromptGatewayServer;
+use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::admission::Admission;
@@ -43,6 +45,10 @@ pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "GATEWAY_LISTEN", default_value = "0.0.0.0:50051")]
     pub listen: SocketAddr,
+    /// Address of the HTTP/JSON API (the gRPC API's routes, server-sent events for prompt
+    /// events); unset: none. Used by the binary; `run_with_http` takes a bound listener.
+    #[arg(long, env = "GATEWAY_HTTP_LISTEN")]
+    pub http_listen: Option<SocketAddr>,
     /// The gateway's own database: a SQLite file (one gateway) or a `postgres://` URL
     /// (several gateway replicas may share it).
     #[arg(
@@ -159,9 +165,29 @@ fn announce_auth(auth: &Auth, internal_token: bool) {
     }
 }
 
+/// Serves the gRPC API on `listener` (and the HTTP API on `--http-listen`, when set) until
+/// `shutdown` resolves.
 pub async fn run(
     config: Config,
     listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let http = match config.http_listen {
+        Some(address) => Some(
+            TcpListener::bind(address)
+                .await
+                .with_context(|| format!("binding the HTTP API to {address}"))?,
+        ),
+        None => None,
+    };
+    run_with_http(config, listener, http, shutdown).await
+}
+
+/// `run`, with the HTTP API on `http` (when given) instead of on `--http-listen`.
+pub async fn run_with_http(
+    config: Config,
+    listener: TcpListener,
+    http: Option<TcpListener>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let owner = Owner {
@@ -199,18 +225,26 @@ pub async fn run(
     let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
-    let gateway = PromptGatewayServer::new(GatewayService { prompts, tool_host })
+    let service = Arc::new(GatewayService { prompts, tool_host });
+    let gateway = PromptGatewayServer::from_arc(Arc::clone(&service))
         .max_decoding_message_size(MAX_REQUEST_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let authenticate = Authenticate {
+        auth,
+        internal_token: config.internal_token.as_deref().map(Arc::from),
+    };
     // Every call of the public service passes the auth layer first; health and reflection
     // (mounted by `router`) stay open.
-    let gateway = tonic::service::interceptor::InterceptedService::new(
-        gateway,
-        Authenticate {
-            auth,
-            internal_token: config.internal_token.as_deref().map(Arc::from),
-        },
-    );
+    let gateway =
+        tonic::service::interceptor::InterceptedService::new(gateway, authenticate.clone());
+    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    let http_server = http.map(|http| {
+        let api = http::HttpApi {
+            service,
+            auth: authenticate,
+        };
+        tokio::spawn(serve_http(api, http, shutdown.clone()))
+    });
     tracing::info!(
         address = %listener.local_addr()?,
         modes = ?config.modes,
@@ -226,8 +260,29 @@ pub async fn run(
     for task in background {
         task.abort();
     }
+    if let Some(http_server) = http_server {
+        http_server.abort();
+    }
     served?;
     Ok(())
+}
+
+/// The HTTP API until `shutdown`.
+async fn serve_http(
+    api: http::HttpApi,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "prompt-gateway HTTP API serving");
+    }
+    let app = http::router(api, MAX_REQUEST_BYTES);
+    if let Err(error) = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+    {
+        tracing::error!(%error, "the HTTP API stopped");
+    }
 }
 
 /// The gateway's use cases over `store`: the runner with its admission limits, and the modes.

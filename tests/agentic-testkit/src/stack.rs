@@ -242,6 +242,8 @@ pub type StartToolHost =
 pub struct Stack {
     pub model: StandInModel,
     pub gateway_address: SocketAddr,
+    /// The gateway's HTTP/JSON API.
+    pub gateway_http_address: SocketAddr,
     pub classic_address: SocketAddr,
     pub code_address: SocketAddr,
     pub tool_host_address: SocketAddr,
@@ -372,7 +374,7 @@ impl Stack {
             gateway_address,
             code_listener,
         )?;
-        let gateway = Stack::start_gateway(
+        let (gateway, gateway_http_address) = Stack::start_gateway(
             &options,
             &gateway_database_url,
             &modes,
@@ -382,6 +384,7 @@ impl Stack {
         Ok(Stack {
             model,
             gateway_address,
+            gateway_http_address,
             classic_address,
             code_address,
             tool_host_address,
@@ -499,9 +502,10 @@ impl Stack {
         modes: &[prompt_gateway::ModeSpec],
         tool_host: SocketAddr,
         listener: std::net::TcpListener,
-    ) -> anyhow::Result<Background> {
+    ) -> anyhow::Result<(Background, SocketAddr)> {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
+            http_listen: None,
             database_url: database_url.to_owned(),
             lease_ms: options.gateway_lease_ms,
             mode_lease_ms: options.mode_lease_ms,
@@ -520,15 +524,26 @@ impl Stack {
             tls_cert: options.gateway_tls_cert.clone(),
             tls_key: options.gateway_tls_key.clone(),
         };
-        Background::start("prompt-gateway", listener, move |listener| {
-            prompt_gateway::run(config, listener, std::future::pending())
-        })
+        // The HTTP API on a port of its own (`Stack::gateway_http_url`).
+        let (http_listener, http_address) = bind()?;
+        http_listener.set_nonblocking(true)?;
+        let service = Background::start("prompt-gateway", listener, move |listener| async move {
+            let http = tokio::net::TcpListener::from_std(http_listener)?;
+            prompt_gateway::run_with_http(config, listener, Some(http), std::future::pending())
+                .await
+        })?;
+        Ok((service, http_address))
     }
 
     /// `http://127.0.0.1:PORT` of the gateway (`https://` when it serves TLS).
     pub fn gateway_url(&self) -> String {
         let scheme = gateway_scheme(&self.options);
         format!("{scheme}://{}", self.gateway_address)
+    }
+
+    /// `http://127.0.0.1:PORT` of the gateway's HTTP/JSON API.
+    pub fn gateway_http_url(&self) -> String {
+        format!("http://{}", self.gateway_http_address)
     }
 
     /// A client SDK connection on behalf of `user` (dev mode: `x-user-id`).
@@ -576,7 +591,7 @@ impl Stack {
     pub fn restart_gateway(&mut self) -> anyhow::Result<()> {
         self.gateway.kill();
         let (listener, address) = bind()?;
-        self.gateway = Stack::start_gateway(
+        (self.gateway, self.gateway_http_address) = Stack::start_gateway(
             &self.options,
             &self.gateway_database_url,
             &self.modes,
@@ -591,7 +606,7 @@ impl Stack {
     /// (several replicas need the PostgreSQL backend).
     pub fn start_gateway_replica(&self) -> anyhow::Result<GatewayReplica> {
         let (listener, address) = bind()?;
-        let service = Stack::start_gateway(
+        let (service, _http) = Stack::start_gateway(
             &self.options,
             &self.gateway_database_url,
             &self.modes,

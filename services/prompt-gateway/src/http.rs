@@ -1,0 +1,575 @@
+//! The HTTP/JSON face of the public API (`--http-listen`): each route reads its request as
+//! the RPC's message in canonical proto3 JSON (path and query parameters fill their fields),
+//! authenticates it with the gRPC service's own auth layer, and calls the gRPC service's own
+//! method; answers are the RPC's message in the same JSON, errors the standard mapping of
+//! gRPC codes to HTTP statuses with `{"code", "message", "details"}`. No behaviour lives here.
+//! `GET /v1/prompts/{id}/events` is `StreamPrompt` as server-sent events.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentic_proto::canonical::{self, Described};
+use agentic_proto::v1::prompt_gateway_server::PromptGateway;
+use agentic_proto::v1::{
+    ApproveToolCallRequest, CancelPromptRequest, CreateConversationRequest, CreatePromptRequest,
+    GetConversationRequest, GetFileRequest, GetPromptRequest, ListConversationFilesRequest,
+    ListConversationsRequest, ListModesRequest, ListPromptsRequest, ListToolsRequest,
+    RejectToolCallRequest, StreamPromptRequest,
+};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use tonic::Status;
+
+use crate::auth::Authenticate;
+use crate::grpc::GatewayService;
+
+/// What every route needs: the gRPC service and its auth layer.
+#[derive(Clone)]
+pub struct HttpApi {
+    pub service: Arc<GatewayService>,
+    pub auth: Authenticate,
+}
+
+/// The routes (see `openapi.json` beside this file for each one's request and answer).
+pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
+    Router::new()
+        .route("/v1/prompts", post(create_prompt).get(list_prompts))
+        .route("/v1/prompts/{prompt}", get(get_prompt).post(prompt_action))
+        .route("/v1/prompts/{prompt}/events", get(prompt_events))
+        .route("/v1/prompts/{prompt}/tool-calls/{call}", post(call_action))
+        .route("/v1/modes", get(list_modes))
+        .route("/v1/tools", get(list_tools))
+        .route(
+            "/v1/conversations",
+            post(create_conversation).get(list_conversations),
+        )
+        .route("/v1/conversations/{conversation}", get(get_conversation))
+        .route(
+            "/v1/conversations/{conversation}/files",
+            get(list_conversation_files),
+        )
+        .route("/v1/files/{file}", get(get_file))
+        .route("/v1/files/{file}/content", get(file_content))
+        .route("/v1/openapi.json", get(openapi))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
+        .layer(DefaultBodyLimit::max(max_request_bytes))
+        .with_state(api)
+}
+
+/// The OpenAPI document of the routes.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
+}
+
+/// Authenticates `headers` as the gRPC auth layer does and calls `rpc` with `message`.
+async fn call<Req, Resp, F, Fut>(
+    api: &HttpApi,
+    headers: &HeaderMap,
+    message: Req,
+    rpc: F,
+) -> Result<Resp, Response>
+where
+    F: FnOnce(Arc<GatewayService>, tonic::Request<Req>) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+{
+    let caller = api
+        .auth
+        .caller_of(headers)
+        .map_err(|status| status_response(&status))?;
+    let mut request = tonic::Request::new(message);
+    request.extensions_mut().insert(caller);
+    rpc(Arc::clone(&api.service), request)
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|status| status_response(&status))
+}
+
+/// `call`, answering the RPC's answer as JSON.
+async fn answer<Req, Resp, F, Fut>(
+    api: &HttpApi,
+    headers: &HeaderMap,
+    message: Req,
+    rpc: F,
+) -> Response
+where
+    Resp: Described,
+    F: FnOnce(Arc<GatewayService>, tonic::Request<Req>) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
+{
+    match call(api, headers, message, rpc).await {
+        Ok(answer) => json_response(&answer),
+        Err(response) => response,
+    }
+}
+
+/// The body as the RPC's message: empty is the message with every field at its default. A
+/// body must be `application/json` (so a form a web page posts across origins is refused
+/// before it is read as a request).
+fn body<M: Described>(headers: &HeaderMap, bytes: &Bytes) -> Result<M, Refusal> {
+    if bytes.is_empty() {
+        return Ok(M::default());
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .split(';')
+                .next()
+                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json {
+        return Err(Refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a request body must be Content-Type: application/json".into(),
+        ));
+    }
+    canonical::from_json(bytes).map_err(|problem| Refusal::invalid(problem.to_string()))
+}
+
+/// The query string as the RPC's message (`?limit=5&conversation_id=…`; field names in
+/// snake_case or lowerCamelCase, values as their JSON would be, numbers as strings).
+fn query<M: Described>(raw: Option<&str>) -> Result<M, Refusal> {
+    let mut fields = Map::new();
+    for pair in raw
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+    {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (name, value) = (decode(name)?, decode(value)?);
+        fields.insert(name, Value::String(value));
+    }
+    let json = serde_json::to_vec(&Value::Object(fields))
+        .map_err(|problem| Refusal::invalid(problem.to_string()))?;
+    canonical::from_json(&json).map_err(|problem| Refusal::invalid(problem.to_string()))
+}
+
+fn decode(text: &str) -> Result<String, Refusal> {
+    let spaced = text.replace('+', " ");
+    percent_decode(&spaced).ok_or_else(|| {
+        Refusal::invalid("the query string is not valid percent-encoded UTF-8".into())
+    })
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+async fn create_prompt(State(api): State<HttpApi>, headers: HeaderMap, bytes: Bytes) -> Response {
+    let message: CreatePromptRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, &headers, message, |service, request| async move {
+        service.create_prompt(request).await
+    })
+    .await
+}
+
+async fn list_prompts(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let message: ListPromptsRequest = match query(raw.as_deref()) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, &headers, message, |service, request| async move {
+        service.list_prompts(request).await
+    })
+    .await
+}
+
+async fn get_prompt(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(prompt_id): Path<String>,
+) -> Response {
+    let message = GetPromptRequest { prompt_id };
+    answer(&api, &headers, message, |service, request| async move {
+        service.get_prompt(request).await
+    })
+    .await
+}
+
+/// `POST /v1/prompts/{id}:cancel` (body `{"reason"}`).
+async fn prompt_action(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(target): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    let Some(prompt_id) = target.strip_suffix(":cancel") else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "no such route: prompts take POST …/{id}:cancel",
+        );
+    };
+    let mut message: CancelPromptRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    message.prompt_id = prompt_id.to_owned();
+    answer(&api, &headers, message, |service, request| async move {
+        service.cancel_prompt(request).await
+    })
+    .await
+}
+
+/// `POST /v1/prompts/{id}/tool-calls/{call}:approve` and `…:reject` (body `{"reason"}`).
+async fn call_action(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path((prompt_id, target)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Response {
+    if let Some(tool_call_id) = target.strip_suffix(":approve") {
+        let message = ApproveToolCallRequest {
+            prompt_id,
+            tool_call_id: tool_call_id.to_owned(),
+        };
+        return answer(&api, &headers, message, |service, request| async move {
+            service.approve_tool_call(request).await
+        })
+        .await;
+    }
+    let Some(tool_call_id) = target.strip_suffix(":reject") else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "no such route: tool calls take POST …/{call}:approve or …:reject",
+        );
+    };
+    let mut message: RejectToolCallRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    message.prompt_id = prompt_id;
+    message.tool_call_id = tool_call_id.to_owned();
+    answer(&api, &headers, message, |service, request| async move {
+        service.reject_tool_call(request).await
+    })
+    .await
+}
+
+async fn list_modes(State(api): State<HttpApi>, headers: HeaderMap) -> Response {
+    answer(
+        &api,
+        &headers,
+        ListModesRequest {},
+        |service, request| async move { service.list_modes(request).await },
+    )
+    .await
+}
+
+async fn list_tools(State(api): State<HttpApi>, headers: HeaderMap) -> Response {
+    answer(
+        &api,
+        &headers,
+        ListToolsRequest::default(),
+        |service, request| async move { service.list_tools(request).await },
+    )
+    .await
+}
+
+async fn create_conversation(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let message: CreateConversationRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, &headers, message, |service, request| async move {
+        service.create_conversation(request).await
+    })
+    .await
+}
+
+async fn list_conversations(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let message: ListConversationsRequest = match query(raw.as_deref()) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, &headers, message, |service, request| async move {
+        service.list_conversations(request).await
+    })
+    .await
+}
+
+async fn get_conversation(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(conversation_id): Path<String>,
+) -> Response {
+    let message = GetConversationRequest { conversation_id };
+    answer(&api, &headers, message, |service, request| async move {
+        service.get_conversation(request).await
+    })
+    .await
+}
+
+async fn list_conversation_files(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(conversation_id): Path<String>,
+) -> Response {
+    let message = ListConversationFilesRequest { conversation_id };
+    answer(&api, &headers, message, |service, request| async move {
+        service.list_conversation_files(request).await
+    })
+    .await
+}
+
+/// A file's metadata and content (`content` base64, as the canonical mapping writes bytes).
+async fn get_file(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(file_id): Path<String>,
+) -> Response {
+    let message = GetFileRequest { file_id };
+    answer(&api, &headers, message, |service, request| async move {
+        service.get_file(request).await
+    })
+    .await
+}
+
+/// A file's bytes, with its type and a download name that cannot break out of the header.
+async fn file_content(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(file_id): Path<String>,
+) -> Response {
+    let message = GetFileRequest { file_id };
+    let file = match call(&api, &headers, message, |service, request| async move {
+        service.get_file(request).await
+    })
+    .await
+    {
+        Ok(file) => file,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let meta = file.file.unwrap_or_default();
+    let mime = HeaderValue::from_str(&meta.mime_type)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+    let name: String = meta
+        .filename
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .take(100)
+        .collect();
+    let name = if name.is_empty() || name.starts_with('.') {
+        "file".to_owned()
+    } else {
+        name
+    };
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
+        .unwrap_or(HeaderValue::from_static("attachment"));
+    let mut response = Response::new(Body::from(file.content));
+    let response_headers = response.headers_mut();
+    response_headers.insert(header::CONTENT_TYPE, mime);
+    response_headers.insert(header::CONTENT_DISPOSITION, disposition);
+    response_headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// `StreamPrompt` as server-sent events: each event's `id` is its sequence and its data the
+/// event as JSON; a reconnect with `Last-Event-ID` (or `?after=N`) resumes after it. The
+/// stream ends after a terminal event, or when the prompt waits for approval, as
+/// `StreamPrompt` does; an error ends it with an `error` event holding the error body.
+async fn prompt_events(
+    State(api): State<HttpApi>,
+    headers: HeaderMap,
+    Path(prompt_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let after = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| {
+            let params: HashMap<&str, &str> = raw
+                .as_deref()
+                .unwrap_or_default()
+                .split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .collect();
+            params.get("after").map(|after| (*after).to_owned())
+        });
+    let after_sequence = match after.as_deref().map(str::parse::<u64>) {
+        None => 0,
+        Some(Ok(after)) => after,
+        Some(Err(_)) => {
+            return invalid("Last-Event-ID and `after` are event sequences (whole numbers)");
+        }
+    };
+    let message = StreamPromptRequest {
+        prompt_id,
+        after_sequence,
+    };
+    let stream = match call(&api, &headers, message, |service, request| async move {
+        service.stream_prompt(request).await
+    })
+    .await
+    {
+        Ok(stream) => stream,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let events = stream.map(|event| -> Result<Event, Infallible> {
+        Ok(match event {
+            Ok(event) => match canonical::compact(&event) {
+                Ok(json) => Event::default().id(event.sequence.to_string()).data(json),
+                Err(problem) => Event::default()
+                    .event("error")
+                    .data(error_body("INTERNAL", &problem.to_string()).to_string()),
+            },
+            Err(status) => Event::default()
+                .event("error")
+                .data(error_body(code_name(status.code()), status.message()).to_string()),
+        })
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+fn json_response<M: Described>(message: &M) -> Response {
+    match canonical::compact(message) {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(problem) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            &problem.to_string(),
+        ),
+    }
+}
+
+fn invalid(message: &str) -> Response {
+    error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        error_body(code, message).to_string(),
+    )
+        .into_response()
+}
+
+fn error_body(code: &str, message: &str) -> Value {
+    json!({"code": code, "message": message, "details": []})
+}
+
+/// A gRPC status as HTTP: the standard mapping of codes to statuses (as grpc-gateway and
+/// Google's APIs use).
+fn status_response(status: &Status) -> Response {
+    use tonic::Code;
+    let http = match status.code() {
+        Code::Ok => StatusCode::OK,
+        Code::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+        Code::InvalidArgument | Code::FailedPrecondition | Code::OutOfRange => {
+            StatusCode::BAD_REQUEST
+        }
+        Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+        Code::NotFound => StatusCode::NOT_FOUND,
+        Code::AlreadyExists | Code::Aborted => StatusCode::CONFLICT,
+        Code::PermissionDenied => StatusCode::FORBIDDEN,
+        Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
+        Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(http, code_name(status.code()), status.message())
+}
+
+/// The code's name as gRPC and Google's JSON errors spell it.
+fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code;
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// A request refused before it reaches the service: an HTTP status and why, answered as an
+/// `INVALID_ARGUMENT` error body.
+struct Refusal(StatusCode, String);
+
+impl Refusal {
+    fn invalid(message: String) -> Refusal {
+        Refusal(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        error(self.0, "INVALID_ARGUMENT", &self.1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_strings_are_percent_decoded() {
+        assert_eq!(percent_decode("a%20b%2Fc").as_deref(), Some("a b/c"));
+        assert_eq!(percent_decode("%zz"), None);
+        assert_eq!(percent_decode("%e2%9c%93").as_deref(), Some("✓"));
+    }
+}

@@ -1,0 +1,499 @@
+//! The gateway's HTTP/JSON API: each route answers as the gRPC API does, in canonical proto3
+//! JSON; prompt events stream as server-sent events that resume without gap or duplicate;
+//! errors carry the gRPC code; auth is the gRPC API's; the OpenAPI document names only routes
+//! that exist.
+
+use std::time::Duration;
+
+use agentic_testkit::model::Match;
+use agentic_testkit::{Stack, StackOptions};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A request of `user` (dev mode: `x-user-id`).
+fn as_user(request: reqwest::RequestBuilder, user: &str) -> reqwest::RequestBuilder {
+    request.header("x-user-id", user)
+}
+
+async fn json_of(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    let value = serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}"));
+    (status, value)
+}
+
+/// The events of an SSE answer, as (id, data) pairs, read to the end of the stream.
+async fn sse_events(response: reqwest::Response) -> Vec<(u64, Value)> {
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let text = tokio::time::timeout(PATIENCE, response.text())
+        .await
+        .expect("the event stream ends")
+        .unwrap();
+    text.split("\n\n")
+        .filter(|block| block.lines().any(|line| line.starts_with("data:")))
+        .map(|block| {
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|line| line.strip_prefix(name))
+                    .map(str::trim)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let id = field("id:")
+                .parse()
+                .expect("each event has its sequence as id");
+            (id, serde_json::from_str(&field("data:")).unwrap())
+        })
+        .collect()
+}
+
+fn echo_rules() -> Vec<agentic_testkit::model::Rule> {
+    vec![
+        calls(
+            Match::NoToolResults,
+            vec![call(
+                "demo__report",
+                json!({"title": "HTTP", "lines": ["one"]}),
+            )],
+        ),
+        text(Match::HasToolResults, "Reported over HTTP."),
+    ]
+}
+
+#[tokio::test]
+async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_without_gap() {
+    let stack = Stack::start(echo_rules()).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+
+    let (status, conversation) = json_of(
+        as_user(http.post(format!("{base}/v1/conversations")), "alice")
+            .json(&json!({"title": "over http"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{conversation}");
+    let conversation_id = conversation["id"].as_str().unwrap().to_owned();
+
+    let (status, prompt) = json_of(
+        as_user(http.post(format!("{base}/v1/prompts")), "alice")
+            .json(&json!({"input": "write a report", "conversationId": conversation_id}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{prompt}");
+    let prompt_id = prompt["id"].as_str().unwrap().to_owned();
+    assert_eq!(prompt["mode"], "classic");
+
+    let events_url = format!("{base}/v1/prompts/{prompt_id}/events");
+    let all = sse_events(
+        as_user(http.get(&events_url), "alice")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let ids: Vec<u64> = all.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        (1..=all.len() as u64).collect::<Vec<_>>(),
+        "gap-free from 1"
+    );
+    assert!(
+        all.last().unwrap().1.get("completed").is_some(),
+        "ends after the terminal event"
+    );
+    assert!(
+        all.iter()
+            .all(|(id, event)| event["sequence"] == json!(id.to_string()))
+    );
+
+    // A reconnect resumes after the last event seen, by header or by query.
+    let resumed = sse_events(
+        as_user(http.get(&events_url), "alice")
+            .header("last-event-id", "2")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(resumed, all[2..].to_vec(), "no gap, no duplicate");
+    let by_query = sse_events(
+        as_user(http.get(format!("{events_url}?after=2")), "alice")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(by_query, resumed);
+
+    // The prompt, the listings and the file read as the gRPC API answers them.
+    let (_, done) = json_of(
+        as_user(http.get(format!("{base}/v1/prompts/{prompt_id}")), "alice")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(done["state"], "PROMPT_STATE_COMPLETED");
+    let client = stack.client("alice").await.unwrap();
+    let grpc = client.get_prompt(&prompt_id).await.unwrap();
+    assert_eq!(
+        done,
+        serde_json::from_str::<Value>(&agentic_client::json::compact(&grpc).unwrap()).unwrap()
+    );
+    let (_, listed) = json_of(
+        as_user(
+            http.get(format!(
+                "{base}/v1/prompts?conversation_id={conversation_id}&limit=5"
+            )),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(listed["prompts"][0]["id"], json!(prompt_id));
+    let (_, files) = json_of(
+        as_user(
+            http.get(format!("{base}/v1/conversations/{conversation_id}/files")),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    let file = &files["files"][0]["file"];
+    assert_eq!(file["filename"], "http.md");
+    let content = as_user(
+        http.get(format!(
+            "{base}/v1/files/{}/content",
+            file["id"].as_str().unwrap()
+        )),
+        "alice",
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(content.status(), StatusCode::OK);
+    assert_eq!(
+        content.headers()["content-type"],
+        "text/markdown; charset=utf-8"
+    );
+    assert_eq!(
+        content.headers()["content-disposition"],
+        "attachment; filename=\"http.md\""
+    );
+    assert_eq!(content.text().await.unwrap(), "# HTTP\n\n- one\n");
+    for path in [
+        "/v1/modes",
+        "/v1/tools",
+        "/v1/conversations",
+        &format!("/v1/conversations/{conversation_id}"),
+    ] {
+        let (status, body) = json_of(
+            as_user(http.get(format!("{base}{path}")), "alice")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    }
+    // Another user sees none of it.
+    let (status, body) = json_of(
+        as_user(http.get(format!("{base}/v1/prompts/{prompt_id}")), "bob")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("NOT_FOUND"))
+    );
+}
+
+#[tokio::test]
+async fn cancel_approve_and_reject_have_routes() {
+    let stack = Stack::start(vec![calls(
+        Match::NoToolResults,
+        vec![call("demo__dangerous", json!({"action": "delete"}))],
+    )])
+    .await
+    .unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    let create = || async {
+        let (_, prompt) = json_of(
+            as_user(http.post(format!("{base}/v1/prompts")), "alice")
+                .json(&json!({"input": "be risky"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let id = prompt["id"].as_str().unwrap().to_owned();
+        let events = sse_events(
+            as_user(http.get(format!("{base}/v1/prompts/{id}/events")), "alice")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let call_id = events
+            .iter()
+            .find_map(|(_, event)| {
+                event["approvalRequested"]["toolCallId"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .expect("an approval is requested");
+        (id, call_id)
+    };
+    let (rejected, call_id) = create().await;
+    let (status, prompt) = json_of(
+        as_user(
+            http.post(format!(
+                "{base}/v1/prompts/{rejected}/tool-calls/{call_id}:reject"
+            )),
+            "alice",
+        )
+        .json(&json!({"reason": "not today"}))
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{prompt}");
+    let (approved, call_id) = create().await;
+    let (status, prompt) = json_of(
+        as_user(
+            http.post(format!(
+                "{base}/v1/prompts/{approved}/tool-calls/{call_id}:approve"
+            )),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{prompt}");
+    let (cancelled, _) = create().await;
+    let (status, prompt) = json_of(
+        as_user(
+            http.post(format!("{base}/v1/prompts/{cancelled}:cancel")),
+            "alice",
+        )
+        .json(&json!({"reason": "changed my mind"}))
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, prompt["state"].as_str()),
+        (StatusCode::OK, Some("PROMPT_STATE_CANCELLED"))
+    );
+    let rejected = stack
+        .client("alice")
+        .await
+        .unwrap()
+        .get_prompt(&rejected)
+        .await
+        .unwrap();
+    let rejected =
+        serde_json::to_string(&agentic_client::json::compact(&rejected).unwrap()).unwrap();
+    assert!(rejected.contains("not today"), "{rejected}");
+}
+
+#[tokio::test]
+async fn errors_carry_the_grpc_code_and_bad_requests_are_refused_before_any_work() {
+    let stack = Stack::start(vec![]).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    let cases: Vec<(reqwest::RequestBuilder, StatusCode, &str)> = vec![
+        (
+            as_user(http.get(format!("{base}/v1/prompts/nope")), "alice"),
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+        ),
+        (
+            as_user(http.get(format!("{base}/v1/nowhere")), "alice"),
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+        ),
+        (
+            as_user(http.post(format!("{base}/v1/prompts")), "alice")
+                .header("content-type", "application/json")
+                .body("{not json"),
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            as_user(http.post(format!("{base}/v1/prompts")), "alice")
+                .json(&json!({"input": "x", "colour": "red"})),
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            as_user(http.post(format!("{base}/v1/prompts")), "alice")
+                .header("content-type", "text/plain")
+                .body(r#"{"input": "x"}"#),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            as_user(http.post(format!("{base}/v1/prompts")), "alice").json(&json!({"input": ""})),
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            as_user(http.get(format!("{base}/v1/prompts?limit=lots")), "alice"),
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            as_user(
+                http.get(format!("{base}/v1/prompts/p1/events?after=soon")),
+                "alice",
+            ),
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            http.get(format!("{base}/v1/modes")),
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+        ),
+    ];
+    for (request, status, code) in cases {
+        let described = format!("{request:?}");
+        let (got, body) = json_of(request.send().await.unwrap()).await;
+        assert_eq!(
+            (got, body["code"].as_str()),
+            (status, Some(code)),
+            "{described}: {body}"
+        );
+        assert!(
+            body["message"].is_string() && body["details"].is_array(),
+            "{body}"
+        );
+    }
+    let huge = "x".repeat(3 * 1024 * 1024);
+    let response = as_user(http.post(format!("{base}/v1/prompts")), "alice")
+        .json(&json!({"input": huge}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // The service is still there for everyone.
+    let (status, _) = json_of(
+        as_user(http.get(format!("{base}/v1/modes")), "bob")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bearer_tokens_authenticate_http_as_they_do_grpc() {
+    let options = StackOptions {
+        auth_tokens: vec!["alice-secret=alice".into()],
+        ..StackOptions::default()
+    };
+    let stack = Stack::start_with(vec![], options).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    let (status, body) = json_of(
+        as_user(http.get(format!("{base}/v1/conversations")), "alice")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("UNAUTHENTICATED")),
+        "x-user-id is not a login"
+    );
+    let (status, body) = json_of(
+        http.get(format!("{base}/v1/conversations"))
+            .bearer_auth("wrong")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, body) = json_of(
+        http.get(format!("{base}/v1/conversations"))
+            .bearer_auth("alice-secret")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn every_route_of_the_openapi_document_exists() {
+    let stack = Stack::start(vec![]).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let (status, document) = json_of(
+        http.get(format!("{base}/v1/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let paths = document["paths"].as_object().unwrap();
+    assert!(paths.len() >= 14, "{paths:?}");
+    for (path, operations) in paths {
+        // Every `{parameter}` as `x` (`/v1/prompts/{prompt}:cancel` → `/v1/prompts/x:cancel`).
+        let mut concrete = String::new();
+        let mut rest = path.as_str();
+        while let Some(start) = rest.find('{') {
+            let end = rest[start..].find('}').unwrap() + start;
+            concrete.push_str(&rest[..start]);
+            concrete.push('x');
+            rest = &rest[end + 1..];
+        }
+        concrete.push_str(rest);
+        for method in operations.as_object().unwrap().keys() {
+            let request = match method.as_str() {
+                "get" => http.get(format!("{base}{concrete}")),
+                "post" => http.post(format!("{base}{concrete}")),
+                other => panic!("{path}: unexpected method {other}"),
+            };
+            let response = as_user(request, "alice").send().await.unwrap();
+            let body = response.text().await.unwrap_or_default();
+            assert!(
+                !body.contains("no such route"),
+                "{method} {path} is in the OpenAPI document but has no route: {body}"
+            );
+        }
+    }
+}
