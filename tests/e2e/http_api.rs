@@ -401,12 +401,16 @@ async fn errors_carry_the_grpc_code_and_bad_requests_are_refused_before_any_work
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    // The service is still there for everyone.
+    // The service is still there for everyone (on a new connection: the server closes the one
+    // whose body it refused to read).
     let (status, _) = json_of(
-        as_user(http.get(format!("{base}/v1/modes")), "bob")
-            .send()
-            .await
-            .unwrap(),
+        as_user(
+            reqwest::Client::new().get(format!("{base}/v1/modes")),
+            "bob",
+        )
+        .send()
+        .await
+        .unwrap(),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
@@ -496,4 +500,124 @@ async fn every_route_of_the_openapi_document_exists() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn silent_connections_and_oversized_headers_are_cut_off_and_others_are_served() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let stack = Stack::start_with(
+        vec![],
+        StackOptions {
+            first_bytes_timeout_ms: 300,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut silent = Vec::new();
+    for _ in 0..20 {
+        silent.push(
+            tokio::net::TcpStream::connect(stack.gateway_http_address)
+                .await
+                .unwrap(),
+        );
+    }
+    // Headers larger than the server reads for one request.
+    let mut bloated = tokio::net::TcpStream::connect(stack.gateway_http_address)
+        .await
+        .unwrap();
+    let padding = "x".repeat(200 * 1024);
+    let request = format!(
+        "GET /v1/modes HTTP/1.1\r\nhost: x\r\nx-user-id: alice\r\nx-padding: {padding}\r\n\r\n"
+    );
+    let _ = bloated.write_all(request.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(PATIENCE, bloated.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "oversized headers are refused: {answer}"
+    );
+    // Meanwhile a client that speaks is served.
+    let (status, _) = json_of(
+        as_user(
+            reqwest::Client::new().get(format!("{}/v1/modes", stack.gateway_http_url())),
+            "alice",
+        )
+        .send()
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    for mut connection in silent {
+        let mut buffer = [0_u8; 64];
+        let closed = tokio::time::timeout(PATIENCE, async {
+            loop {
+                match connection.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "a silent connection was kept open");
+    }
+}
+
+#[tokio::test]
+async fn only_configured_origins_get_cors_headers() {
+    let stack = Stack::start_with(
+        vec![],
+        StackOptions {
+            gateway_http_cors_origins: vec!["https://app.example.com".into()],
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    let preflight = |origin: &str| {
+        http.request(reqwest::Method::OPTIONS, format!("{base}/v1/prompts"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type, x-user-id")
+    };
+    let allowed = preflight("https://app.example.com").send().await.unwrap();
+    assert_eq!(allowed.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        allowed.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    assert!(
+        allowed.headers()["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("x-user-id")
+    );
+    let other = preflight("https://evil.example.com").send().await.unwrap();
+    assert!(other.headers().get("access-control-allow-origin").is_none());
+    let read = as_user(http.get(format!("{base}/v1/modes")), "alice")
+        .header("origin", "https://app.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), StatusCode::OK);
+    assert_eq!(
+        read.headers()["access-control-allow-origin"],
+        "https://app.example.com"
+    );
+    let foreign = as_user(http.get(format!("{base}/v1/modes")), "alice")
+        .header("origin", "https://evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        foreign
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
 }

@@ -33,11 +33,13 @@ use tonic::Status;
 use crate::auth::Authenticate;
 use crate::grpc::GatewayService;
 
-/// What every route needs: the gRPC service and its auth layer.
+/// What every route needs: the gRPC service and its auth layer, and the web origins allowed
+/// to call it from a browser (none by default: no CORS headers are sent).
 #[derive(Clone)]
 pub struct HttpApi {
     pub service: Arc<GatewayService>,
     pub auth: Authenticate,
+    pub cors_origins: Arc<[String]>,
 }
 
 /// The routes (see `openapi.json` beside this file for each one's request and answer).
@@ -63,7 +65,57 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
         .route("/v1/openapi.json", get(openapi))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
         .layer(DefaultBodyLimit::max(max_request_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&api.cors_origins),
+            cors,
+        ))
         .with_state(api)
+}
+
+/// CORS for the configured origins only: a preflight from one is answered here (before any
+/// route or auth), and answers to it name it; a request from any other origin gets no CORS
+/// header, so a browser does not let that page read the answer.
+async fn cors(
+    State(origins): State<Arc<[String]>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|value| value.to_str().ok())
+        .filter(|origin| origins.iter().any(|allowed| allowed == origin))
+        .and_then(|origin| HeaderValue::from_str(origin).ok());
+    let Some(origin) = origin else {
+        return next.run(request).await;
+    };
+    let preflight = request.method() == axum::http::Method::OPTIONS
+        && request
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    let mut response = if preflight {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, POST"),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static("authorization, content-type, last-event-id, x-user-id"),
+        );
+        headers.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        );
+        response
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.append(header::VARY, HeaderValue::from_static("origin"));
+    response
 }
 
 /// The OpenAPI document of the routes.

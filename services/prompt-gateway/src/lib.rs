@@ -49,6 +49,10 @@ pub struct Config {
     /// events); unset: none. Used by the binary; `run_with_http` takes a bound listener.
     #[arg(long, env = "GATEWAY_HTTP_LISTEN")]
     pub http_listen: Option<SocketAddr>,
+    /// Web origins allowed to call the HTTP API from a browser, comma separated, each
+    /// `scheme://host[:port]` exactly (e.g. `https://app.example.com`); none by default.
+    #[arg(long, env = "GATEWAY_HTTP_CORS_ORIGINS", value_delimiter = ',', value_parser = cors_origin)]
+    pub http_cors_origins: Vec<String>,
     /// The gateway's own database: a SQLite file (one gateway) or a `postgres://` URL
     /// (several gateway replicas may share it).
     #[arg(
@@ -242,8 +246,10 @@ pub async fn run_with_http(
         let api = http::HttpApi {
             service,
             auth: authenticate,
+            cors_origins: config.http_cors_origins.clone().into(),
         };
-        tokio::spawn(serve_http(api, http, shutdown.clone()))
+        let first_bytes = Duration::from_millis(config.first_bytes_timeout_ms);
+        tokio::spawn(serve_http(api, http, first_bytes, shutdown.clone()))
     });
     tracing::info!(
         address = %listener.local_addr()?,
@@ -267,21 +273,82 @@ pub async fn run_with_http(
     Ok(())
 }
 
-/// The HTTP API until `shutdown`.
+/// A CORS origin as browsers send it: `http://` or `https://`, a host, maybe a port, nothing
+/// else (no path, no `*`).
+fn cors_origin(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .ok_or_else(|| format!("{text:?}: an origin starts with http:// or https://"))?;
+    let valid = !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if !valid {
+        return Err(format!(
+            "{text:?}: an origin is scheme://host[:port], without a path or wildcard"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// Connections the HTTP API serves at once; more are closed as they arrive.
+const MAX_HTTP_CONNECTIONS: usize = 4096;
+/// How long an HTTP/1 client may take to send a request's headers.
+const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest HTTP/1 read buffer (request line and headers together).
+const HTTP_MAX_BUF_BYTES: usize = 64 * 1024;
+
+/// The HTTP API until `shutdown`, with the public listener's bounds: a connection must send
+/// its first bytes within `first_bytes_timeout` and its headers within 10 s, and at most
+/// `MAX_HTTP_CONNECTIONS` are served at once.
 async fn serve_http(
     api: http::HttpApi,
     listener: TcpListener,
+    first_bytes_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     if let Ok(address) = listener.local_addr() {
         tracing::info!(%address, "prompt-gateway HTTP API serving");
     }
     let app = http::router(api, MAX_REQUEST_BYTES);
-    if let Err(error) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
-        tracing::error!(%error, "the HTTP API stopped");
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HTTP_HEADER_READ_TIMEOUT)
+        .max_buf_size(HTTP_MAX_BUF_BYTES);
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_HTTP_CONNECTIONS));
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "HTTP API: accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            tracing::warn!("HTTP API: {MAX_HTTP_CONNECTIONS} connections open; one more closed");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let io = TokioIo::new(agentic_rpc::FirstBytesDeadline::new(
+            stream,
+            first_bytes_timeout,
+        ));
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let builder = builder.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let _ = builder.serve_connection_with_upgrades(io, service).await;
+        });
     }
 }
 
@@ -379,6 +446,29 @@ async fn follow_other_replicas(prompts: Prompts) {
                 tracing::error!(%error, "listening for other replicas' events failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cors_origin;
+
+    #[test]
+    fn cors_origins_are_exact_origins() {
+        assert_eq!(
+            cors_origin(" https://app.example.com ").as_deref(),
+            Ok("https://app.example.com")
+        );
+        assert!(cors_origin("http://localhost:5173").is_ok());
+        for bad in [
+            "*",
+            "app.example.com",
+            "https://a.example/path",
+            "https://",
+            "https://a b",
+        ] {
+            assert!(cors_origin(bad).is_err(), "{bad}");
         }
     }
 }

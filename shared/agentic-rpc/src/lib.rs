@@ -24,8 +24,8 @@ pub use internal::{
     INTERNAL_TOKEN_HEADER, InternalChannel, InvalidToken, RequireInternalToken, SendInternalToken,
 };
 pub use listener::{
-    KEEPALIVE_TIMEOUT, MAX_HEADER_LIST_BYTES, MAX_STREAMS_PER_CONNECTION, PublicLimits,
-    serve_public,
+    FirstBytesDeadline, KEEPALIVE_TIMEOUT, MAX_HEADER_LIST_BYTES, MAX_STREAMS_PER_CONNECTION,
+    PublicLimits, serve_public,
 };
 pub use tls::{ServerTls, TlsConfigError};
 

@@ -72,7 +72,7 @@ pub struct FirstBytesDeadline {
 }
 
 impl FirstBytesDeadline {
-    fn new(inner: TcpStream, timeout: Duration) -> FirstBytesDeadline {
+    pub fn new(inner: TcpStream, timeout: Duration) -> FirstBytesDeadline {
         FirstBytesDeadline {
             inner,
             deadline: Some(Box::pin(tokio::time::sleep(timeout))),

@@ -95,6 +95,8 @@ pub struct StackOptions {
     pub classic_max_tool_result_bytes: u32,
     /// The tool-host's per-artifact size limit and per-user storage quota.
     pub tool_host_storage: tool_host::StorageLimits,
+    /// Web origins the gateway's HTTP API allows (`--http-cors-origins`).
+    pub gateway_http_cors_origins: Vec<String>,
     /// The tool-host's MCP servers file (`--mcp-config`).
     pub tool_host_mcp_config: Option<PathBuf>,
     /// The token internal services require from each other.
@@ -151,6 +153,7 @@ impl Default for StackOptions {
             classic_max_tool_result_bytes: 32 * 1024,
             tool_host_storage: tool_host::StorageLimits::default(),
             tool_host_mcp_config: None,
+            gateway_http_cors_origins: Vec::new(),
             internal_token: None,
             auth_tokens: Vec::new(),
             llm_max_retries: 2,
@@ -506,6 +509,7 @@ impl Stack {
         let config = prompt_gateway::Config {
             listen: listener.local_addr()?,
             http_listen: None,
+            http_cors_origins: options.gateway_http_cors_origins.clone(),
             database_url: database_url.to_owned(),
             lease_ms: options.gateway_lease_ms,
             mode_lease_ms: options.mode_lease_ms,
