@@ -621,3 +621,61 @@ async fn only_configured_origins_get_cors_headers() {
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn a_request_is_authenticated_before_its_body_is_read_and_the_internal_token_is_not_taken() {
+    let options = StackOptions {
+        auth_tokens: vec!["alice-secret=alice".into()],
+        internal_token: Some("internal-secret".into()),
+        ..StackOptions::default()
+    };
+    let stack = Stack::start_with(vec![], options).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    // Not even JSON: refused for who sent it, not for what.
+    let (status, body) = json_of(
+        http.post(format!("{base}/v1/prompts"))
+            .header("content-type", "application/json")
+            .body("{this is not json")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("UNAUTHENTICATED"))
+    );
+    let (status, body) = json_of(
+        http.get(format!("{base}/v1/modes"))
+            .header("x-agentic-internal-token", "internal-secret")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let response = http
+        .delete(format!("{base}/v1/modes"))
+        .bearer_auth("alice-secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let (_, body) = json_of(response).await;
+    assert_eq!(body["code"], "UNIMPLEMENTED");
+    let response = http
+        .get(format!("{base}/v1/modes"))
+        .bearer_auth("alice-secret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    // The document of the routes is public.
+    let response = http
+        .get(format!("{base}/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}

@@ -80,7 +80,13 @@ impl Authenticate {
 
 impl Authenticate {
     /// The caller of an HTTP request, by the same rules (the HTTP API's auth layer).
+    /// The internal token is not taken over HTTP: agentic's own services speak gRPC.
     pub fn caller_of(&self, headers: &http::HeaderMap) -> Result<Caller, Status> {
+        if headers.contains_key(INTERNAL_TOKEN_HEADER) {
+            return Err(to_status(GatewayError::Unauthenticated(
+                "the internal token is not accepted over HTTP".into(),
+            )));
+        }
         self.caller(&MetadataMap::from_headers(headers.clone()))
             .map_err(to_status)
     }

@@ -64,12 +64,69 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
         .route("/v1/files/{file}/content", get(file_content))
         .route("/v1/openapi.json", get(openapi))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
+        .method_not_allowed_fallback(|| async {
+            error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "UNIMPLEMENTED",
+                "the route does not take this method",
+            )
+        })
+        .layer(axum::middleware::from_fn_with_state(
+            (api.clone(), max_request_bytes),
+            guard,
+        ))
         .layer(DefaultBodyLimit::max(max_request_bytes))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&api.cors_origins),
             cors,
         ))
         .with_state(api)
+}
+
+/// How long a request body may take to arrive.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Before any route: the caller is authenticated from the headers alone (a refused request
+/// never has its body read), then the body is read within `BODY_READ_TIMEOUT` and the size
+/// limit; answers are never cached. The OpenAPI document needs no caller.
+async fn guard(
+    State((api, max_request_bytes)): State<(HttpApi, usize)>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.uri().path() != "/v1/openapi.json"
+        && let Err(status) = api.auth.caller_of(request.headers())
+    {
+        return status_response(&status);
+    }
+    let (parts, body) = request.into_parts();
+    let read = tokio::time::timeout(
+        BODY_READ_TIMEOUT,
+        axum::body::to_bytes(body, max_request_bytes),
+    );
+    let bytes = match read.await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RESOURCE_EXHAUSTED",
+                &format!("the request body is larger than {max_request_bytes} bytes"),
+            );
+        }
+        Err(_) => {
+            return error(
+                StatusCode::REQUEST_TIMEOUT,
+                "DEADLINE_EXCEEDED",
+                "the request body did not arrive in time",
+            );
+        }
+    };
+    let request = axum::extract::Request::from_parts(parts, Body::from(bytes));
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// CORS for the configured origins only: a preflight from one is answered here (before any
@@ -460,6 +517,11 @@ async fn file_content(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Whatever type a tool gave the file, it never runs as a page of this origin.
+    response_headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
     response
 }
 
@@ -505,19 +567,31 @@ async fn prompt_events(
         Ok(stream) => stream,
         Err(refusal) => return refusal.into_response(),
     };
-    let events = stream.map(|event| -> Result<Event, Infallible> {
-        Ok(match event {
-            Ok(event) => match canonical::compact(&event) {
-                Ok(json) => Event::default().id(event.sequence.to_string()).data(json),
-                Err(problem) => Event::default()
-                    .event("error")
-                    .data(error_body("INTERNAL", &problem.to_string()).to_string()),
-            },
-            Err(status) => Event::default()
-                .event("error")
-                .data(error_body(code_name(status.code()), status.message()).to_string()),
+    // Each event as JSON, or the error body that ends the stream: a client must not resume
+    // past an event it never received.
+    let events = stream
+        .map(|event| match event {
+            Ok(event) => canonical::compact(&event)
+                .map(|json| (event.sequence, json))
+                .map_err(|problem| {
+                    tracing::error!(%problem, "an event could not be written as JSON");
+                    error_body("INTERNAL", "an event could not be written as JSON")
+                }),
+            Err(status) => Err(error_body(code_name(status.code()), status.message())),
         })
-    });
+        .scan(false, |failed, item| {
+            if *failed {
+                return std::future::ready(None);
+            }
+            *failed = item.is_err();
+            std::future::ready(Some(item))
+        })
+        .map(|item| -> Result<Event, Infallible> {
+            Ok(match item {
+                Ok((sequence, json)) => Event::default().id(sequence.to_string()).data(json),
+                Err(body) => Event::default().event("error").data(body.to_string()),
+            })
+        });
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
@@ -526,11 +600,14 @@ async fn prompt_events(
 fn json_response<M: Described>(message: &M) -> Response {
     match canonical::compact(message) {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
-        Err(problem) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "INTERNAL",
-            &problem.to_string(),
-        ),
+        Err(problem) => {
+            tracing::error!(%problem, "an answer could not be written as JSON");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                "the answer could not be written as JSON",
+            )
+        }
     }
 }
 

@@ -314,7 +314,9 @@ async fn serve_http(
         tracing::info!(%address, "prompt-gateway HTTP API serving");
     }
     let app = http::router(api, MAX_REQUEST_BYTES);
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only: the header read timeout is an HTTP/1 bound (gRPC has the HTTP/2 one).
+    let mut builder =
+        hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).http1_only();
     builder
         .http1()
         .timer(TokioTimer::new())
