@@ -17,6 +17,11 @@ fn as_user(request: reqwest::RequestBuilder, user: &str) -> reqwest::RequestBuil
     request.header("x-user-id", user)
 }
 
+/// Sends `request` and reads its answer as JSON.
+async fn answer_of(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    json_of(request.send().await.unwrap()).await
+}
+
 async fn json_of(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();
     let body = response.text().await.unwrap();
@@ -73,23 +78,17 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
     let base = stack.gateway_http_url();
     let http = reqwest::Client::new();
 
-    let (status, conversation) = json_of(
+    let (status, conversation) = answer_of(
         as_user(http.post(format!("{base}/v1/conversations")), "alice")
-            .json(&json!({"title": "over http"}))
-            .send()
-            .await
-            .unwrap(),
+            .json(&json!({"title": "over http"})),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{conversation}");
     let conversation_id = conversation["id"].as_str().unwrap().to_owned();
 
-    let (status, prompt) = json_of(
+    let (status, prompt) = answer_of(
         as_user(http.post(format!("{base}/v1/prompts")), "alice")
-            .json(&json!({"input": "write a report", "conversationId": conversation_id}))
-            .send()
-            .await
-            .unwrap(),
+            .json(&json!({"input": "write a report", "conversationId": conversation_id})),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{prompt}");
@@ -139,12 +138,10 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
     assert_eq!(by_query, resumed);
 
     // The prompt, the listings and the file read as the gRPC API answers them.
-    let (_, done) = json_of(
-        as_user(http.get(format!("{base}/v1/prompts/{prompt_id}")), "alice")
-            .send()
-            .await
-            .unwrap(),
-    )
+    let (_, done) = answer_of(as_user(
+        http.get(format!("{base}/v1/prompts/{prompt_id}")),
+        "alice",
+    ))
     .await;
     assert_eq!(done["state"], "PROMPT_STATE_COMPLETED");
     let client = stack.client("alice").await.unwrap();
@@ -153,28 +150,18 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
         done,
         serde_json::from_str::<Value>(&agentic_client::json::compact(&grpc).unwrap()).unwrap()
     );
-    let (_, listed) = json_of(
-        as_user(
-            http.get(format!(
-                "{base}/v1/prompts?conversation_id={conversation_id}&limit=5"
-            )),
-            "alice",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (_, listed) = answer_of(as_user(
+        http.get(format!(
+            "{base}/v1/prompts?conversation_id={conversation_id}&limit=5"
+        )),
+        "alice",
+    ))
     .await;
     assert_eq!(listed["prompts"][0]["id"], json!(prompt_id));
-    let (_, files) = json_of(
-        as_user(
-            http.get(format!("{base}/v1/conversations/{conversation_id}/files")),
-            "alice",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (_, files) = answer_of(as_user(
+        http.get(format!("{base}/v1/conversations/{conversation_id}/files")),
+        "alice",
+    ))
     .await;
     let file = &files["files"][0]["file"];
     assert_eq!(file["filename"], "http.md");
@@ -204,22 +191,14 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
         "/v1/conversations",
         &format!("/v1/conversations/{conversation_id}"),
     ] {
-        let (status, body) = json_of(
-            as_user(http.get(format!("{base}{path}")), "alice")
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
+        let (status, body) = answer_of(as_user(http.get(format!("{base}{path}")), "alice")).await;
         assert_eq!(status, StatusCode::OK, "{path}: {body}");
     }
     // Another user sees none of it.
-    let (status, body) = json_of(
-        as_user(http.get(format!("{base}/v1/prompts/{prompt_id}")), "bob")
-            .send()
-            .await
-            .unwrap(),
-    )
+    let (status, body) = answer_of(as_user(
+        http.get(format!("{base}/v1/prompts/{prompt_id}")),
+        "bob",
+    ))
     .await;
     assert_eq!(
         (status, body["code"].as_str()),
@@ -238,12 +217,9 @@ async fn cancel_approve_and_reject_have_routes() {
     let base = stack.gateway_http_url();
     let http = reqwest::Client::new();
     let create = || async {
-        let (_, prompt) = json_of(
+        let (_, prompt) = answer_of(
             as_user(http.post(format!("{base}/v1/prompts")), "alice")
-                .json(&json!({"input": "be risky"}))
-                .send()
-                .await
-                .unwrap(),
+                .json(&json!({"input": "be risky"})),
         )
         .await;
         let id = prompt["id"].as_str().unwrap().to_owned();
@@ -265,44 +241,33 @@ async fn cancel_approve_and_reject_have_routes() {
         (id, call_id)
     };
     let (rejected, call_id) = create().await;
-    let (status, prompt) = json_of(
+    let (status, prompt) = answer_of(
         as_user(
             http.post(format!(
                 "{base}/v1/prompts/{rejected}/tool-calls/{call_id}:reject"
             )),
             "alice",
         )
-        .json(&json!({"reason": "not today"}))
-        .send()
-        .await
-        .unwrap(),
+        .json(&json!({"reason": "not today"})),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{prompt}");
     let (approved, call_id) = create().await;
-    let (status, prompt) = json_of(
-        as_user(
-            http.post(format!(
-                "{base}/v1/prompts/{approved}/tool-calls/{call_id}:approve"
-            )),
-            "alice",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (status, prompt) = answer_of(as_user(
+        http.post(format!(
+            "{base}/v1/prompts/{approved}/tool-calls/{call_id}:approve"
+        )),
+        "alice",
+    ))
     .await;
     assert_eq!(status, StatusCode::OK, "{prompt}");
     let (cancelled, _) = create().await;
-    let (status, prompt) = json_of(
+    let (status, prompt) = answer_of(
         as_user(
             http.post(format!("{base}/v1/prompts/{cancelled}:cancel")),
             "alice",
         )
-        .json(&json!({"reason": "changed my mind"}))
-        .send()
-        .await
-        .unwrap(),
+        .json(&json!({"reason": "changed my mind"})),
     )
     .await;
     assert_eq!(
@@ -383,7 +348,7 @@ async fn errors_carry_the_grpc_code_and_bad_requests_are_refused_before_any_work
     ];
     for (request, status, code) in cases {
         let described = format!("{request:?}");
-        let (got, body) = json_of(request.send().await.unwrap()).await;
+        let (got, body) = answer_of(request).await;
         assert_eq!(
             (got, body["code"].as_str()),
             (status, Some(code)),
@@ -403,15 +368,10 @@ async fn errors_carry_the_grpc_code_and_bad_requests_are_refused_before_any_work
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     // The service is still there for everyone (on a new connection: the server closes the one
     // whose body it refused to read).
-    let (status, _) = json_of(
-        as_user(
-            reqwest::Client::new().get(format!("{base}/v1/modes")),
-            "bob",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (status, _) = answer_of(as_user(
+        reqwest::Client::new().get(format!("{base}/v1/modes")),
+        "bob",
+    ))
     .await;
     assert_eq!(status, StatusCode::OK);
 }
@@ -425,33 +385,25 @@ async fn bearer_tokens_authenticate_http_as_they_do_grpc() {
     let stack = Stack::start_with(vec![], options).await.unwrap();
     let base = stack.gateway_http_url();
     let http = reqwest::Client::new();
-    let (status, body) = json_of(
-        as_user(http.get(format!("{base}/v1/conversations")), "alice")
-            .send()
-            .await
-            .unwrap(),
-    )
+    let (status, body) = answer_of(as_user(
+        http.get(format!("{base}/v1/conversations")),
+        "alice",
+    ))
     .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::UNAUTHORIZED, Some("UNAUTHENTICATED")),
         "x-user-id is not a login"
     );
-    let (status, body) = json_of(
+    let (status, body) = answer_of(
         http.get(format!("{base}/v1/conversations"))
-            .bearer_auth("wrong")
-            .send()
-            .await
-            .unwrap(),
+            .bearer_auth("wrong"),
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    let (status, body) = json_of(
+    let (status, body) = answer_of(
         http.get(format!("{base}/v1/conversations"))
-            .bearer_auth("alice-secret")
-            .send()
-            .await
-            .unwrap(),
+            .bearer_auth("alice-secret"),
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -465,13 +417,7 @@ async fn every_route_of_the_openapi_document_exists() {
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
-    let (status, document) = json_of(
-        http.get(format!("{base}/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, document) = answer_of(http.get(format!("{base}/v1/openapi.json"))).await;
     assert_eq!(status, StatusCode::OK);
     let paths = document["paths"].as_object().unwrap();
     assert!(paths.len() >= 14, "{paths:?}");
@@ -540,15 +486,10 @@ async fn silent_connections_and_oversized_headers_are_cut_off_and_others_are_ser
         "oversized headers are refused: {answer}"
     );
     // Meanwhile a client that speaks is served.
-    let (status, _) = json_of(
-        as_user(
-            reqwest::Client::new().get(format!("{}/v1/modes", stack.gateway_http_url())),
-            "alice",
-        )
-        .send()
-        .await
-        .unwrap(),
-    )
+    let (status, _) = answer_of(as_user(
+        reqwest::Client::new().get(format!("{}/v1/modes", stack.gateway_http_url())),
+        "alice",
+    ))
     .await;
     assert_eq!(status, StatusCode::OK);
     for mut connection in silent {
@@ -633,25 +574,19 @@ async fn a_request_is_authenticated_before_its_body_is_read_and_the_internal_tok
     let base = stack.gateway_http_url();
     let http = reqwest::Client::new();
     // Not even JSON: refused for who sent it, not for what.
-    let (status, body) = json_of(
+    let (status, body) = answer_of(
         http.post(format!("{base}/v1/prompts"))
             .header("content-type", "application/json")
-            .body("{this is not json")
-            .send()
-            .await
-            .unwrap(),
+            .body("{this is not json"),
     )
     .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::UNAUTHORIZED, Some("UNAUTHENTICATED"))
     );
-    let (status, body) = json_of(
+    let (status, body) = answer_of(
         http.get(format!("{base}/v1/modes"))
-            .header("x-agentic-internal-token", "internal-secret")
-            .send()
-            .await
-            .unwrap(),
+            .header("x-agentic-internal-token", "internal-secret"),
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");

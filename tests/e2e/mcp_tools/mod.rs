@@ -625,29 +625,8 @@ async fn the_configured_approval_policy_pauses_mcp_calls_in_both_modes() {
         ("classic echo", "classic", "Echo: approved"),
         ("code echo", "code", "Echo: approved in code"),
     ] {
-        let prompt = client
-            .create_prompt(NewPrompt::new(input).mode(mode))
-            .await
-            .unwrap();
-        let paused = collect(&client, &prompt.id, 0).await;
-        assert_eq!(kinds(&paused).last(), Some(&"waiting"), "{mode}");
-        let call_id = requested_call(&paused);
-        client
-            .approve_tool_call(&prompt.id, &call_id)
-            .await
-            .unwrap();
-        collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
-        let done = client.get_prompt(&prompt.id).await.unwrap();
-        assert_eq!(
-            done.state,
-            PromptState::Completed as i32,
-            "{mode}: {done:?}"
-        );
-        assert_eq!(
-            result_of(&tool_results(&done), "everything.echo"),
-            &Ok(json!(expected)),
-            "{mode}"
-        );
+        let result = approved_and_finished(&client, input, mode, "everything.echo").await;
+        assert_eq!(result, Ok(json!(expected)), "{mode}");
     }
 }
 
@@ -1076,28 +1055,36 @@ async fn by_default_a_tool_that_says_it_is_destructive_waits_for_approval_in_bot
     assert!(!definition("hostile.flood").requires_approval, "read-only");
     let client = stack.client("alice").await.unwrap();
     for (input, mode) in [("classic destroy", "classic"), ("code destroy", "code")] {
-        let prompt = client
-            .create_prompt(NewPrompt::new(input).mode(mode))
-            .await
-            .unwrap();
-        let paused = collect(&client, &prompt.id, 0).await;
-        assert_eq!(kinds(&paused).last(), Some(&"waiting"), "{mode}");
-        let call_id = requested_call(&paused);
-        client
-            .approve_tool_call(&prompt.id, &call_id)
-            .await
-            .unwrap();
-        collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
-        let done = client.get_prompt(&prompt.id).await.unwrap();
-        assert_eq!(
-            done.state,
-            PromptState::Completed as i32,
-            "{mode}: {done:?}"
-        );
-        assert_eq!(
-            result_of(&tool_results(&done), "hostile.destroy"),
-            &Ok(json!("destroy")),
-            "{mode}"
-        );
+        let result = approved_and_finished(&client, input, mode, "hostile.destroy").await;
+        assert_eq!(result, Ok(json!("destroy")), "{mode}");
     }
+}
+
+/// Runs a prompt whose one call waits for approval, approves it, and answers the call's
+/// result once the prompt completed.
+async fn approved_and_finished(
+    client: &agentic_client::Client,
+    input: &str,
+    mode: &str,
+    tool_id: &str,
+) -> Result<Value, String> {
+    let prompt = client
+        .create_prompt(NewPrompt::new(input).mode(mode))
+        .await
+        .unwrap();
+    let paused = collect(client, &prompt.id, 0).await;
+    assert_eq!(kinds(&paused).last(), Some(&"waiting"), "{mode}");
+    let call_id = requested_call(&paused);
+    client
+        .approve_tool_call(&prompt.id, &call_id)
+        .await
+        .unwrap();
+    collect(client, &prompt.id, paused.last().unwrap().sequence).await;
+    let done = client.get_prompt(&prompt.id).await.unwrap();
+    assert_eq!(
+        done.state,
+        PromptState::Completed as i32,
+        "{mode}: {done:?}"
+    );
+    result_of(&tool_results(&done), tool_id).clone()
 }
