@@ -192,7 +192,7 @@ fn installed_everything() -> anyhow::Result<std::path::PathBuf> {
 
 /// Items 4 to 8: prompts through an in-process stack.
 async fn prompt_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>) {
-    if args.wants("4") || args.wants("6") {
+    if args.wants("4") || args.wants("6") || args.wants("12") {
         // One SQLite stack for both, so neither pays for the other's start.
         let options = StackOptions {
             database: StackDatabase::Sqlite,
@@ -215,8 +215,14 @@ async fn prompt_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>) 
                     })
                     .await;
                 }
+                if args.wants("12") {
+                    measure("12", "output() to an SSE client", figures, async {
+                        Ok(vec![prompts::output_latency_sse(&stack, effort).await?])
+                    })
+                    .await;
+                }
             }
-            Err(error) => figures.push(Figure::failed("4/6", "in-process stack", &error)),
+            Err(error) => figures.push(Figure::failed("4/6/12", "in-process stack", &error)),
         }
     }
     if args.wants("5") {

@@ -264,14 +264,9 @@ pub async fn output_latency(stack: &Stack, effort: Effort) -> anyhow::Result<Fig
         )
         .await?;
         for (received, text, at) in stamps {
-            let Some(millis) = text
-                .strip_prefix('@')
-                .and_then(|rest| rest.strip_suffix(';'))
-                .and_then(|millis| millis.parse::<f64>().ok())
-            else {
+            let Some(produced) = stamped_micros(&text) else {
                 continue;
             };
-            let produced = millis * 1000.0;
             end_to_end.push_micros(received - produced);
             if let Some(at) = at {
                 let stored = at.seconds as f64 * 1e6 + f64::from(at.nanos) / 1000.0;
@@ -294,6 +289,63 @@ pub async fn output_latency(stack: &Stack, effort: Effort) -> anyhow::Result<Fig
         gateway.p50_us, gateway.p99_us
     ))
     .details(json!({"until_gateway_stored_at": gateway})))
+}
+
+/// When the sandbox produced an output `@<epoch millis>;`, in epoch microseconds.
+fn stamped_micros(text: &str) -> Option<f64> {
+    text.strip_prefix('@')
+        .and_then(|rest| rest.strip_suffix(';'))
+        .and_then(|millis| millis.parse::<f64>().ok())
+        .map(|millis| millis * 1000.0)
+}
+
+/// Item 12: the stamped outputs of item 6, received by a server-sent-events client of the
+/// gateway's HTTP API (`GET /v1/prompts/{id}/events`) instead of a `StreamPrompt` one.
+pub async fn output_latency_sse(stack: &Stack, effort: Effort) -> anyhow::Result<Figure> {
+    let client = stack.client("bench").await?;
+    let http = reqwest::Client::new();
+    let mut samples = Samples::new();
+    for _ in 0..effort.pick(3, 12) {
+        let created = client
+            .create_prompt(NewPrompt::new(OUTPUT_INPUT).mode("code"))
+            .await?;
+        let url = format!(
+            "{}/v1/prompts/{}/events",
+            stack.gateway_http_url(),
+            created.id
+        );
+        let mut response = http
+            .get(url)
+            .header("x-user-id", "bench")
+            .send()
+            .await?
+            .error_for_status()?;
+        let mut buffer = String::new();
+        while let Some(chunk) = response.chunk().await? {
+            let received = epoch_micros(SystemTime::now());
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let Some(data) = block.lines().find_map(|line| line.strip_prefix("data:")) else {
+                    continue;
+                };
+                let event: serde_json::Value = serde_json::from_str(data.trim())?;
+                if let Some(produced) = event["stream"]["text"].as_str().and_then(stamped_micros) {
+                    samples.push_micros(received - produced);
+                }
+            }
+        }
+    }
+    if samples.len() == 0 {
+        anyhow::bail!("no stamped output reached the SSE client");
+    }
+    Ok(Figure::latency(
+        "12",
+        "output() in the sandbox → event on an SSE client (HTTP API)",
+        samples.latency(),
+        None,
+    )
+    .note("as item 6, received by GET /v1/prompts/{id}/events"))
 }
 
 /// `--only timeline`: when each event of one classic and one code prompt reached the client,
