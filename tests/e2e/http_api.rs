@@ -461,14 +461,7 @@ async fn silent_connections_and_oversized_headers_are_cut_off_and_others_are_ser
     )
     .await
     .unwrap();
-    let mut silent = Vec::new();
-    for _ in 0..20 {
-        silent.push(
-            tokio::net::TcpStream::connect(stack.gateway_http_address)
-                .await
-                .unwrap(),
-        );
-    }
+    let silent = silent_connections(stack.gateway_http_address, 20).await;
     // Headers larger than the server reads for one request.
     let mut bloated = tokio::net::TcpStream::connect(stack.gateway_http_address)
         .await
@@ -492,19 +485,7 @@ async fn silent_connections_and_oversized_headers_are_cut_off_and_others_are_ser
     ))
     .await;
     assert_eq!(status, StatusCode::OK);
-    for mut connection in silent {
-        let mut buffer = [0_u8; 64];
-        let closed = tokio::time::timeout(PATIENCE, async {
-            loop {
-                match connection.read(&mut buffer).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => continue,
-                }
-            }
-        })
-        .await;
-        assert!(closed.is_ok(), "a silent connection was kept open");
-    }
+    assert_closed_soon(silent).await;
 }
 
 #[tokio::test]

@@ -251,3 +251,34 @@ pub async fn until_demo_calls_in_flight(address: std::net::SocketAddr, expected:
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// `count` connections to `address` that never send a byte.
+pub async fn silent_connections(
+    address: std::net::SocketAddr,
+    count: usize,
+) -> Vec<tokio::net::TcpStream> {
+    let mut connections = Vec::new();
+    for _ in 0..count {
+        connections.push(tokio::net::TcpStream::connect(address).await.unwrap());
+    }
+    connections
+}
+
+/// Every connection is closed by the server within `PATIENCE` (it may send something first,
+/// e.g. HTTP/2 settings).
+pub async fn assert_closed_soon(connections: Vec<tokio::net::TcpStream>) {
+    use tokio::io::AsyncReadExt as _;
+    for mut connection in connections {
+        let mut buffer = [0_u8; 64];
+        let closed = tokio::time::timeout(PATIENCE, async {
+            loop {
+                match connection.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                }
+            }
+        })
+        .await;
+        assert!(closed.is_ok(), "a silent connection was kept open");
+    }
+}

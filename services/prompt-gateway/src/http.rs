@@ -19,6 +19,7 @@ use agentic_proto::v1::{
     ListConversationsRequest, ListModesRequest, ListPromptsRequest, ListToolsRequest,
     RejectToolCallRequest, StreamPromptRequest,
 };
+use axum::Extension;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
@@ -30,7 +31,7 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tonic::Status;
 
-use crate::auth::Authenticate;
+use crate::auth::{Authenticate, Caller};
 use crate::grpc::GatewayService;
 
 /// What every route needs: the gRPC service and its auth layer, and the web origins allowed
@@ -87,17 +88,21 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Before any route: the caller is authenticated from the headers alone (a refused request
-/// never has its body read), then the body is read within `BODY_READ_TIMEOUT` and the size
+/// never has its body read) and handed to the route as an extension, then the body is read within `BODY_READ_TIMEOUT` and the size
 /// limit; answers are never cached. The OpenAPI document needs no caller.
 async fn guard(
     State((api, max_request_bytes)): State<(HttpApi, usize)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if request.uri().path() != "/v1/openapi.json"
-        && let Err(status) = api.auth.caller_of(request.headers())
-    {
-        return status_response(&status);
+    let mut request = request;
+    if request.uri().path() != "/v1/openapi.json" {
+        match api.auth.caller_of(request.headers()) {
+            Ok(caller) => {
+                request.extensions_mut().insert(caller);
+            }
+            Err(status) => return status_response(&status),
+        }
     }
     let (parts, body) = request.into_parts();
     let read = tokio::time::timeout(
@@ -182,10 +187,10 @@ async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
-/// Authenticates `headers` as the gRPC auth layer does and calls `rpc` with `message`.
+/// Calls `rpc` with `message` on behalf of `caller` (as `guard` found it).
 async fn call<Req, Resp, F, Fut>(
     api: &HttpApi,
-    headers: &HeaderMap,
+    caller: Caller,
     message: Req,
     rpc: F,
 ) -> Result<Resp, Response>
@@ -193,10 +198,6 @@ where
     F: FnOnce(Arc<GatewayService>, tonic::Request<Req>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
 {
-    let caller = api
-        .auth
-        .caller_of(headers)
-        .map_err(|status| status_response(&status))?;
     let mut request = tonic::Request::new(message);
     request.extensions_mut().insert(caller);
     rpc(Arc::clone(&api.service), request)
@@ -206,18 +207,13 @@ where
 }
 
 /// `call`, answering the RPC's answer as JSON.
-async fn answer<Req, Resp, F, Fut>(
-    api: &HttpApi,
-    headers: &HeaderMap,
-    message: Req,
-    rpc: F,
-) -> Response
+async fn answer<Req, Resp, F, Fut>(api: &HttpApi, caller: Caller, message: Req, rpc: F) -> Response
 where
     Resp: Described,
     F: FnOnce(Arc<GatewayService>, tonic::Request<Req>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Resp>, Status>>,
 {
-    match call(api, headers, message, rpc).await {
+    match call(api, caller, message, rpc).await {
         Ok(answer) => json_response(&answer),
         Err(response) => response,
     }
@@ -290,12 +286,17 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-async fn create_prompt(State(api): State<HttpApi>, headers: HeaderMap, bytes: Bytes) -> Response {
+async fn create_prompt(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
     let message: CreatePromptRequest = match body(&headers, &bytes) {
         Ok(message) => message,
         Err(refusal) => return refusal.into_response(),
     };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.create_prompt(request).await
     })
     .await
@@ -303,14 +304,14 @@ async fn create_prompt(State(api): State<HttpApi>, headers: HeaderMap, bytes: By
 
 async fn list_prompts(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     RawQuery(raw): RawQuery,
 ) -> Response {
     let message: ListPromptsRequest = match query(raw.as_deref()) {
         Ok(message) => message,
         Err(refusal) => return refusal.into_response(),
     };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.list_prompts(request).await
     })
     .await
@@ -318,11 +319,11 @@ async fn list_prompts(
 
 async fn get_prompt(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(prompt_id): Path<String>,
 ) -> Response {
     let message = GetPromptRequest { prompt_id };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.get_prompt(request).await
     })
     .await
@@ -331,6 +332,7 @@ async fn get_prompt(
 /// `POST /v1/prompts/{id}:cancel` (body `{"reason"}`).
 async fn prompt_action(
     State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(target): Path<String>,
     bytes: Bytes,
@@ -347,7 +349,7 @@ async fn prompt_action(
         Err(refusal) => return refusal.into_response(),
     };
     message.prompt_id = prompt_id.to_owned();
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.cancel_prompt(request).await
     })
     .await
@@ -356,6 +358,7 @@ async fn prompt_action(
 /// `POST /v1/prompts/{id}/tool-calls/{call}:approve` and `…:reject` (body `{"reason"}`).
 async fn call_action(
     State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path((prompt_id, target)): Path<(String, String)>,
     bytes: Bytes,
@@ -365,7 +368,7 @@ async fn call_action(
             prompt_id,
             tool_call_id: tool_call_id.to_owned(),
         };
-        return answer(&api, &headers, message, |service, request| async move {
+        return answer(&api, caller, message, |service, request| async move {
             service.approve_tool_call(request).await
         })
         .await;
@@ -383,26 +386,26 @@ async fn call_action(
     };
     message.prompt_id = prompt_id;
     message.tool_call_id = tool_call_id.to_owned();
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.reject_tool_call(request).await
     })
     .await
 }
 
-async fn list_modes(State(api): State<HttpApi>, headers: HeaderMap) -> Response {
+async fn list_modes(State(api): State<HttpApi>, Extension(caller): Extension<Caller>) -> Response {
     answer(
         &api,
-        &headers,
+        caller,
         ListModesRequest {},
         |service, request| async move { service.list_modes(request).await },
     )
     .await
 }
 
-async fn list_tools(State(api): State<HttpApi>, headers: HeaderMap) -> Response {
+async fn list_tools(State(api): State<HttpApi>, Extension(caller): Extension<Caller>) -> Response {
     answer(
         &api,
-        &headers,
+        caller,
         ListToolsRequest::default(),
         |service, request| async move { service.list_tools(request).await },
     )
@@ -411,6 +414,7 @@ async fn list_tools(State(api): State<HttpApi>, headers: HeaderMap) -> Response 
 
 async fn create_conversation(
     State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
@@ -418,7 +422,7 @@ async fn create_conversation(
         Ok(message) => message,
         Err(refusal) => return refusal.into_response(),
     };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.create_conversation(request).await
     })
     .await
@@ -426,14 +430,14 @@ async fn create_conversation(
 
 async fn list_conversations(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     RawQuery(raw): RawQuery,
 ) -> Response {
     let message: ListConversationsRequest = match query(raw.as_deref()) {
         Ok(message) => message,
         Err(refusal) => return refusal.into_response(),
     };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.list_conversations(request).await
     })
     .await
@@ -441,11 +445,11 @@ async fn list_conversations(
 
 async fn get_conversation(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(conversation_id): Path<String>,
 ) -> Response {
     let message = GetConversationRequest { conversation_id };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.get_conversation(request).await
     })
     .await
@@ -453,11 +457,11 @@ async fn get_conversation(
 
 async fn list_conversation_files(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(conversation_id): Path<String>,
 ) -> Response {
     let message = ListConversationFilesRequest { conversation_id };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.list_conversation_files(request).await
     })
     .await
@@ -466,11 +470,11 @@ async fn list_conversation_files(
 /// A file's metadata and content (`content` base64, as the canonical mapping writes bytes).
 async fn get_file(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(file_id): Path<String>,
 ) -> Response {
     let message = GetFileRequest { file_id };
-    answer(&api, &headers, message, |service, request| async move {
+    answer(&api, caller, message, |service, request| async move {
         service.get_file(request).await
     })
     .await
@@ -479,11 +483,11 @@ async fn get_file(
 /// A file's bytes, with its type and a download name that cannot break out of the header.
 async fn file_content(
     State(api): State<HttpApi>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     Path(file_id): Path<String>,
 ) -> Response {
     let message = GetFileRequest { file_id };
-    let file = match call(&api, &headers, message, |service, request| async move {
+    let file = match call(&api, caller, message, |service, request| async move {
         service.get_file(request).await
     })
     .await
@@ -531,6 +535,7 @@ async fn file_content(
 /// `StreamPrompt` does; an error ends it with an `error` event holding the error body.
 async fn prompt_events(
     State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(prompt_id): Path<String>,
     RawQuery(raw): RawQuery,
@@ -559,7 +564,7 @@ async fn prompt_events(
         prompt_id,
         after_sequence,
     };
-    let stream = match call(&api, &headers, message, |service, request| async move {
+    let stream = match call(&api, caller, message, |service, request| async move {
         service.stream_prompt(request).await
     })
     .await

@@ -153,7 +153,7 @@ impl ToolHost for ToolHostService {
             .zip(&self.tools)
             .map(|(spec, definition)| pb::ToolInfo {
                 definition: Some(definition.clone()),
-                source: spec.id.split('.').next().unwrap_or_default().to_owned(),
+                source: source_of(&spec.id),
             })
             .collect();
         let mut sources: Vec<pb::ToolSource> = self
@@ -171,13 +171,7 @@ impl ToolHost for ToolHostService {
         for tool in self.registry.mcp_tools().await {
             tools.push(pb::ToolInfo {
                 definition: Some(tool_definition(&tool.spec)),
-                source: tool
-                    .spec
-                    .id
-                    .split('.')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned(),
+                source: source_of(&tool.spec.id),
             });
         }
         if let Some(hub) = self.registry.mcp() {
@@ -185,6 +179,11 @@ impl ToolHost for ToolHostService {
         }
         Ok(Response::new(pb::ListToolsResponse { tools, sources }))
     }
+}
+
+/// The plugin or MCP server a tool id names: its first segment.
+fn source_of(tool_id: &str) -> String {
+    tool_id.split('.').next().unwrap_or_default().to_owned()
 }
 
 fn tool_source(status: crate::mcp::Status) -> pb::ToolSource {

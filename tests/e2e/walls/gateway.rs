@@ -68,8 +68,6 @@ async fn a_user_flooding_prompts_gets_resource_exhausted_past_their_share_and_ot
 
 #[tokio::test]
 async fn a_connection_that_stays_silent_is_closed_and_others_are_served() {
-    use tokio::io::AsyncReadExt as _;
-
     let stack = Stack::start_with(
         vec![text(Match::Any, "hi")],
         StackOptions {
@@ -79,14 +77,7 @@ async fn a_connection_that_stays_silent_is_closed_and_others_are_served() {
     )
     .await
     .unwrap();
-    let mut silent = Vec::new();
-    for _ in 0..20 {
-        silent.push(
-            tokio::net::TcpStream::connect(stack.gateway_address)
-                .await
-                .unwrap(),
-        );
-    }
+    let silent = silent_connections(stack.gateway_address, 20).await;
     // Meanwhile a client that speaks is served.
     let alice = stack.client("alice").await.unwrap();
     let prompt = alice.create_prompt(NewPrompt::new("hello")).await.unwrap();
@@ -94,20 +85,7 @@ async fn a_connection_that_stays_silent_is_closed_and_others_are_served() {
         kind(collect(&alice, &prompt.id, 0).await.last().unwrap()),
         "completed"
     );
-    for mut connection in silent {
-        let mut buffer = [0_u8; 64];
-        let closed = tokio::time::timeout(PATIENCE, async {
-            // The server may send its HTTP/2 settings first; then it closes.
-            loop {
-                match connection.read(&mut buffer).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => continue,
-                }
-            }
-        })
-        .await;
-        assert!(closed.is_ok(), "a silent connection was kept open");
-    }
+    assert_closed_soon(silent).await;
 }
 
 #[tokio::test]
