@@ -139,6 +139,7 @@ impl Run<'_> {
                 return Ok(Finish::Completed);
             }
             agentic_executor::metrics::round(MODE_ID);
+            self.events.send(Event::Round).await?;
             let reply = self.ask_model().await?;
             self.events.send(Event::Usage(reply.usage)).await?;
             if !reply.content.is_empty() {

@@ -112,6 +112,7 @@ impl CodeMode {
 
         for round in 1..=max_rounds {
             agentic_executor::metrics::round(MODE_ID);
+            timeline.send(Event::Round).await?;
             let reply = self
                 .model
                 .chat(ChatRequest::new(request.tier, messages.clone()), None)

@@ -181,6 +181,8 @@ fn usage_proto(usage: Usage) -> agentic_proto::v1::Usage {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
+        // llm() inside interpreter.run-code is no round of the calling prompt.
+        rounds: 0,
     }
 }
 

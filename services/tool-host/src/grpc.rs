@@ -382,6 +382,7 @@ fn usage_proto(usage: Usage) -> Option<pb::Usage> {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
+        rounds: 0,
     })
 }
 

@@ -193,6 +193,11 @@ impl From<Event> for pb::ExecuteEvent {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
                 total_tokens: usage.total_tokens,
+                rounds: 0,
+            }),
+            Event::Round => execute_event::Kind::Usage(pb::Usage {
+                rounds: 1,
+                ..pb::Usage::default()
             }),
             Event::Paused => execute_event::Kind::Paused(pb::ExecutePaused {}),
             Event::Finished(finish) => {

@@ -145,6 +145,8 @@ pub enum Event {
         index: u32,
     },
     Usage(agentic_llm::Usage),
+    /// A round of the mode's loop begins (counted into the prompt's usage).
+    Round,
     /// The live run waits for approval decisions on the stream (code mode).
     Paused,
     Finished(Finish),

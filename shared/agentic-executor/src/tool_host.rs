@@ -532,6 +532,7 @@ mod tests {
                     input_tokens: 3,
                     output_tokens: 2,
                     total_tokens: 5,
+                    rounds: 0,
                 }),
             }))
         }

@@ -61,6 +61,7 @@ impl ToolHostService for FakeToolHost {
             input_tokens: 50,
             output_tokens: 50,
             total_tokens: 100,
+            rounds: 0,
         });
         Ok(tonic::Response::new(InvokeToolResponse {
             result: Some(invoke_tool_response::Result::Output(output)),

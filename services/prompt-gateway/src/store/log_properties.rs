@@ -430,6 +430,7 @@ async fn check_finish_after(url: &str) {
         input_tokens: 1,
         output_tokens: 2,
         total_tokens: 3,
+        rounds: 1,
     };
     // Entry 0 before; entry 0 replaced, entry 1 added and replaced with the end.
     store
@@ -476,6 +477,11 @@ async fn check_finish_after(url: &str) {
         [text_output("0:1".into()), text_output("0:3".into())]
     );
     assert_eq!(read.usage.unwrap_or_default().total_tokens, 6);
+    assert_eq!(
+        read.usage.unwrap_or_default().rounds,
+        2,
+        "rounds add up as tokens do"
+    );
     assert_eq!(read.state, PromptState::Completed as i32);
     assert_eq!(
         events.last().and_then(PromptEvent::final_prompt),

@@ -49,7 +49,7 @@ const RUNNING: i32 = PromptState::Running as i32;
 const WAITING: i32 = PromptState::WaitingForApproval as i32;
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
-     input_tokens, output_tokens, total_tokens, error, max_rounds, state_data, created_at, updated_at";
+     input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first
@@ -300,9 +300,10 @@ async fn apply_change(
     })
 }
 
-/// Adds $1 to $3 to a prompt's tokens.
+/// Adds $1 to $3 to a prompt's tokens and $4 to its rounds.
 const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
-     output_tokens = output_tokens + $2, total_tokens = total_tokens + $3 WHERE id = $4";
+     output_tokens = output_tokens + $2, total_tokens = total_tokens + $3, \
+     rounds = rounds + $4 WHERE id = $5";
 
 mod approvals;
 mod conversations;

@@ -67,6 +67,7 @@ impl RunLog {
         total.input_tokens = total.input_tokens.saturating_add(usage.input_tokens);
         total.output_tokens = total.output_tokens.saturating_add(usage.output_tokens);
         total.total_tokens = total.total_tokens.saturating_add(usage.total_tokens);
+        total.rounds = total.rounds.saturating_add(usage.rounds);
     }
 
     /// Writes everything that waits, in one write. Answers the events written, in order.

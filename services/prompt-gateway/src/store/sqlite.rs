@@ -36,7 +36,8 @@ fn append_batch_statements() -> String {
          unhex(e.value) FROM json_each($5) e WHERE {BATCH_APPLIES} RETURNING sequence; \
          UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), \
          updated_at = $1, input_tokens = input_tokens + $8, \
-         output_tokens = output_tokens + $9, total_tokens = total_tokens + $10 \
+         output_tokens = output_tokens + $9, total_tokens = total_tokens + $10, \
+         rounds = rounds + $11 \
          WHERE id = $2 AND {BATCH_APPLIES};"
     )
 }
@@ -46,8 +47,8 @@ pub(super) struct Commands {
     /// [`append_batch_statements`] as a transaction of its own.
     append_batch: String,
     /// A terminal event, second command of [`finish_sqlite`]: the events that came just
-    /// before it ([`append_batch_statements`], $1 to $10), then the state ($11) and error
-    /// ($12) change and the terminal event ($13), which carries the prompt the first command
+    /// before it ([`append_batch_statements`], $1 to $11), then the state ($12) and error
+    /// ($13) change and the terminal event ($14), which carries the prompt the first command
     /// read in the same transaction.
     finish_write: String,
 }
@@ -58,11 +59,11 @@ impl Commands {
         Commands {
             append_batch: format!("BEGIN IMMEDIATE; {batch} COMMIT;"),
             finish_write: format!(
-                "{batch} UPDATE prompts SET state = $11, error = $12, paused_live = 0, \
+                "{batch} UPDATE prompts SET state = $12, error = $13, paused_live = 0, \
                  last_sequence = last_sequence + 1, updated_at = $1 \
                  WHERE id = $2 AND (state = $3 OR state = $4); \
                  INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-                 SELECT id, last_sequence, $1, $13 FROM prompts WHERE id = $2 AND changes() = 1 \
+                 SELECT id, last_sequence, $1, $14 FROM prompts WHERE id = $2 AND changes() = 1 \
                  RETURNING sequence; \
                  COMMIT;"
             ),
@@ -152,7 +153,7 @@ impl SqliteBatch {
         }
     }
 
-    /// Binds $1 to $10 of [`append_batch_statements`].
+    /// Binds $1 to $11 of [`append_batch_statements`].
     pub(super) fn bind<'q>(
         &'q self,
         query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
@@ -171,6 +172,7 @@ impl SqliteBatch {
             .bind(saturating_i64(usage.input_tokens))
             .bind(saturating_i64(usage.output_tokens))
             .bind(saturating_i64(usage.total_tokens))
+            .bind(i64::from(usage.rounds))
     }
 
     /// Numbers the events from the sequences the statements returned (the smallest first).
@@ -263,6 +265,7 @@ fn prompt_at_end(
     tokens.input_tokens = tokens.input_tokens.saturating_add(usage.input_tokens);
     tokens.output_tokens = tokens.output_tokens.saturating_add(usage.output_tokens);
     tokens.total_tokens = tokens.total_tokens.saturating_add(usage.total_tokens);
+    tokens.rounds = tokens.rounds.saturating_add(usage.rounds);
     prompt.state = state as i32;
     prompt.error = error.to_owned();
     prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(at)));

@@ -64,8 +64,11 @@ impl Renderer {
                     .unwrap_or_default();
                 writeln!(
                     console.err,
-                    "[completed: {} tokens in, {} out]",
-                    usage.input_tokens, usage.output_tokens
+                    "[completed: {} tokens in, {} out, {} round{}]",
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.rounds,
+                    if usage.rounds == 1 { "" } else { "s" }
                 )?;
             }
             Some(prompt_event::Kind::Waiting(_)) => {

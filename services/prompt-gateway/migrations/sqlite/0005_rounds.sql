@@ -1,0 +1,2 @@
+-- The rounds a prompt's mode ran (Usage.rounds), summed like its tokens.
+ALTER TABLE prompts ADD COLUMN rounds INTEGER NOT NULL DEFAULT 0;
