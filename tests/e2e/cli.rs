@@ -98,7 +98,14 @@ async fn a_one_shot_prompt_prints_the_answer_on_stdout_and_tools_and_ids_on_stde
         "{}",
         first.stderr
     );
-    assert!(first.stderr.contains("[completed: 20 tokens in, 10 out]"));
+    // Two rounds: the call, then the answer.
+    assert!(
+        first
+            .stderr
+            .contains("[completed: 20 tokens in, 10 out, 2 rounds]"),
+        "{}",
+        first.stderr
+    );
 
     // The conversation it printed can be continued, and holds both prompts.
     let conversation = first.id_after("conversation");
@@ -443,6 +450,27 @@ async fn files_lists_a_conversations_files_and_downloads_them() {
         made.stderr
     );
     let conversation = made.id_after("conversation");
+
+    // Renamed from the command line, then listed with the new title.
+    let renamed = agentic(
+        &stack,
+        &["conversations", "--rename", &conversation, "Tea orders"],
+        "",
+    )
+    .await;
+    assert_eq!(renamed.code, 0, "stderr: {}", renamed.stderr);
+    assert!(
+        renamed.stdout.ends_with("\tTea orders\n"),
+        "{}",
+        renamed.stdout
+    );
+    let listed = agentic(&stack, &["conversations"], "").await;
+    assert!(
+        listed.stdout.contains(&format!("{conversation}\tclassic"))
+            && listed.stdout.contains("\tTea orders\n"),
+        "{}",
+        listed.stdout
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("downloads");

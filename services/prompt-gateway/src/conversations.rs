@@ -11,6 +11,15 @@ use crate::prompts::Prompts;
 
 pub const MAX_TITLE_CHARS: usize = 500;
 
+fn check_title(title: &str) -> Result<(), GatewayError> {
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(GatewayError::InvalidArgument(format!(
+            "title is longer than {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    Ok(())
+}
+
 pub struct NewConversation {
     pub user_id: UserId,
     pub title: String,
@@ -23,11 +32,7 @@ impl Prompts {
         &self,
         request: NewConversation,
     ) -> Result<Conversation, GatewayError> {
-        if request.title.chars().count() > MAX_TITLE_CHARS {
-            return Err(GatewayError::InvalidArgument(format!(
-                "title is longer than {MAX_TITLE_CHARS} characters"
-            )));
-        }
+        check_title(&request.title)?;
         crate::prompts::check_state(request.state.as_ref())?;
         if let Some(mode) = &request.default_mode
             && self.modes.get(mode).await?.is_none()
@@ -58,6 +63,27 @@ impl Prompts {
             .conversation(user_id, conversation_id)
             .await?
             .ok_or_else(|| GatewayError::ConversationNotFound(conversation_id.to_string()))
+    }
+
+    /// Gives the caller's conversation a new title.
+    pub async fn rename_conversation(
+        &self,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
+        title: String,
+    ) -> Result<Conversation, GatewayError> {
+        check_title(&title)?;
+        let updated_at = timestamp_millis(&now());
+        if !self
+            .store
+            .rename_conversation(user_id, conversation_id, &title, updated_at)
+            .await?
+        {
+            return Err(GatewayError::ConversationNotFound(
+                conversation_id.to_string(),
+            ));
+        }
+        self.conversation(user_id, conversation_id).await
     }
 
     pub async fn list_conversations(

@@ -9,7 +9,7 @@ use agentic_proto::v1::{
     ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
     ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
     ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt,
-    RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest,
+    RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -285,6 +285,22 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(
             self.prompts
                 .conversation(&user_id, &conversation_id)
+                .await
+                .map_err(to_status)?,
+        ))
+    }
+
+    async fn update_conversation(
+        &self,
+        request: Request<UpdateConversationRequest>,
+    ) -> GrpcResult<Conversation> {
+        let user_id = Caller::user_of(&request)?;
+        let request = request.into_inner();
+        no_nul(&[("title", &request.title)])?;
+        let conversation_id = conversation_id(request.conversation_id)?;
+        Ok(Response::new(
+            self.prompts
+                .rename_conversation(&user_id, &conversation_id, request.title)
                 .await
                 .map_err(to_status)?,
         ))

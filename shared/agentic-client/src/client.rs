@@ -8,7 +8,7 @@ use agentic_proto::v1::{
     CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
     GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest, ListModesRequest,
     ListPromptsRequest, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt, PromptEvent,
-    RejectToolCallRequest, StreamPromptRequest,
+    RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -294,6 +294,20 @@ impl Client {
             conversation_id: conversation_id.to_owned(),
         };
         let response = self.gateway().get_conversation(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Gives the caller's conversation a new title (at most 500 characters).
+    pub async fn rename_conversation(
+        &self,
+        conversation_id: &str,
+        title: &str,
+    ) -> Result<Conversation, ClientError> {
+        let request = UpdateConversationRequest {
+            conversation_id: conversation_id.to_owned(),
+            title: title.to_owned(),
+        };
+        let response = self.gateway().update_conversation(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 

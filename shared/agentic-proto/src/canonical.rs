@@ -22,6 +22,7 @@ use crate::v1::{
     ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
     ListPromptsRequest, ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, Prompt,
     PromptEvent, PromptOutput, RejectToolCallRequest, StreamPromptRequest,
+    UpdateConversationRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -196,6 +197,7 @@ described!(
     ListToolsRequest,
     CreateConversationRequest,
     GetConversationRequest,
+    UpdateConversationRequest,
     ListConversationsRequest,
     ListConversationFilesRequest,
     GetFileRequest,
@@ -250,6 +252,7 @@ mod tests {
                 input_tokens: 20,
                 output_tokens: 10,
                 total_tokens: 30,
+                rounds: 0,
             }),
             output: vec![
                 PromptOutput {

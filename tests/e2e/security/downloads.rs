@@ -15,7 +15,7 @@ use agentic_proto::v1::{
     GetFileRequest, GetPromptRequest, ListConversationFilesRequest, ListConversationFilesResponse,
     ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
     ListPromptsRequest, ListPromptsResponse, Mode, Prompt, PromptEvent, RegisterModeRequest,
-    RejectToolCallRequest, StreamPromptRequest,
+    RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
 };
 use agentic_testkit::Stack;
 use agentic_testkit::model::Match;
@@ -409,6 +409,13 @@ impl PromptGateway for HostileGateway {
     async fn get_conversation(
         &self,
         _: Request<GetConversationRequest>,
+    ) -> Result<Response<Conversation>, Status> {
+        unimplemented()
+    }
+
+    async fn update_conversation(
+        &self,
+        _: Request<UpdateConversationRequest>,
     ) -> Result<Response<Conversation>, Status> {
         unimplemented()
     }

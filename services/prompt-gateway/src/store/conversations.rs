@@ -1,4 +1,4 @@
-//! Conversations: creating and reading them.
+//! Conversations: creating, renaming and reading them.
 
 use super::*;
 
@@ -41,6 +41,25 @@ impl Store {
             .read_optional(sql, &[conversation_id.into(), user_id.into()])
             .await?;
         Ok(row.map(Conversation::from))
+    }
+
+    /// Sets the title of `user_id`'s conversation; false when they have no such conversation.
+    pub async fn rename_conversation(
+        &self,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
+        title: &str,
+        updated_at: i64,
+    ) -> Result<bool, GatewayError> {
+        let sql =
+            "UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 AND user_id = $4";
+        let args = [
+            title.into(),
+            updated_at.into(),
+            conversation_id.into(),
+            user_id.into(),
+        ];
+        Ok(self.db.write(sql, &args).await? > 0)
     }
 
     pub async fn list_conversations(

@@ -1,10 +1,11 @@
 //! Commands that show what exists: modes, prompts, conversations, files.
 
+use std::io;
 use std::path::Path;
 
 use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{
-    ListConversationFilesResponse, ListConversationsResponse, ListModesResponse,
+    Conversation, ListConversationFilesResponse, ListConversationsResponse, ListModesResponse,
     ListPromptsResponse, Prompt, ToolOutput, prompt_output, tool_result,
 };
 
@@ -230,24 +231,46 @@ pub async fn conversations(
         return Ok(0);
     }
     for conversation in conversations {
-        let mode = if conversation.default_mode.is_empty() {
-            "classic"
-        } else {
-            conversation.default_mode.as_str()
-        };
-        let created = conversation
-            .created_at
-            .map(|stamp| stamp.to_string())
-            .unwrap_or_default();
-        writeln!(
-            console.out,
-            "{}\t{}\t{created}\t{}",
-            name(&conversation.id),
-            name(mode),
-            name(&one_line(&conversation.title, 60))
-        )?;
+        conversation_line(console, &conversation)?;
     }
     Ok(0)
+}
+
+/// Gives a conversation a new title and prints it as `conversations` lists it.
+pub async fn rename_conversation(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+    conversation: &str,
+    title: &str,
+) -> anyhow::Result<u8> {
+    let conversation = client.rename_conversation(conversation, title).await?;
+    if as_json {
+        document(console, &conversation)?;
+    } else {
+        conversation_line(console, &conversation)?;
+    }
+    Ok(0)
+}
+
+/// `ID  MODE  CREATED  TITLE` on one line.
+fn conversation_line(console: &mut Console<'_>, conversation: &Conversation) -> io::Result<()> {
+    let mode = if conversation.default_mode.is_empty() {
+        "classic"
+    } else {
+        conversation.default_mode.as_str()
+    };
+    let created = conversation
+        .created_at
+        .map(|stamp| stamp.to_string())
+        .unwrap_or_default();
+    writeln!(
+        console.out,
+        "{}\t{}\t{created}\t{}",
+        name(&conversation.id),
+        name(mode),
+        name(&one_line(&conversation.title, 60))
+    )
 }
 
 /// Lists a conversation's files; with `output`, saves each into that folder (see

@@ -132,10 +132,12 @@ enum Command {
         #[command(subcommand)]
         command: PromptsCommand,
     },
-    /// List your conversations, newest first.
+    /// List your conversations, newest first; `--rename ID TITLE` renames one instead.
     Conversations {
         #[arg(long, default_value_t = 20)]
         limit: u32,
+        #[arg(long, num_args = 2, value_names = ["ID", "TITLE"])]
+        rename: Option<Vec<String>>,
     },
     /// List the files a conversation's prompts created; `--output DIR` downloads them.
     Files {
@@ -390,7 +392,11 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         Command::Prompts {
             command: PromptsCommand::List { conversation },
         } => inspect::list_prompts(&client, console, json, conversation.as_deref()).await,
-        Command::Conversations { limit } => {
+        Command::Conversations {
+            rename: Some(rename),
+            ..
+        } => inspect::rename_conversation(&client, console, json, &rename[0], &rename[1]).await,
+        Command::Conversations { limit, .. } => {
             inspect::conversations(&client, console, json, limit).await
         }
         Command::Files {
