@@ -17,7 +17,9 @@ demo: build
 	scripts/stack.sh demo
 
 ## Every test: unit tests of each crate, the end-to-end suite against the real services (and
-## against MCP servers from npm and PyPI, installed into .mcp-servers/ on first run), and
+## against MCP servers from npm and PyPI, installed into .mcp-servers/ on first run; the web
+## playground in headless Chromium, Debian's chromium and chromium-driver installed on first
+## run), and
 ## offline checks of the delivery files (compose, Kubernetes) against what the binaries read.
 ## With PostgreSQL (AGENTIC_TEST_POSTGRES_URL, which this target sets when a server answers on
 ## 127.0.0.1:5432, user postgres, trust auth) the store and replica tests run on it, and the
@@ -30,6 +32,7 @@ test:
 		echo "!! NO PostgreSQL (pg_isready -h 127.0.0.1 -p 5432 failed and AGENTIC_TEST_POSTGRES_URL is unset): the PostgreSQL test variants will be SKIPPED" >&2; \
 	fi
 	scripts/mcp-servers.sh >/dev/null
+	scripts/browser.sh
 	$(CARGO) build --workspace --all-targets --locked
 	$(CARGO) test --workspace --locked --no-fail-fast
 	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \

@@ -46,6 +46,7 @@ start_stack() {
     for _ in $(seq 1 100); do
         if gateway_up; then
             echo "agentic is up: gateway $gateway_url, HTTP/JSON API http://127.0.0.1:8080/v1/ (logs in $data/*.log)" >&2
+            echo "the playground: open http://127.0.0.1:8080/ in a browser" >&2
             "$bin/agentic" --server "$gateway_url" modes >&2
             return 0
         fi

@@ -409,8 +409,17 @@ async fn bearer_tokens_authenticate_http_as_they_do_grpc() {
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
+/// A path of the OpenAPI document as the router names it: an action (`…/{id}:cancel`) is a
+/// POST to the resource's path.
+fn router_path(spec_path: &str) -> &str {
+    match spec_path.rsplit_once('}') {
+        Some((head, tail)) if tail.starts_with(':') => &spec_path[..head.len() + 1],
+        _ => spec_path,
+    }
+}
+
 #[tokio::test]
-async fn every_route_of_the_openapi_document_exists() {
+async fn the_openapi_document_names_every_route_and_method_and_nothing_else() {
     let stack = Stack::start(vec![]).await.unwrap();
     let base = stack.gateway_http_url();
     let http = reqwest::Client::builder()
@@ -420,32 +429,127 @@ async fn every_route_of_the_openapi_document_exists() {
     let (status, document) = answer_of(http.get(format!("{base}/v1/openapi.json"))).await;
     assert_eq!(status, StatusCode::OK);
     let paths = document["paths"].as_object().unwrap();
-    assert!(paths.len() >= 14, "{paths:?}");
-    for (path, operations) in paths {
-        // Every `{parameter}` as `x` (`/v1/prompts/{prompt}:cancel` → `/v1/prompts/x:cancel`).
-        let mut concrete = String::new();
-        let mut rest = path.as_str();
-        while let Some(start) = rest.find('{') {
-            let end = rest[start..].find('}').unwrap() + start;
-            concrete.push_str(&rest[..start]);
-            concrete.push('x');
-            rest = &rest[end + 1..];
-        }
-        concrete.push_str(rest);
-        for method in operations.as_object().unwrap().keys() {
-            let request = match method.as_str() {
-                "get" => http.get(format!("{base}{concrete}")),
-                "post" => http.post(format!("{base}{concrete}")),
-                other => panic!("{path}: unexpected method {other}"),
-            };
+
+    // Both ways: each path of the router is in the document, and each path of the document
+    // is the router's.
+    let routes = prompt_gateway::http_route_paths();
+    let documented: std::collections::BTreeSet<&str> =
+        paths.keys().map(|path| router_path(path)).collect();
+    let served: std::collections::BTreeSet<&str> = routes.iter().copied().collect();
+    assert_eq!(
+        served, documented,
+        "the router's paths and the OpenAPI document's differ"
+    );
+
+    // Each method a route takes (it does not answer 405) is documented for it, and each
+    // documented method is taken.
+    for route in routes {
+        let concrete = route.replace('{', "").replace('}', "");
+        for method in ["get", "post", "patch", "put", "delete"] {
+            let request = http.request(
+                method.to_uppercase().parse().unwrap(),
+                format!("{base}{concrete}"),
+            );
             let response = as_user(request, "alice").send().await.unwrap();
-            let body = response.text().await.unwrap_or_default();
-            assert!(
-                !body.contains("no such route"),
-                "{method} {path} is in the OpenAPI document but has no route: {body}"
+            let taken = response.status() != StatusCode::METHOD_NOT_ALLOWED;
+            let in_document = paths
+                .iter()
+                .filter(|(path, _)| router_path(path) == route)
+                .any(|(_, operations)| operations.get(method).is_some());
+            assert_eq!(
+                taken,
+                in_document,
+                "{method} {route}: the route {} it, the document {}",
+                if taken { "takes" } else { "refuses" },
+                if in_document { "names it" } else { "does not" }
             );
         }
     }
+}
+
+#[tokio::test]
+async fn a_conversation_is_renamed_over_http_by_its_owner_only() {
+    let stack = Stack::start(vec![]).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    let (_, conversation) = answer_of(
+        as_user(http.post(format!("{base}/v1/conversations")), "alice")
+            .json(&json!({"title": "before"})),
+    )
+    .await;
+    let url = format!(
+        "{base}/v1/conversations/{}",
+        conversation["id"].as_str().unwrap()
+    );
+
+    let (status, renamed) =
+        answer_of(as_user(http.patch(&url), "alice").json(&json!({"title": "after"}))).await;
+    assert_eq!(status, StatusCode::OK, "{renamed}");
+    assert_eq!(renamed["title"], "after");
+    assert_eq!(renamed["id"], conversation["id"]);
+    assert!(renamed["updatedAt"].as_str() >= conversation["updatedAt"].as_str());
+    let (_, read) = answer_of(as_user(http.get(&url), "alice")).await;
+    assert_eq!(read["title"], "after");
+
+    // Another user's rename finds no such conversation, and changes nothing.
+    let (status, refused) =
+        answer_of(as_user(http.patch(&url), "mallory").json(&json!({"title": "mine"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{refused}");
+    let (status, refused) =
+        answer_of(as_user(http.patch(&url), "alice").json(&json!({"title": "x".repeat(501)})))
+            .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(refused["code"], "INVALID_ARGUMENT");
+    let (_, read) = answer_of(as_user(http.get(&url), "alice")).await;
+    assert_eq!(read["title"], "after");
+}
+
+#[tokio::test]
+async fn the_playground_is_served_without_a_caller_and_may_run_only_its_own_scripts() {
+    let stack = Stack::start_with(
+        vec![],
+        StackOptions {
+            auth_tokens: vec!["alice-secret=alice".into()],
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    for (path, mime) in [
+        ("/", "text/html"),
+        ("/playground/app.js", "text/javascript"),
+        ("/playground/style.css", "text/css"),
+    ] {
+        let response = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let headers = response.headers();
+        assert!(
+            headers["content-type"].to_str().unwrap().starts_with(mime),
+            "{path}"
+        );
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(
+            policy.contains("script-src 'self'") && policy.contains("default-src 'none'"),
+            "{path}: {policy}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["x-frame-options"], "DENY");
+    }
+    let missing = http
+        .get(format!("{base}/playground/secrets.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    // The API beside it still wants a caller.
+    let refused = http
+        .get(format!("{base}/v1/conversations"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ mod llm_faults;
 mod mcp_server;
 mod mcp_tools;
 mod model;
+mod playground;
 mod processes;
 mod replicas;
 mod sdk;

@@ -17,7 +17,7 @@ use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, CreateConversationRequest, CreatePromptRequest,
     GetConversationRequest, GetFileRequest, GetPromptRequest, ListConversationFilesRequest,
     ListConversationsRequest, ListModesRequest, ListPromptsRequest, ListToolsRequest,
-    RejectToolCallRequest, StreamPromptRequest,
+    RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
 };
 use axum::Extension;
 use axum::Router;
@@ -26,7 +26,7 @@ use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use tonic::Status;
@@ -43,27 +43,47 @@ pub struct HttpApi {
     pub cors_origins: Arc<[String]>,
 }
 
-/// The routes (see `openapi.json` beside this file for each one's request and answer).
-pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
-    Router::new()
-        .route("/v1/prompts", post(create_prompt).get(list_prompts))
-        .route("/v1/prompts/{prompt}", get(get_prompt).post(prompt_action))
-        .route("/v1/prompts/{prompt}/events", get(prompt_events))
-        .route("/v1/prompts/{prompt}/tool-calls/{call}", post(call_action))
-        .route("/v1/modes", get(list_modes))
-        .route("/v1/tools", get(list_tools))
-        .route(
+/// Every route of the API with its handlers, in one table: the router is built from it and
+/// the tests check it against the OpenAPI document (`openapi.json` beside this file), both
+/// ways. Actions (`…/{id}:cancel`) are POSTs to the resource's path.
+fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
+    vec![
+        ("/v1/prompts", post(create_prompt).get(list_prompts)),
+        ("/v1/prompts/{prompt}", get(get_prompt).post(prompt_action)),
+        ("/v1/prompts/{prompt}/events", get(prompt_events)),
+        ("/v1/prompts/{prompt}/tool-calls/{call}", post(call_action)),
+        ("/v1/modes", get(list_modes)),
+        ("/v1/tools", get(list_tools)),
+        (
             "/v1/conversations",
             post(create_conversation).get(list_conversations),
-        )
-        .route("/v1/conversations/{conversation}", get(get_conversation))
-        .route(
+        ),
+        (
+            "/v1/conversations/{conversation}",
+            get(get_conversation).patch(update_conversation),
+        ),
+        (
             "/v1/conversations/{conversation}/files",
             get(list_conversation_files),
-        )
-        .route("/v1/files/{file}", get(get_file))
-        .route("/v1/files/{file}/content", get(file_content))
-        .route("/v1/openapi.json", get(openapi))
+        ),
+        ("/v1/files/{file}", get(get_file)),
+        ("/v1/files/{file}/content", get(file_content)),
+        ("/v1/openapi.json", get(openapi)),
+    ]
+}
+
+/// The paths the API serves (for the check against the OpenAPI document).
+pub fn route_paths() -> Vec<&'static str> {
+    routes().into_iter().map(|(path, _)| path).collect()
+}
+
+/// The API's routes behind its guard, and the playground's pages beside them.
+pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
+    routes()
+        .into_iter()
+        .fold(Router::new(), |router, (path, handlers)| {
+            router.route(path, handlers)
+        })
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route") })
         .method_not_allowed_fallback(|| async {
             error(
@@ -82,6 +102,7 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
             cors,
         ))
         .with_state(api)
+        .merge(crate::playground::router())
 }
 
 /// How long a request body may take to arrive.
@@ -160,7 +181,7 @@ async fn cors(
         let headers = response.headers_mut();
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, POST"),
+            HeaderValue::from_static("GET, POST, PATCH"),
         );
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,
@@ -451,6 +472,25 @@ async fn get_conversation(
     let message = GetConversationRequest { conversation_id };
     answer(&api, caller, message, |service, request| async move {
         service.get_conversation(request).await
+    })
+    .await
+}
+
+/// `PATCH /v1/conversations/{id}` (body `{"title"}`): renames it.
+async fn update_conversation(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(conversation_id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    let mut message: UpdateConversationRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    message.conversation_id = conversation_id;
+    answer(&api, caller, message, |service, request| async move {
+        service.update_conversation(request).await
     })
     .await
 }

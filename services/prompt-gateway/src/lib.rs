@@ -13,6 +13,7 @@ mod hub;
 mod ids;
 mod metrics;
 mod modes;
+mod playground;
 mod prompts;
 mod runner;
 mod store;
@@ -29,6 +30,7 @@ use tokio::net::TcpListener;
 use crate::admission::Admission;
 use crate::auth::{Auth, Authenticate};
 pub use auth::USER_HEADER;
+pub use http::route_paths as http_route_paths;
 pub use modes::ModeSpec;
 pub use prompts::DEFAULT_MODE;
 
@@ -311,7 +313,11 @@ async fn serve_http(
 ) {
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     if let Ok(address) = listener.local_addr() {
-        tracing::info!(%address, "prompt-gateway HTTP API serving");
+        tracing::info!(
+            %address,
+            playground = %format!("http://{address}/"),
+            "prompt-gateway HTTP API and playground serving"
+        );
     }
     let app = http::router(api, MAX_REQUEST_BYTES);
     // HTTP/1.1 only: the header read timeout is an HTTP/1 bound (gRPC has the HTTP/2 one).

@@ -1,0 +1,239 @@
+// The playground: a sidebar of the caller's conversations, the open conversation's prompts
+// with their live timelines, and a box to send the next prompt in a mode and model tier.
+// The open conversation is in the URL (`#/c/<id>`), so a reload reopens it and resumes its
+// running prompts where they were.
+
+import { Api, ApiError } from "./api.js";
+import { PromptView, el, button } from "./timeline.js";
+
+const api = new Api();
+const $ = (id) => document.getElementById(id);
+
+const page = {
+  conversationId: null,
+  conversations: [],
+  views: [],
+};
+
+function currentRoute() {
+  const match = /^#\/c\/([^/]+)$/.exec(location.hash);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+function showError(error, what) {
+  const banner = $("error");
+  let message = error instanceof ApiError ? `${error.code}: ${error.message}` : String(error.message || error);
+  if (what) message = `${what}: ${message}`;
+  if (error instanceof ApiError && error.code === "UNAUTHENTICATED") {
+    message += " (set your token or user under Connection)";
+    $("settings").open = true;
+  }
+  banner.textContent = message;
+  banner.hidden = false;
+}
+
+function clearError() {
+  $("error").hidden = true;
+  $("error").textContent = "";
+}
+
+async function loadModes() {
+  const answer = await api.get("/v1/modes");
+  const select = $("mode");
+  const chosen = select.value;
+  select.replaceChildren();
+  for (const mode of answer.modes || []) {
+    const option = el("option");
+    option.value = mode.id;
+    option.textContent = mode.healthy === false ? `${mode.id} (unavailable)` : mode.id;
+    select.append(option);
+  }
+  if (chosen) select.value = chosen;
+  if (!select.value) select.value = "classic";
+}
+
+async function loadConversations() {
+  const answer = await api.get("/v1/conversations?limit=100");
+  page.conversations = answer.conversations || [];
+  renderSidebar();
+}
+
+function renderSidebar() {
+  const list = $("conversations");
+  list.replaceChildren();
+  for (const conversation of page.conversations) {
+    const item = el("li", conversation.id === page.conversationId ? "active" : "");
+    item.dataset.conversationId = conversation.id;
+    const open = button(conversation.title || "Untitled", "open", () => {
+      location.hash = `#/c/${encodeURIComponent(conversation.id)}`;
+    });
+    item.append(open);
+    list.append(item);
+  }
+}
+
+function stopViews() {
+  for (const view of page.views) view.stop();
+  page.views = [];
+}
+
+async function openConversation(id) {
+  stopViews();
+  clearError();
+  page.conversationId = id;
+  renderSidebar();
+  const prompts = $("prompts");
+  prompts.replaceChildren();
+  setTitle(id ? "" : "New conversation");
+  $("rename").hidden = !id;
+  if (!id) return;
+  try {
+    const conversation = await api.get(`/v1/conversations/${encodeURIComponent(id)}`);
+    setTitle(conversation.title || "Untitled");
+    if (conversation.defaultMode) $("mode").value = conversation.defaultMode;
+    const answer = await api.get(`/v1/prompts?conversationId=${encodeURIComponent(id)}&limit=100`);
+    // Newest first from the API; the page reads top to bottom.
+    const summaries = (answer.prompts || []).slice().reverse();
+    if (page.conversationId !== id) return;
+    for (const summary of summaries) {
+      const view = show(summary);
+      if (view.finished) view.load().catch((error) => showError(error));
+      else view.follow();
+    }
+    scrollToEnd();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function show(prompt) {
+  const view = new PromptView(api, prompt, { onError: showError });
+  page.views.push(view);
+  $("prompts").append(view.element);
+  return view;
+}
+
+function setTitle(title) {
+  $("conversation-title").textContent = title;
+}
+
+function scrollToEnd() {
+  const prompts = $("prompts");
+  prompts.scrollTop = prompts.scrollHeight;
+}
+
+async function send(event) {
+  event.preventDefault();
+  const input = $("input").value.trim();
+  if (!input) return;
+  clearError();
+  $("send").disabled = true;
+  try {
+    let id = page.conversationId;
+    if (!id) {
+      const conversation = await api.post("/v1/conversations", { title: input.slice(0, 60) });
+      id = conversation.id;
+      page.conversationId = id;
+      // Not a hash change: the conversation is already on screen.
+      history.replaceState(null, "", `#/c/${encodeURIComponent(id)}`);
+      setTitle(conversation.title);
+      $("rename").hidden = false;
+      await loadConversations();
+    }
+    const prompt = await api.post("/v1/prompts", {
+      input,
+      mode: $("mode").value,
+      model: $("tier").value,
+      conversationId: id,
+    });
+    $("input").value = "";
+    const view = show(prompt);
+    scrollToEnd();
+    view.follow();
+  } catch (error) {
+    showError(error, "send");
+  } finally {
+    $("send").disabled = false;
+  }
+}
+
+async function newConversation() {
+  if (location.hash) location.hash = "";
+  else await openConversation(null);
+  $("input").focus();
+}
+
+function startRename() {
+  const title = $("conversation-title");
+  const editor = $("rename-form");
+  $("rename-input").value = title.textContent;
+  title.hidden = true;
+  $("rename").hidden = true;
+  editor.hidden = false;
+  $("rename-input").focus();
+}
+
+function endRename() {
+  $("conversation-title").hidden = false;
+  $("rename").hidden = !page.conversationId;
+  $("rename-form").hidden = true;
+}
+
+async function saveRename(event) {
+  event.preventDefault();
+  const id = page.conversationId;
+  if (!id) return endRename();
+  try {
+    const conversation = await api.patch(`/v1/conversations/${encodeURIComponent(id)}`, {
+      title: $("rename-input").value.trim(),
+    });
+    setTitle(conversation.title || "Untitled");
+    await loadConversations();
+  } catch (error) {
+    showError(error, "rename");
+  }
+  endRename();
+}
+
+async function saveSettings(event) {
+  event.preventDefault();
+  api.token = $("token").value.trim();
+  api.user = $("user").value.trim();
+  $("settings").open = false;
+  await start();
+}
+
+async function start() {
+  clearError();
+  try {
+    await Promise.all([loadModes(), loadConversations()]);
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  await openConversation(currentRoute());
+}
+
+function wire() {
+  $("token").value = api.token;
+  $("user").value = api.user;
+  $("settings-form").addEventListener("submit", saveSettings);
+  $("composer").addEventListener("submit", send);
+  $("input").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
+  });
+  $("new-conversation").addEventListener("click", newConversation);
+  $("rename").addEventListener("click", startRename);
+  $("rename-form").addEventListener("submit", saveRename);
+  $("rename-input").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") endRename();
+  });
+  window.addEventListener("hashchange", () => openConversation(currentRoute()));
+  // Whatever a running prompt saw is kept for the next load of the page.
+  window.addEventListener("pagehide", () => {
+    for (const view of page.views) view.saveNow();
+  });
+}
+
+wire();
+start();

@@ -1,0 +1,448 @@
+// One prompt on the page: its input, its live timeline (text streaming in, code blocks, tool
+// calls, files, approvals), its state and, at the end, its usage. The view is a function of
+// a small model that events update in order; the model is kept in session storage as it
+// changes, so a reload resumes after the last event it saw, with nothing lost or repeated.
+
+import { renderMarkdown } from "./markdown.js";
+
+const FINAL = new Set(["PROMPT_STATE_COMPLETED", "PROMPT_STATE_FAILED", "PROMPT_STATE_CANCELLED"]);
+const STATE_NAMES = {
+  PROMPT_STATE_RUNNING: "running",
+  PROMPT_STATE_COMPLETED: "completed",
+  PROMPT_STATE_WAITING_FOR_APPROVAL: "waiting",
+  PROMPT_STATE_FAILED: "failed",
+  PROMPT_STATE_CANCELLED: "cancelled",
+};
+const CACHE_PREFIX = "agentic.prompt.";
+const CODE_TOOL = "code.execute";
+
+export class PromptView {
+  // `prompt`: the prompt as the API returns it (a summary from ListPrompts is enough).
+  constructor(api, prompt, { onError }) {
+    this.api = api;
+    this.onError = onError;
+    // A cache is only of a prompt that was still running: a finished one is read afresh.
+    const cached = FINAL.has(prompt.state) ? null : restore(prompt.id);
+    if (!cached) forget(prompt.id);
+    this.model = cached || {
+      prompt,
+      outputs: prompt.output || [],
+      draft: "",
+      lastSeq: 0,
+      events: 0,
+      notice: "",
+    };
+    // Where this page took the prompt up from a previous load's record (0: from the start).
+    this.resumedFrom = cached ? cached.lastSeq : 0;
+    this.element = el("article", "prompt");
+    this.element.dataset.promptId = prompt.id;
+    this.abort = null;
+    this.saveTimer = null;
+    // Tool calls the person opened, kept open across renders.
+    this.opened = new Set();
+    this.frame = 0;
+    this.render();
+  }
+
+  get id() {
+    return this.model.prompt.id;
+  }
+
+  get state() {
+    return this.model.prompt.state;
+  }
+
+  get finished() {
+    return FINAL.has(this.state);
+  }
+
+  // Shows a finished prompt from its stored timeline (one GET, no event replay).
+  async load() {
+    const prompt = await this.api.get(`/v1/prompts/${encodeURIComponent(this.id)}`);
+    this.model.prompt = prompt;
+    this.model.outputs = prompt.output || [];
+    this.model.draft = "";
+    this.render();
+  }
+
+  // Follows the prompt's events from the last one seen until its stream ends; a dropped
+  // connection is resumed (with growing pauses) as long as the prompt is not finished.
+  async follow() {
+    if (this.abort) return;
+    this.abort = new AbortController();
+    let pause = 500;
+    try {
+      for (;;) {
+        let progressed = false;
+        try {
+          await this.api.follow(
+            this.id,
+            this.model.lastSeq,
+            (event) => {
+              progressed = true;
+              this.apply(event);
+            },
+            this.abort.signal,
+          );
+        } catch (error) {
+          if (this.abort.signal.aborted) return;
+          if (error.status && error.status !== 200 && error.status < 500) throw error;
+        }
+        if (this.finished || this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") return;
+        if (progressed) pause = 500;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        pause = Math.min(pause * 2, 10000);
+      }
+    } catch (error) {
+      this.onError(error);
+    } finally {
+      this.abort = null;
+      this.saveNow();
+    }
+  }
+
+  stop() {
+    if (this.abort) this.abort.abort();
+  }
+
+  // One event, in sequence order: an event at or before the last one seen is not applied
+  // again (and counted, so a test can tell none came twice).
+  apply(event) {
+    const sequence = Number(event.sequence);
+    if (sequence <= this.model.lastSeq) {
+      this.model.duplicates = (this.model.duplicates || 0) + 1;
+      return;
+    }
+    const model = this.model;
+    model.lastSeq = sequence;
+    model.events += 1;
+    if (event.created) {
+      model.prompt = { ...model.prompt, ...event.created.prompt, output: undefined };
+    } else if (event.output) {
+      model.outputs[event.output.index || 0] = event.output.output;
+      if (event.output.output && event.output.output.text) model.draft = "";
+    } else if (event.outputUpdated) {
+      model.outputs[event.outputUpdated.index || 0] = event.outputUpdated.output;
+    } else if (event.stream) {
+      model.draft += event.stream.text || "";
+    } else if (event.approvalRequested) {
+      const { index, toolCallId } = event.approvalRequested;
+      const output = model.outputs[index || 0];
+      if (output && output.tool && output.tool.id === toolCallId && !output.tool.approval) {
+        output.tool.approval = { state: "APPROVAL_STATE_PENDING" };
+      }
+    } else {
+      const end = event.completed || event.error || event.cancelled || event.waiting;
+      if (end && end.prompt) {
+        model.prompt = { ...end.prompt, output: undefined };
+        model.outputs = end.prompt.output || model.outputs;
+        model.draft = "";
+      }
+      if (event.error) model.notice = event.error.message || "";
+      if (event.cancelled) model.notice = event.cancelled.reason || "";
+    }
+    this.save();
+    this.scheduleRender();
+  }
+
+  save() {
+    if (this.saveTimer) return;
+    this.saveTimer = setTimeout(() => this.saveNow(), 200);
+  }
+
+  // The model in session storage while the prompt can still change, so a reload resumes it;
+  // a finished prompt is read from the API instead.
+  saveNow() {
+    clearTimeout(this.saveTimer);
+    this.saveTimer = null;
+    try {
+      if (this.finished) sessionStorage.removeItem(CACHE_PREFIX + this.id);
+      else sessionStorage.setItem(CACHE_PREFIX + this.id, JSON.stringify(this.model));
+    } catch {
+      // Full storage: a reload replays the stream from the start instead.
+      sessionStorage.removeItem(CACHE_PREFIX + this.id);
+    }
+  }
+
+  scheduleRender() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.render();
+    });
+  }
+
+  // Cancel, approve or reject, then follow what the prompt does next.
+  async act(what, path, body) {
+    let prompt;
+    try {
+      prompt = await this.api.post(path, body);
+    } catch (error) {
+      this.onError(error, what);
+      return;
+    }
+    // A decided approval resumes the run: follow it (its events tell the rest).
+    if (!this.abort && prompt.state === "PROMPT_STATE_RUNNING") {
+      this.model.prompt = { ...this.model.prompt, state: prompt.state };
+      this.render();
+    }
+    this.follow();
+  }
+
+  render() {
+    const { prompt, outputs, draft } = this.model;
+    const state = STATE_NAMES[prompt.state] || "running";
+    const root = this.element;
+    root.dataset.state = state;
+    root.dataset.lastSequence = String(this.model.lastSeq);
+    root.dataset.events = String(this.model.events);
+    root.dataset.duplicates = String(this.model.duplicates || 0);
+    root.dataset.resumedFrom = String(this.resumedFrom);
+    root.replaceChildren();
+
+    const header = el("header", "prompt-header");
+    const input = el("div", "prompt-input");
+    input.textContent = prompt.input || "";
+    const meta = el("div", "prompt-meta");
+    const badge = el("span", `badge state-${state}`);
+    badge.textContent = state;
+    meta.append(badge, text(` ${prompt.mode || ""} · ${tierName(prompt.model)}`));
+    if (!this.finished) {
+      const cancel = button("Cancel", "cancel", () =>
+        this.act("cancel", `/v1/prompts/${encodeURIComponent(this.id)}:cancel`, {
+          reason: "cancelled in the playground",
+        }),
+      );
+      meta.append(cancel);
+    }
+    header.append(input, meta);
+    root.append(header);
+
+    const timeline = el("div", "timeline");
+    outputs.forEach((output, index) => {
+      if (output) timeline.append(this.renderOutput(output, index));
+    });
+    if (draft) {
+      const streaming = el("div", "text markdown streaming");
+      streaming.append(renderMarkdown(draft));
+      timeline.append(streaming);
+    }
+    root.append(timeline);
+
+    const footer = el("footer", "prompt-footer");
+    if (this.model.notice || prompt.error) {
+      const notice = el("div", state === "failed" ? "notice error" : "notice");
+      notice.textContent = state === "failed" ? prompt.error || this.model.notice : this.model.notice;
+      footer.append(notice);
+    }
+    if (this.finished) {
+      const usage = prompt.usage || {};
+      const rounds = usage.rounds || 0;
+      const calls = outputs.filter((output) => output && output.tool && output.tool.function !== CODE_TOOL).length;
+      const summary = el("div", "usage");
+      summary.textContent =
+        `${usage.inputTokens || 0} tokens in, ${usage.outputTokens || 0} out · ` +
+        `${rounds} round${rounds === 1 ? "" : "s"} · ${calls} tool call${calls === 1 ? "" : "s"}`;
+      footer.append(summary);
+    }
+    root.append(footer);
+  }
+
+  renderOutput(output, index) {
+    if (output.text) {
+      const block = el("div", "text markdown");
+      block.dataset.kind = "text";
+      block.append(renderMarkdown(output.text.content || ""));
+      return block;
+    }
+    if (output.file) return this.renderFile(output.file);
+    if (output.tool) {
+      return output.tool.function === CODE_TOOL ? renderCode(output.tool) : this.renderTool(output.tool, index);
+    }
+    return el("div", "unknown");
+  }
+
+  renderTool(tool, index) {
+    const details = el("details", "tool");
+    details.dataset.kind = "tool";
+    details.dataset.function = tool.function || "";
+    const status = toolStatus(tool);
+    details.dataset.status = status;
+    const approval = tool.approval || {};
+    const pending = approval.state === "APPROVAL_STATE_PENDING";
+    details.open = pending || this.opened.has(tool.id);
+    details.addEventListener("toggle", () => {
+      if (details.open) this.opened.add(tool.id);
+      else this.opened.delete(tool.id);
+    });
+    const summary = el("summary");
+    const name = el("span", "tool-name");
+    name.textContent = tool.function || "tool";
+    const badge = el("span", `badge tool-${status.replace(/ /g, "-")}`);
+    badge.textContent = status;
+    summary.append(name, text(" "), badge);
+    details.append(summary);
+    details.append(labelled("input", json(tool.input)));
+    const result = tool.result || {};
+    if (result.success) details.append(labelled("output", json(result.success.output)));
+    if (result.error) details.append(labelled("error", plain(result.error.error), "error"));
+    if (result.pending && result.pending.progress) {
+      const progress = result.pending.progress;
+      const line = `${progress.progress || 0}${progress.total ? `/${progress.total}` : ""} ${progress.message || ""}`;
+      details.append(labelled("progress", plain(line)));
+    }
+    if (approval.state === "APPROVAL_STATE_REJECTED") {
+      details.append(labelled("rejected", plain(approval.reason || "rejected")));
+    }
+    if (pending && this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") {
+      const decide = el("div", "approval");
+      const reason = el("input", "reason");
+      reason.placeholder = "reason (for a rejection)";
+      reason.maxLength = 1000;
+      const base = `/v1/prompts/${encodeURIComponent(this.id)}/tool-calls/${encodeURIComponent(tool.id)}`;
+      decide.append(
+        text("Needs approval: "),
+        button("Approve", "approve", () => this.act("approve", `${base}:approve`, {})),
+        reason,
+        button("Reject", "reject", () => this.act("reject", `${base}:reject`, { reason: reason.value })),
+      );
+      details.append(decide);
+    }
+    details.dataset.index = String(index);
+    return details;
+  }
+
+  renderFile(file) {
+    const row = el("div", "file");
+    row.dataset.kind = "file";
+    const link = el("a", "download");
+    link.href = "#";
+    link.textContent = file.filename || "file";
+    link.addEventListener("click", async (event) => {
+      event.preventDefault();
+      try {
+        const blob = await this.api.fileBlob(file.id);
+        const url = URL.createObjectURL(blob);
+        const save = document.createElement("a");
+        save.href = url;
+        save.download = file.filename || "file";
+        document.body.append(save);
+        save.click();
+        save.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 60000);
+      } catch (error) {
+        this.onError(error, "download");
+      }
+    });
+    row.append(text("📎 "), link, text(` ${file.mimeType || ""}, ${formatSize(Number(file.size || 0))}`));
+    return row;
+  }
+}
+
+// A code round: the code with line numbers, then its result, or its error with the line it
+// names marked.
+function renderCode(tool) {
+  const block = el("div", "code-run");
+  block.dataset.kind = "code";
+  const status = toolStatus(tool);
+  block.dataset.status = status;
+  const code = (tool.input && tool.input.code) || "";
+  const result = tool.result || {};
+  const errorText = result.error ? result.error.error || "" : "";
+  const lineMatch = /at line (\d+)/.exec(errorText);
+  const errorLine = lineMatch ? Number(lineMatch[1]) : 0;
+  const header = el("div", "code-run-header");
+  const badge = el("span", `badge tool-${status}`);
+  badge.textContent = status;
+  header.append(text("code"), badge);
+  block.append(header);
+  const pre = el("pre", "code");
+  code.split("\n").forEach((line, number) => {
+    const row = el("span", number + 1 === errorLine ? "line error-line" : "line");
+    row.dataset.line = String(number + 1);
+    row.textContent = line;
+    pre.append(row, text("\n"));
+  });
+  block.append(pre);
+  if (result.success) block.append(labelled("result", json(result.success.output)));
+  else if (result.error) block.append(labelled("error", plain(errorText), "error"));
+  else {
+    const running = el("div", "running");
+    running.textContent = "running…";
+    block.append(running);
+  }
+  return block;
+}
+
+function toolStatus(tool) {
+  const result = tool.result || {};
+  const approval = (tool.approval || {}).state;
+  if (approval === "APPROVAL_STATE_PENDING") return "awaiting approval";
+  if (approval === "APPROVAL_STATE_REJECTED") return "rejected";
+  if (result.success) return "done";
+  if (result.error) return "error";
+  return "running";
+}
+
+function forget(id) {
+  try {
+    sessionStorage.removeItem(CACHE_PREFIX + id);
+  } catch {}
+}
+
+function restore(id) {
+  try {
+    const cached = sessionStorage.getItem(CACHE_PREFIX + id);
+    return cached ? JSON.parse(cached) : null;
+  } catch {
+    return null;
+  }
+}
+
+function tierName(tier) {
+  return tier === "MODEL_TIER_HIGH" ? "high" : "normal";
+}
+
+function formatSize(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function labelled(label, content, className = "") {
+  const section = el("div", `field ${className}`.trim());
+  const name = el("div", "field-label");
+  name.textContent = label;
+  section.append(name, content);
+  return section;
+}
+
+function json(value) {
+  const pre = el("pre", "json");
+  pre.textContent = value === undefined ? "" : JSON.stringify(value, null, 2);
+  return pre;
+}
+
+function plain(value) {
+  const pre = el("pre", "plain");
+  pre.textContent = value;
+  return pre;
+}
+
+export function el(name, className) {
+  const node = document.createElement(name);
+  if (className) node.className = className;
+  return node;
+}
+
+export function text(value) {
+  return document.createTextNode(value);
+}
+
+export function button(label, className, onClick) {
+  const node = el("button", className);
+  node.type = "button";
+  node.textContent = label;
+  node.addEventListener("click", onClick);
+  return node;
+}
