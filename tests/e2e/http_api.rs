@@ -444,7 +444,7 @@ async fn the_openapi_document_names_every_route_and_method_and_nothing_else() {
     // Each method a route takes (it does not answer 405) is documented for it, and each
     // documented method is taken.
     for route in routes {
-        let concrete = route.replace('{', "").replace('}', "");
+        let concrete = route.replace(['{', '}'], "");
         for method in ["get", "post", "patch", "put", "delete"] {
             let request = http.request(
                 method.to_uppercase().parse().unwrap(),
