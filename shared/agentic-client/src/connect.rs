@@ -137,7 +137,7 @@ impl ClientBuilder {
 
     /// Everything but the connection itself, checked.
     fn prepare(self) -> Result<Prepared, ClientError> {
-        let address = self.address;
+        let address = with_scheme(self.address);
         let invalid_address = |reason: String| ClientError::InvalidAddress {
             address: address.clone(),
             reason,
@@ -181,6 +181,16 @@ impl ClientBuilder {
             address,
             secure,
         })
+    }
+}
+
+/// The address as given, or with `http://` in front when it names no scheme (`host:port`,
+/// as people type it): a Unix socket (`unix:PATH`) keeps its own.
+fn with_scheme(address: String) -> String {
+    if address.contains("://") || address.starts_with("unix:") {
+        address
+    } else {
+        format!("http://{address}")
     }
 }
 

@@ -155,7 +155,8 @@ async fn hostile_file_names_from_the_stack_are_saved_inside_the_folder_under_saf
     assert_eq!(listed.code, 0, "stderr: {}", listed.stderr);
     assert_terminal_safe("files", &listed.stdout);
     assert_terminal_safe("files", &listed.stderr);
-    assert_eq!(listed.stdout.lines().count(), HOSTILE_NAMES.len());
+    // A header row, then one line per file.
+    assert_eq!(listed.stdout.lines().count(), HOSTILE_NAMES.len() + 1);
 
     let names = target.names_inside_only();
     let expected: BTreeSet<String> = [

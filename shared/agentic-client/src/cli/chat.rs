@@ -5,8 +5,9 @@ use agentic_proto::v1::ModelTier;
 use tokio::io::AsyncBufReadExt;
 
 use super::Console;
-use super::follow::{Ending, follow, interrupt, pending_calls, print_decision_hints};
+use super::follow::{Again, Ending, follow, interrupt, pending_calls, print_decision_hints};
 use super::printable::name;
+use super::prompt::{check_mode, title_of};
 use super::render::Renderer;
 use crate::{ChatOptions, Client, Session};
 
@@ -14,6 +15,7 @@ pub struct ChatStart {
     pub mode: Option<String>,
     pub conversation: Option<String>,
     pub model: ModelTier,
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 const HELP: &str = "/mode <name> switches the mode of later messages, /mode shows it, \
@@ -54,9 +56,14 @@ pub async fn repl(
     console: &mut Console<'_>,
     json: bool,
     start: ChatStart,
+    again: &Again,
 ) -> anyhow::Result<u8> {
+    if let Some(mode) = &start.mode {
+        check_mode(client, mode).await?;
+    }
     // A new conversation takes the mode as its default; an existing one keeps its own and
     // the mode overrides it per message.
+    let mut untitled = start.conversation.is_none();
     let (session, mut mode_override) = match &start.conversation {
         Some(id) => (client.resume_session(id).await?, start.mode.clone()),
         None => (client.session(start.mode.as_deref()).await?, None),
@@ -87,18 +94,30 @@ pub async fn repl(
                 "mode {}",
                 name(mode_override.as_deref().unwrap_or(&default_mode))
             )?,
-            Line::SetMode(mode) => {
-                writeln!(console.err, "mode {mode} from now on")?;
-                mode_override = Some(mode);
-            }
+            Line::SetMode(mode) => match check_mode(client, &mode).await {
+                Ok(()) => {
+                    writeln!(console.err, "mode {} from now on", name(&mode))?;
+                    mode_override = Some(mode);
+                }
+                Err(error) => writeln!(console.err, "error: {}", name(&super::one_line(&error)))?,
+            },
             Line::Unknown(command) => writeln!(console.err, "unknown command {command}; {HELP}")?,
             Line::Message(text) => {
+                // The conversation this chat made is titled by its first message.
+                if untitled {
+                    untitled = false;
+                    let id = session.conversation_id();
+                    if let Err(error) = client.rename_conversation(id, &title_of(&text)).await {
+                        writeln!(console.err, "error: {}", name(&error.to_string()))?;
+                    }
+                }
                 let options = ChatOptions {
                     mode: mode_override.clone(),
                     model: start.model,
                     max_rounds: 0,
+                    state: start.state.clone(),
                 };
-                match exchange(&session, console, json, &text, options).await {
+                match exchange(&session, console, json, &text, options, again).await {
                     Ok(Turn::Done) => {}
                     Ok(Turn::InputClosed) => return Ok(0),
                     // One failed message does not end the chat (the gateway said why).
@@ -125,6 +144,7 @@ async fn exchange(
     json: bool,
     text: &str,
     options: ChatOptions,
+    again: &Again,
 ) -> anyhow::Result<Turn> {
     let client = session.client();
     let mut renderer = Renderer::new(json);
@@ -143,7 +163,7 @@ async fn exchange(
             console.err.flush()?;
             let Some(answer) = read_line(console).await? else {
                 writeln!(console.err)?;
-                print_decision_hints(console, &prompt_id, &pending)?;
+                print_decision_hints(console, again, &prompt_id, &pending)?;
                 return Ok(Turn::InputClosed);
             };
             if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {

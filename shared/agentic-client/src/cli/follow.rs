@@ -24,7 +24,8 @@ impl Ending {
         )
     }
 
-    /// The exit status the stream stands for: failed and cancelled prompts are failures.
+    /// The exit status the stream stands for: failed and cancelled prompts are failures, a
+    /// prompt that waits for approval has its own ([`super::WAITING`]).
     pub fn exit_code(&self) -> u8 {
         match self
             .final_event
@@ -32,6 +33,7 @@ impl Ending {
             .and_then(|event| event.kind.as_ref())
         {
             Some(prompt_event::Kind::Error(_) | prompt_event::Kind::Cancelled(_)) => super::FAILURE,
+            Some(prompt_event::Kind::Waiting(_)) => super::WAITING,
             _ => 0,
         }
     }
@@ -102,18 +104,25 @@ pub async fn pending_calls(
     Ok(pending_approvals(&prompt.output))
 }
 
-/// Tells how to decide the calls a prompt waits on.
+/// The connection flags a printed command repeats (see `connection_flags`), each followed by
+/// a space; empty when the defaults were used.
+pub struct Again(pub String);
+
+/// Tells how to decide the calls a prompt waits on: commands to copy, with the connection
+/// flags this command was given.
 pub fn print_decision_hints(
     console: &mut Console<'_>,
+    again: &Again,
     prompt_id: &str,
     pending: &[PendingCall],
 ) -> std::io::Result<()> {
     let prompt_id = name(prompt_id);
+    let flags = name(&again.0);
     for call in pending {
         let call_id = name(&call.tool_call_id);
         writeln!(
             console.err,
-            "  {} {} waits for approval:\n    agentic approve {prompt_id} {call_id}\n    agentic reject {prompt_id} {call_id}",
+            "  {} {} waits for approval:\n    agentic {flags}approve {prompt_id} {call_id}\n    agentic {flags}reject {prompt_id} {call_id}",
             name(&call.tool_id),
             name(&call.input.to_string()),
         )?;

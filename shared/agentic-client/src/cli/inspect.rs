@@ -26,6 +26,13 @@ pub async fn modes(
         document(console, &ListModesResponse { modes })?;
         return Ok(0);
     }
+    let internal = modes.iter().any(|mode| !mode.endpoint.is_empty());
+    let header: &[&str] = if internal {
+        &["ID", "NAME", "ENDPOINT", "HEALTH"]
+    } else {
+        &["ID", "NAME", "HEALTH"]
+    };
+    header_row(console, header, modes.len(), "modes")?;
     for mode in modes {
         let health = if mode.healthy {
             "healthy"
@@ -206,6 +213,12 @@ pub async fn list_prompts(
         document(console, &ListPromptsResponse { prompts })?;
         return Ok(0);
     }
+    header_row(
+        console,
+        &["ID", "STATE", "MODE", "INPUT"],
+        prompts.len(),
+        "prompts",
+    )?;
     for prompt in prompts {
         writeln!(
             console.out,
@@ -230,6 +243,12 @@ pub async fn conversations(
         document(console, &ListConversationsResponse { conversations })?;
         return Ok(0);
     }
+    header_row(
+        console,
+        CONVERSATION_HEADER,
+        conversations.len(),
+        "conversations",
+    )?;
     for conversation in conversations {
         conversation_line(console, &conversation)?;
     }
@@ -248,9 +267,26 @@ pub async fn rename_conversation(
     if as_json {
         document(console, &conversation)?;
     } else {
+        header_row(console, CONVERSATION_HEADER, 1, "conversations")?;
         conversation_line(console, &conversation)?;
     }
     Ok(0)
+}
+
+const CONVERSATION_HEADER: &[&str] = &["ID", "MODE", "CREATED", "TITLE"];
+
+/// The header row of a plain list, tab-separated like its rows; for an empty list, a line on
+/// stderr saying there is nothing (so stdout stays empty for scripts).
+fn header_row(
+    console: &mut Console<'_>,
+    columns: &[&str],
+    rows: usize,
+    what: &str,
+) -> io::Result<()> {
+    if rows == 0 {
+        return writeln!(console.err, "no {what}");
+    }
+    writeln!(console.out, "{}", columns.join("\t"))
 }
 
 /// `ID  MODE  CREATED  TITLE` on one line.
@@ -288,6 +324,10 @@ pub async fn files(
         Some(dir) => Some(Folder::open(dir).await?),
         None => None,
     };
+    if !as_json {
+        let columns = ["ID", "FILENAME", "TYPE", "BYTES", "PROMPT"];
+        header_row(console, &columns, files.len(), "files")?;
+    }
     for entry in &files {
         let Some(file) = &entry.file else {
             continue;

@@ -25,22 +25,27 @@ use crate::{Client, ClientBuilder};
 
 /// Exit status of a command that went wrong (the server is down, the prompt failed, …).
 pub const FAILURE: u8 = 1;
+/// Exit status of a prompt that ended its stream waiting for a person to approve or reject a
+/// tool call (`agentic approve` / `agentic reject` go on from there).
+pub const WAITING: u8 = 3;
 
 #[derive(Parser, Debug)]
 #[command(
     name = "agentic",
     version,
     about = "Run prompts on an agentic gateway and watch them work",
-    after_help = "Text streams to stdout; tool calls, logs and errors go to stderr."
+    after_help = "Text streams to stdout; tool calls, logs and errors go to stderr.\n\n\
+Exit status: 0 done (the prompt completed), 1 failed (the prompt failed or was cancelled, or \
+the command went wrong), 2 usage error, 3 the prompt waits for approval."
 )]
 struct Cli {
-    /// The gateway's address.
+    /// The gateway's address (`host:port` means `http://host:port`).
     #[arg(
         long,
         global = true,
         env = "AGENTIC_SERVER",
         hide_env_values = true,
-        default_value = "http://127.0.0.1:50051"
+        default_value = DEFAULT_SERVER
     )]
     server: String,
     /// Who you are, for a gateway in dev mode (sent as x-user-id; default `local`, and not
@@ -83,6 +88,9 @@ enum Command {
         /// Model tier.
         #[arg(long, value_enum)]
         model: Option<Tier>,
+        /// Keys to set in the prompt's state, as a JSON object (over the conversation's).
+        #[arg(long, value_name = "JSON", value_parser = state_object)]
+        state: Option<StateObject>,
     },
     /// Chat in a conversation: `/mode <name>` switches modes, `/quit` (or Ctrl-D) exits.
     Chat {
@@ -95,6 +103,9 @@ enum Command {
         /// Model tier.
         #[arg(long, value_enum)]
         model: Option<Tier>,
+        /// Keys to set in each message's prompt state, as a JSON object.
+        #[arg(long, value_name = "JSON", value_parser = state_object)]
+        state: Option<StateObject>,
     },
     /// List the execution modes the gateway knows and whether their executors answer.
     Modes,
@@ -164,6 +175,17 @@ enum PromptsCommand {
     },
 }
 
+/// A prompt's `--state`: a JSON object.
+type StateObject = serde_json::Map<String, serde_json::Value>;
+
+fn state_object(text: &str) -> Result<StateObject, String> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(object)) => Ok(object),
+        Ok(_) => Err("the state must be a JSON object, e.g. '{\"city\": \"Lisbon\"}'".into()),
+        Err(error) => Err(format!("not JSON: {error}")),
+    }
+}
+
 /// A value that is never printed, not even by `Debug`.
 #[derive(Clone)]
 struct Secret(String);
@@ -181,6 +203,9 @@ impl std::fmt::Debug for Secret {
         formatter.write_str("[hidden]")
     }
 }
+
+/// The gateway a command calls without --server.
+const DEFAULT_SERVER: &str = "http://127.0.0.1:50051";
 
 /// The user a command calls as without --user or --token.
 const DEFAULT_USER: &str = "local";
@@ -318,8 +343,43 @@ fn read_ca_cert(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     Ok(pem)
 }
 
+/// The connection options of this command line that a printed command must repeat to reach
+/// the same gateway as the same user: `--server`, `--user` and `--ca-cert` when given (never
+/// the token, which is a secret), each followed by a space.
+fn connection_flags(cli: &Cli) -> String {
+    let mut flags = String::new();
+    let mut add = |flag: &str, value: &str| {
+        flags.push_str(flag);
+        flags.push(' ');
+        flags.push_str(&shell_word(value));
+        flags.push(' ');
+    };
+    if cli.server != DEFAULT_SERVER {
+        add("--server", &cli.server);
+    }
+    if let Some(user) = &cli.user {
+        add("--user", user);
+    }
+    if let Some(path) = &cli.ca_cert {
+        add("--ca-cert", &path.display().to_string());
+    }
+    flags
+}
+
+/// `text` as one word for a POSIX shell: as it is when it holds only characters no shell
+/// treats specially, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
     let builder = client_builder(&cli)?;
+    let again = follow::Again(connection_flags(&cli));
     // An MCP server lives as long as the MCP client that started it, longer than any one
     // call: it starts while the gateway is down and says so in each call's result instead.
     let client = match cli.command {
@@ -333,26 +393,30 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             mode,
             conversation,
             model,
+            state,
         } => {
             let request = prompt::OneShot {
                 input,
                 mode,
                 conversation,
                 model: tier(model),
+                state,
             };
-            prompt::one_shot(&client, console, json, request).await
+            prompt::one_shot(&client, console, json, request, &again).await
         }
         Command::Chat {
             mode,
             conversation,
             model,
+            state,
         } => {
             let options = chat::ChatStart {
                 mode,
                 conversation,
                 model: tier(model),
+                state,
             };
-            chat::repl(&client, console, json, options).await
+            chat::repl(&client, console, json, options, &again).await
         }
         Command::Modes => inspect::modes(&client, console, json).await,
         Command::Tools => inspect::tools(&client, console, json).await,
@@ -367,7 +431,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
                 decision: prompt::Decision::Approve,
                 follow: !no_follow,
             };
-            prompt::decide(&client, console, json, request).await
+            prompt::decide(&client, console, json, request, &again).await
         }
         Command::Reject {
             prompt,
@@ -381,7 +445,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
                 decision: prompt::Decision::Reject(reason),
                 follow: !no_follow,
             };
-            prompt::decide(&client, console, json, request).await
+            prompt::decide(&client, console, json, request, &again).await
         }
         Command::Cancel { prompt, reason } => {
             prompt::cancel(&client, console, json, &prompt, &reason).await

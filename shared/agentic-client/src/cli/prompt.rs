@@ -3,7 +3,7 @@
 use agentic_proto::v1::{ModelTier, Prompt, PromptState};
 
 use super::Console;
-use super::follow::{Ending, follow, pending_calls, print_decision_hints};
+use super::follow::{Again, Ending, follow, pending_calls, print_decision_hints};
 use super::inspect::print_prompt;
 use super::printable::name;
 use super::render::Renderer;
@@ -14,36 +14,81 @@ pub struct OneShot {
     pub mode: Option<String>,
     pub conversation: Option<String>,
     pub model: ModelTier,
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// Creates the prompt (in a new conversation unless one is named) and streams it.
+/// Most characters of a conversation's title taken from its first input.
+const TITLE_CHARS: usize = 60;
+
+/// A conversation's title from its first input: the first line with text, trimmed, cut to
+/// [`TITLE_CHARS`] characters (with `…` when cut).
+pub fn title_of(input: &str) -> String {
+    let line = input
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or_default();
+    if line.chars().count() <= TITLE_CHARS {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// Refuses a mode the gateway does not know, naming the ones it does.
+pub async fn check_mode(client: &Client, mode: &str) -> anyhow::Result<()> {
+    let modes = client.list_modes().await?;
+    if modes.iter().any(|known| known.id == mode) {
+        return Ok(());
+    }
+    let known: Vec<&str> = modes.iter().map(|known| known.id.as_str()).collect();
+    anyhow::bail!(
+        "unknown mode {}; the gateway knows: {}",
+        name(mode),
+        name(&known.join(", "))
+    )
+}
+
+/// Creates the prompt (in a new conversation unless one is named, titled by the input) and
+/// streams it. What the gateway would refuse anyway (an empty input, an unknown mode) is
+/// refused before a conversation is made for it, and the conversation is printed only once
+/// the prompt exists in it.
 pub async fn one_shot(
     client: &Client,
     console: &mut Console<'_>,
     json: bool,
     request: OneShot,
+    again: &Again,
 ) -> anyhow::Result<u8> {
+    if request.input.trim().is_empty() {
+        anyhow::bail!("the input is empty: say what the prompt should do");
+    }
+    if let Some(mode) = &request.mode {
+        check_mode(client, mode).await?;
+    }
     let conversation_id = match request.conversation {
         Some(id) => id,
         None => {
             let new = NewConversation {
-                title: String::new(),
+                title: title_of(&request.input),
                 default_mode: request.mode.clone(),
+                state: None,
             };
             client.create_conversation(new).await?.id
         }
     };
-    writeln!(console.err, "conversation: {}", name(&conversation_id))?;
     let prompt = client
         .create_prompt(NewPrompt {
             input: request.input,
             mode: request.mode,
             model: request.model,
-            conversation_id: Some(conversation_id),
+            conversation_id: Some(conversation_id.clone()),
             max_rounds: 0,
             timeout: None,
+            state: request.state,
         })
         .await?;
+    writeln!(console.err, "conversation: {}", name(&conversation_id))?;
     writeln!(
         console.err,
         "prompt: {} ({})",
@@ -52,19 +97,20 @@ pub async fn one_shot(
     )?;
     let events = client.events(&prompt.id, 0).await?;
     let ending = follow(client, console, &mut Renderer::new(json), events).await?;
-    finish(client, console, &prompt.id, &ending).await
+    finish(client, console, again, &prompt.id, &ending).await
 }
 
 /// The exit status of a followed stream; a paused prompt gets the commands that decide it.
 async fn finish(
     client: &Client,
     console: &mut Console<'_>,
+    again: &Again,
     prompt_id: &str,
     ending: &Ending,
 ) -> anyhow::Result<u8> {
     if ending.is_waiting() {
         let pending = pending_calls(client, prompt_id, ending).await?;
-        print_decision_hints(console, prompt_id, &pending)?;
+        print_decision_hints(console, again, prompt_id, &pending)?;
     }
     Ok(ending.exit_code())
 }
@@ -89,6 +135,7 @@ pub async fn decide(
     console: &mut Console<'_>,
     json: bool,
     request: Decide,
+    again: &Again,
 ) -> anyhow::Result<u8> {
     let Decide {
         prompt_id,
@@ -124,12 +171,13 @@ pub async fn decide(
     }
     if prompt.state == PromptState::WaitingForApproval as i32 {
         writeln!(console.err, "[still waiting for approval]")?;
-        print_decision_hints(console, prompt_id, &pending_approvals(&prompt.output))?;
-        return Ok(0);
+        let pending = pending_approvals(&prompt.output);
+        print_decision_hints(console, again, prompt_id, &pending)?;
+        return Ok(super::WAITING);
     }
     let events = client.events(prompt_id, after).await?;
     let ending = follow(client, console, &mut Renderer::new(json), events).await?;
-    finish(client, console, prompt_id, &ending).await
+    finish(client, console, again, prompt_id, &ending).await
 }
 
 pub async fn cancel(
