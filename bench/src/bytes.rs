@@ -254,6 +254,7 @@ impl ToolHost for BenchToolHost {
             ))),
             files: Vec::new(),
             usage: None,
+            nested: Vec::new(),
         }))
     }
 }

@@ -299,6 +299,7 @@ fn scope() -> RunScope {
         prompt_id: Some(agentic_ids::PromptId::known("bench-prompt")),
         conversation_id: Some(agentic_ids::ConversationId::known("bench-conversation")),
         state: Map::new(),
+        tier: Default::default(),
     }
 }
 

@@ -262,7 +262,7 @@ async fn prompts_show_prints_the_timeline_and_modes_list_every_mode() {
     let listed = agentic(&stack, &["modes"], "").await;
     assert_eq!(
         listed.stdout,
-        "classic\tClassic tool calling\thealthy\ncode\tCode (JavaScript sandbox)\thealthy\n"
+        "ID\tNAME\tHEALTH\nclassic\tClassic tool calling\thealthy\ncode\tCode (JavaScript sandbox)\thealthy\n"
     );
 }
 
@@ -318,18 +318,30 @@ async fn a_waiting_prompt_is_approved_from_the_command_line_and_its_stream_goes_
     .unwrap();
 
     let asked = agentic(&stack, &["prompt", "do the risky thing"], "").await;
-    assert_eq!(asked.code, 0, "stderr: {}", asked.stderr);
+    // A prompt that waits has its own exit status, not a completed prompt's 0.
+    assert_eq!(
+        asked.code,
+        agentic_client::cli::WAITING,
+        "stderr: {}",
+        asked.stderr
+    );
+    assert_eq!(asked.code, 3);
     assert!(
         asked.stderr.contains("[waiting for approval]"),
         "{}",
         asked.stderr
     );
     let prompt_id = asked.id_after("prompt");
+    // The command to copy reaches the same gateway as the same user.
+    let again = format!(
+        "agentic --server {} --user alice approve ",
+        stack.gateway_url()
+    );
     let approve_line = asked
         .stderr
         .lines()
-        .find_map(|line| line.trim().strip_prefix("agentic approve "))
-        .expect("the command that approves is shown")
+        .find_map(|line| line.trim().strip_prefix(again.as_str()))
+        .unwrap_or_else(|| panic!("no {again:?} line in:\n{}", asked.stderr))
         .to_owned();
     let (shown_prompt, call_id) = approve_line.split_once(' ').unwrap();
     assert_eq!(shown_prompt, prompt_id);
@@ -481,7 +493,9 @@ async fn files_lists_a_conversations_files_and_downloads_them() {
     )
     .await;
     assert_eq!(listed.code, 0, "stderr: {}", listed.stderr);
-    let line = listed.stdout.lines().next().expect("one file listed");
+    let mut lines = listed.stdout.lines();
+    assert_eq!(lines.next(), Some("ID\tFILENAME\tTYPE\tBYTES\tPROMPT"));
+    let line = lines.next().expect("one file listed");
     let columns: Vec<&str> = line.split('\t').collect();
     assert_eq!(columns[1], "order.txt");
     assert_eq!(columns[3], "13");
@@ -511,6 +525,176 @@ async fn files_lists_a_conversations_files_and_downloads_them() {
         "{listed}"
     );
     assert_eq!(listed["file"]["size"], "13");
+}
+
+#[tokio::test]
+async fn what_the_gateway_would_refuse_is_refused_before_a_conversation_is_made() {
+    let stack = Stack::start(vec![text(Match::Any, "fine")]).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    for (args, expected) in [
+        (vec!["prompt", ""], "error: the input is empty"),
+        (vec!["prompt", "  \n "], "error: the input is empty"),
+        (
+            vec!["prompt", "hello", "-m", "nope"],
+            "error: unknown mode nope; the gateway knows: classic, code",
+        ),
+    ] {
+        let ran = agentic(&stack, &args, "").await;
+        assert_eq!(ran.code, 1, "{args:?}: {}", ran.stderr);
+        assert!(ran.stderr.starts_with(expected), "{args:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+    }
+    assert!(
+        client.list_conversations(20).await.unwrap().is_empty(),
+        "a refused prompt left a conversation behind"
+    );
+    // An unknown conversation is an error, not first printed as if it were the one used.
+    let unknown = agentic(&stack, &["prompt", "hello", "-c", "nope"], "").await;
+    assert_eq!(unknown.code, 1);
+    assert!(
+        !unknown.stderr.contains("conversation: nope"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(
+        unknown
+            .stderr
+            .starts_with("error: conversation not found: nope"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_server_given_as_host_and_port_is_reached_over_http() {
+    let stack = Stack::start(vec![text(Match::Any, "fine")]).await.unwrap();
+    let url = stack.gateway_url();
+    let bare = url.strip_prefix("http://").unwrap();
+    let ran = agentic_with(&["--server", bare, "--user", "alice", "prompt", "hi"], "").await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    assert_eq!(ran.stdout, "fine\n");
+}
+
+#[tokio::test]
+async fn conversations_made_from_the_cli_are_titled_by_their_first_input() {
+    let stack = Stack::start(vec![text(Match::Any, "fine")]).await.unwrap();
+    let long = format!(
+        "Plan a trip to Lisbon {}\nwith details",
+        "and Porto ".repeat(10)
+    );
+    let one_shot = agentic(&stack, &["prompt", &long], "").await;
+    assert_eq!(one_shot.code, 0, "stderr: {}", one_shot.stderr);
+    let chat = agentic(
+        &stack,
+        &["chat"],
+        "\n  What is the time?\nAnd the date?\n/quit\n",
+    )
+    .await;
+    assert_eq!(chat.code, 0, "stderr: {}", chat.stderr);
+
+    let client = stack.client("alice").await.unwrap();
+    let title = |id: String| {
+        let client = client.clone();
+        async move { client.get_conversation(&id).await.unwrap().title }
+    };
+    let first = title(one_shot.id_after("conversation")).await;
+    assert!(
+        first.starts_with("Plan a trip to Lisbon and Porto"),
+        "{first}"
+    );
+    assert!(
+        first.ends_with('…') && first.chars().count() <= 60,
+        "{first}"
+    );
+    assert_eq!(
+        title(chat.id_after("conversation")).await,
+        "What is the time?"
+    );
+}
+
+#[tokio::test]
+async fn chat_refuses_an_unknown_mode_at_once_and_keeps_the_one_it_had() {
+    let stack = Stack::start(vec![text(Match::Any, "from classic")])
+        .await
+        .unwrap();
+    let ran = agentic(&stack, &["chat"], "/mode nope\nhello\n/quit\n").await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("error: unknown mode nope; the gateway knows: classic, code"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains("mode nope from now on"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(ran.stdout, "from classic\n", "the message ran in classic");
+    let refused = agentic(&stack, &["chat", "-m", "nope"], "hello\n").await;
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+}
+
+#[tokio::test]
+async fn plain_lists_start_with_a_header_row() {
+    let stack = Stack::start(vec![text(Match::Any, "fine")]).await.unwrap();
+    let empty = agentic(&stack, &["conversations"], "").await;
+    assert_eq!(empty.stdout, "", "nothing to list: stdout stays empty");
+    assert_eq!(empty.stderr, "no conversations\n");
+    let made = agentic(&stack, &["prompt", "hello"], "").await;
+    let conversation = made.id_after("conversation");
+    for (args, header) in [
+        (vec!["conversations"], "ID\tMODE\tCREATED\tTITLE"),
+        (vec!["prompts", "list"], "ID\tSTATE\tMODE\tINPUT"),
+        (
+            vec!["prompts", "list", "-c", &conversation],
+            "ID\tSTATE\tMODE\tINPUT",
+        ),
+        (vec!["modes"], "ID\tNAME\tHEALTH"),
+    ] {
+        let ran = agentic(&stack, &args, "").await;
+        assert_eq!(ran.code, 0, "{args:?}: {}", ran.stderr);
+        assert_eq!(
+            ran.stdout.lines().next(),
+            Some(header),
+            "{args:?}: {}",
+            ran.stdout
+        );
+        assert!(ran.stdout.lines().count() >= 2, "{args:?}: {}", ran.stdout);
+    }
+}
+
+#[tokio::test]
+async fn log_lines_go_to_stderr_with_a_prefix_and_state_is_passed_as_json() {
+    let code = "log('checking', recall('city'));\noutput('fine');\ndone();";
+    let stack = Stack::start(vec![text(Match::Any, code)]).await.unwrap();
+    let ran = agentic(
+        &stack,
+        &[
+            "prompt",
+            "check",
+            "-m",
+            "code",
+            "--state",
+            r#"{"city": "Oslo"}"#,
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    assert_eq!(ran.stdout, "fine\n", "the answer alone");
+    assert!(
+        ran.stderr.contains("[log] checking Oslo\n"),
+        "{}",
+        ran.stderr
+    );
+    let refused = agentic(&stack, &["prompt", "check", "--state", "[1]"], "").await;
+    assert_eq!(refused.code, 2, "a usage error: {}", refused.stderr);
+    assert!(
+        refused.stderr.contains("must be a JSON object"),
+        "{}",
+        refused.stderr
+    );
 }
 
 // ---- The real binary ----

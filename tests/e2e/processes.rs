@@ -168,6 +168,60 @@ async fn killing_the_code_executor_mid_run_fails_the_prompt_and_the_restarted_on
 }
 
 #[tokio::test]
+async fn killing_the_code_executor_during_an_approval_wait_fails_the_prompt_and_expires_the_approval()
+ {
+    let risky = code_for(
+        "deploy carefully",
+        "output(\"asking\\n\");\ndemoDangerous({action: 'deploy'});\ndone();",
+    );
+    let mut stack = ProcessStack::start(vec![risky], ProcessStackOptions::default())
+        .await
+        .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("deploy carefully").mode("code"))
+        .await
+        .unwrap();
+    let paused = collect(&client, &prompt.id, 0).await;
+    assert_eq!(
+        kind(paused.last().unwrap()),
+        "waiting",
+        "{:?}",
+        kinds(&paused)
+    );
+
+    stack.kill(Service::Code);
+    let killed = Instant::now();
+    let failed = loop {
+        let prompt = client.get_prompt(&prompt.id).await.unwrap();
+        if prompt.state == PromptState::Failed as i32 {
+            break prompt;
+        }
+        assert!(
+            killed.elapsed() <= RECOVERY,
+            "the prompt still waits {RECOVERY:?} after the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    crate::tidy::assert_nothing_open(&failed);
+    let dangerous = crate::tidy::tool_outputs(&failed)
+        .into_iter()
+        .find(|tool| tool.function == "demo.dangerous")
+        .expect("the call is on the timeline");
+    assert_eq!(
+        dangerous.approval.as_ref().map(|approval| approval.state),
+        Some(agentic_proto::v1::ApprovalState::Expired as i32)
+    );
+    let events = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(
+        kind(events.last().unwrap()),
+        "error",
+        "{:?}",
+        kinds(&events)
+    );
+}
+
+#[tokio::test]
 async fn killing_the_tool_host_mid_call_fails_the_prompt_and_both_modes_reach_the_restarted_one() {
     let sleep = calls(
         Match::LastUserContains("sleep long".into()),

@@ -53,6 +53,7 @@ pub fn kind(event: &PromptEvent) -> &'static str {
         Some(prompt_event::Kind::Error(_)) => "error",
         Some(prompt_event::Kind::Cancelled(_)) => "cancelled",
         Some(prompt_event::Kind::Waiting(_)) => "waiting",
+        Some(prompt_event::Kind::Log(_)) => "log",
         None => "none",
     }
 }

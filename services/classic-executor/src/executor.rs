@@ -170,6 +170,7 @@ impl Run<'_> {
             messages,
             tools: tools::definitions(&self.tools, &self.names),
             response_format: None,
+            max_tokens: None,
         };
         let (sender, mut deltas) = mpsc::unbounded_channel();
         let mut reply = std::pin::pin!(self.executor.model.chat(request, Some(sender)));
@@ -240,6 +241,7 @@ impl Run<'_> {
                 start,
                 end: None,
                 approval: Approval::new(ApprovalState::NotRequired),
+                parent: None,
             };
             match checked.verdict {
                 Verdict::Ready => round.ready.push(self.add(Output::Tool(output)).await?),
@@ -296,6 +298,7 @@ impl Run<'_> {
             start,
             end: Some(SystemTime::now()),
             approval: Approval::new(ApprovalState::NotRequired),
+            parent: None,
         };
         self.add(Output::Tool(output)).await?;
         Ok(())
@@ -399,26 +402,35 @@ impl Run<'_> {
         let mut unavailable = None;
         let mut spent = Usage::default();
         while let Some((index, approval, invoked)) = running.next().await {
-            let (result, files) = match invoked {
+            let (result, files, nested) = match invoked {
                 Ok(invoked) => {
                     add_usage(&mut spent, invoked.usage);
                     match invoked.result {
-                        Ok(output) => (ToolResult::Success { output }, invoked.files),
-                        Err(error) => (ToolResult::Error { error }, invoked.files),
+                        Ok(output) => (
+                            ToolResult::Success { output },
+                            invoked.files,
+                            invoked.nested,
+                        ),
+                        Err(error) => (ToolResult::Error { error }, invoked.files, invoked.nested),
                     }
                 }
                 Err(ToolHostError::Unavailable(message)) => {
                     let error = format!("tool-host unavailable: {message}");
                     unavailable.get_or_insert(message);
-                    (ToolResult::Error { error }, Vec::new())
+                    (ToolResult::Error { error }, Vec::new(), Vec::new())
                 }
                 Err(error @ (ToolHostError::Refused(_) | ToolHostError::TimedOut { .. })) => (
                     ToolResult::Error {
                         error: error.to_string(),
                     },
                     Vec::new(),
+                    Vec::new(),
                 ),
             };
+            // The calls it made in turn come before its result, as they happened.
+            for call in nested {
+                self.add(Output::Tool(call)).await?;
+            }
             self.store_if_too_long(index, &result).await;
             self.finish_call(index, result, Some(approval)).await?;
             for file in files {

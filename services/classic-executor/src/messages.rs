@@ -157,6 +157,8 @@ fn turns(outputs: &[Output]) -> Vec<Turn<'_>> {
                 }
                 current.texts.push(text);
             }
+            // Calls made by code a tool ran are that tool's doing, not the model's.
+            Output::Tool(call) if call.parent.is_some() => {}
             Output::Tool(call) => {
                 if current
                     .calls
@@ -205,6 +207,7 @@ mod tests {
             start,
             end: start,
             approval: Approval::new(ApprovalState::NotRequired),
+            parent: None,
         })
     }
 

@@ -9,7 +9,7 @@ use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, To
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
-use agentic_sandbox::{Completion, Limits, Program, RunOutcome, Sandboxes, Spent};
+use agentic_sandbox::{Completion, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
@@ -25,6 +25,8 @@ pub struct CodeMode {
     pub model: Arc<dyn ChatModel>,
     pub tool_host: ToolHost,
     pub default_max_rounds: u32,
+    /// `max_tokens` of each request for a round's code.
+    pub max_tokens: u32,
     pub limits: Limits,
     /// How long a tool call waits for a person to approve or reject it.
     pub approval_timeout: Duration,
@@ -105,7 +107,9 @@ impl CodeMode {
         });
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
-        let mut memory = Map::new();
+        // The prompt's state (its conversation's, with the prompt's own on top) is what
+        // `recall()` finds at first: `_lastData` of the conversation's previous prompt too.
+        let mut memory = request.state.clone();
         // What the prompt has spent of `limits.prompt`, carried from round to round like the
         // memory: every round draws from the same budget.
         let mut spent = Spent::default();
@@ -113,10 +117,11 @@ impl CodeMode {
         for round in 1..=max_rounds {
             agentic_executor::metrics::round(MODE_ID);
             timeline.send(Event::Round).await?;
-            let reply = self
-                .model
-                .chat(ChatRequest::new(request.tier, messages.clone()), None)
-                .await?;
+            let ask = ChatRequest {
+                max_tokens: Some(self.max_tokens),
+                ..ChatRequest::new(request.tier, messages.clone())
+            };
+            let reply = self.model.chat(ask, None).await?;
             timeline.send(Event::Usage(reply.usage)).await?;
             let code = prompt::extract_code(&reply.content);
             let program = Program {
@@ -199,9 +204,14 @@ impl CodeMode {
     }
 }
 
-/// `complete({response, followUp})`: the response and follow-up become text the user sees,
-/// streamed like `output()`. (`data` is kept once conversations carry state between prompts.)
+/// `complete({response, followUp, data})`: the response and follow-up become text the user
+/// sees, streamed like `output()`; `data` is kept in the conversation's state as `_lastData`,
+/// where the conversation's next prompt finds it.
 async fn complete(timeline: &Timeline, completion: &Completion) -> Result<(), StreamClosed> {
+    if let Some(data) = &completion.data {
+        let fields = Map::from_iter([(LAST_DATA.to_owned(), data.clone())]);
+        timeline.send(Event::StateSet(fields)).await?;
+    }
     for text in [&completion.response, &completion.follow_up]
         .into_iter()
         .flatten()

@@ -42,6 +42,9 @@ pub struct Config {
     /// Rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CODE_MAX_ROUNDS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
+    /// The most tokens the model may write for one round's code (sent as `max_tokens`).
+    #[arg(long, env = "CODE_MAX_TOKENS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: u32,
     /// Wall-clock budget of one sandbox run, tool calls included.
     #[arg(long, env = "CODE_RUN_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub run_timeout_ms: u64,
@@ -176,6 +179,7 @@ pub async fn run(
         model,
         tool_host,
         default_max_rounds: config.max_rounds,
+        max_tokens: config.max_tokens,
         limits,
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         schemas,

@@ -96,6 +96,8 @@ pub fn history(history: &[PastPrompt]) -> Vec<ChatMessage> {
                 Output::Text(text) => {
                     let _ = writeln!(transcript, "{text}");
                 }
+                // Calls made by code a tool ran: that tool's result says what they did.
+                Output::Tool(call) if call.parent.is_some() => {}
                 Output::Tool(call) if call.function == CODE_TOOL => {
                     let code = call
                         .input

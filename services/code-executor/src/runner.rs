@@ -94,6 +94,11 @@ impl CodeRunnerService {
                 .as_ref()
                 .map(json::struct_to_map)
                 .unwrap_or_default(),
+            // The code's `llm()` asks what the calling prompt asks.
+            tier: match agentic_proto::v1::ModelTier::try_from(request.model) {
+                Ok(agentic_proto::v1::ModelTier::High) => Tier::High,
+                _ => Tier::Normal,
+            },
         });
         let prepared = self
             .tool_host
@@ -121,6 +126,7 @@ impl CodeRunnerService {
             calls: Mutex::default(),
             outputs: Mutex::default(),
             usage: Mutex::default(),
+            files: Mutex::default(),
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
         crate::metrics::sandbox_run(&outcome);
@@ -140,6 +146,7 @@ impl CodeRunnerService {
         };
         let tool_calls =
             std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
+        let files = std::mem::take(&mut *host.files.lock().unwrap_or_else(PoisonError::into_inner));
         let mut response = RunCodeResponse {
             outcome: Some(outcome),
             logs,
@@ -147,6 +154,7 @@ impl CodeRunnerService {
             usage: Some(usage_proto(
                 *host.usage.lock().unwrap_or_else(PoisonError::into_inner),
             )),
+            files,
         };
         bounds::fit(&mut response);
         Ok(response)
@@ -165,9 +173,21 @@ struct RecordingHost {
     /// Tokens the code's `llm()` calls and the tools it called spent, for the caller's
     /// prompt to count.
     usage: Mutex<Usage>,
+    /// Files the tools it called made, for the caller's prompt to show.
+    files: Mutex<Vec<agentic_proto::v1::ToolFile>>,
 }
 
 impl RecordingHost {
+    fn made(&self, files: Vec<agentic_executor::tool_host::ToolFile>) {
+        let mut made = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        made.extend(files.into_iter().map(|file| agentic_proto::v1::ToolFile {
+            filename: file.filename,
+            mime_type: file.mime_type,
+            size: file.size,
+            artifact_id: file.artifact_id,
+        }));
+    }
+
     fn spent(&self, more: Usage) {
         let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
         usage.input_tokens = usage.input_tokens.saturating_add(more.input_tokens);
@@ -194,23 +214,24 @@ impl Host for RecordingHost {
         input: Json,
         _clock: &Clock,
     ) -> Result<Json, ToolFailure> {
+        let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
+        let start = std::time::SystemTime::now();
         let result = match self.tools.check(tool_id, &input) {
             // Nobody could answer: a RunCode call has no prompt timeline to ask a person on.
             Ok(spec) if spec.requires_approval => Err(
                 "this tool requires approval, which code run through interpreter.run-code cannot ask for (call the tool directly instead)"
                     .to_owned(),
             ),
-            Ok(_) => {
-                let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
-                self.tool_host
-                    .invoke(&self.scope, tool_id, &input, &call_id)
-                    .await
-                    .map_err(|error| error.to_string())
-                    .and_then(|invoked| {
-                        self.spent(invoked.usage);
-                        invoked.result
-                    })
-            }
+            Ok(_) => self
+                .tool_host
+                .invoke(&self.scope, tool_id, &input, &call_id)
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|invoked| {
+                    self.spent(invoked.usage);
+                    self.made(invoked.files);
+                    invoked.result
+                }),
             Err(refused) => Err(refused.to_string()),
         };
         // Repeated only when small: the caller wants to know what ran, not to get it back.
@@ -222,6 +243,9 @@ impl Host for RecordingHost {
             tool_id: tool_id.to_owned(),
             input: Some(bounds::echo(&input)),
             result: Some(recorded),
+            id: call_id,
+            start: Some(start.into()),
+            end: Some(std::time::SystemTime::now().into()),
         };
         self.calls
             .lock()
@@ -238,7 +262,7 @@ impl Host for RecordingHost {
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
-        let (content, usage) = ask(self.model.as_ref(), Tier::Normal, prompt, json).await?;
+        let (content, usage) = ask(self.model.as_ref(), self.scope.tier, prompt, json).await?;
         self.spent(usage);
         Ok(content)
     }
@@ -280,6 +304,7 @@ mod tests {
             prompt_id: Some(agentic_ids::PromptId::known("prompt")),
             conversation_id: Some(agentic_ids::ConversationId::known("conversation")),
             state: serde_json::Map::new(),
+            tier: agentic_llm::Tier::Normal,
         });
         let spec = ToolSpec {
             id: "files.delete".into(),
@@ -304,6 +329,7 @@ mod tests {
             calls: Mutex::default(),
             outputs: Mutex::default(),
             usage: Mutex::default(),
+            files: Mutex::default(),
         });
         let outcome = Sandboxes::default()
             .run(program, host.clone(), Limits::default())

@@ -15,6 +15,8 @@ const STATE_NAMES = {
 };
 const CACHE_PREFIX = "agentic.prompt.";
 const CODE_TOOL = "code.execute";
+// Log lines of the code's `log()` a view keeps (the newest).
+const MAX_LOG_LINES = 200;
 
 export class PromptView {
   // `prompt`: the prompt as the API returns it (a summary from ListPrompts is enough).
@@ -125,6 +127,9 @@ export class PromptView {
       model.outputs[event.outputUpdated.index || 0] = event.outputUpdated.output;
     } else if (event.stream) {
       model.draft += event.stream.text || "";
+    } else if (event.log) {
+      // The code's log() lines: shown beside the answer, never in it (the newest 200).
+      model.logs = [...(model.logs || []), event.log.text || ""].slice(-MAX_LOG_LINES);
     } else if (event.approvalRequested) {
       const { index, toolCallId } = event.approvalRequested;
       const output = model.outputs[index || 0];
@@ -228,6 +233,16 @@ export class PromptView {
       timeline.append(streaming);
     }
     root.append(timeline);
+    if (this.model.logs && this.model.logs.length) {
+      const logs = el("details", "logs");
+      logs.open = true;
+      const summary = el("summary");
+      summary.textContent = `log (${this.model.logs.length} lines)`;
+      const lines = el("pre", "log-lines");
+      lines.textContent = this.model.logs.join("\n");
+      logs.append(summary, lines);
+      root.append(logs);
+    }
 
     const footer = el("footer", "prompt-footer");
     if (this.model.notice || prompt.error) {
@@ -263,9 +278,11 @@ export class PromptView {
   }
 
   renderTool(tool, index) {
-    const details = el("details", "tool");
+    // A call made by code a tool ran (interpreter.run-code) sits under that call.
+    const details = el("details", tool.parentId ? "tool nested" : "tool");
     details.dataset.kind = "tool";
     details.dataset.function = tool.function || "";
+    if (tool.parentId) details.dataset.parent = tool.parentId;
     const status = toolStatus(tool);
     details.dataset.status = status;
     const approval = tool.approval || {};
@@ -293,6 +310,9 @@ export class PromptView {
     }
     if (approval.state === "APPROVAL_STATE_REJECTED") {
       details.append(labelled("rejected", plain(approval.reason || "rejected")));
+    }
+    if (approval.state === "APPROVAL_STATE_EXPIRED") {
+      details.append(labelled("expired", plain(approval.reason || "nobody decided")));
     }
     if (pending && this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") {
       const decide = el("div", "approval");
@@ -379,6 +399,7 @@ function toolStatus(tool) {
   const approval = (tool.approval || {}).state;
   if (approval === "APPROVAL_STATE_PENDING") return "awaiting approval";
   if (approval === "APPROVAL_STATE_REJECTED") return "rejected";
+  if (approval === "APPROVAL_STATE_EXPIRED") return "expired";
   if (result.success) return "done";
   if (result.error) return "error";
   return "running";

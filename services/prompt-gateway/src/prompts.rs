@@ -68,6 +68,21 @@ pub fn check_state(state: Option<&prost_types::Struct>) -> Result<(), GatewayErr
     Ok(())
 }
 
+/// A prompt's state: its conversation's, with the keys the prompt brings set on top
+/// (`{...conversation.state, ...prompt.state}`); `None` when neither has one.
+fn merged_state(
+    conversation: Option<prost_types::Struct>,
+    prompt: Option<prost_types::Struct>,
+) -> Option<prost_types::Struct> {
+    match (conversation, prompt) {
+        (Some(mut merged), Some(prompt)) => {
+            merged.fields.extend(prompt.fields);
+            Some(merged)
+        }
+        (conversation, prompt) => prompt.or(conversation),
+    }
+}
+
 /// How deep `fields` nests, counting itself as `level`; stops counting past the maximum.
 fn struct_depth(fields: &prost_types::Struct, level: usize) -> usize {
     fields
@@ -183,9 +198,16 @@ impl Prompts {
                     .filter(|mode| !mode.is_empty())
             })
             .unwrap_or_else(|| DEFAULT_MODE.to_owned());
-        let state = request
-            .state
-            .or_else(|| conversation.as_ref().and_then(|c| c.state.clone()));
+        let state = merged_state(
+            conversation.as_ref().and_then(|c| c.state.clone()),
+            request.state,
+        );
+        check_state(state.as_ref()).map_err(|error| match error {
+            GatewayError::InvalidArgument(reason) => GatewayError::InvalidArgument(format!(
+                "the conversation's state with this prompt's: {reason}"
+            )),
+            other => other,
+        })?;
         let mode = self
             .modes
             .get(&mode_id)

@@ -68,6 +68,11 @@ impl ToolHost for ToolHostService {
             tokio::join!(self.registry.context(&ctx), self.registry.mcp_tools());
         let mut tools = self.tools.clone();
         tools.extend(mcp_tools.iter().map(|tool| tool_definition(&tool.spec)));
+        // The code that interpreter.run-code runs can call what this prompt can: say which.
+        use crate::plugins::interpreter::{RUN_CODE, describe};
+        if let Some(position) = tools.iter().position(|tool| tool.id == RUN_CODE) {
+            tools[position].description = describe(&tools[position].description, &tools);
+        }
         Ok(Response::new(pb::PrepareResponse {
             tools,
             context: context.into_iter().map(context_item).collect(),
@@ -286,6 +291,7 @@ impl TryFrom<pb::InvokeToolRequest> for ToolCall {
                 conversation_id: optional_id(&request.conversation_id)?,
                 tool_call_id: request.tool_call_id,
                 state: json::struct_to_json(request.state.as_ref()),
+                high_tier: request.model == pb::ModelTier::High as i32,
             },
         })
     }
@@ -323,6 +329,7 @@ impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
             user_id,
             conversation_id: optional_id(&request.conversation_id)?,
             description: request.description,
+            kind: String::new(),
             filename: request.filename,
             mime_type: request.mime_type,
             body,
@@ -355,24 +362,33 @@ fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeT
             output,
             files,
             usage,
+            nested,
         }) => pb::InvokeToolResponse {
             result: Some(Answer::Output(json::to_proto(&output))),
-            files: files
-                .into_iter()
-                .map(|file| pb::ToolFile {
-                    filename: file.filename,
-                    mime_type: file.mime_type,
-                    size: file.size,
-                    artifact_id: file.artifact_id,
-                })
-                .collect(),
+            files: files.into_iter().map(tool_file).collect(),
             usage: usage_proto(usage),
+            nested,
         },
-        Err(failure) => pb::InvokeToolResponse {
-            result: Some(Answer::Error(failure.message().to_owned())),
-            files: Vec::new(),
-            usage: usage_proto(failure.usage()),
-        },
+        Err(failure) => {
+            let result = Some(Answer::Error(failure.message().to_owned()));
+            let usage = usage_proto(failure.usage());
+            let (files, nested) = failure.into_effects();
+            pb::InvokeToolResponse {
+                result,
+                files: files.into_iter().map(tool_file).collect(),
+                usage,
+                nested,
+            }
+        }
+    }
+}
+
+fn tool_file(file: crate::plugin::ToolFile) -> pb::ToolFile {
+    pb::ToolFile {
+        filename: file.filename,
+        mime_type: file.mime_type,
+        size: file.size,
+        artifact_id: file.artifact_id,
     }
 }
 

@@ -84,6 +84,9 @@ pub struct CallContext {
     pub conversation_id: Option<ConversationId>,
     pub tool_call_id: String,
     pub state: Value,
+    /// Whether the calling prompt runs on the high model tier (what a tool that asks a
+    /// model itself should ask: `llm()` in `interpreter.run-code`).
+    pub high_tier: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +109,9 @@ pub struct ToolOutcome {
     pub files: Vec<ToolFile>,
     /// Tokens the call spent on LLM calls of its own.
     pub usage: Usage,
+    /// Tool calls the call made in turn (code run by `interpreter.run-code`), finished, as
+    /// the prompt's timeline shows them under this call.
+    pub nested: Vec<agentic_proto::v1::ToolOutput>,
 }
 
 impl ToolOutcome {
@@ -114,6 +120,7 @@ impl ToolOutcome {
             output,
             files: Vec::new(),
             usage: Usage::default(),
+            nested: Vec::new(),
         }
     }
 }
@@ -137,10 +144,13 @@ pub struct ToolFile {
 
 /// A tool call that ran and failed. The message is written for the model, which sees it as
 /// the tool's error result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolFailure {
     message: String,
     usage: Usage,
+    /// What the call did before it failed: files it made and calls it made in turn.
+    files: Vec<ToolFile>,
+    nested: Vec<agentic_proto::v1::ToolOutput>,
 }
 
 impl ToolFailure {
@@ -148,7 +158,25 @@ impl ToolFailure {
         ToolFailure {
             message: message.into(),
             usage: Usage::default(),
+            files: Vec::new(),
+            nested: Vec::new(),
         }
+    }
+
+    /// The same failure, having made these files and calls before it failed.
+    pub fn with_effects(
+        mut self,
+        files: Vec<ToolFile>,
+        nested: Vec<agentic_proto::v1::ToolOutput>,
+    ) -> Self {
+        self.files = files;
+        self.nested = nested;
+        self
+    }
+
+    /// The files and calls the call made before it failed.
+    pub fn into_effects(self) -> (Vec<ToolFile>, Vec<agentic_proto::v1::ToolOutput>) {
+        (self.files, self.nested)
     }
 
     /// A failure whose details are not for the model or the user (SQL, I/O, a transport

@@ -282,6 +282,7 @@ mod tests {
             conversation_id: Some(agentic_ids::ConversationId::known("c")),
             tool_call_id: "t".into(),
             state: json!({}),
+            high_tier: false,
         }
     }
 

@@ -27,7 +27,7 @@ pub const DEFAULT_LIST_LIMIT: u32 = 50;
 const MAX_CONNECTIONS: u32 = 8;
 
 const METADATA_COLUMNS: &str =
-    "id, user_id, conversation_id, description, filename, mime_type, size, created_at";
+    "id, user_id, conversation_id, description, kind, filename, mime_type, size, created_at";
 
 /// Adds an artifact's bytes ($2) to its owner's count unless that would pass the quota ($3):
 /// no row changes then. The row lock (PostgreSQL) or the write lock (SQLite) this takes is
@@ -50,6 +50,7 @@ struct MetaRow {
     user_id: String,
     conversation_id: String,
     description: String,
+    kind: String,
     filename: String,
     mime_type: String,
     size: i64,
@@ -86,6 +87,8 @@ pub struct NewArtifact {
     pub user_id: UserId,
     pub conversation_id: Option<ConversationId>,
     pub description: String,
+    /// What kind of artifact it is, in its creator's words (the seed's `type`).
+    pub kind: String,
     pub filename: String,
     pub mime_type: String,
     pub body: ArtifactBody,
@@ -110,6 +113,7 @@ pub struct ArtifactMeta {
     pub user_id: String,
     pub conversation_id: String,
     pub description: String,
+    pub kind: String,
     pub filename: String,
     pub mime_type: String,
     /// Byte length of the content, or of the serialized JSON.
@@ -188,6 +192,7 @@ impl Store {
             user_id: new.user_id.into_string(),
             conversation_id: new.conversation_id.map(String::from).unwrap_or_default(),
             description: new.description,
+            kind: new.kind,
             filename: new.filename,
             mime_type,
             size,
@@ -218,8 +223,8 @@ impl Store {
         quota: i64,
     ) -> Result<Result<(), i64>, Error> {
         let sql = "INSERT INTO artifacts \
-                   (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+                   (id, user_id, conversation_id, description, filename, mime_type, size, created_at, data, content, kind) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
         let size = i64::try_from(meta.size).unwrap_or(i64::MAX);
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
@@ -245,6 +250,7 @@ impl Store {
                     meta.created_at_millis.into(),
                     data.into(),
                     content.into(),
+                    (&meta.kind).into(),
                 ],
             )
             .await?;
@@ -346,6 +352,7 @@ impl From<MetaRow> for ArtifactMeta {
             user_id: row.user_id,
             conversation_id: row.conversation_id,
             description: row.description,
+            kind: row.kind,
             filename: row.filename,
             mime_type: row.mime_type,
             size: u64::try_from(row.size).unwrap_or_default(),
@@ -392,6 +399,7 @@ mod tests {
             user_id: UserId::known(user_id),
             conversation_id: None,
             description: String::new(),
+            kind: String::new(),
             filename: String::new(),
             mime_type: String::new(),
             body: ArtifactBody::Json(data),

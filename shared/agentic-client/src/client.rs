@@ -34,6 +34,9 @@ pub struct NewPrompt {
     pub max_rounds: u32,
     /// How long the run may take; `None`: the gateway's maximum (which also caps it).
     pub timeout: Option<Duration>,
+    /// The prompt's state: its conversation's state with these keys set on top. Tools get
+    /// it with every call, and code mode's `recall(key)` reads it.
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl NewPrompt {
@@ -64,6 +67,12 @@ impl NewPrompt {
         self.timeout = Some(timeout);
         self
     }
+
+    /// Sets these keys in the prompt's state, over its conversation's.
+    pub fn state(mut self, state: serde_json::Map<String, serde_json::Value>) -> NewPrompt {
+        self.state = Some(state);
+        self
+    }
 }
 
 /// A conversation to create: prompts in it share history, state and files.
@@ -72,6 +81,9 @@ pub struct NewConversation {
     pub title: String,
     /// The mode of its prompts when a prompt names none; `None`: `classic`.
     pub default_mode: Option<String>,
+    /// State every prompt in it starts from (a prompt's own keys go on top); code mode's
+    /// `complete({data})` adds `_lastData` for the next prompt.
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 pub(crate) type Gateway = PromptGatewayClient<InterceptedService<Channel, Credentials>>;
@@ -121,13 +133,16 @@ impl Client {
             mode: prompt.mode.unwrap_or_default(),
             model: prompt.model as i32,
             conversation_id: prompt.conversation_id.unwrap_or_default(),
+            state: prompt
+                .state
+                .as_ref()
+                .map(agentic_proto::json::map_to_struct),
             max_rounds: prompt.max_rounds,
             timeout_ms: prompt.timeout.map_or(0, |timeout| {
                 u32::try_from(timeout.as_millis())
                     .unwrap_or(u32::MAX)
                     .max(1)
             }),
-            ..CreatePromptRequest::default()
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
@@ -280,7 +295,10 @@ impl Client {
         let request = CreateConversationRequest {
             title: conversation.title,
             default_mode: conversation.default_mode.unwrap_or_default(),
-            state: None,
+            state: conversation
+                .state
+                .as_ref()
+                .map(agentic_proto::json::map_to_struct),
         };
         let response = self.gateway().create_conversation(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

@@ -30,6 +30,8 @@ pub struct ChatOptions {
     pub model: ModelTier,
     /// 0: the mode's default round limit.
     pub max_rounds: u32,
+    /// Keys set in this message's prompt state, over the conversation's.
+    pub state: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ChatOptions {
@@ -89,8 +91,8 @@ impl Client {
     pub async fn session(&self, mode: Option<&str>) -> Result<Session, ClientError> {
         let conversation = self
             .create_conversation(NewConversation {
-                title: String::new(),
                 default_mode: mode.map(str::to_owned),
+                ..NewConversation::default()
             })
             .await?;
         Ok(Session {
@@ -163,6 +165,7 @@ impl Session {
                 conversation_id: Some(self.conversation.id.clone()),
                 max_rounds: options.max_rounds,
                 timeout: None,
+                state: options.state,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

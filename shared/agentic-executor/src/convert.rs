@@ -104,17 +104,7 @@ fn invalid(field: impl Into<String>, reason: &str) -> ExecuteError {
 fn output_from_proto(output: &pb::PromptOutput) -> Option<Output> {
     Some(match output.kind.as_ref()? {
         prompt_output::Kind::Text(text) => Output::Text(text.content.clone()),
-        prompt_output::Kind::Tool(tool) => Output::Tool(ToolCallOutput {
-            id: tool.id.clone(),
-            function: tool.function.clone(),
-            input: json::from_proto_opt(tool.input.as_ref()),
-            result: result_from_proto(tool.result.as_ref()),
-            start: tool
-                .start
-                .and_then(|stamp| SystemTime::try_from(stamp).ok()),
-            end: tool.end.and_then(|stamp| SystemTime::try_from(stamp).ok()),
-            approval: approval_from_proto(tool.approval.as_ref()),
-        }),
+        prompt_output::Kind::Tool(tool) => Output::Tool(tool_from_proto(tool)),
         prompt_output::Kind::File(file) => Output::File(FileOutput {
             id: file.id.clone(),
             filename: file.filename.clone(),
@@ -123,6 +113,22 @@ fn output_from_proto(output: &pb::PromptOutput) -> Option<Output> {
             artifact_id: file.artifact_id.clone(),
         }),
     })
+}
+
+/// A tool call as the timeline keeps it (also the nested calls a tool-host answer carries).
+pub(crate) fn tool_from_proto(tool: &pb::ToolOutput) -> ToolCallOutput {
+    ToolCallOutput {
+        id: tool.id.clone(),
+        function: tool.function.clone(),
+        input: json::from_proto_opt(tool.input.as_ref()),
+        result: result_from_proto(tool.result.as_ref()),
+        start: tool
+            .start
+            .and_then(|stamp| SystemTime::try_from(stamp).ok()),
+        end: tool.end.and_then(|stamp| SystemTime::try_from(stamp).ok()),
+        approval: approval_from_proto(tool.approval.as_ref()),
+        parent: (!tool.parent_id.is_empty()).then(|| tool.parent_id.clone()),
+    }
 }
 
 fn result_from_proto(result: Option<&pb::ToolResult>) -> ToolResult {
@@ -178,6 +184,10 @@ impl From<Event> for pb::ExecuteEvent {
                 })
             }
             Event::TextDelta(text) => execute_event::Kind::TextDelta(pb::TextDelta { text }),
+            Event::Log(text) => execute_event::Kind::Log(pb::LogLine { text }),
+            Event::StateSet(fields) => execute_event::Kind::StateSet(pb::ExecuteStateSet {
+                fields: Some(json::map_to_struct(&fields)),
+            }),
             Event::ApprovalRequested {
                 tool_call_id,
                 tool_id,
@@ -226,6 +236,7 @@ fn output_to_proto(output: Output) -> pb::PromptOutput {
             start: call.start.map(prost_types::Timestamp::from),
             end: call.end.map(prost_types::Timestamp::from),
             approval: Some(approval_to_proto(call.approval)),
+            parent_id: call.parent.unwrap_or_default(),
         }),
         Output::File(file) => prompt_output::Kind::File(pb::FileOutput {
             id: file.id,

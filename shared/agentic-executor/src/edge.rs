@@ -210,6 +210,19 @@ impl RunBounds {
                 }
                 Event::TextDelta(text)
             }
+            Event::StateSet(fields) => Event::StateSet(
+                fields
+                    .into_iter()
+                    .map(|(key, value)| (key, bounds::storable_value(value)))
+                    .collect(),
+            ),
+            // Counted against the same bytes as text: past them, lines are dropped.
+            Event::Log(line) => {
+                if !self.spend(line.len()) {
+                    return None;
+                }
+                Event::Log(line)
+            }
             Event::ApprovalRequested {
                 tool_call_id,
                 tool_id,

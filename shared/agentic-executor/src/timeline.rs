@@ -67,6 +67,9 @@ pub struct ToolCallOutput {
     pub start: Option<SystemTime>,
     pub end: Option<SystemTime>,
     pub approval: Approval,
+    /// The call this one ran inside (a tool that code run by `interpreter.run-code` called);
+    /// `None` for the run's own calls. Models never see such calls as their own.
+    pub parent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +141,10 @@ pub enum Event {
         output: Output,
     },
     TextDelta(String),
+    /// A line the run logged for whoever watches it (not part of the answer).
+    Log(String),
+    /// Keys to set in the conversation's state, for its later prompts.
+    StateSet(Map<String, Json>),
     ApprovalRequested {
         tool_call_id: String,
         tool_id: String,

@@ -78,6 +78,8 @@ pub struct RunScope {
     pub prompt_id: Option<PromptId>,
     pub conversation_id: Option<ConversationId>,
     pub state: Map<String, Json>,
+    /// The prompt's model tier: what tools that ask a model themselves use.
+    pub tier: agentic_llm::Tier,
 }
 
 impl RunScope {
@@ -88,6 +90,7 @@ impl RunScope {
             prompt_id: Some(request.prompt_id.clone()),
             conversation_id: request.conversation_id.clone(),
             state: request.state.clone(),
+            tier: request.tier,
         }
     }
 
@@ -109,6 +112,9 @@ pub struct Invoked {
     pub result: Result<Json, String>,
     pub files: Vec<ToolFile>,
     pub usage: Usage,
+    /// Calls the tool made in turn (code run by `interpreter.run-code`), finished, with this
+    /// call as their parent: the executor adds them to the timeline.
+    pub nested: Vec<crate::timeline::ToolCallOutput>,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +235,11 @@ impl ToolHost {
             conversation_id: scope.conversation_text(),
             state: Some(json::map_to_struct(&scope.state)),
             tool_call_id: tool_call_id.to_owned(),
+            model: match scope.tier {
+                agentic_llm::Tier::Normal => agentic_proto::v1::ModelTier::Normal,
+                agentic_llm::Tier::High => agentic_proto::v1::ModelTier::High,
+            }
+            .into(),
         });
         // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
         // moment; the local timer covers a tool-host that does not answer at all.
@@ -277,10 +288,20 @@ impl ToolHost {
             })
             .collect();
         let usage = response.usage.map(usage_from_proto).unwrap_or_default();
+        // Bounded by the answer's size; each is this call's child whatever the answer says.
+        let nested = response
+            .nested
+            .iter()
+            .map(|tool| crate::timeline::ToolCallOutput {
+                parent: Some(tool_call_id.to_owned()),
+                ..crate::convert::tool_from_proto(tool)
+            })
+            .collect();
         Ok(Invoked {
             result,
             files,
             usage,
+            nested,
         })
     }
 
@@ -534,6 +555,7 @@ mod tests {
                     total_tokens: 5,
                     rounds: 0,
                 }),
+                nested: Vec::new(),
             }))
         }
     }
@@ -560,6 +582,7 @@ mod tests {
             prompt_id: Some(PromptId::known("prompt")),
             conversation_id: None,
             state: Map::new(),
+            tier: agentic_llm::Tier::Normal,
         }
     }
 

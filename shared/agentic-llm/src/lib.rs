@@ -88,6 +88,9 @@ pub struct ChatRequest {
     pub tools: Vec<ToolDef>,
     /// Sent verbatim as `response_format`, e.g. `{"type": "json_object"}`.
     pub response_format: Option<serde_json::Value>,
+    /// Sent as `max_tokens`: the most tokens the answer may have (`None`: the provider's
+    /// default).
+    pub max_tokens: Option<u32>,
 }
 
 impl ChatRequest {
@@ -98,6 +101,7 @@ impl ChatRequest {
             messages,
             tools: Vec::new(),
             response_format: None,
+            max_tokens: None,
         }
     }
 }

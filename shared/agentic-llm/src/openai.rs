@@ -229,10 +229,12 @@ impl OpenAiChatModel {
                 &messages,
                 &request.tools,
                 request.response_format.as_ref(),
+                request.max_tokens,
             ))
         } else {
             let mut plain = ChatCompletionRequest::new(model.clone(), messages);
             plain.response_format = request.response_format;
+            plain.max_tokens = request.max_tokens.map(i64::from);
             // As `stream_body`'s: strings, options and `Value`s always serialize.
             let body = serde_json::to_vec(&plain).expect("a chat completion request serializes");
             Prepared::Plain(body)
@@ -317,6 +319,8 @@ struct StreamBody<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -342,6 +346,7 @@ fn stream_body(
     messages: &[ChatCompletionMessage],
     tools: &[ToolDef],
     response_format: Option<&Value>,
+    max_tokens: Option<u32>,
 ) -> Vec<u8> {
     let body = StreamBody {
         model,
@@ -362,6 +367,7 @@ fn stream_body(
             })
             .collect(),
         response_format,
+        max_tokens,
     };
     // Strings, options and `Value`s (whose maps have string keys) always serialize, so this
     // cannot fail on a body built from them.
@@ -477,7 +483,7 @@ mod tests {
             parameters: schema.clone(),
         }];
         let body: Value =
-            serde_json::from_slice(&stream_body("m", &[], &tools, None)).expect("json body");
+            serde_json::from_slice(&stream_body("m", &[], &tools, None, None)).expect("json body");
         assert_eq!(body["tools"][0]["function"]["parameters"], schema);
         assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["stream_options"]["include_usage"], true);
@@ -488,8 +494,9 @@ mod tests {
     fn a_body_without_tools_has_no_tools_key_and_keeps_the_response_format() {
         let messages = [to_library_message(&ChatMessage::User("hi".into()))];
         let format = json!({"type": "json_object"});
-        let body: Value = serde_json::from_slice(&stream_body("m", &messages, &[], Some(&format)))
-            .expect("json body");
+        let body: Value =
+            serde_json::from_slice(&stream_body("m", &messages, &[], Some(&format), Some(64)))
+                .expect("json body");
         assert_eq!(body["model"], "m");
         assert_eq!(body["stream"], true);
         assert_eq!(body["messages"][0]["role"], "user");

@@ -212,7 +212,8 @@ fn log<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostRes
         line.push_str(&text);
     }
     session.budget.count_log(line.len())?;
-    session.logs.borrow_mut().push(line);
+    session.logs.borrow_mut().push(line.clone());
+    session.block_on(session.host.log(line))?;
     Ok(Value::new_undefined(ctx.clone()))
 }
 
@@ -295,8 +296,8 @@ fn store<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostR
     Ok(Value::new_undefined(ctx.clone()))
 }
 
-/// Where `complete()` keeps its `data`.
-const LAST_DATA: &str = "_lastData";
+/// The memory key (and conversation state key) `complete({data})` keeps `data` under.
+pub const LAST_DATA: &str = "_lastData";
 
 /// The JSON of a value about to be kept under `key`, refused before it is parsed when it
 /// would not fit the prompt's storage limit.

@@ -35,6 +35,9 @@ pub trait Host: Send + Sync + 'static {
     }
     /// `output(text)`: shown to the user immediately, while the code still runs.
     async fn output(&self, text: String);
+    /// `log(...)`: a line for whoever watches the run (the model also reads it next round,
+    /// from the run's outcome). Nothing by default.
+    async fn log(&self, _line: String) {}
     /// `llm(text)` with `json == false`, `llmJson(text)` with `json == true` (JSON response
     /// format). `Err(message)` throws.
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String>;

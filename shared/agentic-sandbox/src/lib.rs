@@ -52,6 +52,7 @@ mod warm;
 mod tests;
 
 pub use crate::clock::Clock;
+pub use crate::globals::LAST_DATA;
 pub use crate::host::{Host, ToolFailure, seconds};
 pub use crate::limits::{Limits, PromptLimits, Spent};
 pub use crate::outcome::{Admission, CodeError, Completion, RunOutcome};

@@ -77,8 +77,10 @@ impl ToolTable {
     }
 }
 
+/// The seed's words for a tool the run does not have (a `parallel()` slot's `{error}`, and
+/// what `callTool` throws).
 fn unknown_tool(id: &str) -> String {
-    format!("Unknown tool \"{id}\"")
+    format!("Tool \"{id}\" not found")
 }
 
 /// Installs the run's tool functions and the tool-related host API. Runs after
@@ -94,11 +96,20 @@ pub(crate) fn install<'js>(
     }));
 
     for entry in &table.entries {
-        let Some(function) = &entry.function else {
-            continue;
+        // A tool whose function name went to another (or is taken) is also a global under
+        // its dotted id, as the seed has it: `globalThis['artifact.store'](input)`. An id
+        // that is itself taken stays reachable through `callTool` alone.
+        let name = match &entry.function {
+            Some(function) => function.as_str(),
+            None if !API_NAMES.contains(&entry.tool.id.as_str())
+                && !globals.contains_key(entry.tool.id.as_str()).unwrap_or(true) =>
+            {
+                entry.tool.id.as_str()
+            }
+            None => continue,
         };
         let id = entry.tool.id.clone();
-        define(ctx, &globals, function, slot, move |ctx, session, args| {
+        define(ctx, &globals, name, slot, move |ctx, session, args| {
             let input = tool_input(ctx, session, &id, argument(ctx, &args, 0))?;
             Ok(to_js(ctx, &call(session, &id, input)?)?)
         })?;

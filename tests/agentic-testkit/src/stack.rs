@@ -486,6 +486,7 @@ impl Stack {
         let config = code_executor::Config {
             executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
             max_rounds: 10,
+            max_tokens: 4096,
             run_timeout_ms: options.code_run_timeout_ms,
             memory_limit_mb: 64,
             max_tool_calls: 200,
@@ -568,6 +569,11 @@ impl Stack {
     /// Kills the classic executor outright, mid-call, as a crashed process would die.
     pub fn kill_classic_executor(&mut self) {
         self.classic.kill();
+    }
+
+    /// Kills the code executor (also `interpreter.run-code`'s runner) outright, mid-call.
+    pub fn kill_code_executor(&mut self) {
+        self.code.kill();
     }
 
     /// Kills the classic executor and starts a new one on a new port. Gateways started from

@@ -295,6 +295,24 @@ done();
 }
 
 #[tokio::test]
+async fn a_tool_whose_function_name_is_taken_is_a_global_under_its_dotted_id() {
+    // `demo_.echo` is `demoEcho` in camelCase, as the plugin's `demo.echo` is, which came
+    // first: the server's tool is reachable as `globalThis['demo_.echo']`.
+    let code = r#"
+const plugin = demoEcho({n: 1});
+const server = globalThis['demo_.echo']({message: "dotted"});
+complete({response: JSON.stringify([plugin, server])});
+"#;
+    let rules = vec![Rule::new(Match::Any, Reply::Text(code.to_owned()))];
+    let (stack, _dir) = stack_with_servers(rules, json!({"demo_": everything_stdio()})).await;
+    let prompt = run(&stack, NewPrompt::new("collide").mode("code")).await;
+    assert_eq!(prompt.state, PromptState::Completed as i32, "{prompt:?}");
+    let texts: Vec<&str> = prompt.output.iter().filter_map(text_of).collect();
+    let answers: Value = serde_json::from_str(texts[0]).unwrap();
+    assert_eq!(answers, json!([{"echo": {"n": 1}}, "Echo: dotted"]));
+}
+
+#[tokio::test]
 async fn an_image_from_an_mcp_tool_becomes_a_file_of_the_conversation() {
     let rules = vec![
         calls(

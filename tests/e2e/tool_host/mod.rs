@@ -133,6 +133,7 @@ fn invoke(tool_id: &str, user_id: &str, input: Value) -> InvokeToolRequest {
         conversation_id: "conversation-1".to_owned(),
         state: None,
         tool_call_id: "call-1".to_owned(),
+        ..InvokeToolRequest::default()
     }
 }
 

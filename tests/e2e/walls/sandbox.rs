@@ -262,7 +262,7 @@ async fn code_run_through_run_code_cannot_start_run_code_again() {
     assert_eq!(function, "interpreter.run-code");
     let error = result.unwrap_err();
     assert!(
-        error.contains("Unknown tool \"interpreter.run-code\""),
+        error.contains("Tool \"interpreter.run-code\" not found"),
         "{error}"
     );
     others_are_served(&stack).await;

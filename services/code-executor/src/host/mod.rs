@@ -74,6 +74,7 @@ pub fn tool_output(
         start: Some(start),
         end,
         approval: Approval::new(ApprovalState::NotRequired),
+        parent: None,
     })
 }
 
@@ -195,9 +196,11 @@ impl Host for PromptHost {
         answers.pop().unwrap_or_else(|| Err(closed()))
     }
 
-    /// Records every call first and asks for all their approvals at once (each call's output,
-    /// each `approval_requested`, then one `paused`); then the calls run concurrently, those
-    /// that need approval once it is given.
+    /// Records every call first (each call's output, in order); runs those that need no
+    /// approval and waits for them to settle; then asks for every approval at once (each
+    /// `approval_requested`, then one `paused`) and runs each call once it is approved. So a
+    /// pause is announced with nothing else still running: a stream that ends at `waiting`
+    /// has seen everything that happened before the person decides.
     async fn call_tools(
         &self,
         calls: Vec<(String, Json)>,
@@ -211,20 +214,39 @@ impl Host for PromptHost {
                 Err(StreamClosed) => return vec![Err(closed()); count],
             }
         }
-        let asked = started
-            .iter()
-            .filter(|call| matches!(call.next, Next::AwaitApproval(_)))
-            .count();
-        if asked > 0 {
-            tracing::info!(calls = asked, "code paused, waiting for approval");
+        let (asking, others): (Vec<_>, Vec<_>) = started
+            .into_iter()
+            .enumerate()
+            .partition(|(_, call)| matches!(call.next, Next::AwaitApproval(_)));
+        let mut answers: Vec<Option<Result<Json, ToolFailure>>> = vec![None; count];
+        let settled = others
+            .into_iter()
+            .map(|(slot, call)| async move { (slot, self.finish(call, clock).await) });
+        for (slot, answer) in futures::future::join_all(settled).await {
+            answers[slot] = Some(answer);
+        }
+        if !asking.is_empty() {
+            tracing::info!(calls = asking.len(), "code paused, waiting for approval");
+            for (_, call) in &asking {
+                if self.request_approval(&call.call).await.is_err() {
+                    return vec![Err(closed()); count];
+                }
+            }
             if self.timeline.send(Event::Paused).await.is_err() {
                 return vec![Err(closed()); count];
             }
         }
-        let finishing = started.into_iter().map(|call| self.finish(call, clock));
-        let answers = futures::future::join_all(finishing).await;
+        let decided = asking
+            .into_iter()
+            .map(|(slot, call)| async move { (slot, self.finish(call, clock).await) });
+        for (slot, answer) in futures::future::join_all(decided).await {
+            answers[slot] = Some(answer);
+        }
         self.paused.release();
         answers
+            .into_iter()
+            .map(|answer| answer.unwrap_or_else(|| Err(closed())))
+            .collect()
     }
 
     async fn output(&self, text: String) {
@@ -237,6 +259,11 @@ impl Host for PromptHost {
         {
             let _ = self.timeline.add(Output::Text(text)).await;
         }
+    }
+
+    async fn log(&self, line: String) {
+        // Best effort, as output().
+        let _ = self.timeline.send(Event::Log(line)).await;
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
@@ -274,6 +301,7 @@ impl Recorded {
             start: Some(self.start),
             end,
             approval,
+            parent: None,
         })
     }
 }
@@ -322,18 +350,20 @@ impl PromptHost {
             call.output(running(), None, Approval::new(ApprovalState::NotRequired))
         };
         call.index = self.timeline.add(added).await?;
-        if awaits_approval {
-            tracing::info!(tool_call_id = %call.call_id, tool_id = %call.tool_id, "tool call waits for approval");
-            self.timeline
-                .send(Event::ApprovalRequested {
-                    tool_call_id: call.call_id.clone(),
-                    tool_id: call.tool_id.clone(),
-                    input: call.input.clone(),
-                    index: call.index,
-                })
-                .await?;
-        }
         Ok(Started { call, next })
+    }
+
+    /// Asks a person to decide on the call (its output already shows it waiting).
+    async fn request_approval(&self, call: &Recorded) -> Result<(), StreamClosed> {
+        tracing::info!(tool_call_id = %call.call_id, tool_id = %call.tool_id, "tool call waits for approval");
+        self.timeline
+            .send(Event::ApprovalRequested {
+                tool_call_id: call.call_id.clone(),
+                tool_id: call.tool_id.clone(),
+                input: call.input.clone(),
+                index: call.index,
+            })
+            .await
     }
 
     /// Runs the call (once approved, if it needs approval) and updates its output.
@@ -439,6 +469,13 @@ impl PromptHost {
         if invoked.usage != Usage::default() {
             self.timeline
                 .send(Event::Usage(invoked.usage))
+                .await
+                .map_err(|_| closed())?;
+        }
+        // Calls the tool made in turn (code it ran), before its own result.
+        for call in invoked.nested {
+            self.timeline
+                .add(Output::Tool(call))
                 .await
                 .map_err(|_| closed())?;
         }

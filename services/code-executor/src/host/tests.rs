@@ -67,6 +67,7 @@ impl ToolHostService for FakeToolHost {
             result: Some(invoke_tool_response::Result::Output(output)),
             files: Vec::new(),
             usage,
+            nested: Vec::new(),
         }))
     }
 }
@@ -112,6 +113,7 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         prompt_id: Some(agentic_ids::PromptId::known("prompt")),
         conversation_id: Some(agentic_ids::ConversationId::known("conversation")),
         state: Map::new(),
+        tier: agentic_llm::Tier::Normal,
     });
     let channel = agentic_rpc::channel(
         &format!("http://{address}"),
@@ -219,6 +221,8 @@ fn describe(event: &Event) -> String {
             ..
         } => format!("approval requested {index}: {tool_id} {input}"),
         Event::Paused => "paused".into(),
+        Event::Log(line) => format!("log {line}"),
+        Event::StateSet(fields) => format!("state {fields:?}"),
         other => format!("{other:?}"),
     }
 }
@@ -334,7 +338,7 @@ async fn a_call_nobody_decides_on_times_out_and_late_decisions_are_ignored() {
 }
 
 #[tokio::test]
-async fn parallel_calls_ask_for_every_approval_then_pause_once() {
+async fn parallel_calls_settle_the_others_then_ask_for_every_approval_and_pause_once() {
     let mut prompt = prompt(Duration::from_secs(30)).await;
     let host = Arc::clone(&prompt.host);
     let calls = tokio::spawn(async move {
@@ -349,18 +353,17 @@ async fn parallel_calls_ask_for_every_approval_then_pause_once() {
         events,
         [
             "added 0: files.delete pending (waiting for approval) Pending",
-            "approval requested 0: files.delete {\"path\":\"a\"}",
             "added 1: files.list pending (running) NotRequired",
             "added 2: files.delete pending (waiting for approval) Pending",
+            // The slot that needs no approval has settled before the pause is announced:
+            // nothing follows `paused` until a person decides.
+            "updated 1: files.list success {\"done\":\"files.list\"} NotRequired",
+            "approval requested 0: files.delete {\"path\":\"a\"}",
             "approval requested 2: files.delete {\"path\":\"a\"}",
             "paused",
         ]
     );
-    // The slot that needs no approval runs meanwhile.
-    assert_eq!(
-        prompt.next().await,
-        "updated 1: files.list success {\"done\":\"files.list\"} NotRequired"
-    );
+    assert!(prompt.events.try_recv().is_err(), "an event after paused");
     prompt.decide(&ids[1], false, "").await;
     assert_eq!(
         prompt.next().await,

@@ -151,6 +151,7 @@ mod tests {
             tool_id: "artifact.store".into(),
             input: Some(echo(input)),
             result: Some(code_tool_call::Result::Output(echo(output))),
+            ..CodeToolCall::default()
         }
     }
 
@@ -185,6 +186,7 @@ mod tests {
             logs: vec!["l".repeat(100); 30_000],
             tool_calls: (0..10).map(|_| call_with(&big, &big)).collect(),
             usage: None,
+            files: Vec::new(),
         };
         fit(&mut response);
         assert!(response.encoded_len() <= MAX_ANSWER_BYTES);
@@ -207,6 +209,7 @@ mod tests {
             logs: vec!["hi".into()],
             tool_calls: vec![call_with(&json!({}), &json!({}))],
             usage: None,
+            files: Vec::new(),
         };
         let mut fitted = small.clone();
         fit(&mut fitted);

@@ -256,8 +256,10 @@ impl Runner {
                        (its lease expired)"
             .to_owned();
         match self.store.fail_expired(prompt_id, before, message).await {
-            Ok(event) => {
-                self.hub.publish(&event);
+            Ok(events) => {
+                for event in &events {
+                    self.hub.publish(event);
+                }
                 Ok(true)
             }
             Err(GatewayError::PromptEnded(_)) => Ok(false),
@@ -272,7 +274,7 @@ impl Runner {
         state: PromptState,
         message: String,
     ) -> Result<Prompt, GatewayError> {
-        let event = self
+        let events = self
             .store
             .record(
                 prompt_id,
@@ -289,9 +291,12 @@ impl Runner {
                 },
             )
             .await?;
-        self.hub.publish(&event);
-        event
-            .final_prompt()
+        for event in &events {
+            self.hub.publish(event);
+        }
+        events
+            .last()
+            .and_then(|event| event.final_prompt())
             .cloned()
             .ok_or_else(|| GatewayError::Internal("terminal event without its prompt".into()))
     }

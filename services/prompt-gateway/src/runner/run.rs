@@ -199,8 +199,30 @@ impl Run {
                 Box::new(move |_| prompt_event::Kind::Stream(delta)),
                 Next::Continue,
             ),
+            execute_event::Kind::Log(line) => (
+                Change::None,
+                Box::new(move |_| prompt_event::Kind::Log(line)),
+                Next::Continue,
+            ),
             execute_event::Kind::Usage(usage) => {
                 self.log.add_usage(&usage);
+                return Ok(Next::Continue);
+            }
+            execute_event::Kind::StateSet(set) => {
+                let fields = set.fields.unwrap_or_default();
+                let fits = |state: &prost_types::Struct| crate::prompts::check_state(Some(state));
+                match self
+                    .store
+                    .set_conversation_state(&self.prompt_id, fields, fits)
+                    .await
+                {
+                    Ok(_) => {}
+                    // The prompt goes on; its conversation keeps the state it had.
+                    Err(GatewayError::InvalidArgument(reason)) => {
+                        tracing::warn!(prompt_id = %self.prompt_id, %reason, "conversation state not updated");
+                    }
+                    Err(error) => return Err(error),
+                }
                 return Ok(Next::Continue);
             }
             execute_event::Kind::Finished(finished) => finished_in(finished.state)?,

@@ -62,6 +62,43 @@ impl Store {
         Ok(self.db.write(sql, &args).await? > 0)
     }
 
+    /// Sets `fields` in the state of the conversation `prompt_id` belongs to, keeping its
+    /// other keys, when the result passes `fits` (else its error, and nothing changes).
+    /// False when the prompt is in no conversation.
+    pub async fn set_conversation_state(
+        &self,
+        prompt_id: &PromptId,
+        fields: prost_types::Struct,
+        fits: impl FnOnce(&prost_types::Struct) -> Result<(), GatewayError>,
+    ) -> Result<bool, GatewayError> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        let sql = "SELECT c.id, c.state FROM conversations c JOIN prompts p \
+                   ON p.conversation_id = c.id AND p.user_id = c.user_id WHERE p.id = $1";
+        let row: Option<(String, String)> = conn.optional(sql, &[prompt_id.into()]).await?;
+        let Some((conversation_id, state)) = row else {
+            return Ok(false);
+        };
+        let state: serde_json::Value = serde_json::from_str(&state)
+            .map_err(|error| GatewayError::Internal(format!("stored state: {error}")))?;
+        let mut state = json_to_struct(&state);
+        state.fields.extend(fields.fields);
+        fits(&state)?;
+        let state = struct_to_json(Some(&state)).to_string();
+        conn.execute(
+            "UPDATE conversations SET state = $1, updated_at = $2 WHERE id = $3",
+            &[
+                (&state).into(),
+                now_millis().into(),
+                (&conversation_id).into(),
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     pub async fn list_conversations(
         &self,
         user_id: &UserId,

@@ -30,13 +30,15 @@ pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>
 impl Store {
     /// Applies `change` and appends the event built by `kind` in one transaction, so the
     /// event is durable (and numbered gap-free) before anyone can see it. A prompt that has
-    /// ended takes no more events: that is [`GatewayError::PromptEnded`].
+    /// ended takes no more events: that is [`GatewayError::PromptEnded`]. Answers the events
+    /// stored, in order: the one event, or for an end the updates that close what the
+    /// timeline left open ([`closing`]) and then the terminal event.
     pub async fn record(
         &self,
         prompt_id: &PromptId,
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
-    ) -> Result<PromptEvent, GatewayError> {
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
         self.record_guarded(prompt_id, Guard::Open, change, kind)
             .await
     }
@@ -53,10 +55,10 @@ impl Store {
         guard: Guard,
         change: Change,
         kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
-    ) -> Result<PromptEvent, GatewayError> {
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
         if let (Backend::Sqlite(write), Guard::Open) = (self.db.backend(), guard) {
             if let Change::Finish { state, error } = change {
-                let mut events = finish_sqlite(
+                return finish_sqlite(
                     write,
                     &self.commands,
                     prompt_id,
@@ -65,34 +67,33 @@ impl Store {
                     (state, error),
                     kind,
                 )
-                .await?;
-                return events
-                    .pop()
-                    .ok_or_else(|| GatewayError::Internal("the end stored no event".into()));
+                .await;
             }
             if Append::batches(&change) {
                 let append = Append {
                     change,
                     kind: kind(None),
                 };
-                let mut events = append_batch_sqlite(
+                return append_batch_sqlite(
                     write,
                     &self.commands,
                     prompt_id,
                     vec![append],
                     &Usage::default(),
                 )
-                .await?;
-                return events
-                    .pop()
-                    .ok_or_else(|| GatewayError::Internal("an append stored no event".into()));
+                .await;
             }
         }
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
-        let event = append(self, &mut tx.conn(), prompt_id, guard, change, kind).await?;
+        let events = match change {
+            Change::Finish { state, error } => {
+                append_end(self, &mut tx.conn(), prompt_id, guard, (state, error), kind).await?
+            }
+            change => vec![append(self, &mut tx.conn(), prompt_id, guard, change, kind).await?],
+        };
         tx.commit().await?;
-        Ok(event)
+        Ok(events)
     }
 
     /// Appends `appends` in order, and adds `usage` to the prompt's tokens, in one
@@ -170,9 +171,10 @@ impl Store {
                 let mut events = self
                     .append_all_postgres(&mut tx, prompt_id, before, usage)
                     .await?;
-                let change = Change::Finish { state, error };
                 let mut conn = Conn::Postgres(&mut tx);
-                events.push(append(self, &mut conn, prompt_id, Guard::Open, change, kind).await?);
+                let end = (state, error);
+                events
+                    .extend(append_end(self, &mut conn, prompt_id, Guard::Open, end, kind).await?);
                 tx.commit().await?;
                 Ok(events)
             }

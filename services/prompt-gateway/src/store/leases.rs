@@ -46,13 +46,14 @@ impl Store {
     }
 
     /// Fails a prompt whose owner's lease expired before `before`, with the terminal event
-    /// saying why. [`GatewayError::PromptEnded`] when it ended or its lease was renewed first.
+    /// saying why (after the updates that close its open calls). [`GatewayError::PromptEnded`]
+    /// when it ended or its lease was renewed first.
     pub async fn fail_expired(
         &self,
         prompt_id: &PromptId,
         before: i64,
         message: String,
-    ) -> Result<PromptEvent, GatewayError> {
+    ) -> Result<Vec<PromptEvent>, GatewayError> {
         let change = Change::Finish {
             state: PromptState::Failed,
             error: message.clone(),

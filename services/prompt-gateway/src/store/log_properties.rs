@@ -192,10 +192,7 @@ async fn check(url: &str, plan: &Plan) {
                         (n..n + size).map(|n| written_event(writer, n)).collect();
                     let stored = if size == 1 && batch == 1 {
                         let Append { change, kind } = appends.into_iter().next().unwrap();
-                        store
-                            .record(&id, change, |_| kind)
-                            .await
-                            .map(|event| vec![event])
+                        store.record(&id, change, |_| kind).await
                     } else {
                         // Each event of a batch uses one token: the prompt's tokens count
                         // exactly the events stored.
@@ -239,8 +236,10 @@ async fn check(url: &str, plan: &Plan) {
                     prompt,
                 })
             };
-            if let Ok(event) = store.record(&id, change, cancelled).await {
-                hub.publish(&event);
+            if let Ok(events) = store.record(&id, change, cancelled).await {
+                for event in &events {
+                    hub.publish(event);
+                }
             }
         })
     });
@@ -258,10 +257,7 @@ async fn check(url: &str, plan: &Plan) {
     let completed = |prompt| prompt_event::Kind::Completed(PromptCompleted { prompt });
     let last_writer = plan.writers.len();
     let ended = if plan.trailing == 0 {
-        store
-            .record(&id, finish, completed)
-            .await
-            .map(|event| vec![event])
+        store.record(&id, finish, completed).await
     } else {
         let Change::Finish { state, error } = finish else {
             unreachable!()

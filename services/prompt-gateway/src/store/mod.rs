@@ -232,6 +232,29 @@ async fn append(
     Ok(event)
 }
 
+/// Appends a prompt's end in the transaction `conn`: first the updates that close what its
+/// timeline leaves open ([`closing`]), then the terminal event `kind` builds.
+async fn append_end(
+    store: &Store,
+    conn: &mut Conn<'_>,
+    prompt_id: &PromptId,
+    guard: Guard,
+    (state, error): (PromptState, String),
+    kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
+) -> Result<Vec<PromptEvent>, GatewayError> {
+    let timeline = load_prompt(conn, prompt_id)
+        .await?
+        .map(|prompt| prompt.output)
+        .unwrap_or_default();
+    let mut events = Vec::new();
+    for Append { change, kind } in closing(&timeline, state, now()) {
+        events.push(append(store, conn, prompt_id, guard, change, |_| kind).await?);
+    }
+    let change = Change::Finish { state, error };
+    events.push(append(store, conn, prompt_id, guard, change, kind).await?);
+    Ok(events)
+}
+
 /// What `change` does besides the event, in the transaction `conn`: the prompt as it leaves
 /// it, for a pause or an end (whose event carries it).
 async fn apply_change(
@@ -306,6 +329,7 @@ const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      rounds = rounds + $4 WHERE id = $5";
 
 mod approvals;
+mod closing;
 mod conversations;
 mod events;
 mod files;
@@ -321,6 +345,7 @@ mod run_log;
 mod sqlite;
 
 use agentic_db::{Arg, Backend, Conn, Db, Migrations, Reader, Settings, Writer};
+use closing::closing;
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
 use rows::*;

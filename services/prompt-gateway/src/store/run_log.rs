@@ -57,7 +57,7 @@ impl RunLog {
             return self.finish(state, error, kind).await;
         }
         let mut events = self.flush().await?;
-        events.push(self.store.record(&self.prompt_id, change, kind).await?);
+        events.extend(self.store.record(&self.prompt_id, change, kind).await?);
         Ok(events)
     }
 

@@ -98,8 +98,6 @@ pub(super) struct SqliteBatch {
     pub(super) replaced: String,
     /// The positions of $7, for the error when one does not exist.
     pub(super) replaced_positions: Vec<u32>,
-    /// The timeline entries the batch sets, in order: (position, entry).
-    pub(super) entries: Vec<(u32, PromptOutput)>,
 }
 
 impl SqliteBatch {
@@ -112,24 +110,19 @@ impl SqliteBatch {
         // batch is inserted in its last form.
         let mut added = BTreeMap::new();
         let mut replaced = BTreeMap::new();
-        let mut entries = Vec::new();
         let mut events = Vec::with_capacity(appends.len());
         let mut payloads = Vec::with_capacity(appends.len());
         for Append { change, kind } in appends {
             match change {
                 Change::AddOutput { index, output } => {
                     added.insert(index, output.encode_to_vec());
-                    entries.push((index, output));
                 }
-                Change::UpdateOutput { index, output } => {
-                    match added.get_mut(&index) {
-                        Some(entry) => *entry = output.encode_to_vec(),
-                        None => {
-                            replaced.insert(index, output.encode_to_vec());
-                        }
+                Change::UpdateOutput { index, output } => match added.get_mut(&index) {
+                    Some(entry) => *entry = output.encode_to_vec(),
+                    None => {
+                        replaced.insert(index, output.encode_to_vec());
                     }
-                    entries.push((index, output));
-                }
+                },
                 Change::None | Change::PauseLive | Change::Finish { .. } => {}
             }
             let event = PromptEvent {
@@ -149,7 +142,6 @@ impl SqliteBatch {
             added: entries_json(&added),
             replaced_positions: replaced.keys().copied().collect(),
             replaced: entries_json(&replaced),
-            entries,
         }
     }
 
@@ -235,15 +227,9 @@ pub(super) fn missing_entry(positions: &[u32]) -> GatewayError {
     ))
 }
 
-/// The prompt as it was stored, then changed by the events of `batch` and `usage`, ending in
-/// `state` with `error` at `at`: what its terminal event carries.
-fn prompt_at_end(
+/// The prompt as it was stored, with its timeline.
+fn stored_prompt(
     PromptWithOutputs { row, outputs }: PromptWithOutputs,
-    batch: &SqliteBatch,
-    usage: &Usage,
-    state: PromptState,
-    error: &str,
-    at: &prost_types::Timestamp,
 ) -> Result<Prompt, GatewayError> {
     let outputs: Vec<String> = serde_json::from_str(&outputs)
         .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
@@ -252,15 +238,36 @@ fn prompt_at_end(
         .map(hex::decode)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| GatewayError::Internal(format!("stored timeline: {error}")))?;
-    let mut prompt = row.into_prompt(&outputs)?;
-    for (index, output) in &batch.entries {
+    row.into_prompt(&outputs)
+}
+
+/// The timeline entries `appends` add or replace, applied to `timeline` in order.
+fn apply_entries(timeline: &mut Vec<PromptOutput>, appends: &[Append]) -> Result<(), GatewayError> {
+    for append in appends {
+        let (Change::AddOutput { index, output } | Change::UpdateOutput { index, output }) =
+            &append.change
+        else {
+            continue;
+        };
         let index = *index as usize;
-        match prompt.output.len().cmp(&index) {
-            std::cmp::Ordering::Equal => prompt.output.push(output.clone()),
-            std::cmp::Ordering::Greater => prompt.output[index] = output.clone(),
-            std::cmp::Ordering::Less => return Err(missing_entry(&batch.replaced_positions)),
+        match timeline.len().cmp(&index) {
+            std::cmp::Ordering::Equal => timeline.push(output.clone()),
+            std::cmp::Ordering::Greater => timeline[index] = output.clone(),
+            std::cmp::Ordering::Less => return Err(missing_entry(&[index as u32])),
         }
     }
+    Ok(())
+}
+
+/// `prompt` after `usage`, ending in `state` with `error` at `at`: what its terminal event
+/// carries.
+fn ended(
+    prompt: &mut Prompt,
+    usage: &Usage,
+    state: PromptState,
+    error: &str,
+    at: &prost_types::Timestamp,
+) {
     let tokens = prompt.usage.get_or_insert_default();
     tokens.input_tokens = tokens.input_tokens.saturating_add(usage.input_tokens);
     tokens.output_tokens = tokens.output_tokens.saturating_add(usage.output_tokens);
@@ -269,7 +276,6 @@ fn prompt_at_end(
     prompt.state = state as i32;
     prompt.error = error.to_owned();
     prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(at)));
-    Ok(prompt)
 }
 
 /// A terminal event on SQLite, after the events that came just before it, in two commands on
@@ -305,10 +311,16 @@ pub(super) async fn finish_sqlite(
             return Err(GatewayError::PromptEnded(prompt_id.to_string()));
         };
         let at = now();
+        let mut prompt = stored_prompt(stored)?;
+        let mut before = before;
+        apply_entries(&mut prompt.output, &before)?;
+        let closes = closing(&prompt.output, state, at);
+        apply_entries(&mut prompt.output, &closes)?;
+        before.extend(closes);
         let batch = SqliteBatch::new(prompt_id, at, before);
         // PostgreSQL text cannot hold NUL; both backends store the same.
         let error = error.replace('\0', "\u{FFFD}");
-        let prompt = prompt_at_end(stored, &batch, usage, state, &error, &at)?;
+        ended(&mut prompt, usage, state, &error, &at);
         let mut terminal = PromptEvent {
             sequence: 0,
             prompt_id: prompt_id.to_string(),

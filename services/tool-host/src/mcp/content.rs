@@ -148,6 +148,7 @@ async fn store_file(
         user_id: ctx.user_id.clone(),
         conversation_id: ctx.conversation_id.clone(),
         description: format!("from {tool_id}"),
+        kind: String::new(),
         filename,
         mime_type: mime.to_owned(),
         body: ArtifactBody::Bytes(bytes),

@@ -55,6 +55,7 @@ impl ArtifactPlugin {
             user_id: ctx.user_id.clone(),
             conversation_id: ctx.conversation_id.clone(),
             description: text("description"),
+            kind: text("type"),
             filename,
             mime_type,
             body,
@@ -133,6 +134,12 @@ impl Plugin for ArtifactPlugin {
                     "properties": {
                         "data": {"description": "The value to store: any JSON value."},
                         "description": {"type": "string", "pattern": NO_NUL, "description": "What the data is, to recognise it later."},
+                        "type": {
+                            "type": "string",
+                            "maxLength": 64,
+                            "pattern": NO_NUL,
+                            "description": "What kind of artifact it is, in your words (e.g. report, dataset, note); artifact.list returns it.",
+                        },
                         "filename": {
                             "type": "string",
                             "pattern": NO_NUL,
@@ -168,8 +175,8 @@ impl Plugin for ArtifactPlugin {
             },
             ToolSpec {
                 id: "artifact.list".into(),
-                description: "Lists the user's artifacts, newest first: id, description, filename, mime_type, size \
-                              and created_at, without the data."
+                description: "Lists the user's artifacts, newest first: id, description, type, filename, mime_type, \
+                              size and created_at, without the data."
                     .into(),
                 input_schema: json!({
                     "type": "object",
@@ -237,6 +244,7 @@ fn summary(meta: &ArtifactMeta) -> Value {
     json!({
         "id": meta.id,
         "description": meta.description,
+        "type": meta.kind,
         "filename": meta.filename,
         "mime_type": meta.mime_type,
         "size": meta.size,

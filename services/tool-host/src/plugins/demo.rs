@@ -207,6 +207,7 @@ impl DemoPlugin {
             user_id: ctx.user_id.clone(),
             conversation_id: ctx.conversation_id.clone(),
             description: format!("report: {title}"),
+            kind: "report".into(),
             filename: format!("{}.md", slug.trim_matches('-')),
             mime_type: "text/markdown; charset=utf-8".into(),
             body: ArtifactBody::Bytes(text.into_bytes()),

@@ -6,12 +6,21 @@ use std::time::Duration;
 
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_client::CodeRunnerClient;
-use agentic_proto::v1::{RunCodeRequest, run_code_response};
+use agentic_proto::v1::{
+    ApprovalState, CodeToolCall, ModelTier, RunCodeRequest, RunCodeResponse, ToolApproval,
+    ToolDefinition, ToolError, ToolOutput, ToolResult, ToolSuccess, code_tool_call,
+    run_code_response, tool_result,
+};
 use agentic_rpc::InternalChannel;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec, Usage};
+use crate::plugin::{CallContext, Plugin, ToolFailure, ToolFile, ToolOutcome, ToolSpec, Usage};
+
+/// The tool's id.
+pub const RUN_CODE: &str = "interpreter.run-code";
+/// Functions named in the description, at most (the code's `discoverTools()` lists them all).
+const MAX_NAMED_FUNCTIONS: usize = 100;
 
 /// The sandbox's own default budget; the RPC gets a little more so the sandbox reports the
 /// timeout itself.
@@ -43,7 +52,7 @@ impl Plugin for InterpreterPlugin {
 
     fn tools(&self) -> Vec<ToolSpec> {
         vec![ToolSpec {
-            id: "interpreter.run-code".into(),
+            id: RUN_CODE.into(),
             description: "Runs JavaScript in a sandbox with this conversation's tools as functions (camelCase of \
                           their ids), plus parallel([{tool, input}]), llm(text), llmJson(text), log(...), \
                           store/recall and storeArtifact/getArtifact/listArtifacts. The variable `input` holds \
@@ -80,6 +89,11 @@ impl Plugin for InterpreterPlugin {
             .get("timeout")
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_TIMEOUT_MS);
+        let tier = if ctx.high_tier {
+            ModelTier::High
+        } else {
+            ModelTier::Normal
+        };
         let mut request = tonic::Request::new(RunCodeRequest {
             code,
             input: input.get("input").map(json::to_proto),
@@ -88,6 +102,7 @@ impl Plugin for InterpreterPlugin {
             conversation_id: agentic_ids::wire(ctx.conversation_id.as_ref()),
             state: Some(json::json_to_struct(&ctx.state)),
             prompt_id: agentic_ids::wire(ctx.prompt_id.as_ref()),
+            model: tier.into(),
         });
         request.set_timeout(Duration::from_millis(timeout_ms) + RPC_GRACE);
         let response = self
@@ -95,13 +110,9 @@ impl Plugin for InterpreterPlugin {
             .clone()
             .run_code(request)
             .await
-            .map_err(|status| {
-                ToolFailure::new(format!(
-                    "the code runner is unavailable: {}",
-                    agentic_rpc::relayed(&status)
-                ))
-            })?
+            .map_err(|status| ToolFailure::new(runner_failed(&status)))?
             .into_inner();
+        let (files, nested) = effects(&response, &ctx.tool_call_id);
         // The code's `llm()` calls count into the calling prompt, whatever the outcome.
         let usage = response
             .usage
@@ -114,6 +125,8 @@ impl Plugin for InterpreterPlugin {
         match response.outcome {
             Some(run_code_response::Outcome::Result(value)) => Ok(ToolOutcome {
                 usage,
+                files,
+                nested,
                 ..ToolOutcome::output(json!({
                     "result": json::from_proto(&value),
                     "logs": response.logs,
@@ -131,12 +144,140 @@ impl Plugin for InterpreterPlugin {
                 if !response.logs.is_empty() {
                     message.push_str(&format!("\nlogs:\n{}", response.logs.join("\n")));
                 }
-                Err(ToolFailure::new(message).with_usage(usage))
+                Err(ToolFailure::new(message)
+                    .with_usage(usage)
+                    .with_effects(files, nested))
             }
             None => Ok(ToolOutcome {
                 usage,
+                files,
+                nested,
                 ..ToolOutcome::output(Value::Null)
             }),
         }
     }
+}
+
+/// What the model is told when `RunCode` gave no answer. A runner that could not be reached
+/// ran nothing, and saying so invites a retry; one that failed after it had the code may
+/// have run some of it, and its tools' effects stay, so a retry could repeat them.
+fn runner_failed(status: &tonic::Status) -> String {
+    let reason = agentic_rpc::relayed(status);
+    if never_reached(status) {
+        format!("the code runner is unavailable, so the code did not run: {reason}")
+    } else {
+        format!(
+            "the code runner stopped answering while it had the code ({reason}): the code may \
+             have run in part, and tools it called may have had their effects; check what they \
+             did before running it again"
+        )
+    }
+}
+
+/// Whether the call failed before the runner got it: the connection could not be made.
+fn never_reached(status: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    if status.code() != tonic::Code::Unavailable {
+        return false;
+    }
+    let mut source = status.source();
+    while let Some(error) = source {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::AddrNotAvailable
+                    | std::io::ErrorKind::HostUnreachable
+                    | std::io::ErrorKind::NetworkUnreachable
+            );
+        }
+        source = error.source();
+    }
+    status.message().contains("tcp connect") || status.message().contains("Connection refused")
+}
+
+/// The files the code's tools made, and its tool calls as the calling prompt's timeline
+/// shows them: each finished, under `parent` (the `interpreter.run-code` call).
+fn effects(response: &RunCodeResponse, parent: &str) -> (Vec<ToolFile>, Vec<ToolOutput>) {
+    let files = response
+        .files
+        .iter()
+        .map(|file| ToolFile {
+            filename: file.filename.clone(),
+            mime_type: file.mime_type.clone(),
+            size: file.size,
+            artifact_id: file.artifact_id.clone(),
+        })
+        .collect();
+    let nested = response
+        .tool_calls
+        .iter()
+        .map(|call| nested_call(call, parent))
+        .collect();
+    (files, nested)
+}
+
+fn nested_call(call: &CodeToolCall, parent: &str) -> ToolOutput {
+    let result = match &call.result {
+        Some(code_tool_call::Result::Output(output)) => tool_result::Result::Success(ToolSuccess {
+            output: Some(output.clone()),
+        }),
+        Some(code_tool_call::Result::Error(error)) => tool_result::Result::Error(ToolError {
+            error: error.clone(),
+        }),
+        // Cut from an answer too large to repeat it.
+        None => tool_result::Result::Success(ToolSuccess {
+            output: Some(json::to_proto(&json!("[not repeated]"))),
+        }),
+    };
+    ToolOutput {
+        id: call.id.clone(),
+        function: call.tool_id.clone(),
+        input: call.input.clone(),
+        result: Some(ToolResult {
+            result: Some(result),
+        }),
+        start: call.start,
+        end: call.end,
+        approval: Some(ToolApproval {
+            state: ApprovalState::NotRequired.into(),
+            reason: String::new(),
+        }),
+        parent_id: parent.to_owned(),
+    }
+}
+
+/// `interpreter.run-code`'s description for a prompt whose tools are `tools`: the base text
+/// and the functions the code can call (the sandbox's names: lowerCamelCase of each id,
+/// the first tool of a name keeping it).
+pub fn describe(base: &str, tools: &[ToolDefinition]) -> String {
+    use heck::ToLowerCamelCase as _;
+    let mut named = std::collections::HashSet::new();
+    let functions: Vec<String> = tools
+        .iter()
+        .filter(|tool| tool.id != RUN_CODE)
+        .filter_map(|tool| {
+            let name = tool.id.to_lower_camel_case();
+            named
+                .insert(name.clone())
+                .then(|| format!("{name} ({})", tool.id))
+        })
+        .collect();
+    if functions.is_empty() {
+        return base.to_owned();
+    }
+    let shown = functions.len().min(MAX_NAMED_FUNCTIONS);
+    let mut text = format!(
+        "{base} Functions the code can call here: {}",
+        functions[..shown].join(", ")
+    );
+    if functions.len() > shown {
+        text.push_str(&format!(
+            ", and {} more (discoverTools() lists them all)",
+            functions.len() - shown
+        ));
+    }
+    text.push('.');
+    text
 }

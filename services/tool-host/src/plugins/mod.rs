@@ -2,7 +2,7 @@
 
 mod artifact;
 mod demo;
-mod interpreter;
+pub mod interpreter;
 
 use std::sync::Arc;
 

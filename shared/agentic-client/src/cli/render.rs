@@ -46,6 +46,12 @@ impl Renderer {
                     self.output(console, output, false)?;
                 }
             }
+            // The code's log() lines: on stderr, each with its prefix, never in the answer.
+            Some(prompt_event::Kind::Log(line)) => {
+                for line in line.text.lines() {
+                    writeln!(console.err, "[log] {}", text(line))?;
+                }
+            }
             Some(prompt_event::Kind::ApprovalRequested(request)) => {
                 writeln!(
                     console.err,
@@ -119,22 +125,28 @@ impl Renderer {
                     .result
                     .as_ref()
                     .and_then(|result| result.result.as_ref());
+                // A call made by code a tool ran is shown under that tool.
+                let indent = if tool.parent_id.is_empty() {
+                    "  "
+                } else {
+                    "    ↳ "
+                };
                 match result {
                     Some(tool_result::Result::Success(success)) => writeln!(
                         console.err,
-                        "  ✓ {} → {}",
+                        "{indent}✓ {} → {}",
                         name(&tool.function),
                         name(&from_proto_opt(success.output.as_ref()).to_string())
                     )?,
                     Some(tool_result::Result::Error(error)) => writeln!(
                         console.err,
-                        "  ✗ {}: {}",
+                        "{indent}✗ {}: {}",
                         name(&tool.function),
                         name(&error.error)
                     )?,
                     Some(tool_result::Result::Pending(_)) | None if added => writeln!(
                         console.err,
-                        "  → {} {}",
+                        "{indent}→ {} {}",
                         name(&tool.function),
                         name(&from_proto_opt(tool.input.as_ref()).to_string())
                     )?,
@@ -142,7 +154,7 @@ impl Renderer {
                         if let Some(progress) = &pending.progress {
                             writeln!(
                                 console.err,
-                                "  … {} {}",
+                                "{indent}… {} {}",
                                 name(&tool.function),
                                 progress_summary(progress)
                             )?;

@@ -62,7 +62,7 @@ async fn call_tool_reaches_every_tool_and_rejects_unknown_ids() {
     );
     assert_eq!(
         value_of("try { callTool('nope', {}) } catch (error) { error.message }").await,
-        json!("Unknown tool \"nope\"")
+        json!("Tool \"nope\" not found")
     );
     // An omitted input is an empty object.
     assert_eq!(value_of("callTool('echo').input").await, json!({}));
@@ -74,10 +74,16 @@ async fn tool_functions_are_named_in_lower_camel_case_and_never_shadow_the_api()
         value_of("weatherGetWeather({ city: 'Oslo' })").await,
         json!({ "city": "Oslo", "temperature": 21 })
     );
-    // `a.b` and `a-b` are both `aB`: the first keeps it, the other is only reachable by id.
+    // `a.b` and `a-b` are both `aB`: the first keeps it, the other is reachable by id, and
+    // (as the seed has it) as a global under its id.
     assert_eq!(
-        value_of("[aB().tool, callTool('a-b').tool]").await,
-        json!(["a.b", "a-b"])
+        value_of("[aB().tool, callTool('a-b').tool, globalThis['a-b']().tool]").await,
+        json!(["a.b", "a-b", "a-b"])
+    );
+    // A tool named like the host API gets no global at all, not even under its id.
+    assert_eq!(
+        value_of("globalThis['output'] === output && typeof globalThis['a.b']").await,
+        json!("undefined")
     );
     // A tool named `output` must not replace the host's output().
     let (outcome, host) = run_code("output('text'); callTool('output').tool").await;
@@ -163,7 +169,7 @@ async fn discover_tools_and_tool_schema_describe_the_tools() {
     );
     assert_eq!(
         value_of("try { toolSchema('nope') } catch (error) { error.message }").await,
-        json!("Unknown tool \"nope\"")
+        json!("Tool \"nope\" not found")
     );
 }
 
@@ -189,7 +195,7 @@ async fn parallel_reports_failed_slots_and_rejects_bad_arguments() {
     let results = value_of("parallel([{ tool: 'fail', input: {} }, { tool: 'nope', input: {} }, { tool: 'math.add', input: { a: 1, b: 2 } }])").await;
     assert_eq!(
         results,
-        json!([{ "error": "Tool \"fail\" failed: boom" }, { "error": "Unknown tool \"nope\"" }, { "sum": 3 }])
+        json!([{ "error": "Tool \"fail\" failed: boom" }, { "error": "Tool \"nope\" not found" }, { "sum": 3 }])
     );
     let usage = json!("parallel() expects an array of {tool, input} objects");
     assert_eq!(

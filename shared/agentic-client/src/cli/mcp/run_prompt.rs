@@ -325,6 +325,7 @@ fn step(event: &PromptEvent) -> Option<String> {
             Some(format!("cancelled: {}", cancelled.reason))
         }
         Some(prompt_event::Kind::Waiting(_)) => Some("waiting for approval".to_owned()),
+        Some(prompt_event::Kind::Log(line)) => Some(format!("log: {}", line.text)),
         Some(prompt_event::Kind::Stream(_)) | None => None,
     }
 }

@@ -1,0 +1,225 @@
+//! `interpreter.run-code` is whole: what the code it runs does shows on the calling prompt
+//! (files, nested tool calls, tokens spent, on the prompt's own model tier), its description
+//! names what the code can call, and a runner that fails mid-run is not reported as one
+//! that never ran the code.
+
+use agentic_client::NewPrompt;
+use agentic_proto::v1::{ModelTier, PromptState, prompt_output, tool_result};
+use agentic_testkit::model::{Match, Reply, Rule};
+use agentic_testkit::{Stack, StackOptions};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A classic prompt whose first reply runs `code` through the interpreter; the model then
+/// answers with the tool's result.
+fn run_code_rules(code: &str) -> Vec<Rule> {
+    vec![
+        calls(
+            Match::All(vec![
+                Match::NoToolResults,
+                Match::LastUserContains("run it".into()),
+            ]),
+            vec![call("interpreter__run-code", json!({"code": code}))],
+        ),
+        text(Match::HasToolResults, "Ran: {last_tool_result}"),
+    ]
+}
+
+async fn run(stack: &Stack, prompt: NewPrompt) -> agentic_proto::v1::Prompt {
+    let client = stack.client("alice").await.unwrap();
+    let created = client.create_prompt(prompt).await.unwrap();
+    collect(&client, &created.id, 0).await;
+    client.get_prompt(&created.id).await.unwrap()
+}
+
+#[tokio::test]
+async fn files_code_makes_are_files_of_the_prompt_and_of_its_conversation() {
+    let code = "demoReport({title: 'Quarterly', lines: ['all good']}).filename";
+    let stack = Stack::start(run_code_rules(code)).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = client
+        .create_conversation(agentic_client::NewConversation::default())
+        .await
+        .unwrap();
+    let prompt = run(
+        &stack,
+        NewPrompt::new("run it").conversation(&conversation.id),
+    )
+    .await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    let files: Vec<&str> = prompt
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::File(file)) => Some(file.filename.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(files, ["quarterly.md"], "{:?}", prompt.output);
+    let listed = client
+        .list_conversation_files(&conversation.id)
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    let file = listed[0].file.as_ref().unwrap();
+    assert_eq!(file.filename, "quarterly.md");
+    let content = client.get_file(&file.id).await.unwrap().content;
+    assert!(String::from_utf8_lossy(&content).contains("all good"));
+}
+
+#[tokio::test]
+async fn the_codes_tool_calls_are_outputs_nested_under_the_interpreter_call() {
+    let code = "demoEcho({n: 1}); try { demoFail({message: 'boom'}) } catch (e) {}; 'done'";
+    let stack = Stack::start(run_code_rules(code)).await.unwrap();
+    let prompt = run(&stack, NewPrompt::new("run it")).await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    let tools: Vec<_> = prompt
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) => Some(tool),
+            _ => None,
+        })
+        .collect();
+    let summary: Vec<(&str, bool)> = tools
+        .iter()
+        .map(|tool| (tool.function.as_str(), tool.parent_id.is_empty()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("interpreter.run-code", true),
+            ("demo.echo", false),
+            ("demo.fail", false)
+        ]
+    );
+    for nested in &tools[1..] {
+        assert_eq!(
+            nested.parent_id, tools[0].id,
+            "nested under the interpreter call"
+        );
+        assert!(nested.start.is_some() && nested.end.is_some());
+        assert_ne!(nested.id, tools[0].id);
+    }
+    assert_eq!(
+        tool_of(&prompt.output[1]).unwrap().1,
+        Ok(json!({"echo": {"n": 1}}))
+    );
+    let failed = tool_of(&prompt.output[2]).unwrap().1.unwrap_err();
+    assert!(failed.contains("boom"), "{failed}");
+    // The model saw one call of its own (the interpreter's), not the code's calls.
+    let second = &stack.model.requests()[1].body;
+    let tool_messages = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .count();
+    assert_eq!(tool_messages, 1, "{second}");
+}
+
+#[tokio::test]
+async fn llm_calls_of_the_code_count_into_the_prompt_on_its_own_model_tier() {
+    let code = "llm('say hi') + '!'";
+    let mut rules = run_code_rules(code);
+    // The code's llm() call: no tools offered, the last user message is its prompt.
+    rules.insert(
+        0,
+        Rule::new(
+            Match::LastUserContains("say hi".into()),
+            Reply::Text("hi".into()),
+        )
+        .usage(50, 40),
+    );
+    let stack = Stack::start(rules).await.unwrap();
+    let prompt = run(&stack, NewPrompt::new("run it").model(ModelTier::High)).await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    let (_, result) = tool_of(&prompt.output[0]).unwrap();
+    assert_eq!(result.unwrap()["result"], json!("hi!"));
+    // Two classic rounds at the default 10 in / 5 out, and the code's call at 50 / 40.
+    let usage = prompt.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (70, 50));
+    let models: Vec<Value> = stack
+        .model
+        .requests()
+        .iter()
+        .map(|request| request.body["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        vec![json!("stand-in-high"); 3],
+        "every call, the code's too, on the prompt's tier"
+    );
+}
+
+#[tokio::test]
+async fn its_description_names_the_functions_the_code_can_call() {
+    let stack = Stack::start(run_code_rules("1")).await.unwrap();
+    run(&stack, NewPrompt::new("run it")).await;
+    let first = &stack.model.requests()[0].body;
+    let description = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["function"]["name"] == "interpreter__run-code")
+        .map(|tool| tool["function"]["description"].as_str().unwrap().to_owned())
+        .expect("the interpreter is offered");
+    for function in ["demoEcho (demo.echo)", "artifactStore (artifact.store)"] {
+        assert!(
+            description.contains(function),
+            "{function} in {description}"
+        );
+    }
+    assert!(!description.contains("interpreterRunCode"), "{description}");
+}
+
+#[tokio::test]
+async fn a_runner_that_fails_mid_run_says_the_code_may_have_run() {
+    // The code's tool call reaches the tool-host, then the code-executor (its runner) stops
+    // answering: the interpreter call may have done things, and the model is told so.
+    let code = "demoEcho({n: 1}); demoSleep({ms: 60000}); 'never'";
+    let mut stack = Stack::start_with(run_code_rules(code), StackOptions::default())
+        .await
+        .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("run it"))
+        .await
+        .unwrap();
+    until_demo_calls_in_flight(
+        stack.tool_host_address,
+        "1 demo.sleep calls in flight",
+        "the code never reached its sleep",
+    )
+    .await;
+    stack.kill_code_executor();
+    collect(&client, &created.id, 0).await;
+    let prompt = client.get_prompt(&created.id).await.unwrap();
+    let error = match prompt.output[0].kind.as_ref() {
+        Some(prompt_output::Kind::Tool(tool)) => {
+            match tool.result.as_ref().and_then(|r| r.result.as_ref()) {
+                Some(tool_result::Result::Error(error)) => error.error.clone(),
+                other => panic!("not an error: {other:?}"),
+            }
+        }
+        other => panic!("not a tool: {other:?}"),
+    };
+    assert!(error.contains("may have run"), "{error}");
+    assert!(!error.contains("did not run"), "{error}");
+}
