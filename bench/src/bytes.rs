@@ -201,6 +201,18 @@ impl ToolHost for BenchToolHost {
         ))
     }
 
+    type InvokeToolLiveStream = tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>;
+
+    /// The bench's tools ask for no approvals.
+    async fn invoke_tool_live(
+        &self,
+        _request: Request<tonic::Streaming<agentic_proto::v1::InvokeToolInput>>,
+    ) -> Result<Response<Self::InvokeToolLiveStream>, Status> {
+        Err(Status::unimplemented(
+            "the bench's tools ask for no approvals",
+        ))
+    }
+
     async fn list_tools(
         &self,
         _request: Request<agentic_proto::v1::ListToolsRequest>,
@@ -226,6 +238,7 @@ impl ToolHost for BenchToolHost {
                 requires_approval: false,
                 timeout_ms: 0,
                 reports_progress: false,
+                asks_approval: false,
             })
             .collect();
         Ok(Response::new(PrepareResponse {

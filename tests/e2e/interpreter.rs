@@ -1,10 +1,14 @@
 //! `interpreter.run-code` is whole: what the code it runs does shows on the calling prompt
 //! (files, nested tool calls, tokens spent, on the prompt's own model tier), its description
-//! names what the code can call, and a runner that fails mid-run is not reported as one
-//! that never ran the code.
+//! names what the code can call, a call of the code that needs approval pauses the prompt
+//! until a person decides, and a runner that fails mid-run is not reported as one that
+//! never ran the code.
 
 use agentic_client::NewPrompt;
-use agentic_proto::v1::{ModelTier, PromptState, prompt_output, tool_result};
+use agentic_proto::v1::{
+    ApprovalState, ApproveToolCallRequest, ModelTier, PromptState, RejectToolCallRequest,
+    prompt_output, tool_result,
+};
 use agentic_testkit::model::{Match, Reply, Rule};
 use agentic_testkit::{Stack, StackOptions};
 use serde_json::{Value, json};
@@ -222,4 +226,159 @@ async fn a_runner_that_fails_mid_run_says_the_code_may_have_run() {
     };
     assert!(error.contains("may have run"), "{error}");
     assert!(!error.contains("did not run"), "{error}");
+}
+
+/// Code that calls a tool needing approval and says how it went.
+fn dangerous_code_rules() -> Vec<Rule> {
+    run_code_rules(
+        "try { const r = demoDangerous({action: 'deploy'}); 'ran: ' + r.done } \
+         catch (e) { 'caught: ' + e.message }",
+    )
+}
+
+/// Runs the prompt until it waits; its events so far, and the waiting nested call's id.
+async fn waiting_for_the_nested_call(
+    client: &agentic_client::Client,
+    prompt_id: &str,
+) -> (Vec<agentic_proto::v1::PromptEvent>, String) {
+    let paused = collect(client, prompt_id, 0).await;
+    assert_eq!(
+        kind(paused.last().unwrap()),
+        "waiting",
+        "{:?}",
+        kinds(&paused)
+    );
+    let waiting = client.get_prompt(prompt_id).await.unwrap();
+    assert_eq!(waiting.state, PromptState::WaitingForApproval as i32);
+    let tools: Vec<_> = waiting
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) => Some(tool),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    let (interpreter, dangerous) = (tools[0], tools[1]);
+    assert_eq!(interpreter.function, "interpreter.run-code");
+    assert_eq!(dangerous.function, "demo.dangerous");
+    assert_eq!(dangerous.parent_id, interpreter.id);
+    assert_eq!(
+        dangerous.approval.as_ref().map(|approval| approval.state),
+        Some(ApprovalState::Pending as i32)
+    );
+    assert_eq!(crate::approvals::requested_call(&paused), dangerous.id);
+    (paused, dangerous.id.clone())
+}
+
+/// The interpreter call's result and the nested call, once the prompt has completed.
+async fn completed_after(
+    client: &agentic_client::Client,
+    prompt_id: &str,
+    after: u64,
+) -> (Value, agentic_proto::v1::ToolOutput) {
+    let rest = collect(client, prompt_id, after).await;
+    assert_eq!(
+        kind(rest.last().unwrap()),
+        "completed",
+        "{:?}",
+        kinds(&rest)
+    );
+    let done = client.get_prompt(prompt_id).await.unwrap();
+    let (_, result) = tool_of(&done.output[0]).unwrap();
+    let nested: Vec<_> = done
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) if !tool.parent_id.is_empty() => Some(tool),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nested.len(), 1, "the nested call is shown once: {nested:?}");
+    (result.unwrap()["result"].clone(), nested[0].clone())
+}
+
+#[tokio::test]
+async fn a_call_the_code_makes_that_needs_approval_pauses_the_prompt_until_approved() {
+    let stack = Stack::start(dangerous_code_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("run it"))
+        .await
+        .unwrap();
+    let (paused, call_id) = waiting_for_the_nested_call(&client, &created.id).await;
+    gateway_for(&stack, "alice")
+        .await
+        .approve_tool_call(ApproveToolCallRequest {
+            prompt_id: created.id.clone(),
+            tool_call_id: call_id,
+        })
+        .await
+        .unwrap();
+    let after = paused.last().unwrap().sequence;
+    let (result, nested) = completed_after(&client, &created.id, after).await;
+    assert_eq!(result, json!("ran: deploy"));
+    assert_eq!(
+        nested.approval.map(|approval| approval.state),
+        Some(ApprovalState::Approved as i32)
+    );
+    assert!(matches!(
+        nested.result.and_then(|result| result.result),
+        Some(tool_result::Result::Success(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_call_the_code_makes_that_is_rejected_throws_there_with_the_reason() {
+    let stack = Stack::start(dangerous_code_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("run it"))
+        .await
+        .unwrap();
+    let (paused, call_id) = waiting_for_the_nested_call(&client, &created.id).await;
+    gateway_for(&stack, "alice")
+        .await
+        .reject_tool_call(RejectToolCallRequest {
+            prompt_id: created.id.clone(),
+            tool_call_id: call_id,
+            reason: "not today".into(),
+        })
+        .await
+        .unwrap();
+    let after = paused.last().unwrap().sequence;
+    let (result, nested) = completed_after(&client, &created.id, after).await;
+    assert_eq!(
+        result,
+        json!("caught: Tool \"demo.dangerous\" rejected: not today")
+    );
+    assert_eq!(
+        nested.approval.map(|approval| approval.state),
+        Some(ApprovalState::Rejected as i32)
+    );
+}
+
+#[tokio::test]
+async fn cancelling_while_the_codes_call_waits_closes_both_and_the_stack_serves_on() {
+    let stack = Stack::start(dangerous_code_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("run it"))
+        .await
+        .unwrap();
+    waiting_for_the_nested_call(&client, &created.id).await;
+    let cancelled = client
+        .cancel_prompt(&created.id, "changed my mind")
+        .await
+        .unwrap();
+    assert_eq!(cancelled.state, PromptState::Cancelled as i32);
+    crate::tidy::assert_nothing_open(&cancelled);
+    let nested = crate::tidy::tool_outputs(&cancelled)[1];
+    assert_eq!(
+        nested.approval.as_ref().map(|approval| approval.state),
+        Some(ApprovalState::Expired as i32)
+    );
+    // The runner and the tool-host let the abandoned run go: the next one runs as usual.
+    let next = run(&stack, NewPrompt::new("run it")).await;
+    assert_eq!(next.state, PromptState::WaitingForApproval as i32);
 }

@@ -16,11 +16,12 @@ use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache, ToolHos
 
 use crate::messages;
 use crate::tools::{self, FunctionNames, Verdict};
+use agentic_executor::approvals::Approvals;
 use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, Progress,
     RunRequest, ToolCallOutput, ToolResult,
 };
-use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::tool_host::{AskApproval, RunScope, ToolHost};
 
 pub const MODE_ID: &str = "classic";
 pub const MODE_NAME: &str = "Classic tool calling";
@@ -60,13 +61,30 @@ impl Mode for Executor {
         MODE_NAME
     }
 
-    /// Runs one prompt to its end, sending every step to `events`. Classic mode takes
-    /// decisions only at the start of a run (resume), never live.
+    /// Runs one prompt to its end, sending every step to `events`. The model's own calls
+    /// that need approval end the run (a durable pause, resumed by a new run with the
+    /// decisions); calls a tool makes in turn (code run by `interpreter.run-code`) wait live
+    /// for theirs, which arrive on `decisions`.
     async fn run(
         &self,
         request: RunRequest,
         events: EventSink,
-        _decisions: mpsc::Receiver<Decision>,
+        decisions: mpsc::Receiver<Decision>,
+    ) -> Result<Finish, RunError> {
+        let approvals = Arc::new(Approvals::default());
+        tokio::select! {
+            ended = self.run_with(request, events, Arc::clone(&approvals)) => ended,
+            never = approvals.route(decisions) => match never {},
+        }
+    }
+}
+
+impl Executor {
+    async fn run_with(
+        &self,
+        request: RunRequest,
+        events: EventSink,
+        approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
         let scope = Arc::new(RunScope::of(&request));
         let prepared = self
@@ -98,6 +116,7 @@ impl Mode for Executor {
             outputs: request.outputs,
             call_ids,
             stored_results: HashMap::new(),
+            approvals,
         };
         run.go(max_rounds, &request.decisions).await
     }
@@ -121,6 +140,8 @@ struct Run<'a> {
     call_ids: HashSet<String>,
     /// Artifacts holding results of this run too long for the model to read, by call id.
     stored_results: HashMap<String, String>,
+    /// Calls that wait live for a decision (calls a tool made in turn), by id.
+    approvals: Arc<Approvals>,
 }
 
 impl Run<'_> {
@@ -364,7 +385,14 @@ impl Run<'_> {
     /// others wait their turn, and their deadlines start when they do), and records each
     /// result as it comes. Tokens the tools spent count into the prompt's usage. A tool-host
     /// that cannot be reached fails the run once every call has an answer.
+    ///
+    /// A call whose tool makes calls in turn that need approval (`interpreter.run-code`)
+    /// pauses the prompt live for each: the call shows on the timeline under its parent, the
+    /// approval is requested, and the decision the gateway forwards goes back to the tool.
+    /// Results of other calls that come in meanwhile are recorded after the pause, so a
+    /// stream that ends at `waiting` has seen nothing happen after it.
     async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), RunError> {
+        let (ask, mut asked) = mpsc::channel::<Asked>(ASKS_BUFFER);
         let ready: Vec<_> = calls
             .into_iter()
             .filter_map(|(index, approval)| {
@@ -378,6 +406,7 @@ impl Run<'_> {
                 // the gateway reads slowly).
                 let (events, mut running) = (self.events, call.clone());
                 running.approval = approval.clone();
+                let asker = Asker(ask.clone());
                 Some(async move {
                     let report = |progress: Progress| {
                         let mut output = running.clone();
@@ -391,67 +420,188 @@ impl Run<'_> {
                         });
                     };
                     let invoked = tool_host
-                        .invoke_reporting(&scope, &tool_id, &input, &call_id, &report)
+                        .invoke_asking(&scope, &tool_id, &input, &call_id, &report, Some(&asker))
                         .await;
                     (index, approval, invoked)
                 })
             })
             .collect();
+        drop(ask);
         let mut running = futures::stream::iter(ready)
             .buffer_unordered(self.executor.limits.max_concurrent_tool_calls.max(1));
-        let mut unavailable = None;
-        let mut spent = Usage::default();
-        while let Some((index, approval, invoked)) = running.next().await {
-            let (result, files, nested) = match invoked {
-                Ok(invoked) => {
-                    add_usage(&mut spent, invoked.usage);
-                    match invoked.result {
-                        Ok(output) => (
-                            ToolResult::Success { output },
-                            invoked.files,
-                            invoked.nested,
-                        ),
-                        Err(error) => (ToolResult::Error { error }, invoked.files, invoked.nested),
+        let mut answers = Answers::default();
+        // Calls asked about that wait for their decision, and the answers held meanwhile.
+        let mut deciding = futures::stream::FuturesUnordered::new();
+        let mut held = Vec::new();
+        loop {
+            tokio::select! {
+                next = running.next() => match next {
+                    Some(done) if deciding.is_empty() => self.record(done, &mut answers).await?,
+                    Some(done) => held.push(done),
+                    None => break,
+                },
+                Some(asked) = asked.recv() => {
+                    let index = self.ask_approval(&asked.call).await?;
+                    let pending = self.approvals.expect(&asked.call.id);
+                    let parent = asked.call.parent.clone().unwrap_or_default();
+                    let limit = self.executor.tool_host.timeout_of(&self.tool_of(&parent));
+                    deciding.push(async move { (index, asked, pending.decision(limit).await) });
+                }
+                Some((index, asked, decision)) = deciding.next(), if !deciding.is_empty() => {
+                    self.decided(index, &decision).await?;
+                    let _ = asked.reply.send(decision);
+                    if deciding.is_empty() {
+                        for done in std::mem::take(&mut held) {
+                            self.record(done, &mut answers).await?;
+                        }
                     }
                 }
-                Err(ToolHostError::Unavailable(message)) => {
-                    let error = format!("tool-host unavailable: {message}");
-                    unavailable.get_or_insert(message);
-                    (ToolResult::Error { error }, Vec::new(), Vec::new())
-                }
-                Err(error @ (ToolHostError::Refused(_) | ToolHostError::TimedOut { .. })) => (
-                    ToolResult::Error {
-                        error: error.to_string(),
-                    },
-                    Vec::new(),
-                    Vec::new(),
-                ),
-            };
-            // The calls it made in turn come before its result, as they happened.
-            for call in nested {
-                self.add(Output::Tool(call)).await?;
-            }
-            self.store_if_too_long(index, &result).await;
-            self.finish_call(index, result, Some(approval)).await?;
-            for file in files {
-                let id = format!("file_{}", uuid::Uuid::new_v4().simple());
-                let file = FileOutput {
-                    id,
-                    filename: file.filename,
-                    mime_type: file.mime_type,
-                    size: file.size,
-                    artifact_id: file.artifact_id,
-                };
-                self.add(Output::File(file)).await?;
             }
         }
-        if spent != Usage::default() {
-            self.events.send(Event::Usage(spent)).await?;
+        if answers.spent != Usage::default() {
+            self.events.send(Event::Usage(answers.spent)).await?;
         }
-        match unavailable {
+        match answers.unavailable {
             Some(message) => Err(RunError::ToolHostUnavailable(message)),
             None => Ok(()),
         }
+    }
+
+    /// Records one call's answer: the calls it made in turn, its result, the files it made.
+    async fn record(
+        &mut self,
+        (index, approval, invoked): Invocation,
+        answers: &mut Answers,
+    ) -> Result<(), RunError> {
+        let (result, files, nested) = match invoked {
+            Ok(invoked) => {
+                add_usage(&mut answers.spent, invoked.usage);
+                match invoked.result {
+                    Ok(output) => (
+                        ToolResult::Success { output },
+                        invoked.files,
+                        invoked.nested,
+                    ),
+                    Err(error) => (ToolResult::Error { error }, invoked.files, invoked.nested),
+                }
+            }
+            Err(ToolHostError::Unavailable(message)) => {
+                let error = format!("tool-host unavailable: {message}");
+                answers.unavailable.get_or_insert(message);
+                (ToolResult::Error { error }, Vec::new(), Vec::new())
+            }
+            Err(error @ (ToolHostError::Refused(_) | ToolHostError::TimedOut { .. })) => (
+                ToolResult::Error {
+                    error: error.to_string(),
+                },
+                Vec::new(),
+                Vec::new(),
+            ),
+        };
+        // The calls it made in turn come before its result, as they happened; one already
+        // shown (it was asked about) is brought up to date.
+        for call in nested {
+            match self.index_of_call(&call.id) {
+                Some(shown) => self.update(shown, Output::Tool(call)).await?,
+                None => {
+                    self.add(Output::Tool(call)).await?;
+                }
+            }
+        }
+        self.store_if_too_long(index, &result).await;
+        self.finish_call(index, result, Some(approval)).await?;
+        for file in files {
+            let id = format!("file_{}", uuid::Uuid::new_v4().simple());
+            let file = FileOutput {
+                id,
+                filename: file.filename,
+                mime_type: file.mime_type,
+                size: file.size,
+                artifact_id: file.artifact_id,
+            };
+            self.add(Output::File(file)).await?;
+        }
+        Ok(())
+    }
+
+    /// Shows a call a tool makes in turn as waiting for approval, asks for the approval and
+    /// pauses the prompt live; answers the call's index.
+    async fn ask_approval(&mut self, call: &ToolCallOutput) -> Result<usize, RunError> {
+        let index = self.add(Output::Tool(call.clone())).await?;
+        self.events
+            .send(Event::ApprovalRequested {
+                tool_call_id: call.id.clone(),
+                tool_id: call.function.clone(),
+                input: call.input.clone(),
+                index: wire_index(index),
+            })
+            .await?;
+        self.events.send(Event::Paused).await?;
+        Ok(index)
+    }
+
+    /// Shows the decision on a call asked about: running once approved, else not run.
+    async fn decided(&mut self, index: usize, decision: &Option<Decision>) -> Result<(), RunError> {
+        let Some(Output::Tool(call)) = self.outputs.get(index) else {
+            return Ok(());
+        };
+        let mut call = call.clone();
+        match decision {
+            Some(decision) if decision.approved => {
+                call.approval = Approval {
+                    state: ApprovalState::Approved,
+                    reason: decision.reason.clone(),
+                };
+                call.result = ToolResult::Pending {
+                    reason: "running".into(),
+                    progress: None,
+                };
+            }
+            Some(decision) => {
+                let reason = decision.reason.trim().to_owned();
+                call.result = ToolResult::Error {
+                    error: if reason.is_empty() {
+                        "rejected by the user".to_owned()
+                    } else {
+                        format!("rejected by the user: {reason}")
+                    },
+                };
+                call.approval = Approval {
+                    state: ApprovalState::Rejected,
+                    reason,
+                };
+                call.end = Some(SystemTime::now());
+            }
+            None => {
+                let reason = "nobody decided in time".to_owned();
+                call.result = ToolResult::Error {
+                    error: format!("not run: {reason}"),
+                };
+                call.approval = Approval {
+                    state: ApprovalState::Rejected,
+                    reason,
+                };
+                call.end = Some(SystemTime::now());
+            }
+        }
+        self.update(index, Output::Tool(call)).await
+    }
+
+    /// The position of the call with this id on the timeline.
+    fn index_of_call(&self, id: &str) -> Option<usize> {
+        self.outputs
+            .iter()
+            .position(|output| matches!(output, Output::Tool(call) if call.id == id))
+    }
+
+    /// The tool of the call with this id (empty when there is none).
+    fn tool_of(&self, id: &str) -> String {
+        self.index_of_call(id)
+            .and_then(|index| match &self.outputs[index] {
+                Output::Tool(call) => Some(call.function.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
     }
 
     /// Keeps a result too long for the model to read whole as an artifact of the user, so the
@@ -549,6 +699,43 @@ impl Run<'_> {
             .await?;
         Ok(())
     }
+}
+
+/// Approvals asked by calls of one reply that wait to be shown, at most.
+const ASKS_BUFFER: usize = 8;
+
+/// A call a tool made in turn that needs approval, and where the decision goes.
+struct Asked {
+    call: ToolCallOutput,
+    reply: tokio::sync::oneshot::Sender<Option<Decision>>,
+}
+
+/// Hands the calls a tool asks approval for to the run's loop, which shows them, pauses the
+/// prompt and waits for the person.
+struct Asker(mpsc::Sender<Asked>);
+
+#[async_trait::async_trait]
+impl AskApproval for Asker {
+    async fn decide(&self, call: ToolCallOutput) -> Option<Decision> {
+        let (reply, decision) = tokio::sync::oneshot::channel();
+        self.0.send(Asked { call, reply }).await.ok()?;
+        decision.await.ok().flatten()
+    }
+}
+
+/// One call's answer from the tool-host.
+type Invocation = (
+    usize,
+    Approval,
+    Result<agentic_executor::tool_host::Invoked, ToolHostError>,
+);
+
+/// What the answers of one reply's calls add up to.
+#[derive(Default)]
+struct Answers {
+    spent: Usage,
+    /// The first "tool-host unavailable", which fails the run once every call has answered.
+    unavailable: Option<String>,
 }
 
 struct Round {

@@ -13,10 +13,10 @@ use agentic_sandbox::{Completion, LAST_DATA, Limits, Program, RunOutcome, Sandbo
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
-use crate::approvals::Approvals;
 use crate::host::{PausedRuns, PromptHost, Timeline, running, tool_output};
 use crate::prompt::{self, CODE_TOOL};
 use crate::tools;
+use agentic_executor::approvals::Approvals;
 
 pub const MODE_ID: &str = "code";
 pub const MODE_NAME: &str = "Code (JavaScript sandbox)";

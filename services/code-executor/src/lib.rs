@@ -2,7 +2,6 @@
 //! fresh QuickJS sandbox whose globals are the conversation's tools and a small host API.
 //! Also serves `CodeRunner.RunCode`, through which classic mode drops into code.
 
-mod approvals;
 mod executor;
 mod host;
 mod metrics;
@@ -166,12 +165,16 @@ pub async fn run(
     let schemas = Arc::new(SchemaCache::default());
     // One set of warm sandbox threads for code mode and `RunCode`.
     let sandboxes = sandbox::Sandboxes::new(config.max_sandboxes);
+    // Runs waiting for a person, code mode's and `RunCodeLive`'s together.
+    let paused_runs = host::PausedRuns::new(config.max_paused_runs);
     let runner = CodeRunnerServer::new(CodeRunnerService {
         model: Arc::clone(&model),
         tool_host: tool_host.clone(),
         limits: limits.clone(),
         schemas: Arc::clone(&schemas),
         sandboxes: sandboxes.clone(),
+        approval_timeout: Duration::from_secs(config.approval_timeout_secs),
+        paused_runs: paused_runs.clone(),
     })
     .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
     .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
@@ -184,7 +187,7 @@ pub async fn run(
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         schemas,
         sandboxes,
-        paused_runs: host::PausedRuns::new(config.max_paused_runs),
+        paused_runs,
     };
     agentic_executor::serve(
         mode,

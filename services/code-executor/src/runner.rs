@@ -11,6 +11,7 @@ mod bounds;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use agentic_executor::timeline::Decision;
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{RunTools, SchemaCache};
 use agentic_ids::{ConversationId, IdError, PromptId, UserId};
@@ -18,15 +19,17 @@ use agentic_llm::{ChatModel, Tier, Usage};
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_server::CodeRunner;
 use agentic_proto::v1::{
-    CodeError as PbCodeError, CodeToolCall, RunCodeRequest, RunCodeResponse, code_tool_call,
-    run_code_response,
+    ApprovalState, CodeError as PbCodeError, CodeToolCall, RunCodeInput, RunCodeRequest,
+    RunCodeResponse, RunCodeUpdate, ToolApproval, code_tool_call, run_code_input,
+    run_code_response, run_code_update,
 };
 use agentic_rpc::{ErrorKind, ServiceError, to_status};
 use agentic_sandbox::{Clock, Host, Limits, Program, Sandboxes, Spent, ToolFailure};
 use serde_json::Value as Json;
+use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
 
-use crate::host::ask;
+use crate::host::{PausedRun, PausedRuns, ask, output_error};
 use crate::tools;
 
 /// The longest run a caller may ask for.
@@ -49,6 +52,7 @@ impl ServiceError for RunCodeError {
     }
 }
 
+#[derive(Clone)]
 pub struct CodeRunnerService {
     pub model: Arc<dyn ChatModel>,
     pub tool_host: ToolHost,
@@ -57,7 +61,14 @@ pub struct CodeRunnerService {
     pub schemas: Arc<SchemaCache>,
     /// Where the code runs (shared with code mode).
     pub sandboxes: Sandboxes,
+    /// How long a call of `RunCodeLive` waits for a person's decision.
+    pub approval_timeout: Duration,
+    /// The bound on runs waiting for a person at once (shared with code mode).
+    pub paused_runs: PausedRuns,
 }
+
+/// Where a live run's calls that need approval go, with where their decision goes.
+type Asks = agentic_rpc::asking::Questions<CodeToolCall, Decision>;
 
 #[tonic::async_trait]
 impl CodeRunner for CodeRunnerService {
@@ -66,15 +77,83 @@ impl CodeRunner for CodeRunnerService {
         request: Request<RunCodeRequest>,
     ) -> Result<Response<RunCodeResponse>, Status> {
         let request = request.into_inner();
-        self.run(request)
+        self.run(request, None)
             .await
             .map(Response::new)
             .map_err(to_status)
     }
+
+    type RunCodeLiveStream = agentic_rpc::asking::AskingStream<RunCodeUpdate>;
+
+    /// `RunCode` for a caller that can ask a person: each call that needs approval is sent
+    /// as an `approval` update, and the decision that comes back on the input stream goes to
+    /// the call waiting for it (see `agentic_rpc::asking`).
+    async fn run_code_live(
+        &self,
+        request: Request<tonic::Streaming<RunCodeInput>>,
+    ) -> Result<Response<Self::RunCodeLiveStream>, Status> {
+        let mut inputs = request.into_inner();
+        let start = match inputs.message().await? {
+            Some(RunCodeInput {
+                kind: Some(run_code_input::Kind::Start(start)),
+            }) => start,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message of RunCodeLive must be the request",
+                ));
+            }
+        };
+        let service = self.clone();
+        let updates = agentic_rpc::asking::serve_asking::<LiveRun, _>(inputs, |asks| async move {
+            service.run(start, Some(asks)).await.map_err(to_status)
+        });
+        Ok(Response::new(updates))
+    }
+}
+
+/// `RunCodeLive`'s messages: decisions answer the code's calls that need approval.
+struct LiveRun;
+
+impl agentic_rpc::asking::Asking for LiveRun {
+    type Input = RunCodeInput;
+    type Question = CodeToolCall;
+    type Answer = Decision;
+    type Done = RunCodeResponse;
+    type Update = RunCodeUpdate;
+
+    fn answer(input: RunCodeInput) -> Option<(String, Decision)> {
+        match input.kind? {
+            run_code_input::Kind::Decision(decision) => Some((
+                decision.tool_call_id.clone(),
+                Decision {
+                    tool_call_id: decision.tool_call_id,
+                    approved: decision.approved,
+                    reason: decision.reason,
+                },
+            )),
+            run_code_input::Kind::Start(_) => None,
+        }
+    }
+
+    fn ask(call: CodeToolCall) -> RunCodeUpdate {
+        RunCodeUpdate {
+            kind: Some(run_code_update::Kind::Approval(call)),
+        }
+    }
+
+    fn done(response: RunCodeResponse) -> RunCodeUpdate {
+        RunCodeUpdate {
+            kind: Some(run_code_update::Kind::Done(response)),
+        }
+    }
 }
 
 impl CodeRunnerService {
-    async fn run(&self, request: RunCodeRequest) -> Result<RunCodeResponse, RunCodeError> {
+    async fn run(
+        &self,
+        request: RunCodeRequest,
+        asks: Option<Asks>,
+    ) -> Result<RunCodeResponse, RunCodeError> {
         if request.code.trim().is_empty() {
             return Err(RunCodeError::InvalidArgument(
                 "code must not be empty".into(),
@@ -127,6 +206,9 @@ impl CodeRunnerService {
             outputs: Mutex::default(),
             usage: Mutex::default(),
             files: Mutex::default(),
+            asks,
+            approval_timeout: self.approval_timeout,
+            paused: self.paused_runs.for_run(),
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
         crate::metrics::sandbox_run(&outcome);
@@ -175,9 +257,85 @@ struct RecordingHost {
     usage: Mutex<Usage>,
     /// Files the tools it called made, for the caller's prompt to show.
     files: Mutex<Vec<agentic_proto::v1::ToolFile>>,
+    /// Where calls that need approval are asked about (`RunCodeLive`); `None`: refused.
+    asks: Option<Asks>,
+    approval_timeout: Duration,
+    /// This run's place among the runs waiting for a person.
+    paused: PausedRun,
 }
 
 impl RecordingHost {
+    async fn invoke(
+        &self,
+        tool_id: &str,
+        input: &Json,
+        call_id: &str,
+    ) -> Result<Json, ToolFailure> {
+        let invoked = self
+            .tool_host
+            .invoke(&self.scope, tool_id, input, call_id)
+            .await
+            .map_err(|error| ToolFailure::Failed(error.to_string()))?;
+        self.spent(invoked.usage);
+        self.made(invoked.files);
+        invoked.result.map_err(ToolFailure::Failed)
+    }
+
+    /// Asks the caller about `call` and waits, the code's clock stopped, for the decision
+    /// (at most the approval timeout); runs the call once it is approved. The decision is
+    /// recorded on `call`.
+    async fn ask_then_invoke(
+        &self,
+        asks: &Asks,
+        call: &mut CodeToolCall,
+        input: &Json,
+        clock: &Clock,
+    ) -> Result<Json, ToolFailure> {
+        if !self.paused.hold() {
+            return Err(ToolFailure::Failed(
+                "not run: too many runs of this executor already wait for a person's approval; try again later".into(),
+            ));
+        }
+        let (sender, decided) = oneshot::channel();
+        let asked = asks
+            .send((call.id.clone(), call.clone(), sender))
+            .await
+            .is_ok();
+        let limit = self.approval_timeout;
+        let decision = clock
+            .paused_during(async {
+                match asked {
+                    true => tokio::time::timeout(limit, decided)
+                        .await
+                        .ok()
+                        .and_then(Result::ok),
+                    false => None,
+                }
+            })
+            .await;
+        let approval = |state: ApprovalState, reason: &str| ToolApproval {
+            state: state.into(),
+            reason: reason.to_owned(),
+        };
+        match decision {
+            Some(decision) if decision.approved => {
+                call.approval = Some(approval(ApprovalState::Approved, &decision.reason));
+                self.invoke(&call.tool_id, input, &call.id).await
+            }
+            Some(decision) => {
+                let reason = decision.reason.trim().to_owned();
+                call.approval = Some(approval(ApprovalState::Rejected, &reason));
+                Err(ToolFailure::Rejected { reason })
+            }
+            None => {
+                let failure = ToolFailure::ApprovalTimedOut { after: limit };
+                let reason = "nobody decided in time";
+                call.approval = Some(approval(ApprovalState::Rejected, reason));
+                Err(failure)
+            }
+        }
+    }
+
     fn made(&self, files: Vec<agentic_executor::tool_host::ToolFile>) {
         let mut made = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         made.extend(files.into_iter().map(|file| agentic_proto::v1::ToolFile {
@@ -212,46 +370,40 @@ impl Host for RecordingHost {
         &self,
         tool_id: &str,
         input: Json,
-        _clock: &Clock,
+        clock: &Clock,
     ) -> Result<Json, ToolFailure> {
-        let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
-        let start = std::time::SystemTime::now();
-        let result = match self.tools.check(tool_id, &input) {
-            // Nobody could answer: a RunCode call has no prompt timeline to ask a person on.
-            Ok(spec) if spec.requires_approval => Err(
-                "this tool requires approval, which code run through interpreter.run-code cannot ask for (call the tool directly instead)"
-                    .to_owned(),
-            ),
-            Ok(_) => self
-                .tool_host
-                .invoke(&self.scope, tool_id, &input, &call_id)
-                .await
-                .map_err(|error| error.to_string())
-                .and_then(|invoked| {
-                    self.spent(invoked.usage);
-                    self.made(invoked.files);
-                    invoked.result
-                }),
-            Err(refused) => Err(refused.to_string()),
-        };
-        // Repeated only when small: the caller wants to know what ran, not to get it back.
-        let recorded = match &result {
-            Ok(output) => code_tool_call::Result::Output(bounds::echo(output)),
-            Err(error) => code_tool_call::Result::Error(bounds::echo_error(error)),
-        };
-        let call = CodeToolCall {
+        let mut call = CodeToolCall {
             tool_id: tool_id.to_owned(),
             input: Some(bounds::echo(&input)),
-            result: Some(recorded),
-            id: call_id,
-            start: Some(start.into()),
-            end: Some(std::time::SystemTime::now().into()),
+            id: format!("call_{}", uuid::Uuid::now_v7().simple()),
+            start: Some(std::time::SystemTime::now().into()),
+            ..CodeToolCall::default()
         };
+        let result = match self.tools.check(tool_id, &input) {
+            Ok(spec) if spec.requires_approval => match &self.asks {
+                Some(asks) => self.ask_then_invoke(asks, &mut call, &input, clock).await,
+                // Nobody could answer: a RunCode call has no prompt timeline to ask on.
+                None => Err(ToolFailure::Failed(
+                    "this tool requires approval, which code run through interpreter.run-code cannot ask for here (call the tool directly instead)"
+                        .to_owned(),
+                )),
+            },
+            Ok(_) => self.invoke(tool_id, &input, &call.id).await,
+            Err(refused) => Err(ToolFailure::Failed(refused.to_string())),
+        };
+        // Repeated only when small: the caller wants to know what ran, not to get it back.
+        call.result = Some(match &result {
+            Ok(output) => code_tool_call::Result::Output(bounds::echo(output)),
+            Err(failure) => {
+                code_tool_call::Result::Error(bounds::echo_error(&output_error(failure)))
+            }
+        });
+        call.end = Some(std::time::SystemTime::now().into());
         self.calls
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(call);
-        result.map_err(ToolFailure::Failed)
+        result
     }
 
     async fn output(&self, text: String) {
@@ -330,6 +482,9 @@ mod tests {
             outputs: Mutex::default(),
             usage: Mutex::default(),
             files: Mutex::default(),
+            asks: None,
+            approval_timeout: Duration::from_secs(1),
+            paused: PausedRuns::new(1).for_run(),
         });
         let outcome = Sandboxes::default()
             .run(program, host.clone(), Limits::default())
@@ -337,7 +492,7 @@ mod tests {
         assert_eq!(
             outcome.result,
             Ok(json!(
-                "Tool \"files.delete\" failed: this tool requires approval, which code run through interpreter.run-code cannot ask for (call the tool directly instead)"
+                "Tool \"files.delete\" failed: this tool requires approval, which code run through interpreter.run-code cannot ask for here (call the tool directly instead)"
             ))
         );
         assert_eq!(host.calls.lock().unwrap().len(), 1);

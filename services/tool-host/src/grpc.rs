@@ -14,8 +14,8 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::plugin::{
-    CallContext, ContextItem, PrepareContext, SandboxModule, ToolFailure, ToolOutcome, ToolSpec,
-    Usage,
+    ApprovalAsk, CallContext, ContextItem, Decided, PrepareContext, SandboxModule, ToolFailure,
+    ToolOutcome, ToolSpec, Usage,
 };
 use crate::registry::Registry;
 use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, NewArtifact, Store};
@@ -111,7 +111,7 @@ impl ToolHost for ToolHostService {
         let registry = Arc::clone(&self.registry);
         let answer = async move {
             let answer = registry
-                .invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender))
+                .invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None)
                 .await
                 .map_err(to_status)?;
             Ok(pb::InvokeToolUpdate {
@@ -145,6 +145,56 @@ impl ToolHost for ToolHostService {
             },
         );
         Ok(Response::new(Box::pin(updates)))
+    }
+
+    type InvokeToolLiveStream = UpdateStream;
+
+    /// As `invoke_tool`, for a caller that decides on the calls the tool makes in turn that
+    /// need approval: each is sent as an `approval` update, and the decision that comes back
+    /// on the input stream goes to the call waiting for it (see `agentic_rpc::asking`).
+    async fn invoke_tool_live(
+        &self,
+        request: Request<tonic::Streaming<pb::InvokeToolInput>>,
+    ) -> Result<Response<UpdateStream>, Status> {
+        let mut inputs = request.into_inner();
+        let start = match inputs.message().await? {
+            Some(pb::InvokeToolInput {
+                kind: Some(pb::invoke_tool_input::Kind::Start(start)),
+            }) => start,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message of InvokeToolLive must be the call",
+                ));
+            }
+        };
+        let call = ToolCall::try_from(start).map_err(to_status)?;
+        let registry = Arc::clone(&self.registry);
+        let updates =
+            agentic_rpc::asking::serve_asking::<LiveCall, _>(inputs, |questions| async move {
+                // The plugin asks in its own words; each question goes out under its call's id.
+                let (asks, mut asked) = tokio::sync::mpsc::channel::<ApprovalAsk>(PROGRESS_BUFFER);
+                let forward = async move {
+                    while let Some(ApprovalAsk { call, decision }) = asked.recv().await {
+                        if questions
+                            .send((call.id.clone(), call, decision))
+                            .await
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                };
+                let answer = registry.invoke_reporting(
+                    &call.tool_id,
+                    call.input,
+                    &call.ctx,
+                    None,
+                    Some(asks),
+                );
+                let (answer, ()) = tokio::join!(answer, forward);
+                answer.map(invoke_tool_response).map_err(to_status)
+            });
+        Ok(Response::new(updates))
     }
 
     async fn list_tools(
@@ -383,6 +433,42 @@ fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeT
     }
 }
 
+/// `InvokeToolLive`'s messages: decisions answer the plugin's approval asks.
+struct LiveCall;
+
+impl agentic_rpc::asking::Asking for LiveCall {
+    type Input = pb::InvokeToolInput;
+    type Question = pb::ToolOutput;
+    type Answer = Decided;
+    type Done = pb::InvokeToolResponse;
+    type Update = pb::InvokeToolUpdate;
+
+    fn answer(input: pb::InvokeToolInput) -> Option<(String, Decided)> {
+        match input.kind? {
+            pb::invoke_tool_input::Kind::Decision(decision) => Some((
+                decision.tool_call_id,
+                Decided {
+                    approved: decision.approved,
+                    reason: decision.reason,
+                },
+            )),
+            pb::invoke_tool_input::Kind::Start(_) => None,
+        }
+    }
+
+    fn ask(call: pb::ToolOutput) -> pb::InvokeToolUpdate {
+        pb::InvokeToolUpdate {
+            kind: Some(pb::invoke_tool_update::Kind::Approval(call)),
+        }
+    }
+
+    fn done(response: pb::InvokeToolResponse) -> pb::InvokeToolUpdate {
+        pb::InvokeToolUpdate {
+            kind: Some(pb::invoke_tool_update::Kind::Done(response)),
+        }
+    }
+}
+
 fn tool_file(file: crate::plugin::ToolFile) -> pb::ToolFile {
     pb::ToolFile {
         filename: file.filename,
@@ -412,6 +498,7 @@ fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {
             u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX)
         }),
         reports_progress: spec.reports_progress,
+        asks_approval: spec.asks_approval,
     }
 }
 

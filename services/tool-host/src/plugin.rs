@@ -38,6 +38,37 @@ pub trait Plugin: Send + Sync {
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure>;
+
+    /// As [`Plugin::invoke`], for a caller that can ask a person (`InvokeToolLive`): a tool
+    /// whose calls make calls in turn that need approval (its spec's `asks_approval`) sends
+    /// each to `asks` and waits for the decision instead of refusing it.
+    async fn invoke_live(
+        &self,
+        tool_id: &ToolId,
+        input: Value,
+        ctx: &CallContext,
+        _asks: ApprovalAsks,
+    ) -> Result<ToolOutcome, ToolFailure> {
+        self.invoke(tool_id, input, ctx).await
+    }
+}
+
+/// Where a live call's tool asks about the calls it makes that need approval.
+pub type ApprovalAsks = tokio::sync::mpsc::Sender<ApprovalAsk>;
+
+/// A call a tool makes in turn that waits for a person: the call as the prompt's timeline
+/// shows it (id, function, input, its parent), and where the decision goes.
+#[derive(Debug)]
+pub struct ApprovalAsk {
+    pub call: agentic_proto::v1::ToolOutput,
+    pub decision: tokio::sync::oneshot::Sender<Decided>,
+}
+
+/// A person's decision on an [`ApprovalAsk`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub approved: bool,
+    pub reason: String,
 }
 
 /// A tool as the model sees it.
@@ -54,6 +85,9 @@ pub struct ToolSpec {
     pub timeout: Option<Duration>,
     /// Calls may report progress (`InvokeToolWithProgress` shows it): MCP tools.
     pub reports_progress: bool,
+    /// Calls may make calls in turn that need approval (`InvokeToolLive` asks the caller):
+    /// `interpreter.run-code`.
+    pub asks_approval: bool,
 }
 
 /// How far a running call is, as its tool says.

@@ -14,8 +14,8 @@ use tracing::Instrument;
 use crate::error::Error;
 use crate::mcp::{Hub, McpTool};
 use crate::plugin::{
-    CallContext, ContextItem, Plugin, PrepareContext, ProgressSender, SandboxModule, ToolFailure,
-    ToolOutcome, ToolSpec,
+    ApprovalAsks, CallContext, ContextItem, Plugin, PrepareContext, ProgressSender, SandboxModule,
+    ToolFailure, ToolOutcome, ToolSpec,
 };
 
 /// Longest validation message kept per error: messages quote the offending value, which can
@@ -115,24 +115,32 @@ impl Registry {
         input: Value,
         ctx: &CallContext,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
-        self.invoke_reporting(tool_id, input, ctx, None).await
+        self.invoke_reporting(tool_id, input, ctx, None, None).await
     }
 
-    /// [`Registry::invoke`], sending the progress the tool reports to `progress`.
+    /// [`Registry::invoke`], sending the progress the tool reports to `progress`, and the
+    /// calls it makes in turn that need approval to `asks` (a plugin tool that may make such
+    /// calls; without `asks` it refuses them).
     pub async fn invoke_reporting(
         &self,
         tool_id: &ToolId,
         input: Value,
         ctx: &CallContext,
         progress: Option<ProgressSender>,
+        asks: Option<ApprovalAsks>,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
         if let Some(&index) = self.index_by_id.get(tool_id.as_str()) {
             let tool = &self.tools[index];
             if let Err(failure) = validate(tool_id, &tool.validator, &input) {
                 return Ok(Err(failure));
             }
-            let run = tool.plugin.invoke(tool_id, input, ctx);
-            return Ok(run_traced(tool_id, ctx, run).await);
+            return Ok(match asks {
+                Some(asks) => {
+                    let run = tool.plugin.invoke_live(tool_id, input, ctx, asks);
+                    run_traced(tool_id, ctx, run).await
+                }
+                None => run_traced(tool_id, ctx, tool.plugin.invoke(tool_id, input, ctx)).await,
+            });
         }
         let hub = self.mcp.as_ref();
         let Some((hub, (server, tool))) =
@@ -268,6 +276,7 @@ mod tests {
             requires_approval: false,
             timeout: None,
             reports_progress: false,
+            asks_approval: false,
         }
     }
 

@@ -5,6 +5,7 @@
 //! checks (compiled once per executor, in a [`SchemaCache`]). A mode implements [`Mode`];
 //! its binary's `main` calls [`service_main`], its `run` calls [`serve`].
 
+pub mod approvals;
 pub mod bounds;
 mod convert;
 mod edge;

@@ -12,8 +12,8 @@ use agentic_proto::json;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
-    InvokeToolRequest, InvokeToolResponse, PrepareRequest, StoreArtifactRequest,
-    invoke_tool_response, invoke_tool_update,
+    InvokeToolInput, InvokeToolRequest, InvokeToolResponse, PrepareRequest, StoreArtifactRequest,
+    invoke_tool_input, invoke_tool_response, invoke_tool_update,
 };
 use agentic_rpc::InternalChannel;
 use serde_json::{Map, Value as Json};
@@ -21,12 +21,15 @@ use tonic::{Code, Status};
 
 use crate::error::ToolHostError;
 use crate::metrics::ToolCallResult;
-use crate::timeline::{Progress, RunRequest};
+use crate::timeline::{Decision, Progress, RunRequest, ToolCallOutput};
 
 /// Prepare only lists tools and context, and storing an artifact is one insert; a tool-host
 /// that takes longer is not well.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(30);
 const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Decisions waiting to go out on a live call's stream, at most.
+const LIVE_INPUTS: usize = 16;
 
 /// How long a tool call may take when neither the executor's configuration nor the
 /// tool-host says otherwise.
@@ -42,8 +45,27 @@ pub struct ToolHost {
     /// prepares before it calls a tool, so a tool's limit is known by the time a call needs
     /// it (MCP tools come and go: an answer updates the tools it names, see `merge`).
     tool_timeouts: Arc<RwLock<HashMap<String, Duration>>>,
-    /// Tools that report progress (always `true`: a tool that does not is absent).
-    progress_tools: Arc<RwLock<HashMap<String, bool>>>,
+    /// Tools called over a stream: those that report progress, and those whose calls may
+    /// ask for approval of calls they make (a tool that does neither is absent).
+    streamed_tools: Arc<RwLock<HashMap<String, Streamed>>>,
+}
+
+/// How a tool's calls are made when not with a plain `InvokeTool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Streamed {
+    /// `InvokeToolWithProgress`.
+    Progress,
+    /// `InvokeToolLive`: progress, and approvals asked of the caller.
+    Live,
+}
+
+/// Asks a person to decide on a call a tool makes in turn (`interpreter.run-code`'s code
+/// calling a tool that needs approval), for a run that can pause for it.
+#[async_trait::async_trait]
+pub trait AskApproval: Send + Sync {
+    /// The decision on `call` (waiting for approval, its parent the tool's call); `None`
+    /// when none will come.
+    async fn decide(&self, call: ToolCallOutput) -> Option<Decision>;
 }
 
 /// What the tool-host offers this run.
@@ -139,7 +161,7 @@ impl ToolHost {
             artifacts,
             default_timeout: DEFAULT_TOOL_TIMEOUT,
             tool_timeouts: Arc::default(),
-            progress_tools: Arc::default(),
+            streamed_tools: Arc::default(),
         }
     }
 
@@ -226,6 +248,22 @@ impl ToolHost {
         tool_call_id: &str,
         progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<Invoked, ToolHostError> {
+        self.invoke_asking(scope, tool_id, input, tool_call_id, progress, None)
+            .await
+    }
+
+    /// Like [`ToolHost::invoke_reporting`], asking `asks` about each call the tool makes in
+    /// turn that needs approval (a tool whose definition says it may): without `asks`, the
+    /// tool refuses such calls.
+    pub async fn invoke_asking(
+        &self,
+        scope: &RunScope,
+        tool_id: &str,
+        input: &Json,
+        tool_call_id: &str,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+        asks: Option<&dyn AskApproval>,
+    ) -> Result<Invoked, ToolHostError> {
         let timeout = self.timeout_of(tool_id);
         let mut request = tonic::Request::new(InvokeToolRequest {
             tool_id: tool_id.to_owned(),
@@ -245,11 +283,15 @@ impl ToolHost {
         // moment; the local timer covers a tool-host that does not answer at all.
         request.set_timeout(timeout);
         let call = async {
-            if self.reports_progress(tool_id) {
-                self.call_with_progress(request, progress).await
-            } else {
-                let mut client = self.client.clone();
-                Ok(client.invoke_tool(request).await?.into_inner())
+            match (self.streamed(tool_id), asks) {
+                (Some(Streamed::Live), Some(asks)) => {
+                    self.call_live(request, tool_call_id, progress, asks).await
+                }
+                (Some(_), _) => self.call_with_progress(request, progress).await,
+                (None, _) => {
+                    let mut client = self.client.clone();
+                    Ok(client.invoke_tool(request).await?.into_inner())
+                }
             }
         };
         let answer = match tokio::time::timeout(timeout, call).await {
@@ -305,11 +347,82 @@ impl ToolHost {
         })
     }
 
-    fn reports_progress(&self, tool_id: &str) -> bool {
-        self.progress_tools
+    fn streamed(&self, tool_id: &str) -> Option<Streamed> {
+        self.streamed_tools
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(tool_id)
+            .get(tool_id)
+            .copied()
+    }
+
+    /// `InvokeToolLive`: progress goes to `progress`, each call the tool asks approval for
+    /// goes to `asks` (several may wait at once) and its decision back on the stream, until
+    /// the answer comes.
+    async fn call_live(
+        &self,
+        request: tonic::Request<InvokeToolRequest>,
+        tool_call_id: &str,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+        asks: &dyn AskApproval,
+    ) -> Result<InvokeToolResponse, Status> {
+        use futures::StreamExt as _;
+        let timeout = request.metadata().get("grpc-timeout").cloned();
+        let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
+        let start = InvokeToolInput {
+            kind: Some(invoke_tool_input::Kind::Start(request.into_inner())),
+        };
+        // The channel is empty and open: the first message always fits.
+        let _ = inputs.try_send(start);
+        let mut streamed =
+            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
+        if let Some(timeout) = timeout {
+            streamed.metadata_mut().insert("grpc-timeout", timeout);
+        }
+        let mut client = self.client.clone();
+        let mut updates = client.invoke_tool_live(streamed).await?.into_inner();
+        let mut deciding = futures::stream::FuturesUnordered::new();
+        let mut answer = None;
+        loop {
+            tokio::select! {
+                update = updates.message() => match update? {
+                    Some(update) => match update.kind {
+                        Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
+                            progress(crate::convert::progress_from_proto(&update));
+                        }
+                        Some(invoke_tool_update::Kind::Approval(call)) if answer.is_none() => {
+                            let call = ToolCallOutput {
+                                parent: Some(tool_call_id.to_owned()),
+                                ..crate::convert::tool_from_proto(&call)
+                            };
+                            let id = call.id.clone();
+                            deciding.push(async move { (id, asks.decide(call).await) });
+                        }
+                        Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
+                        _ => {}
+                    },
+                    None => break,
+                },
+                Some((id, decision)) = deciding.next(), if !deciding.is_empty() => {
+                    // No decision will come (the run is ending): the call is not run.
+                    let decision = decision.unwrap_or_else(|| Decision {
+                        tool_call_id: id,
+                        approved: false,
+                        reason: "no decision came".into(),
+                    });
+                    let decision = agentic_proto::v1::ApprovalDecision {
+                        tool_call_id: decision.tool_call_id,
+                        approved: decision.approved,
+                        reason: decision.reason,
+                    };
+                    let input = InvokeToolInput {
+                        kind: Some(invoke_tool_input::Kind::Decision(decision)),
+                    };
+                    // A tool-host that stopped reading ends the stream, which ends this loop.
+                    let _ = inputs.send(input).await;
+                }
+            }
+        }
+        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
     }
 
     /// `InvokeToolWithProgress`: progress updates go to `progress` until the answer comes.
@@ -376,10 +489,15 @@ impl ToolHost {
             (tool.id.as_str(), limit)
         });
         merge(&self.tool_timeouts, timeouts.collect());
-        let reporting = tools
-            .iter()
-            .map(|tool| (tool.id.as_str(), tool.reports_progress.then_some(true)));
-        merge(&self.progress_tools, reporting.collect());
+        let streamed = tools.iter().map(|tool| {
+            let how = if tool.asks_approval {
+                Some(Streamed::Live)
+            } else {
+                tool.reports_progress.then_some(Streamed::Progress)
+            };
+            (tool.id.as_str(), how)
+        });
+        merge(&self.streamed_tools, streamed.collect());
     }
 }
 
@@ -462,6 +580,14 @@ mod tests {
     #[tonic::async_trait]
     impl ToolHostService for SlowToolHost {
         type InvokeToolWithProgressStream = tonic::codegen::BoxStream<pb::InvokeToolUpdate>;
+        type InvokeToolLiveStream = tonic::codegen::BoxStream<pb::InvokeToolUpdate>;
+
+        async fn invoke_tool_live(
+            &self,
+            _request: tonic::Request<tonic::Streaming<pb::InvokeToolInput>>,
+        ) -> Result<tonic::Response<Self::InvokeToolLiveStream>, Status> {
+            Err(Status::unimplemented("not needed here"))
+        }
 
         async fn invoke_tool_with_progress(
             &self,

@@ -2,6 +2,7 @@
 //! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`
 //! (with what callers are told about failures).
 
+pub mod asking;
 pub mod config;
 mod error;
 mod internal;

@@ -15,7 +15,7 @@ use agentic_sandbox::{Clock, Host, ToolFailure, seconds};
 use serde_json::Value as Json;
 use tokio::sync::Mutex;
 
-use crate::approvals::{Approvals, PendingApproval};
+use agentic_executor::approvals::{Approvals, PendingApproval};
 
 /// The prompt's timeline as this run extends it. Adding holds the lock while the event is
 /// sent, so concurrent calls (`parallel`) reach the gateway with contiguous indexes.
@@ -157,7 +157,7 @@ pub struct PausedRun {
 
 impl PausedRun {
     /// Holds a slot (if it does not already); false when every slot is taken.
-    fn hold(&self) -> bool {
+    pub fn hold(&self) -> bool {
         let mut held = self
             .held
             .lock()
@@ -494,7 +494,7 @@ impl PromptHost {
 }
 
 /// The error a failed call's `tool` output shows.
-fn output_error(failure: &ToolFailure) -> String {
+pub fn output_error(failure: &ToolFailure) -> String {
     match failure {
         ToolFailure::Failed(message) => message.clone(),
         ToolFailure::Rejected { reason } if reason.is_empty() => "rejected by the user".to_owned(),

@@ -36,6 +36,16 @@ impl ToolHostService for FakeToolHost {
         Err(tonic::Status::unimplemented("not needed here"))
     }
 
+    type InvokeToolLiveStream =
+        futures::stream::Empty<Result<agentic_proto::v1::InvokeToolUpdate, tonic::Status>>;
+
+    async fn invoke_tool_live(
+        &self,
+        _request: tonic::Request<tonic::Streaming<agentic_proto::v1::InvokeToolInput>>,
+    ) -> Result<tonic::Response<Self::InvokeToolLiveStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("not needed here"))
+    }
+
     async fn list_tools(
         &self,
         _request: tonic::Request<agentic_proto::v1::ListToolsRequest>,

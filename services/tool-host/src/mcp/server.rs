@@ -645,6 +645,7 @@ impl Server {
                 requires_approval: approval.requires(read_only, destructive),
                 timeout: Some(self.config.timeout),
                 reports_progress: true,
+                asks_approval: false,
             },
             name,
             validator,

@@ -157,6 +157,7 @@ impl Plugin for ArtifactPlugin {
                 requires_approval: false,
                 timeout: None,
                 reports_progress: false,
+                asks_approval: false,
             },
             ToolSpec {
                 id: "artifact.get".into(),
@@ -172,6 +173,7 @@ impl Plugin for ArtifactPlugin {
                 requires_approval: false,
                 timeout: None,
                 reports_progress: false,
+                asks_approval: false,
             },
             ToolSpec {
                 id: "artifact.list".into(),
@@ -194,6 +196,7 @@ impl Plugin for ArtifactPlugin {
                 requires_approval: false,
                 timeout: None,
                 reports_progress: false,
+                asks_approval: false,
             },
         ]
     }

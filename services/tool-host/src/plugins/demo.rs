@@ -236,5 +236,6 @@ fn spec(id: &str, description: &str, input_schema: Value) -> ToolSpec {
         requires_approval: false,
         timeout: None,
         reports_progress: false,
+        asks_approval: false,
     }
 }

@@ -7,15 +7,19 @@ use std::time::Duration;
 use agentic_proto::json;
 use agentic_proto::v1::code_runner_client::CodeRunnerClient;
 use agentic_proto::v1::{
-    ApprovalState, CodeToolCall, ModelTier, RunCodeRequest, RunCodeResponse, ToolApproval,
-    ToolDefinition, ToolError, ToolOutput, ToolResult, ToolSuccess, code_tool_call,
-    run_code_response, tool_result,
+    ApprovalDecision, ApprovalState, CodeToolCall, ModelTier, RunCodeInput, RunCodeRequest,
+    RunCodeResponse, RunCodeUpdate, ToolApproval, ToolDefinition, ToolError, ToolOutput,
+    ToolPending, ToolResult, ToolSuccess, code_tool_call, run_code_input, run_code_response,
+    run_code_update, tool_result,
 };
 use agentic_rpc::InternalChannel;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::plugin::{CallContext, Plugin, ToolFailure, ToolFile, ToolOutcome, ToolSpec, Usage};
+use crate::plugin::{
+    ApprovalAsk, ApprovalAsks, CallContext, Decided, Plugin, ToolFailure, ToolFile, ToolOutcome,
+    ToolSpec, Usage,
+};
 
 /// The tool's id.
 pub const RUN_CODE: &str = "interpreter.run-code";
@@ -56,7 +60,8 @@ impl Plugin for InterpreterPlugin {
             description: "Runs JavaScript in a sandbox with this conversation's tools as functions (camelCase of \
                           their ids), plus parallel([{tool, input}]), llm(text), llmJson(text), log(...), \
                           store/recall and storeArtifact/getArtifact/listArtifacts. The variable `input` holds \
-                          the given input. Returns the value of the last expression and the logs."
+                          the given input. A tool that needs a person's approval pauses the prompt until they \
+                          decide (a rejection throws). Returns the value of the last expression and the logs."
                 .into(),
             input_schema: json!({
                 "type": "object",
@@ -71,6 +76,7 @@ impl Plugin for InterpreterPlugin {
             requires_approval: false,
             timeout: Some(CALL_TIMEOUT),
             reports_progress: false,
+            asks_approval: true,
         }]
     }
 
@@ -80,31 +86,9 @@ impl Plugin for InterpreterPlugin {
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
-        let code = input
-            .get("code")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let timeout_ms = input
-            .get("timeout")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_TIMEOUT_MS);
-        let tier = if ctx.high_tier {
-            ModelTier::High
-        } else {
-            ModelTier::Normal
-        };
-        let mut request = tonic::Request::new(RunCodeRequest {
-            code,
-            input: input.get("input").map(json::to_proto),
-            timeout_ms: u32::try_from(timeout_ms).unwrap_or(u32::MAX),
-            user_id: ctx.user_id.to_string(),
-            conversation_id: agentic_ids::wire(ctx.conversation_id.as_ref()),
-            state: Some(json::json_to_struct(&ctx.state)),
-            prompt_id: agentic_ids::wire(ctx.prompt_id.as_ref()),
-            model: tier.into(),
-        });
-        request.set_timeout(Duration::from_millis(timeout_ms) + RPC_GRACE);
+        let (request, timeout) = run_code_request(&input, ctx);
+        let mut request = tonic::Request::new(request);
+        request.set_timeout(timeout + RPC_GRACE);
         let response = self
             .code_runner
             .clone()
@@ -112,49 +96,175 @@ impl Plugin for InterpreterPlugin {
             .await
             .map_err(|status| ToolFailure::new(runner_failed(&status)))?
             .into_inner();
-        let (files, nested) = effects(&response, &ctx.tool_call_id);
-        // The code's `llm()` calls count into the calling prompt, whatever the outcome.
-        let usage = response
-            .usage
-            .map(|usage| Usage {
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                total_tokens: usage.total_tokens,
-            })
-            .unwrap_or_default();
-        match response.outcome {
-            Some(run_code_response::Outcome::Result(value)) => Ok(ToolOutcome {
-                usage,
-                files,
-                nested,
-                ..ToolOutcome::output(json!({
-                    "result": json::from_proto(&value),
-                    "logs": response.logs,
-                    "tool_calls": response.tool_calls.len(),
-                }))
-            }),
-            Some(run_code_response::Outcome::Error(error)) => {
-                let mut message = error.message;
-                if error.line > 0 {
-                    message.push_str(&format!(" (line {}, column {})", error.line, error.column));
+        answer(response, ctx)
+    }
+
+    /// Runs the code with `RunCodeLive`: each call of a tool that needs approval goes to
+    /// `asks` as a call of the prompt's timeline (under this one), and its decision back to
+    /// the runner. No deadline of its own: time spent waiting for a person stops the code's
+    /// clock, and the executor's deadline for this call bounds the whole of it.
+    async fn invoke_live(
+        &self,
+        _tool_id: &agentic_ids::ToolId,
+        input: Value,
+        ctx: &CallContext,
+        asks: ApprovalAsks,
+    ) -> Result<ToolOutcome, ToolFailure> {
+        use futures::StreamExt as _;
+        let (request, _) = run_code_request(&input, ctx);
+        let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
+        let start = RunCodeInput {
+            kind: Some(run_code_input::Kind::Start(request)),
+        };
+        // The channel is empty and open: the first message always fits.
+        let _ = inputs.try_send(start);
+        let outgoing = tokio_stream::wrappers::ReceiverStream::new(outgoing);
+        let failed = |status: tonic::Status| ToolFailure::new(runner_failed(&status));
+        let mut updates = self
+            .code_runner
+            .clone()
+            .run_code_live(outgoing)
+            .await
+            .map_err(failed)?
+            .into_inner();
+        let mut deciding = futures::stream::FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                update = updates.message() => match update.map_err(failed)? {
+                    Some(RunCodeUpdate { kind: Some(run_code_update::Kind::Done(response)) }) => {
+                        return answer(response, ctx);
+                    }
+                    Some(RunCodeUpdate { kind: Some(run_code_update::Kind::Approval(call)) }) => {
+                        let (decision, decided) = tokio::sync::oneshot::channel();
+                        let id = call.id.clone();
+                        let call = waiting_call(&call, &ctx.tool_call_id);
+                        let asked = asks.send(ApprovalAsk { call, decision }).await.is_ok();
+                        deciding.push(async move { (id, if asked { decided.await.ok() } else { None }) });
+                    }
+                    Some(_) => {}
+                    None => {
+                        return Err(ToolFailure::new(
+                            "the code runner ended the run without an answer: the code may have \
+                             run in part; check what its tools did before running it again",
+                        ));
+                    }
+                },
+                Some((id, decided)) = deciding.next(), if !deciding.is_empty() => {
+                    // Nobody can decide any more (the caller went away): the call is not run.
+                    let decided = decided.unwrap_or(Decided {
+                        approved: false,
+                        reason: "no decision came".into(),
+                    });
+                    let decision = ApprovalDecision {
+                        tool_call_id: id,
+                        approved: decided.approved,
+                        reason: decided.reason,
+                    };
+                    let input = RunCodeInput {
+                        kind: Some(run_code_input::Kind::Decision(decision)),
+                    };
+                    // A runner that stopped reading ends its stream, which ends this loop.
+                    let _ = inputs.send(input).await;
                 }
-                if !error.context.is_empty() {
-                    message.push_str(&format!(": {}", error.context));
-                }
-                if !response.logs.is_empty() {
-                    message.push_str(&format!("\nlogs:\n{}", response.logs.join("\n")));
-                }
-                Err(ToolFailure::new(message)
-                    .with_usage(usage)
-                    .with_effects(files, nested))
             }
-            None => Ok(ToolOutcome {
-                usage,
-                files,
-                nested,
-                ..ToolOutcome::output(Value::Null)
-            }),
         }
+    }
+}
+
+/// Decisions waiting to go out to the runner, at most.
+const LIVE_INPUTS: usize = 16;
+
+/// The `RunCode` request for a call with `input`, and the budget it asks for.
+fn run_code_request(input: &Value, ctx: &CallContext) -> (RunCodeRequest, Duration) {
+    let code = input
+        .get("code")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let timeout_ms = input
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_TIMEOUT_MS);
+    let tier = if ctx.high_tier {
+        ModelTier::High
+    } else {
+        ModelTier::Normal
+    };
+    let request = RunCodeRequest {
+        code,
+        input: input.get("input").map(json::to_proto),
+        timeout_ms: u32::try_from(timeout_ms).unwrap_or(u32::MAX),
+        user_id: ctx.user_id.to_string(),
+        conversation_id: agentic_ids::wire(ctx.conversation_id.as_ref()),
+        state: Some(json::json_to_struct(&ctx.state)),
+        prompt_id: agentic_ids::wire(ctx.prompt_id.as_ref()),
+        model: tier.into(),
+    };
+    (request, Duration::from_millis(timeout_ms))
+}
+
+/// The tool's outcome from the runner's answer: the code's value (or its error), with what
+/// the code did on the way (files, nested calls, tokens), whatever the outcome.
+fn answer(response: RunCodeResponse, ctx: &CallContext) -> Result<ToolOutcome, ToolFailure> {
+    let (files, nested) = effects(&response, &ctx.tool_call_id);
+    let usage = response
+        .usage
+        .map(|usage| Usage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            total_tokens: usage.total_tokens,
+        })
+        .unwrap_or_default();
+    match response.outcome {
+        Some(run_code_response::Outcome::Result(value)) => Ok(ToolOutcome {
+            usage,
+            files,
+            nested,
+            ..ToolOutcome::output(json!({
+                "result": json::from_proto(&value),
+                "logs": response.logs,
+                "tool_calls": response.tool_calls.len(),
+            }))
+        }),
+        Some(run_code_response::Outcome::Error(error)) => {
+            let mut message = error.message;
+            if error.line > 0 {
+                message.push_str(&format!(" (line {}, column {})", error.line, error.column));
+            }
+            if !error.context.is_empty() {
+                message.push_str(&format!(": {}", error.context));
+            }
+            if !response.logs.is_empty() {
+                message.push_str(&format!("\nlogs:\n{}", response.logs.join("\n")));
+            }
+            Err(ToolFailure::new(message)
+                .with_usage(usage)
+                .with_effects(files, nested))
+        }
+        None => Ok(ToolOutcome {
+            usage,
+            files,
+            nested,
+            ..ToolOutcome::output(Value::Null)
+        }),
+    }
+}
+
+/// A call of the code waiting for a person, as the prompt's timeline shows it.
+fn waiting_call(call: &CodeToolCall, parent: &str) -> ToolOutput {
+    ToolOutput {
+        result: Some(ToolResult {
+            result: Some(tool_result::Result::Pending(ToolPending {
+                reason: "waiting for approval".into(),
+                progress: None,
+            })),
+        }),
+        approval: Some(ToolApproval {
+            state: ApprovalState::Pending.into(),
+            reason: String::new(),
+        }),
+        end: None,
+        ..nested_call(call, parent)
     }
 }
 
@@ -240,10 +350,10 @@ fn nested_call(call: &CodeToolCall, parent: &str) -> ToolOutput {
         }),
         start: call.start,
         end: call.end,
-        approval: Some(ToolApproval {
+        approval: Some(call.approval.clone().unwrap_or(ToolApproval {
             state: ApprovalState::NotRequired.into(),
             reason: String::new(),
-        }),
+        })),
         parent_id: parent.to_owned(),
     }
 }

@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentic_executor::timeline::Decision;
+use crate::timeline::Decision;
 use tokio::sync::{mpsc, oneshot};
 
 /// The calls of one prompt that wait for a decision, by tool call id.
