@@ -382,3 +382,51 @@ async fn cancelling_while_the_codes_call_waits_closes_both_and_the_stack_serves_
     let next = run(&stack, NewPrompt::new("run it")).await;
     assert_eq!(next.state, PromptState::WaitingForApproval as i32);
 }
+
+#[tokio::test]
+async fn a_question_the_code_stops_waiting_for_ends_the_pause_and_the_prompt_goes_on() {
+    // The runner gives up on the person after a second; the prompt then is no longer
+    // waiting, and the model hears what happened.
+    let options = StackOptions {
+        code_approval_timeout_secs: 1,
+        ..StackOptions::default()
+    };
+    let stack = Stack::start_with(dangerous_code_rules(), options)
+        .await
+        .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("run it"))
+        .await
+        .unwrap();
+    let (paused, _) = waiting_for_the_nested_call(&client, &created.id).await;
+    // A stream opened while the prompt waits ends at once; once the pause ends, the rest
+    // follows.
+    eventually_async(|| async {
+        client.get_prompt(&created.id).await.unwrap().state
+            != PromptState::WaitingForApproval as i32
+    })
+    .await;
+    let after = paused.last().unwrap().sequence;
+    let (result, nested) = completed_after(&client, &created.id, after).await;
+    assert_eq!(
+        result,
+        json!("caught: Tool \"demo.dangerous\" approval timed out after 1s")
+    );
+    assert_eq!(
+        nested.approval.map(|approval| approval.state),
+        Some(ApprovalState::Rejected as i32)
+    );
+}
+
+/// Polls `condition` until it holds, for at most [`PATIENCE`].
+async fn eventually_async<F: std::future::Future<Output = bool>>(mut condition: impl FnMut() -> F) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {PATIENCE:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

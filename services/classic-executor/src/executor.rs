@@ -393,6 +393,9 @@ impl Run<'_> {
     /// stream that ends at `waiting` has seen nothing happen after it.
     async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), RunError> {
         let (ask, mut asked) = mpsc::channel::<Asked>(ASKS_BUFFER);
+        // While a live pause lasts, progress of other calls is not sent: a stream that ends
+        // at `waiting` sees nothing after it.
+        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let ready: Vec<_> = calls
             .into_iter()
             .filter_map(|(index, approval)| {
@@ -407,8 +410,12 @@ impl Run<'_> {
                 let (events, mut running) = (self.events, call.clone());
                 running.approval = approval.clone();
                 let asker = Asker(ask.clone());
+                let paused = Arc::clone(&paused);
                 Some(async move {
                     let report = |progress: Progress| {
+                        if paused.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
+                        }
                         let mut output = running.clone();
                         output.result = ToolResult::Pending {
                             reason: "running".into(),
@@ -430,33 +437,57 @@ impl Run<'_> {
         let mut running = futures::stream::iter(ready)
             .buffer_unordered(self.executor.limits.max_concurrent_tool_calls.max(1));
         let mut answers = Answers::default();
-        // Calls asked about that wait for their decision, and the answers held meanwhile.
+        // Calls asked about that wait for their decision (with their timeline positions),
+        // and the answers held meanwhile.
         let mut deciding = futures::stream::FuturesUnordered::new();
+        let mut open: HashMap<String, usize> = HashMap::new();
         let mut held = Vec::new();
         loop {
             tokio::select! {
                 next = running.next() => match next {
-                    Some(done) if deciding.is_empty() => self.record(done, &mut answers).await?,
+                    Some(done) if open.is_empty() => self.record(done, &mut answers).await?,
                     Some(done) => held.push(done),
                     None => break,
                 },
-                Some(asked) = asked.recv() => {
-                    let index = self.ask_approval(&asked.call).await?;
-                    let pending = self.approvals.expect(&asked.call.id);
-                    let parent = asked.call.parent.clone().unwrap_or_default();
-                    let limit = self.executor.tool_host.timeout_of(&self.tool_of(&parent));
-                    deciding.push(async move { (index, asked, pending.decision(limit).await) });
+                Some(first) = asked.recv() => {
+                    // Everything asked at once is asked together, under one pause.
+                    let mut batch = vec![first];
+                    while let Ok(more) = asked.try_recv() {
+                        batch.push(more);
+                    }
+                    paused.store(true, std::sync::atomic::Ordering::Relaxed);
+                    for asked in batch {
+                        // Registered before it is asked: a quick decision is not lost.
+                        let pending = self.approvals.expect(&asked.call.id);
+                        let index = self.ask_approval(&asked.call).await?;
+                        open.insert(asked.call.id.clone(), index);
+                        let parent = asked.call.parent.clone().unwrap_or_default();
+                        let limit = self.executor.tool_host.timeout_of(&self.tool_of(&parent));
+                        deciding.push(async move { (index, asked, pending.decision(limit).await) });
+                    }
+                    self.events.send(Event::Paused).await?;
                 }
                 Some((index, asked, decision)) = deciding.next(), if !deciding.is_empty() => {
+                    open.remove(&asked.call.id);
                     self.decided(index, &decision).await?;
                     let _ = asked.reply.send(decision);
-                    if deciding.is_empty() {
+                    if open.is_empty() {
+                        paused.store(false, std::sync::atomic::Ordering::Relaxed);
                         for done in std::mem::take(&mut held) {
                             self.record(done, &mut answers).await?;
                         }
                     }
                 }
             }
+        }
+        // Every call has answered: a question still open belongs to a call that ended
+        // without its decision (its deadline passed, say). It is shown as not run, which
+        // ends the pause, before the held answers (whose record of it comes last).
+        for (_, index) in open {
+            self.decided(index, &None).await?;
+        }
+        for done in held {
+            self.record(done, &mut answers).await?;
         }
         if answers.spent != Usage::default() {
             self.events.send(Event::Usage(answers.spent)).await?;
@@ -524,8 +555,8 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Shows a call a tool makes in turn as waiting for approval, asks for the approval and
-    /// pauses the prompt live; answers the call's index.
+    /// Shows a call a tool makes in turn as waiting for approval and asks for the approval
+    /// (the caller then pauses the prompt live); answers the call's index.
     async fn ask_approval(&mut self, call: &ToolCallOutput) -> Result<usize, RunError> {
         let index = self.add(Output::Tool(call.clone())).await?;
         self.events
@@ -536,7 +567,6 @@ impl Run<'_> {
                 index: wire_index(index),
             })
             .await?;
-        self.events.send(Event::Paused).await?;
         Ok(index)
     }
 

@@ -209,6 +209,7 @@ impl CodeRunnerService {
             asks,
             approval_timeout: self.approval_timeout,
             paused: self.paused_runs.for_run(),
+            asking: Default::default(),
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
         crate::metrics::sandbox_run(&outcome);
@@ -260,8 +261,10 @@ struct RecordingHost {
     /// Where calls that need approval are asked about (`RunCodeLive`); `None`: refused.
     asks: Option<Asks>,
     approval_timeout: Duration,
-    /// This run's place among the runs waiting for a person.
+    /// This run's place among the runs waiting for a person, held while any call waits.
     paused: PausedRun,
+    /// Calls waiting for a person now.
+    asking: std::sync::atomic::AtomicUsize,
 }
 
 impl RecordingHost {
@@ -291,11 +294,13 @@ impl RecordingHost {
         input: &Json,
         clock: &Clock,
     ) -> Result<Json, ToolFailure> {
+        use std::sync::atomic::Ordering;
         if !self.paused.hold() {
             return Err(ToolFailure::Failed(
                 "not run: too many runs of this executor already wait for a person's approval; try again later".into(),
             ));
         }
+        self.asking.fetch_add(1, Ordering::SeqCst);
         let (sender, decided) = oneshot::channel();
         let asked = asks
             .send((call.id.clone(), call.clone(), sender))
@@ -313,6 +318,10 @@ impl RecordingHost {
                 }
             })
             .await;
+        // The run's place among those waiting is given back once none of its calls waits.
+        if self.asking.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.paused.release();
+        }
         let approval = |state: ApprovalState, reason: &str| ToolApproval {
             state: state.into(),
             reason: reason.to_owned(),
@@ -485,6 +494,7 @@ mod tests {
             asks: None,
             approval_timeout: Duration::from_secs(1),
             paused: PausedRuns::new(1).for_run(),
+            asking: Default::default(),
         });
         let outcome = Sandboxes::default()
             .run(program, host.clone(), Limits::default())

@@ -282,21 +282,26 @@ impl ToolHost {
         // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
         // moment; the local timer covers a tool-host that does not answer at all.
         request.set_timeout(timeout);
-        let call = async {
-            match (self.streamed(tool_id), asks) {
-                (Some(Streamed::Live), Some(asks)) => {
-                    self.call_live(request, tool_call_id, progress, asks).await
-                }
-                (Some(_), _) => self.call_with_progress(request, progress).await,
-                (None, _) => {
-                    let mut client = self.client.clone();
-                    Ok(client.invoke_tool(request).await?.into_inner())
+        let answer = match (self.streamed(tool_id), asks) {
+            // Its deadline does not count the time a person takes to decide: it keeps its own.
+            (Some(Streamed::Live), Some(asks)) => self
+                .call_live(request, tool_call_id, progress, asks, timeout)
+                .await
+                .map_err(|status| invoke_error(status, timeout)),
+            (streamed, _) => {
+                let call = async {
+                    if streamed.is_some() {
+                        self.call_with_progress(request, progress).await
+                    } else {
+                        let mut client = self.client.clone();
+                        Ok(client.invoke_tool(request).await?.into_inner())
+                    }
+                };
+                match tokio::time::timeout(timeout, call).await {
+                    Ok(answer) => answer.map_err(|status| invoke_error(status, timeout)),
+                    Err(_elapsed) => Err(ToolHostError::TimedOut { after: timeout }),
                 }
             }
-        };
-        let answer = match tokio::time::timeout(timeout, call).await {
-            Ok(answer) => answer.map_err(|status| invoke_error(status, timeout)),
-            Err(_elapsed) => Err(ToolHostError::TimedOut { after: timeout }),
         };
         let response = match answer {
             Ok(response) => response,
@@ -357,33 +362,42 @@ impl ToolHost {
 
     /// `InvokeToolLive`: progress goes to `progress`, each call the tool asks approval for
     /// goes to `asks` (several may wait at once) and its decision back on the stream, until
-    /// the answer comes.
+    /// the answer comes. The call may take `timeout`, not counting the time during which a
+    /// question is open (the executor keeps this deadline; dropping the stream at it stops
+    /// the call on the tool-host).
     async fn call_live(
         &self,
         request: tonic::Request<InvokeToolRequest>,
         tool_call_id: &str,
         progress: &(dyn Fn(Progress) + Send + Sync),
         asks: &dyn AskApproval,
+        timeout: Duration,
     ) -> Result<InvokeToolResponse, Status> {
         use futures::StreamExt as _;
-        let timeout = request.metadata().get("grpc-timeout").cloned();
         let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
         let start = InvokeToolInput {
             kind: Some(invoke_tool_input::Kind::Start(request.into_inner())),
         };
         // The channel is empty and open: the first message always fits.
         let _ = inputs.try_send(start);
-        let mut streamed =
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
-        if let Some(timeout) = timeout {
-            streamed.metadata_mut().insert("grpc-timeout", timeout);
-        }
+        let outgoing = tokio_stream::wrappers::ReceiverStream::new(outgoing);
+        let timed_out = || Status::deadline_exceeded("the tool call timed out");
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        // Since when a question has been open: the deadline moves on by that time.
+        let mut asking_since: Option<tokio::time::Instant> = None;
         let mut client = self.client.clone();
-        let mut updates = client.invoke_tool_live(streamed).await?.into_inner();
+        let opened = client.invoke_tool_live(outgoing);
+        let mut updates = tokio::time::timeout_at(deadline, opened)
+            .await
+            .map_err(|_elapsed| timed_out())??
+            .into_inner();
         let mut deciding = futures::stream::FuturesUnordered::new();
         let mut answer = None;
         loop {
             tokio::select! {
+                () = tokio::time::sleep_until(deadline), if asking_since.is_none() => {
+                    return Err(timed_out());
+                }
                 update = updates.message() => match update? {
                     Some(update) => match update.kind {
                         Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
@@ -395,6 +409,7 @@ impl ToolHost {
                                 ..crate::convert::tool_from_proto(&call)
                             };
                             let id = call.id.clone();
+                            asking_since.get_or_insert_with(tokio::time::Instant::now);
                             deciding.push(async move { (id, asks.decide(call).await) });
                         }
                         Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
@@ -419,6 +434,11 @@ impl ToolHost {
                     };
                     // A tool-host that stopped reading ends the stream, which ends this loop.
                     let _ = inputs.send(input).await;
+                    if deciding.is_empty()
+                        && let Some(since) = asking_since.take()
+                    {
+                        deadline += since.elapsed();
+                    }
                 }
             }
         }

@@ -168,7 +168,7 @@ impl PausedRun {
         held.is_some()
     }
 
-    fn release(&self) {
+    pub fn release(&self) {
         *self
             .held
             .lock()

@@ -242,6 +242,13 @@ async fn append_end(
     (state, error): (PromptState, String),
     kind: impl FnOnce(Option<Prompt>) -> prompt_event::Kind,
 ) -> Result<Vec<PromptEvent>, GatewayError> {
+    // The row is locked before the timeline is read (PostgreSQL's row lock; SQLite's write
+    // lock), so another replica cannot change the timeline between the read and the end.
+    conn.execute(
+        "UPDATE prompts SET last_sequence = last_sequence WHERE id = $1",
+        &[prompt_id.into()],
+    )
+    .await?;
     let timeline = load_prompt(conn, prompt_id)
         .await?
         .map(|prompt| prompt.output)

@@ -116,10 +116,12 @@ pub fn print_decision_hints(
     prompt_id: &str,
     pending: &[PendingCall],
 ) -> std::io::Result<()> {
-    let prompt_id = name(prompt_id);
-    let flags = name(&again.0);
+    // Ids come from the server (a call's id from the model): quoted as shell words, so a
+    // line copied to a shell is the command it shows.
+    let prompt_id = super::shell_word(&name(prompt_id).to_string());
+    let flags = &again.0;
     for call in pending {
-        let call_id = name(&call.tool_call_id);
+        let call_id = super::shell_word(&name(&call.tool_call_id).to_string());
         writeln!(
             console.err,
             "  {} {} waits for approval:\n    agentic {flags}approve {prompt_id} {call_id}\n    agentic {flags}reject {prompt_id} {call_id}",

@@ -351,7 +351,7 @@ fn connection_flags(cli: &Cli) -> String {
     let mut add = |flag: &str, value: &str| {
         flags.push_str(flag);
         flags.push(' ');
-        flags.push_str(&shell_word(value));
+        flags.push_str(&shell_word(&printable::name(value).to_string()));
         flags.push(' ');
     };
     if cli.server != DEFAULT_SERVER {
@@ -368,8 +368,8 @@ fn connection_flags(cli: &Cli) -> String {
 
 /// `text` as one word for a POSIX shell: as it is when it holds only characters no shell
 /// treats specially, else in single quotes.
-fn shell_word(text: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c);
+pub(crate) fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:@+,%".contains(c);
     if !text.is_empty() && text.chars().all(plain) {
         text.to_owned()
     } else {
@@ -468,5 +468,22 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             output,
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
         Command::Mcp => mcp::serve(client, console).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn a_word_for_a_shell_is_quoted_unless_it_is_plain() {
+        assert_eq!(
+            shell_word("http://127.0.0.1:50051"),
+            "http://127.0.0.1:50051"
+        );
+        assert_eq!(shell_word("call_1; rm -rf ~"), "'call_1; rm -rf ~'");
+        assert_eq!(shell_word("it's $(x)"), r"'it'\''s $(x)'");
+        assert_eq!(shell_word("=cmd"), "'=cmd'", "zsh expands a leading =");
+        assert_eq!(shell_word(""), "''");
     }
 }
