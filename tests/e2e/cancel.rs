@@ -111,6 +111,8 @@ async fn cancelling_during_a_slow_tool_call_ends_the_prompt_cancelled() {
     .await;
 
     cancel_then_follow_up(&stack, &prompt.id, NewPrompt::new("next")).await;
+    // The call is closed on the timeline, not left running.
+    crate::tidy::assert_nothing_open(&client.get_prompt(&prompt.id).await.unwrap());
     // The tool-host saw the cancellation: the sleeping call was dropped, not left to run.
     until_demo_calls_in_flight(
         stack.tool_host_address,

@@ -271,6 +271,42 @@ async fn waiting_for_the_nested_call(
     (paused, dangerous.id.clone())
 }
 
+/// A stack whose classic prompt waits for a person to decide on the call its interpreter
+/// code made.
+struct Waiting {
+    stack: Stack,
+    client: agentic_client::Client,
+    prompt_id: String,
+    call_id: String,
+    /// The last event before the pause.
+    paused_at: u64,
+}
+
+impl Waiting {
+    async fn start(options: StackOptions) -> Waiting {
+        let stack = Stack::start_with(dangerous_code_rules(), options)
+            .await
+            .unwrap();
+        let client = stack.client("alice").await.unwrap();
+        let created = client
+            .create_prompt(NewPrompt::new("run it"))
+            .await
+            .unwrap();
+        let (paused, call_id) = waiting_for_the_nested_call(&client, &created.id).await;
+        Waiting {
+            paused_at: paused.last().unwrap().sequence,
+            stack,
+            client,
+            prompt_id: created.id,
+            call_id,
+        }
+    }
+
+    async fn completed(&self) -> (Value, agentic_proto::v1::ToolOutput) {
+        completed_after(&self.client, &self.prompt_id, self.paused_at).await
+    }
+}
+
 /// The interpreter call's result and the nested call, once the prompt has completed.
 async fn completed_after(
     client: &agentic_client::Client,
@@ -300,23 +336,14 @@ async fn completed_after(
 
 #[tokio::test]
 async fn a_call_the_code_makes_that_needs_approval_pauses_the_prompt_until_approved() {
-    let stack = Stack::start(dangerous_code_rules()).await.unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let created = client
-        .create_prompt(NewPrompt::new("run it"))
-        .await
-        .unwrap();
-    let (paused, call_id) = waiting_for_the_nested_call(&client, &created.id).await;
-    gateway_for(&stack, "alice")
-        .await
-        .approve_tool_call(ApproveToolCallRequest {
-            prompt_id: created.id.clone(),
-            tool_call_id: call_id,
-        })
-        .await
-        .unwrap();
-    let after = paused.last().unwrap().sequence;
-    let (result, nested) = completed_after(&client, &created.id, after).await;
+    let waiting = Waiting::start(StackOptions::default()).await;
+    let mut gateway = gateway_for(&waiting.stack, "alice").await;
+    let request = ApproveToolCallRequest {
+        prompt_id: waiting.prompt_id.clone(),
+        tool_call_id: waiting.call_id.clone(),
+    };
+    gateway.approve_tool_call(request).await.unwrap();
+    let (result, nested) = waiting.completed().await;
     assert_eq!(result, json!("ran: deploy"));
     assert_eq!(
         nested.approval.map(|approval| approval.state),
@@ -330,24 +357,15 @@ async fn a_call_the_code_makes_that_needs_approval_pauses_the_prompt_until_appro
 
 #[tokio::test]
 async fn a_call_the_code_makes_that_is_rejected_throws_there_with_the_reason() {
-    let stack = Stack::start(dangerous_code_rules()).await.unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let created = client
-        .create_prompt(NewPrompt::new("run it"))
-        .await
-        .unwrap();
-    let (paused, call_id) = waiting_for_the_nested_call(&client, &created.id).await;
-    gateway_for(&stack, "alice")
-        .await
-        .reject_tool_call(RejectToolCallRequest {
-            prompt_id: created.id.clone(),
-            tool_call_id: call_id,
-            reason: "not today".into(),
-        })
-        .await
-        .unwrap();
-    let after = paused.last().unwrap().sequence;
-    let (result, nested) = completed_after(&client, &created.id, after).await;
+    let waiting = Waiting::start(StackOptions::default()).await;
+    let mut gateway = gateway_for(&waiting.stack, "alice").await;
+    let request = RejectToolCallRequest {
+        prompt_id: waiting.prompt_id.clone(),
+        tool_call_id: waiting.call_id.clone(),
+        reason: "not today".into(),
+    };
+    gateway.reject_tool_call(request).await.unwrap();
+    let (result, nested) = waiting.completed().await;
     assert_eq!(
         result,
         json!("caught: Tool \"demo.dangerous\" rejected: not today")
@@ -360,15 +378,10 @@ async fn a_call_the_code_makes_that_is_rejected_throws_there_with_the_reason() {
 
 #[tokio::test]
 async fn cancelling_while_the_codes_call_waits_closes_both_and_the_stack_serves_on() {
-    let stack = Stack::start(dangerous_code_rules()).await.unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let created = client
-        .create_prompt(NewPrompt::new("run it"))
-        .await
-        .unwrap();
-    waiting_for_the_nested_call(&client, &created.id).await;
+    let waiting = Waiting::start(StackOptions::default()).await;
+    let (stack, client) = (&waiting.stack, &waiting.client);
     let cancelled = client
-        .cancel_prompt(&created.id, "changed my mind")
+        .cancel_prompt(&waiting.prompt_id, "changed my mind")
         .await
         .unwrap();
     assert_eq!(cancelled.state, PromptState::Cancelled as i32);
@@ -379,7 +392,7 @@ async fn cancelling_while_the_codes_call_waits_closes_both_and_the_stack_serves_
         Some(ApprovalState::Expired as i32)
     );
     // The runner and the tool-host let the abandoned run go: the next one runs as usual.
-    let next = run(&stack, NewPrompt::new("run it")).await;
+    let next = run(stack, NewPrompt::new("run it")).await;
     assert_eq!(next.state, PromptState::WaitingForApproval as i32);
 }
 
@@ -391,24 +404,15 @@ async fn a_question_the_code_stops_waiting_for_ends_the_pause_and_the_prompt_goe
         code_approval_timeout_secs: 1,
         ..StackOptions::default()
     };
-    let stack = Stack::start_with(dangerous_code_rules(), options)
-        .await
-        .unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let created = client
-        .create_prompt(NewPrompt::new("run it"))
-        .await
-        .unwrap();
-    let (paused, _) = waiting_for_the_nested_call(&client, &created.id).await;
+    let waiting = Waiting::start(options).await;
     // A stream opened while the prompt waits ends at once; once the pause ends, the rest
     // follows.
     eventually_async(|| async {
-        client.get_prompt(&created.id).await.unwrap().state
-            != PromptState::WaitingForApproval as i32
+        let prompt = waiting.client.get_prompt(&waiting.prompt_id).await.unwrap();
+        prompt.state != PromptState::WaitingForApproval as i32
     })
     .await;
-    let after = paused.last().unwrap().sequence;
-    let (result, nested) = completed_after(&client, &created.id, after).await;
+    let (result, nested) = waiting.completed().await;
     assert_eq!(
         result,
         json!("caught: Tool \"demo.dangerous\" approval timed out after 1s")

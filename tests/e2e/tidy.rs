@@ -118,25 +118,6 @@ async fn cancelling_code_during_a_tool_call_closes_the_code_and_the_call() {
 }
 
 #[tokio::test]
-async fn cancelling_a_classic_prompt_during_a_tool_call_closes_the_call() {
-    let stack = Stack::start(vec![
-        calls(
-            Match::LastUserContains("sleep".into()),
-            vec![call("demo__sleep", json!({"ms": 60000}))],
-        ),
-        text(Match::Any, "fine"),
-    ])
-    .await
-    .unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let prompt = client.create_prompt(NewPrompt::new("sleep")).await.unwrap();
-    until_sleeping(&stack).await;
-    let cancelled = cancel(&stack, &prompt.id).await;
-    assert_nothing_open(&cancelled);
-    assert_eq!(tool_outputs(&cancelled).len(), 1);
-}
-
-#[tokio::test]
 async fn cancelling_a_prompt_that_waits_for_approval_expires_the_approval() {
     let stack = Stack::start(vec![
         calls(
