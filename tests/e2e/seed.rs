@@ -187,3 +187,76 @@ async fn code_that_never_finishes_is_stopped_after_the_default_10_rounds() {
     let closing = text_of(stored.output.last().unwrap()).unwrap();
     assert!(closing.contains("limit of 10 rounds"), "{closing}");
 }
+
+/// A JSON object of one key whose string value takes about `bytes` bytes.
+fn sized_state(key: &str, bytes: usize) -> serde_json::Map<String, Value> {
+    let mut state = serde_json::Map::new();
+    state.insert(key.into(), json!("s".repeat(bytes)));
+    state
+}
+
+#[tokio::test]
+async fn a_prompt_whose_state_with_its_conversations_passes_the_bound_is_refused() {
+    let stack = Stack::start(vec![code("done()")]).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = client
+        .create_conversation(NewConversation {
+            state: Some(sized_state("big", 700 * 1024)),
+            ..NewConversation::default()
+        })
+        .await
+        .unwrap();
+    let too_much = NewPrompt::new("hi")
+        .mode("code")
+        .conversation(&conversation.id)
+        .state(sized_state("more", 700 * 1024));
+    let refused = client.create_prompt(too_much).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("the conversation's state with this prompt's: state is larger than"),
+        "{refused}"
+    );
+    // The conversation and the stack serve on.
+    let fine = NewPrompt::new("hi").conversation(&conversation.id);
+    let (_, done) = run_code(&stack, fine).await;
+    assert_eq!(done.state, PromptState::Completed as i32, "{}", done.error);
+}
+
+#[tokio::test]
+async fn last_data_that_would_pass_the_states_bound_is_not_kept_and_the_prompt_completes() {
+    let stack = Stack::start(vec![code(
+        "complete({response: 'big answer', data: 'x'.repeat(200000)})",
+    )])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = client
+        .create_conversation(NewConversation {
+            state: Some(sized_state("big", 900 * 1024)),
+            ..NewConversation::default()
+        })
+        .await
+        .unwrap();
+    let prompt = NewPrompt::new("answer big").conversation(&conversation.id);
+    let (_, done) = run_code(&stack, prompt).await;
+    assert_eq!(done.state, PromptState::Completed as i32, "{}", done.error);
+    assert_eq!(texts(&done), ["big answer"]);
+    let kept = client.get_conversation(&conversation.id).await.unwrap();
+    let state = agentic_proto::json::struct_to_json(kept.state.as_ref());
+    assert!(state.get("_lastData").is_none(), "stored past the bound");
+    assert_eq!(state["big"].as_str().map(str::len), Some(900 * 1024));
+}
+
+#[tokio::test]
+async fn an_artifacts_type_is_bounded() {
+    let stack = Stack::start(vec![code(
+        "try { artifactStore({data: 1, type: 'x'.repeat(65)}); complete({response: 'stored'}) } \
+         catch (e) { complete({response: e.message}) }",
+    )])
+    .await
+    .unwrap();
+    let (_, done) = run_code(&stack, NewPrompt::new("long type")).await;
+    let answer = texts(&done)[0];
+    assert!(answer.contains("does not match its schema"), "{answer}");
+}
