@@ -100,6 +100,16 @@ async fn cancelling_code_during_a_tool_call_closes_the_code_and_the_call() {
         .await
         .unwrap();
     until_sleeping(&stack).await;
+    // The call is in flight in the tool-host; wait until its output is stored too (the
+    // executor sends it just before the call, and the gateway stores it a moment later).
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while tool_outputs(&client.get_prompt(&prompt.id).await.unwrap()).len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "demo.sleep never shown"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let cancelled = cancel(&stack, &prompt.id).await;
     assert_eq!(cancelled.state, PromptState::Cancelled as i32);
     assert_nothing_open(&cancelled);
