@@ -88,14 +88,7 @@ async fn the_codes_tool_calls_are_outputs_nested_under_the_interpreter_call() {
         "{}",
         prompt.error
     );
-    let tools: Vec<_> = prompt
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) => Some(tool),
-            _ => None,
-        })
-        .collect();
+    let tools = crate::tidy::tool_outputs(&prompt);
     let summary: Vec<(&str, bool)> = tools
         .iter()
         .map(|tool| (tool.function.as_str(), tool.parent_id.is_empty()))
@@ -250,14 +243,7 @@ async fn waiting_for_the_nested_call(
     );
     let waiting = client.get_prompt(prompt_id).await.unwrap();
     assert_eq!(waiting.state, PromptState::WaitingForApproval as i32);
-    let tools: Vec<_> = waiting
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) => Some(tool),
-            _ => None,
-        })
-        .collect();
+    let tools = crate::tidy::tool_outputs(&waiting);
     assert_eq!(tools.len(), 2, "{tools:?}");
     let (interpreter, dangerous) = (tools[0], tools[1]);
     assert_eq!(interpreter.function, "interpreter.run-code");
@@ -322,13 +308,9 @@ async fn completed_after(
     );
     let done = client.get_prompt(prompt_id).await.unwrap();
     let (_, result) = tool_of(&done.output[0]).unwrap();
-    let nested: Vec<_> = done
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) if !tool.parent_id.is_empty() => Some(tool),
-            _ => None,
-        })
+    let nested: Vec<_> = crate::tidy::tool_outputs(&done)
+        .into_iter()
+        .filter(|tool| !tool.parent_id.is_empty())
         .collect();
     assert_eq!(nested.len(), 1, "the nested call is shown once: {nested:?}");
     (result.unwrap()["result"].clone(), nested[0].clone())
