@@ -135,8 +135,21 @@ async fn cancelling_a_prompt_that_waits_for_approval_ends_it_cancelled() {
     .unwrap();
     let client = stack.client("alice").await.unwrap();
     let prompt = client.create_prompt(NewPrompt::new("risky")).await.unwrap();
-    collect(&client, &prompt.id, 0).await;
+    let events = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kind(events.last().unwrap()), "waiting");
     cancel_then_follow_up(&stack, &prompt.id, NewPrompt::new("next")).await;
+    // The approval nobody gave expired with the prompt, and the call never ran.
+    let cancelled = client.get_prompt(&prompt.id).await.unwrap();
+    crate::tidy::assert_nothing_open(&cancelled);
+    let tools = crate::tidy::tool_outputs(&cancelled);
+    let approval = tools[0].approval.as_ref().unwrap();
+    assert_eq!(
+        approval.state,
+        agentic_proto::v1::ApprovalState::Expired as i32
+    );
+    assert!(approval.reason.contains("cancelled"), "{}", approval.reason);
+    let error = crate::tidy::error_of(tools[0]);
+    assert!(error.contains("not run"), "{error}");
 }
 
 #[tokio::test]
