@@ -23,6 +23,7 @@ mod mcp_tools;
 mod model;
 mod playground;
 mod processes;
+mod queue;
 mod replicas;
 mod sdk;
 mod security;

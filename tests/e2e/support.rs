@@ -54,6 +54,7 @@ pub fn kind(event: &PromptEvent) -> &'static str {
         Some(prompt_event::Kind::Cancelled(_)) => "cancelled",
         Some(prompt_event::Kind::Waiting(_)) => "waiting",
         Some(prompt_event::Kind::Log(_)) => "log",
+        Some(prompt_event::Kind::Started(_)) => "started",
         None => "none",
     }
 }

@@ -12,6 +12,7 @@ const STATE_NAMES = {
   PROMPT_STATE_WAITING_FOR_APPROVAL: "waiting",
   PROMPT_STATE_FAILED: "failed",
   PROMPT_STATE_CANCELLED: "cancelled",
+  PROMPT_STATE_QUEUED: "queued",
 };
 const CACHE_PREFIX = "agentic.prompt.";
 const CODE_TOOL = "code.execute";
@@ -118,8 +119,10 @@ export class PromptView {
     const model = this.model;
     model.lastSeq = sequence;
     model.events += 1;
-    if (event.created) {
-      model.prompt = { ...model.prompt, ...event.created.prompt, output: undefined };
+    if (event.created || event.started) {
+      // `started`: a queued prompt left its conversation's queue and runs.
+      const prompt = (event.created || event.started).prompt;
+      model.prompt = { ...model.prompt, ...prompt, output: undefined };
     } else if (event.output) {
       model.outputs[event.output.index || 0] = event.output.output;
       if (event.output.output && event.output.output.text) model.draft = "";

@@ -3,7 +3,7 @@
 use agentic_ids::{ConversationId, UserId};
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
-use agentic_proto::v1::{Conversation, ConversationFile, File, GetArtifactRequest};
+use agentic_proto::v1::{BusyPolicy, Conversation, ConversationFile, File, GetArtifactRequest};
 use agentic_rpc::InternalChannel;
 
 use crate::error::GatewayError;
@@ -25,6 +25,7 @@ pub struct NewConversation {
     pub title: String,
     pub default_mode: Option<String>,
     pub state: Option<prost_types::Struct>,
+    pub on_busy: BusyPolicy,
 }
 
 impl Prompts {
@@ -49,6 +50,7 @@ impl Prompts {
             state: Some(request.state.unwrap_or_default()),
             created_at: Some(created_at),
             updated_at: Some(created_at),
+            on_busy: request.on_busy as i32,
         };
         self.store.insert_conversation(&conversation).await?;
         Ok(conversation)

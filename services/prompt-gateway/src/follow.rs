@@ -103,8 +103,9 @@ impl Follower<'_> {
                 Err(Stop::Done) => return Ok(()),
             };
             // The last page read holds every event stored up to the state it was read with:
-            // a prompt that no longer runs has nothing more to say.
-            if state != Some(PromptState::Running) {
+            // a prompt that no longer runs (nor waits in its conversation's queue to run) has
+            // nothing more to say.
+            if !matches!(state, Some(PromptState::Running | PromptState::Queued)) {
                 return Ok(());
             }
             // Follow live until a gap or lag sends us back to the database.

@@ -4,12 +4,13 @@ use agentic_ids::{ConversationId, IdError, IdProblem, PromptId};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
-    CreatePromptRequest, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
-    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
-    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
-    ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt,
-    RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
+    ApproveToolCallRequest, BusyPolicy, CancelPromptRequest, Conversation,
+    CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
+    GetPromptRequest, ListConversationFilesRequest, ListConversationFilesResponse,
+    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
+    ListPromptsRequest, ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, ModelTier,
+    Prompt, RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest,
+    UpdateConversationRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -35,6 +36,15 @@ type GrpcResult<T> = Result<Response<T>, Status>;
 fn non_empty(value: String) -> Option<String> {
     let trimmed = value.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+/// A request's `on_busy`: one of the policies `BusyPolicy` names.
+fn busy_policy(value: i32) -> Result<BusyPolicy, Status> {
+    BusyPolicy::try_from(value).map_err(|_| {
+        to_status(GatewayError::InvalidArgument(format!(
+            "unknown on_busy policy {value}"
+        )))
+    })
 }
 
 #[tonic::async_trait]
@@ -73,6 +83,7 @@ impl PromptGateway for GatewayService {
                 state: request.state,
                 max_rounds: request.max_rounds,
                 timeout,
+                on_busy: busy_policy(request.on_busy)?,
             })
             .await
             .map_err(to_status)?;
@@ -270,6 +281,7 @@ impl PromptGateway for GatewayService {
                 title: request.title,
                 default_mode: non_empty(request.default_mode),
                 state: request.state,
+                on_busy: busy_policy(request.on_busy)?,
             })
             .await
             .map_err(to_status)?;

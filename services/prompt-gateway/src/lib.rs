@@ -204,7 +204,8 @@ pub async fn run_with_http(
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     let store_is_shared = store.is_shared();
-    let prompts = prompts(&config, store, &token)?;
+    let (queues, queue_moves) = tokio::sync::mpsc::unbounded_channel();
+    let prompts = prompts(&config, store, &token, queues)?;
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
         tracing::warn!(
@@ -216,6 +217,7 @@ pub async fn run_with_http(
         tokio::spawn(keep_leases(prompts.clone())),
         tokio::spawn(follow_other_replicas(prompts.clone())),
         tokio::spawn(checkpoint(prompts.store.clone())),
+        tokio::spawn(dispatch_queues(prompts.clone(), queue_moves)),
     ];
     announce_auth(&auth, config.internal_token.is_some());
 
@@ -365,6 +367,7 @@ fn prompts(
     config: &Config,
     store: Store,
     token: &agentic_rpc::SendInternalToken,
+    queues: tokio::sync::mpsc::UnboundedSender<agentic_ids::ConversationId>,
 ) -> anyhow::Result<Prompts> {
     let hub = Hub::default();
     let runner = Runner::new(
@@ -375,6 +378,7 @@ fn prompts(
             max_running: config.max_running,
             max_wait: Duration::from_millis(config.admission_wait_ms),
         }),
+        queues,
     );
     let modes = ModeRegistry::new(
         &config.modes,
@@ -403,6 +407,42 @@ async fn keep_leases(prompts: Prompts) {
         }
         if let Err(error) = prompts.fail_expired().await {
             tracing::error!(%error, "could not fail prompts whose lease expired");
+        }
+    }
+}
+
+/// Conversations the stalled-queue sweep looks at, at most, each time.
+const STALLED_QUEUES_PER_SWEEP: u32 = 64;
+
+/// Starts conversations' queued prompts: whenever a prompt of a conversation ends here (or
+/// one is queued), and every third of a lease for queues no end here moved on (their
+/// running prompt ended on another replica, or an earlier process of this one stopped
+/// between an end and the next start; the first sweep, at start-up, picks those up).
+async fn dispatch_queues(
+    prompts: Prompts,
+    mut moves: tokio::sync::mpsc::UnboundedReceiver<agentic_ids::ConversationId>,
+) {
+    let mut sweeps = tokio::time::interval(prompts.store.owner().lease / 3);
+    sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let start = |conversation: agentic_ids::ConversationId| {
+        let prompts = prompts.clone();
+        // Its own task: starting a run may wait for an admission slot.
+        tokio::spawn(async move {
+            if let Err(error) = prompts.dispatch(&conversation).await {
+                tracing::warn!(%conversation, %error, "could not start a queued prompt; the next sweep retries");
+            }
+        });
+    };
+    loop {
+        tokio::select! {
+            moved = moves.recv() => match moved {
+                Some(conversation) => start(conversation),
+                None => return,
+            },
+            _ = sweeps.tick() => match prompts.store.stalled_queues(STALLED_QUEUES_PER_SWEEP).await {
+                Ok(stalled) => stalled.into_iter().for_each(start),
+                Err(error) => tracing::warn!(%error, "could not look for stalled conversation queues"),
+            },
         }
     }
 }

@@ -95,5 +95,6 @@ fn state_name(state: PromptState) -> &'static str {
         PromptState::Failed => "FAILED",
         PromptState::Cancelled => "CANCELLED",
         PromptState::WaitingForApproval => "WAITING_FOR_APPROVAL",
+        PromptState::Queued => "QUEUED",
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::{
-    ApprovalDecision, ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState, Usage,
-    prompt_output,
+    ApprovalDecision, BusyPolicy, ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState,
+    Usage, prompt_output,
 };
 use prost::Message as _;
 
@@ -16,7 +16,7 @@ use crate::hub::Hub;
 use crate::ids::PromptIds as _;
 use crate::modes::ModeRegistry;
 use crate::runner::Runner;
-use crate::store::Store;
+use crate::store::{Admitted, Store};
 
 /// The mode a prompt runs in when the request names none.
 pub const DEFAULT_MODE: &str = "classic";
@@ -121,6 +121,8 @@ pub struct NewPrompt {
     pub max_rounds: u32,
     /// How long the run may take; `None`: the operator's maximum.
     pub timeout: Option<Duration>,
+    /// What it does when its conversation is busy (UNSPECIFIED: the conversation's default).
+    pub on_busy: BusyPolicy,
 }
 
 /// Earlier prompts an executor is given as history, at most.
@@ -159,8 +161,9 @@ pub struct Prompts {
 }
 
 impl Prompts {
-    /// Stores a RUNNING prompt and starts it on its mode's executor. Nothing is stored when
-    /// the mode is unknown or its executor cannot be reached.
+    /// Stores a prompt and starts it on its mode's executor, or (in a busy conversation) as
+    /// its policy says: queues it, refuses it, or cancels the running prompt and queues it
+    /// first. Nothing is stored when the mode is unknown or its executor cannot be reached.
     pub async fn create(&self, request: NewPrompt) -> Result<Prompt, GatewayError> {
         if request.input.trim().is_empty() {
             return Err(GatewayError::InvalidArgument(
@@ -178,7 +181,6 @@ impl Prompts {
             )));
         }
         check_state(request.state.as_ref())?;
-        let ticket = self.runner.admit(&request.user_id).await?;
         let conversation = match &request.conversation_id {
             Some(id) => Some(
                 self.store
@@ -236,14 +238,152 @@ impl Prompts {
             max_rounds: request.max_rounds,
             state_data: state,
         };
-        let start = self
-            .start_of(&prompt, Vec::new(), self.run_timeout(request.timeout))
-            .await?;
-        let run = self.runner.open(&mode, start).await?;
-        let created = self.store.insert_prompt(&prompt).await?;
-        self.hub.publish(&created);
-        self.runner.spawn(&prompt, run, ticket);
-        Ok(prompt)
+        // Outside a conversation nothing is ever busy.
+        let policy = match (&conversation, request.on_busy) {
+            (None, _) => BusyPolicy::Concurrent,
+            (Some(conversation), BusyPolicy::Unspecified) => {
+                match BusyPolicy::try_from(conversation.on_busy) {
+                    Ok(BusyPolicy::Unspecified) | Err(_) => BusyPolicy::Enqueue,
+                    Ok(policy) => policy,
+                }
+            }
+            (Some(_), policy) => policy,
+        };
+        let timeout = self.run_timeout(request.timeout);
+        // A slot for the run is taken before anything is stored (a queued prompt gives it
+        // back, and takes one again when it starts).
+        let ticket = self.runner.admit(&request.user_id).await?;
+        if policy == BusyPolicy::Concurrent {
+            let start = self.start_of(&prompt, Vec::new(), timeout).await?;
+            let run = self.runner.open(&mode, start).await?;
+            let created = self.store.insert_prompt(&prompt).await?;
+            self.hub.publish(&created);
+            self.runner.spawn(&prompt, run, ticket);
+            return Ok(prompt);
+        }
+        let timeout_ms = request.timeout.map_or(0, |asked| {
+            i64::try_from(asked.as_millis()).unwrap_or(i64::MAX)
+        });
+        match self
+            .store
+            .admit_to_conversation(&prompt, policy, timeout_ms)
+            .await?
+        {
+            Admitted::Run(created) => {
+                let opened = async {
+                    let start = self.start_of(&prompt, Vec::new(), timeout).await?;
+                    self.runner.open(&mode, start).await
+                }
+                .await;
+                match opened {
+                    Ok(run) => {
+                        self.hub.publish(&created);
+                        self.runner.spawn(&prompt, run, ticket);
+                        Ok(prompt)
+                    }
+                    Err(error) => {
+                        drop(ticket);
+                        self.abandon(&prompt.prompt_id(), &error).await;
+                        self.runner.queue_moved(&prompt.conversation_id);
+                        Err(error)
+                    }
+                }
+            }
+            Admitted::Queued { created, interrupt } => {
+                drop(ticket);
+                self.hub.publish(&created);
+                for running in interrupt {
+                    let reason = format!("interrupted by prompt {}", prompt.id);
+                    match self.cancel(&request.user_id, &running, reason).await {
+                        Ok(_) | Err(GatewayError::FailedPrecondition(_)) => {}
+                        Err(error) => {
+                            tracing::warn!(prompt_id = %running, %error, "could not interrupt a prompt");
+                        }
+                    }
+                }
+                self.runner.queue_moved(&prompt.conversation_id);
+                let mut queued = prompt;
+                queued.state = PromptState::Queued as i32;
+                Ok(queued)
+            }
+        }
+    }
+
+    /// Undoes a prompt stored RUNNING whose run could not start: removed when nothing else
+    /// happened to it yet, else ended FAILED with `error`.
+    async fn abandon(&self, prompt_id: &PromptId, error: &GatewayError) {
+        match self.store.discard(prompt_id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let message = format!(
+                    "the run could not start: {}",
+                    agentic_rpc::caller_message(error)
+                );
+                match self
+                    .runner
+                    .finish(prompt_id, PromptState::Failed, message)
+                    .await
+                {
+                    Ok(_) | Err(GatewayError::PromptEnded(_)) => {}
+                    Err(error) => {
+                        tracing::error!(%prompt_id, %error, "could not end a prompt whose run did not start");
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::error!(%prompt_id, %error, "could not remove a prompt whose run did not start");
+            }
+        }
+    }
+
+    /// Starts the queued prompts of `conversation` that may start now (see
+    /// [`Store::claim_next`]); one whose run cannot start fails, and the next one is tried.
+    pub async fn dispatch(&self, conversation: &ConversationId) -> Result<(), GatewayError> {
+        loop {
+            let Some(owner) = self.store.queue_owner(conversation).await? else {
+                return Ok(());
+            };
+            let ticket = self.runner.admit(&owner).await?;
+            let Some(claimed) = self.store.claim_next(conversation).await? else {
+                return Ok(());
+            };
+            self.hub.publish(&claimed.started);
+            let prompt = claimed.prompt;
+            let opened = async {
+                let mode = self
+                    .modes
+                    .get(&prompt.mode)
+                    .await?
+                    .ok_or_else(|| GatewayError::UnknownMode(prompt.mode.clone()))?;
+                let start = self
+                    .start_of(&prompt, Vec::new(), self.run_timeout(claimed.timeout))
+                    .await?;
+                self.runner.open(&mode, start).await
+            }
+            .await;
+            match opened {
+                Ok(run) => {
+                    tracing::info!(prompt_id = %prompt.id, %conversation, "a queued prompt started");
+                    self.runner.spawn(&prompt, run, ticket);
+                    return Ok(());
+                }
+                Err(error) => {
+                    drop(ticket);
+                    let message = format!(
+                        "the queued prompt could not start: {}",
+                        agentic_rpc::caller_message(&error)
+                    );
+                    match self
+                        .runner
+                        .finish(&prompt.prompt_id(), PromptState::Failed, message)
+                        .await
+                    {
+                        Ok(_) | Err(GatewayError::PromptEnded(_)) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+        }
     }
 
     /// The first message of an `Execute` stream for `prompt` (with its outputs so far, the
@@ -360,8 +500,23 @@ impl Prompts {
         } else {
             reason
         };
-        if !matches!(
-            PromptState::try_from(prompt.state),
+        let state = PromptState::try_from(prompt.state);
+        if state == Ok(PromptState::Queued) {
+            match self.store.cancel_queued(prompt_id, reason.clone()).await {
+                Ok(events) => {
+                    for event in &events {
+                        self.hub.publish(event);
+                    }
+                    // It may have been the head of a queue that waited on a slot.
+                    self.runner.queue_moved(&prompt.conversation_id);
+                    return self.get(user_id, prompt_id).await;
+                }
+                // It started (or ended) meanwhile: cancelled as below.
+                Err(GatewayError::PromptEnded(_)) => {}
+                Err(error) => return Err(error),
+            }
+        } else if !matches!(
+            state,
             Ok(PromptState::Running | PromptState::WaitingForApproval)
         ) {
             return Err(already_ended(&prompt));

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
+    ApproveToolCallRequest, BusyPolicy, CancelPromptRequest, Conversation, ConversationFile,
     CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
     GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest, ListModesRequest,
     ListPromptsRequest, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt, PromptEvent,
@@ -37,6 +37,9 @@ pub struct NewPrompt {
     /// The prompt's state: its conversation's state with these keys set on top. Tools get
     /// it with every call, and code mode's `recall(key)` reads it.
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
+    /// What it does when its conversation is busy with another prompt; `Unspecified`: the
+    /// conversation's default (which is to queue it).
+    pub on_busy: BusyPolicy,
 }
 
 impl NewPrompt {
@@ -73,6 +76,13 @@ impl NewPrompt {
         self.state = Some(state);
         self
     }
+
+    /// What to do when its conversation is busy: queue it (the default), refuse it,
+    /// interrupt the running prompt, or run beside it.
+    pub fn on_busy(mut self, policy: BusyPolicy) -> NewPrompt {
+        self.on_busy = policy;
+        self
+    }
 }
 
 /// A conversation to create: prompts in it share history, state and files.
@@ -84,6 +94,8 @@ pub struct NewConversation {
     /// State every prompt in it starts from (a prompt's own keys go on top); code mode's
     /// `complete({data})` adds `_lastData` for the next prompt.
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
+    /// What its prompts do when it is busy, unless they say; `Unspecified`: queue.
+    pub on_busy: BusyPolicy,
 }
 
 pub(crate) type Gateway = PromptGatewayClient<InterceptedService<Channel, Credentials>>;
@@ -143,6 +155,7 @@ impl Client {
                     .unwrap_or(u32::MAX)
                     .max(1)
             }),
+            on_busy: prompt.on_busy as i32,
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
@@ -227,7 +240,7 @@ impl Client {
             .prompts)
     }
 
-    /// Stops a running or waiting prompt; it ends CANCELLED with `reason`.
+    /// Stops a running, waiting or queued prompt; it ends CANCELLED with `reason`.
     pub async fn cancel_prompt(
         &self,
         prompt_id: &str,
@@ -299,6 +312,7 @@ impl Client {
                 .state
                 .as_ref()
                 .map(agentic_proto::json::map_to_struct),
+            on_busy: conversation.on_busy as i32,
         };
         let response = self.gateway().create_conversation(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

@@ -2,7 +2,7 @@
 
 use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{
-    ApprovalState, Conversation, ConversationFile, File, FileOutput, ModelTier, Prompt,
+    ApprovalState, BusyPolicy, Conversation, ConversationFile, File, FileOutput, ModelTier, Prompt,
     PromptOutput, PromptState, ToolOutput, Usage, prompt_event, prompt_output,
 };
 
@@ -32,6 +32,9 @@ pub struct ChatOptions {
     pub max_rounds: u32,
     /// Keys set in this message's prompt state, over the conversation's.
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
+    /// What the message does while another one of the conversation runs; `Unspecified`:
+    /// the conversation's default (queue it).
+    pub on_busy: BusyPolicy,
 }
 
 impl ChatOptions {
@@ -42,6 +45,11 @@ impl ChatOptions {
 
     pub fn model(mut self, model: ModelTier) -> ChatOptions {
         self.model = model;
+        self
+    }
+
+    pub fn on_busy(mut self, policy: BusyPolicy) -> ChatOptions {
+        self.on_busy = policy;
         self
     }
 }
@@ -166,6 +174,7 @@ impl Session {
                 max_rounds: options.max_rounds,
                 timeout: None,
                 state: options.state,
+                on_busy: options.on_busy,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

@@ -4,7 +4,7 @@
 //! replica, the lease reaper) go through the database, which refuses events after the end,
 //! and wake the owner up (`poke`) to read what changed.
 
-use agentic_ids::{PromptId, UserId};
+use agentic_ids::{ConversationId, PromptId, UserId};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -73,6 +73,9 @@ pub struct Runner {
     hub: Hub,
     active: Arc<Mutex<HashMap<PromptId, RunHandle>>>,
     admission: Admission,
+    /// Conversations whose queue may move on (a prompt of theirs ended here): the
+    /// dispatcher starts their next queued prompt.
+    queues: mpsc::UnboundedSender<ConversationId>,
 }
 
 enum Next {
@@ -82,12 +85,34 @@ enum Next {
 }
 
 impl Runner {
-    pub fn new(store: Store, hub: Hub, admission: Admission) -> Runner {
+    pub fn new(
+        store: Store,
+        hub: Hub,
+        admission: Admission,
+        queues: mpsc::UnboundedSender<ConversationId>,
+    ) -> Runner {
         Runner {
             store,
             hub,
             active: Arc::default(),
             admission,
+            queues,
+        }
+    }
+
+    /// Something that may let the queue of conversation `conversation_id` move on happened
+    /// here (a prompt of it ended, or one was queued): the dispatcher looks. Empty: no
+    /// conversation.
+    pub fn queue_moved(&self, conversation_id: &str) {
+        if !conversation_id.is_empty() {
+            let _ = self.queues.send(ConversationId::known(conversation_id));
+        }
+    }
+
+    /// [`Runner::queue_moved`] for the conversation of the prompt an end event carries.
+    fn ended(&self, events: &[agentic_proto::v1::PromptEvent]) {
+        if let Some(prompt) = events.last().and_then(|event| event.final_prompt()) {
+            self.queue_moved(&prompt.conversation_id);
         }
     }
 
@@ -155,6 +180,7 @@ impl Runner {
                 },
             );
         let runner = self.clone();
+        let conversation_id = prompt.conversation_id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
         let span = run.span.clone();
@@ -186,6 +212,7 @@ impl Runner {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .remove(&prompt_id);
+                runner.queue_moved(&conversation_id);
             }
             .instrument(span),
         );
@@ -260,6 +287,7 @@ impl Runner {
                 for event in &events {
                     self.hub.publish(event);
                 }
+                self.ended(&events);
                 Ok(true)
             }
             Err(GatewayError::PromptEnded(_)) => Ok(false),
@@ -294,6 +322,7 @@ impl Runner {
         for event in &events {
             self.hub.publish(event);
         }
+        self.ended(&events);
         events
             .last()
             .and_then(|event| event.final_prompt())

@@ -13,8 +13,8 @@ impl Store {
             .map(timestamp_millis)
             .unwrap_or_default();
         let state = struct_to_json(conversation.state.as_ref()).to_string();
-        let sql = "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)";
+        let sql = "INSERT INTO conversations (id, user_id, title, default_mode, state, created_at, updated_at, on_busy) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
         let args = [
             (&conversation.id).into(),
             (&conversation.user_id).into(),
@@ -23,6 +23,7 @@ impl Store {
             (&state).into(),
             created.into(),
             created.into(),
+            conversation.on_busy.into(),
         ];
         self.db.write(sql, &args).await?;
         Ok(())
@@ -34,7 +35,7 @@ impl Store {
         user_id: &UserId,
         conversation_id: &ConversationId,
     ) -> Result<Option<Conversation>, GatewayError> {
-        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
+        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at, on_busy \
                    FROM conversations WHERE id = $1 AND user_id = $2";
         let row: Option<ConversationRow> = self
             .db
@@ -104,7 +105,7 @@ impl Store {
         user_id: &UserId,
         limit: u32,
     ) -> Result<Vec<Conversation>, GatewayError> {
-        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at \
+        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at, on_busy \
                    FROM conversations WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2";
         let rows: Vec<ConversationRow> = self
             .db

@@ -63,6 +63,10 @@ const NEXT_SEQUENCE_IF_EXPIRED: &str = "UPDATE prompts SET last_sequence = last_
      WHERE id = $2 AND lease_until < $3 AND (state = $4 OR (state = $5 AND paused_live = 1)) \
      RETURNING last_sequence";
 
+/// As [`NEXT_SEQUENCE`], only for a prompt in state $3 (QUEUED).
+const NEXT_SEQUENCE_IF_QUEUED: &str = "UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
+     WHERE id = $2 AND state = $3 RETURNING last_sequence";
+
 /// One event of a batch append and what it changes besides the log.
 #[derive(Debug)]
 pub struct Append {
@@ -92,6 +96,9 @@ enum Guard {
     /// Only a prompt whose live run's lease expired before this time (ms): the reaper's
     /// guard, so a lease renewed meanwhile wins.
     LeaseExpiredBefore(i64),
+    /// Only a prompt waiting in its conversation's queue (its `created` event, or its end
+    /// when it is cancelled there).
+    Queued,
 }
 
 /// A change to the prompt row that is committed together with one event.
@@ -195,6 +202,13 @@ async fn append(
                     RUNNING.into(),
                     WAITING.into(),
                 ],
+            )
+            .await?
+        }
+        Guard::Queued => {
+            conn.scalar(
+                NEXT_SEQUENCE_IF_QUEUED,
+                &[at_millis.into(), prompt_id.into(), queue::QUEUED.into()],
             )
             .await?
         }
@@ -347,6 +361,7 @@ mod modes;
 mod notifications;
 mod postgres;
 mod prompts;
+mod queue;
 mod rows;
 mod run_log;
 mod sqlite;
@@ -355,6 +370,7 @@ use agentic_db::{Arg, Backend, Conn, Db, Migrations, Reader, Settings, Writer};
 use closing::closing;
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
+pub use queue::Admitted;
 use rows::*;
 pub use run_log::{EventFor, MAX_BATCH, RunLog};
 use sqlite::*;

@@ -29,8 +29,8 @@ impl Store {
             .map_err(|error| GatewayError::Internal(error.to_string()))?;
         let lease_until = self.lease_until();
         let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
-             max_rounds, state_data, created_at, updated_at, owner, lease_until) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+             max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $12)";
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });
@@ -141,21 +141,25 @@ impl Store {
         }))
     }
 
-    /// Ids of the conversation's prompts created up to `created_at` (ms since the epoch),
-    /// other than `except`, newest first, at most `limit`.
+    /// Ids of the conversation's prompts, other than `except`, that started running no later
+    /// than `except` did (or than `started_at`, ms since the epoch, when it is not stored
+    /// yet), newest first, at most `limit`. Prompts that never ran (cancelled while queued)
+    /// are left out.
     pub async fn history_ids(
         &self,
         conversation_id: &ConversationId,
         except: &PromptId,
-        created_at: i64,
+        started_at: i64,
         limit: u32,
     ) -> Result<Vec<PromptId>, GatewayError> {
         let sql = "SELECT id FROM prompts WHERE conversation_id = $1 AND id != $2 \
-                   AND created_at <= $3 ORDER BY created_at DESC, id DESC LIMIT $4";
+                   AND started_at > 0 AND started_at <= COALESCE((SELECT started_at FROM prompts \
+                   WHERE id = $2 AND started_at > 0), $3) \
+                   ORDER BY started_at DESC, id DESC LIMIT $4";
         let args = [
             conversation_id.into(),
             except.into(),
-            created_at.into(),
+            started_at.into(),
             i64::from(limit).into(),
         ];
         prompt_ids(self.db.read_scalars(sql, &args).await?)

@@ -74,6 +74,7 @@ pub(super) struct ConversationRow {
     pub(super) state: String,
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
+    pub(super) on_busy: i32,
 }
 
 impl From<ConversationRow> for Conversation {
@@ -87,6 +88,7 @@ impl From<ConversationRow> for Conversation {
             state: Some(json_to_struct(&state)),
             created_at: Some(timestamp_from_millis(row.created_at)),
             updated_at: Some(timestamp_from_millis(row.updated_at)),
+            on_busy: row.on_busy,
         }
     }
 }

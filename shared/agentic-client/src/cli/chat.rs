@@ -16,6 +16,7 @@ pub struct ChatStart {
     pub conversation: Option<String>,
     pub model: ModelTier,
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
+    pub on_busy: crate::BusyPolicy,
 }
 
 const HELP: &str = "/mode <name> switches the mode of later messages, /mode shows it, \
@@ -116,6 +117,7 @@ pub async fn repl(
                     model: start.model,
                     max_rounds: 0,
                     state: start.state.clone(),
+                    on_busy: start.on_busy,
                 };
                 match exchange(&session, console, json, &text, options, again).await {
                     Ok(Turn::Done) => {}

@@ -91,6 +91,11 @@ enum Command {
         /// Keys to set in the prompt's state, as a JSON object (over the conversation's).
         #[arg(long, value_name = "JSON", value_parser = state_object)]
         state: Option<StateObject>,
+        /// When the conversation is busy with another prompt: wait in its queue (the
+        /// conversation's default, else enqueue), refuse, cancel the running prompt first,
+        /// or run beside it.
+        #[arg(long, value_enum)]
+        on_busy: Option<OnBusy>,
     },
     /// Chat in a conversation: `/mode <name>` switches modes, `/quit` (or Ctrl-D) exits.
     Chat {
@@ -106,6 +111,9 @@ enum Command {
         /// Keys to set in each message's prompt state, as a JSON object.
         #[arg(long, value_name = "JSON", value_parser = state_object)]
         state: Option<StateObject>,
+        /// When the conversation is busy with another prompt (see `prompt --help`).
+        #[arg(long, value_enum)]
+        on_busy: Option<OnBusy>,
     },
     /// List the execution modes the gateway knows and whether their executors answer.
     Modes,
@@ -132,7 +140,7 @@ enum Command {
         #[arg(long)]
         no_follow: bool,
     },
-    /// Stop a running or waiting prompt.
+    /// Stop a running, waiting or queued prompt.
     Cancel {
         prompt: String,
         #[arg(long, default_value = "cancelled by the user")]
@@ -217,6 +225,26 @@ const MAX_CA_CERT_BYTES: u64 = 1024 * 1024;
 enum Tier {
     Normal,
     High,
+}
+
+/// `--on-busy`: what a prompt does while its conversation runs another.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum OnBusy {
+    Enqueue,
+    Reject,
+    Interrupt,
+    Concurrent,
+}
+
+fn busy_policy(policy: Option<OnBusy>) -> crate::BusyPolicy {
+    use crate::BusyPolicy;
+    match policy {
+        None => BusyPolicy::Unspecified,
+        Some(OnBusy::Enqueue) => BusyPolicy::Enqueue,
+        Some(OnBusy::Reject) => BusyPolicy::Reject,
+        Some(OnBusy::Interrupt) => BusyPolicy::Interrupt,
+        Some(OnBusy::Concurrent) => BusyPolicy::Concurrent,
+    }
 }
 
 fn tier(tier: Option<Tier>) -> ModelTier {
@@ -394,6 +422,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             conversation,
             model,
             state,
+            on_busy,
         } => {
             let request = prompt::OneShot {
                 input,
@@ -401,6 +430,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
                 conversation,
                 model: tier(model),
                 state,
+                on_busy: busy_policy(on_busy),
             };
             prompt::one_shot(&client, console, json, request, &again).await
         }
@@ -409,12 +439,14 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             conversation,
             model,
             state,
+            on_busy,
         } => {
             let options = chat::ChatStart {
                 mode,
                 conversation,
                 model: tier(model),
                 state,
+                on_busy: busy_policy(on_busy),
             };
             chat::repl(&client, console, json, options, &again).await
         }

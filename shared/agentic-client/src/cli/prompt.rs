@@ -15,6 +15,7 @@ pub struct OneShot {
     pub conversation: Option<String>,
     pub model: ModelTier,
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
+    pub on_busy: crate::BusyPolicy,
 }
 
 /// Most characters of a conversation's title taken from its first input.
@@ -73,6 +74,7 @@ pub async fn one_shot(
                 title: title_of(&request.input),
                 default_mode: request.mode.clone(),
                 state: None,
+                on_busy: crate::BusyPolicy::Unspecified,
             };
             client.create_conversation(new).await?.id
         }
@@ -86,6 +88,7 @@ pub async fn one_shot(
             max_rounds: 0,
             timeout: None,
             state: request.state,
+            on_busy: request.on_busy,
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;
@@ -95,6 +98,12 @@ pub async fn one_shot(
         name(&prompt.id),
         name(&prompt.mode)
     )?;
+    if prompt.state == PromptState::Queued as i32 {
+        writeln!(
+            console.err,
+            "queued: the conversation is busy; it starts when the prompts before it end"
+        )?;
+    }
     let events = client.events(&prompt.id, 0).await?;
     let ending = follow(client, console, &mut Renderer::new(json), events).await?;
     finish(client, console, again, &prompt.id, &ending).await

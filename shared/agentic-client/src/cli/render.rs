@@ -89,6 +89,9 @@ impl Renderer {
                 self.end_line(console)?;
                 writeln!(console.err, "[cancelled: {}]", name(&cancelled.reason))?;
             }
+            Some(prompt_event::Kind::Started(_)) => {
+                writeln!(console.err, "[started: the prompts before it ended]")?;
+            }
             Some(prompt_event::Kind::Created(_)) | None => {}
         }
         Ok(())

@@ -289,7 +289,19 @@ impl Progress {
 /// events too small to report.
 fn step(event: &PromptEvent) -> Option<String> {
     match &event.kind {
-        Some(prompt_event::Kind::Created(_)) => Some(format!("prompt {} started", event.prompt_id)),
+        Some(prompt_event::Kind::Created(created)) => {
+            Some(match created.prompt.as_ref().map(|prompt| prompt.state) {
+                Some(state) if state == PromptState::Queued as i32 => format!(
+                    "prompt {} queued: the conversation is busy",
+                    event.prompt_id
+                ),
+                _ => format!("prompt {} started", event.prompt_id),
+            })
+        }
+        Some(prompt_event::Kind::Started(_)) => Some(format!(
+            "prompt {} started: the prompts before it ended",
+            event.prompt_id
+        )),
         Some(prompt_event::Kind::Output(added)) => match added.output.as_ref()?.kind.as_ref()? {
             prompt_output::Kind::Tool(tool) => Some(format!("calling {}", tool.function)),
             prompt_output::Kind::File(file) => Some(format!(
