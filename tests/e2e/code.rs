@@ -237,6 +237,7 @@ complete({response: JSON.stringify({text, parsed, raw})});
         (40, 20),
         "one code round and three llm() calls"
     );
+    assert_eq!(usage.llm_calls, 4, "one code round and three llm() calls");
     let formats: Vec<bool> = stack
         .model
         .requests()

@@ -152,6 +152,8 @@ async fn llm_calls_of_the_code_count_into_the_prompt_on_its_own_model_tier() {
     // Two classic rounds at the default 10 in / 5 out, and the code's call at 50 / 40.
     let usage = prompt.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.output_tokens), (70, 50));
+    assert_eq!(usage.llm_calls, 3, "the code's call counts as a model call");
+    assert_eq!(usage.tool_calls, 1);
     let models: Vec<Value> = stack
         .model
         .requests()

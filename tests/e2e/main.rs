@@ -6,6 +6,7 @@
 
 mod approvals;
 mod auth;
+mod budgets;
 mod cancel;
 mod classic;
 mod cli;

@@ -159,6 +159,7 @@ impl Run<'_> {
                 self.add(Output::Text(text)).await?;
                 return Ok(Finish::Completed);
             }
+            self.events.may_call_model().map_err(RunError::Budget)?;
             agentic_executor::metrics::round(MODE_ID);
             self.events.send(Event::Round).await?;
             let reply = self.ask_model().await?;
@@ -170,6 +171,7 @@ impl Run<'_> {
                 return Ok(Finish::Completed);
             }
             rounds += 1;
+            self.events.may_call_tool().map_err(RunError::Budget)?;
             let round = self.start_calls(reply.tool_calls).await?;
             let ready = round
                 .ready
@@ -506,7 +508,7 @@ impl Run<'_> {
     ) -> Result<(), RunError> {
         let (result, files, nested) = match invoked {
             Ok(invoked) => {
-                add_usage(&mut answers.spent, invoked.usage);
+                answers.spent.add(invoked.usage);
                 match invoked.result {
                     Ok(output) => (
                         ToolResult::Success { output },
@@ -777,12 +779,6 @@ struct Round {
 enum Settled {
     Ready,
     StillWaiting,
-}
-
-fn add_usage(total: &mut Usage, more: Usage) {
-    total.input_tokens = total.input_tokens.saturating_add(more.input_tokens);
-    total.output_tokens = total.output_tokens.saturating_add(more.output_tokens);
-    total.total_tokens = total.total_tokens.saturating_add(more.total_tokens);
 }
 
 /// Output indexes travel as `uint32`; a prompt never holds four billion outputs.

@@ -115,6 +115,7 @@ impl CodeMode {
         let mut spent = Spent::default();
 
         for round in 1..=max_rounds {
+            timeline.may_call_model().map_err(RunError::Budget)?;
             agentic_executor::metrics::round(MODE_ID);
             timeline.send(Event::Round).await?;
             let ask = ChatRequest {

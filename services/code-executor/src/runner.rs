@@ -357,9 +357,7 @@ impl RecordingHost {
 
     fn spent(&self, more: Usage) {
         let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
-        usage.input_tokens = usage.input_tokens.saturating_add(more.input_tokens);
-        usage.output_tokens = usage.output_tokens.saturating_add(more.output_tokens);
-        usage.total_tokens = usage.total_tokens.saturating_add(more.total_tokens);
+        usage.add(more);
     }
 }
 
@@ -368,8 +366,9 @@ fn usage_proto(usage: Usage) -> agentic_proto::v1::Usage {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
+        llm_calls: u32::try_from(usage.calls).unwrap_or(u32::MAX),
         // llm() inside interpreter.run-code is no round of the calling prompt.
-        rounds: 0,
+        ..agentic_proto::v1::Usage::default()
     }
 }
 

@@ -84,6 +84,7 @@ impl PromptGateway for GatewayService {
                 max_rounds: request.max_rounds,
                 timeout,
                 on_busy: busy_policy(request.on_busy)?,
+                budget: request.budget,
             })
             .await
             .map_err(to_status)?;

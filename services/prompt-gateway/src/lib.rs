@@ -4,6 +4,7 @@
 mod admission;
 mod approvals;
 mod auth;
+mod budget;
 mod conversations;
 mod error;
 mod follow;
@@ -97,6 +98,20 @@ pub struct Config {
     /// may ask for less. Past it the prompt fails.
     #[arg(long, env = "GATEWAY_MAX_RUN_SECS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub max_run_secs: u64,
+    /// Most tokens one prompt may spend, nested model calls included (0: no limit). A
+    /// prompt may ask for less; past it, its run stops and it fails naming the budget.
+    #[arg(long, env = "GATEWAY_MAX_PROMPT_TOKENS", default_value_t = 0)]
+    pub max_prompt_tokens: u64,
+    /// Most calls to the model one prompt may make, nested ones included (0: no limit).
+    #[arg(long, env = "GATEWAY_MAX_PROMPT_LLM_CALLS", default_value_t = 0)]
+    pub max_prompt_llm_calls: u32,
+    /// Most tool calls one prompt may make, nested ones included (0: no limit).
+    #[arg(long, env = "GATEWAY_MAX_PROMPT_TOOL_CALLS", default_value_t = 0)]
+    pub max_prompt_tool_calls: u32,
+    /// Tokens one user's prompts may spend per UTC day, across replicas (0: no limit). Past
+    /// it, new prompts are refused with RESOURCE_EXHAUSTED and running ones stop.
+    #[arg(long, env = "GATEWAY_DAILY_TOKENS_PER_USER", default_value_t = 0)]
+    pub daily_tokens_per_user: u64,
     /// How long a new client connection may stay silent before it is closed, in
     /// milliseconds.
     #[arg(long, env = "GATEWAY_FIRST_BYTES_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
@@ -379,6 +394,7 @@ fn prompts(
             max_wait: Duration::from_millis(config.admission_wait_ms),
         }),
         queues,
+        config.daily_tokens_per_user,
     );
     let modes = ModeRegistry::new(
         &config.modes,
@@ -392,6 +408,15 @@ fn prompts(
         runner,
         modes,
         max_run_time: Duration::from_secs(config.max_run_secs),
+        limits: budget::Limits {
+            prompt: agentic_proto::v1::Budget {
+                max_total_tokens: config.max_prompt_tokens,
+                max_llm_calls: config.max_prompt_llm_calls,
+                max_tool_calls: config.max_prompt_tool_calls,
+                max_wall_ms: 0,
+            },
+            daily_tokens: config.daily_tokens_per_user,
+        },
     })
 }
 

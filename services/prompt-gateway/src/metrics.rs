@@ -15,6 +15,10 @@ struct Gateway {
     refused: Counter<u64>,
     /// Runs waiting for one of the gateway's run slots.
     waiting: UpDownCounter<i64>,
+    /// Prompts refused because their user spent the day's token quota.
+    quota_refused: Counter<u64>,
+    /// Runs stopped because their prompt's budget or its user's daily quota ran out.
+    budget_stopped: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -40,6 +44,16 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .with_description("Prompt runs waiting for one of the gateway's run slots (GATEWAY_MAX_RUNNING)")
         .with_unit("{prompt}")
         .build(),
+    quota_refused: meter
+        .u64_counter("agentic.prompts.quota_refused")
+        .with_description("Prompts refused because their user spent the day's token quota (GATEWAY_DAILY_TOKENS_PER_USER)")
+        .with_unit("{prompt}")
+        .build(),
+    budget_stopped: meter
+        .u64_counter("agentic.prompts.budget_stopped")
+        .with_description("Prompt runs stopped because their budget or their user's daily token quota ran out")
+        .with_unit("{prompt}")
+        .build(),
 }
 });
 
@@ -57,6 +71,16 @@ impl Drop for Waiting {
     fn drop(&mut self) {
         INSTRUMENTS.get().waiting.add(-1, &[]);
     }
+}
+
+/// A prompt was refused: its user spent the day's token quota.
+pub fn quota_refused() {
+    INSTRUMENTS.get().quota_refused.add(1, &[]);
+}
+
+/// A run was stopped: its budget (or its user's daily quota) ran out.
+pub fn budget_stopped() {
+    INSTRUMENTS.get().budget_stopped.add(1, &[]);
 }
 
 /// A run was refused by admission control.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::{
-    ApprovalDecision, BusyPolicy, ExecuteLimits, ExecuteStart, ModelTier, Prompt, PromptState,
-    Usage, prompt_output,
+    ApprovalDecision, Budget, BusyPolicy, ExecuteLimits, ExecuteStart, ModelTier, Prompt,
+    PromptState, Usage, prompt_output,
 };
 use prost::Message as _;
 
@@ -123,6 +123,8 @@ pub struct NewPrompt {
     pub timeout: Option<Duration>,
     /// What it does when its conversation is busy (UNSPECIFIED: the conversation's default).
     pub on_busy: BusyPolicy,
+    /// What it asked to spend at most (within [`Prompts::limits`]).
+    pub budget: Option<Budget>,
 }
 
 /// Earlier prompts an executor is given as history, at most.
@@ -158,6 +160,8 @@ pub struct Prompts {
     pub modes: ModeRegistry,
     /// The longest any run may take (`GATEWAY_MAX_RUN_SECS`).
     pub max_run_time: Duration,
+    /// Every prompt's budget and every user's daily tokens, as the operator set them.
+    pub limits: crate::budget::Limits,
 }
 
 impl Prompts {
@@ -181,6 +185,15 @@ impl Prompts {
             )));
         }
         check_state(request.state.as_ref())?;
+        self.limits
+            .check_daily(&self.store, &request.user_id)
+            .await?;
+        let budget = self.limits.budget_of(request.budget.as_ref());
+        // The budget's time limit bounds the run too.
+        let asked_time = match (request.timeout, crate::budget::wall_time(budget.as_ref())) {
+            (Some(asked), Some(budget)) => Some(asked.min(budget)),
+            (asked, budget) => asked.or(budget),
+        };
         let conversation = match &request.conversation_id {
             Some(id) => Some(
                 self.store
@@ -237,6 +250,7 @@ impl Prompts {
             updated_at: Some(created_at),
             max_rounds: request.max_rounds,
             state_data: state,
+            budget,
         };
         // Outside a conversation nothing is ever busy.
         let policy = match (&conversation, request.on_busy) {
@@ -249,7 +263,7 @@ impl Prompts {
             }
             (Some(_), policy) => policy,
         };
-        let timeout = self.run_timeout(request.timeout);
+        let timeout = self.run_timeout(asked_time);
         // A slot for the run is taken before anything is stored (a queued prompt gives it
         // back, and takes one again when it starts).
         let ticket = self.runner.admit(&request.user_id).await?;
@@ -261,7 +275,7 @@ impl Prompts {
             self.runner.spawn(&prompt, run, ticket);
             return Ok(prompt);
         }
-        let timeout_ms = request.timeout.map_or(0, |asked| {
+        let timeout_ms = asked_time.map_or(0, |asked| {
             i64::try_from(asked.as_millis()).unwrap_or(i64::MAX)
         });
         match self
@@ -350,6 +364,10 @@ impl Prompts {
             self.hub.publish(&claimed.started);
             let prompt = claimed.prompt;
             let opened = async {
+                // Its user may have spent the day's tokens while it waited.
+                self.limits
+                    .check_daily(&self.store, &prompt.owner())
+                    .await?;
                 let mode = self
                     .modes
                     .get(&prompt.mode)
@@ -405,6 +423,7 @@ impl Prompts {
             limits: Some(ExecuteLimits {
                 max_rounds: prompt.max_rounds,
                 run_timeout_ms: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
+                daily_tokens_left: self.limits.daily_left(&self.store, &prompt.owner()).await?,
             }),
             user_id: prompt.user_id.clone(),
             decisions,

@@ -484,7 +484,8 @@ fn usage_proto(usage: Usage) -> Option<pb::Usage> {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
-        rounds: 0,
+        llm_calls: usage.llm_calls,
+        ..pb::Usage::default()
     })
 }
 

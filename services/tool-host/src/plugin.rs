@@ -166,6 +166,8 @@ pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub total_tokens: u64,
+    /// Calls to the model that answered.
+    pub llm_calls: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, BusyPolicy, CancelPromptRequest, Conversation, ConversationFile,
-    CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
-    GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest, ListModesRequest,
-    ListPromptsRequest, ListToolsRequest, ListToolsResponse, Mode, ModelTier, Prompt, PromptEvent,
-    RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
+    ApproveToolCallRequest, Budget, BusyPolicy, CancelPromptRequest, Conversation,
+    ConversationFile, CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest,
+    GetFileRequest, GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest,
+    ListModesRequest, ListPromptsRequest, ListToolsRequest, ListToolsResponse, Mode, ModelTier,
+    Prompt, PromptEvent, RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -40,6 +40,9 @@ pub struct NewPrompt {
     /// What it does when its conversation is busy with another prompt; `Unspecified`: the
     /// conversation's default (which is to queue it).
     pub on_busy: BusyPolicy,
+    /// What it may spend (tokens, model calls, tool calls, time); `None`: the gateway's
+    /// defaults. The run stops, and the prompt fails naming the budget, once one runs out.
+    pub budget: Option<Budget>,
 }
 
 impl NewPrompt {
@@ -81,6 +84,12 @@ impl NewPrompt {
     /// interrupt the running prompt, or run beside it.
     pub fn on_busy(mut self, policy: BusyPolicy) -> NewPrompt {
         self.on_busy = policy;
+        self
+    }
+
+    /// Limits what the prompt may spend (within the gateway's limits).
+    pub fn budget(mut self, budget: Budget) -> NewPrompt {
+        self.budget = Some(budget);
         self
     }
 }
@@ -156,6 +165,7 @@ impl Client {
                     .max(1)
             }),
             on_busy: prompt.on_busy as i32,
+            budget: prompt.budget,
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

@@ -51,7 +51,7 @@ mod session;
 pub mod cli;
 
 pub use agentic_proto::v1;
-pub use agentic_proto::v1::BusyPolicy;
+pub use agentic_proto::v1::{Budget, BusyPolicy};
 pub use client::{Client, NewConversation, NewPrompt, USER_HEADER};
 pub use connect::ClientBuilder;
 pub use error::ClientError;

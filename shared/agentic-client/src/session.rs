@@ -2,8 +2,8 @@
 
 use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{
-    ApprovalState, BusyPolicy, Conversation, ConversationFile, File, FileOutput, ModelTier, Prompt,
-    PromptOutput, PromptState, ToolOutput, Usage, prompt_event, prompt_output,
+    ApprovalState, Budget, BusyPolicy, Conversation, ConversationFile, File, FileOutput, ModelTier,
+    Prompt, PromptOutput, PromptState, ToolOutput, Usage, prompt_event, prompt_output,
 };
 
 use crate::client::{Client, NewConversation, NewPrompt};
@@ -35,6 +35,8 @@ pub struct ChatOptions {
     /// What the message does while another one of the conversation runs; `Unspecified`:
     /// the conversation's default (queue it).
     pub on_busy: BusyPolicy,
+    /// What the message's prompt may spend; `None`: the gateway's defaults.
+    pub budget: Option<Budget>,
 }
 
 impl ChatOptions {
@@ -50,6 +52,11 @@ impl ChatOptions {
 
     pub fn on_busy(mut self, policy: BusyPolicy) -> ChatOptions {
         self.on_busy = policy;
+        self
+    }
+
+    pub fn budget(mut self, budget: Budget) -> ChatOptions {
+        self.budget = Some(budget);
         self
     }
 }
@@ -175,6 +182,7 @@ impl Session {
                 timeout: None,
                 state: options.state,
                 on_busy: options.on_busy,
+                budget: options.budget,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

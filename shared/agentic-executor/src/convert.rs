@@ -76,6 +76,9 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
                 .find(|&rounds| rounds > 0),
             run_timeout: (limits.run_timeout_ms > 0)
                 .then(|| Duration::from_millis(u64::from(limits.run_timeout_ms))),
+            budget: prompt.budget.unwrap_or_default(),
+            spent: prompt.usage.unwrap_or_default(),
+            daily_tokens_left: limits.daily_tokens_left,
             decisions: start
                 .decisions
                 .into_iter()
@@ -203,7 +206,8 @@ impl From<Event> for pb::ExecuteEvent {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
                 total_tokens: usage.total_tokens,
-                rounds: 0,
+                llm_calls: u32::try_from(usage.calls).unwrap_or(u32::MAX),
+                ..pb::Usage::default()
             }),
             Event::Round => execute_event::Kind::Usage(pb::Usage {
                 rounds: 1,

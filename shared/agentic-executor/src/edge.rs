@@ -333,16 +333,25 @@ async fn supervise<M: Mode>(
     sender: mpsc::Sender<Event>,
 ) {
     let run_timeout = run.run_timeout;
+    let spend = Arc::new(crate::budget::Spend::new(
+        run.budget,
+        run.spent,
+        run.daily_tokens_left,
+    ));
     let (decision_sender, decisions) = mpsc::channel(DECISION_BUFFER);
     let admitted = AtomicBool::new(false);
     let work = async {
         let _slot = slots.take(mode.id(), &admitted).await;
-        let ended = mode
-            .run(run, EventSink::new(sender.clone()), decisions)
-            .await;
+        let events = EventSink::with_spend(sender.clone(), Arc::clone(&spend));
+        let ended = mode.run(run, events, decisions).await;
         report_end(ended, &sender).await;
     };
     tokio::select! {
+        reason = spend.stopped() => {
+            tracing::warn!(%reason, "run stopped: its budget ran out");
+            metrics::run_over_budget(mode.id());
+            let _ = sender.send(Event::Failed(reason)).await;
+        }
         () = work => {}
         reason = read_inputs(inputs, decision_sender) => tracing::info!(%reason, "run cancelled"),
         () = sender.closed() => tracing::info!("gateway dropped the event stream, run stopped"),

@@ -59,6 +59,10 @@ pub enum RunError {
     ToolHostUnavailable(String),
     #[error("LLM request failed: {0}")]
     Llm(#[from] agentic_llm::LlmError),
+    /// The prompt's budget (or its user's daily quota) allows no more of what the run
+    /// needed; the message says which.
+    #[error("{0}")]
+    Budget(String),
 }
 
 impl From<crate::sink::StreamClosed> for RunError {

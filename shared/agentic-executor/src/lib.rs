@@ -7,6 +7,7 @@
 
 pub mod approvals;
 pub mod bounds;
+pub mod budget;
 mod convert;
 mod edge;
 mod error;

@@ -10,10 +10,12 @@ struct Executor {
     tool_calls_refused: Counter<u64>,
     runs_waiting: UpDownCounter<i64>,
     runs_slotless: Counter<u64>,
+    runs_over_budget: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
-static INSTRUMENTS: Instruments<Executor> = Instruments::new(|meter: &Meter| Executor {
+static INSTRUMENTS: Instruments<Executor> = Instruments::new(|meter: &Meter| {
+    Executor {
     rounds: meter
         .u64_counter("agentic.rounds")
         .with_description("Rounds of a run (one model call each), by mode")
@@ -41,6 +43,12 @@ static INSTRUMENTS: Instruments<Executor> = Instruments::new(|meter: &Meter| Exe
         .with_description("Runs that got no run slot within their time limit and failed, by mode")
         .with_unit("{run}")
         .build(),
+    runs_over_budget: meter
+        .u64_counter("agentic.runs.over_budget")
+        .with_description("Runs stopped because their prompt's budget or their user's daily token quota ran out, by mode")
+        .with_unit("{run}")
+        .build(),
+}
 });
 
 /// A run in `mode` starts a round (asks the model once more).
@@ -110,6 +118,14 @@ impl Drop for Waiting {
 }
 
 /// A run in `mode` got no run slot within its time limit.
+/// A run in `mode` was stopped: its budget ran out.
+pub(crate) fn run_over_budget(mode: &'static str) {
+    INSTRUMENTS
+        .get()
+        .runs_over_budget
+        .add(1, &[KeyValue::new(MODE, mode)]);
+}
+
 pub(crate) fn run_slotless(mode: &'static str) {
     INSTRUMENTS
         .get()

@@ -25,6 +25,11 @@ pub struct RunRequest {
     pub max_rounds: Option<u32>,
     /// `None`: no limit beyond the LLM and tool timeouts.
     pub run_timeout: Option<Duration>,
+    /// What the prompt may spend, and what it spent before this run (see [`crate::budget`]).
+    pub budget: agentic_proto::v1::Budget,
+    pub spent: agentic_proto::v1::Usage,
+    /// Tokens its user may still spend today (`None`: no quota).
+    pub daily_tokens_left: Option<u64>,
     /// Decisions for calls that waited for approval when the prompt paused.
     pub decisions: Vec<Decision>,
 }

@@ -558,6 +558,7 @@ fn usage_from_proto(usage: agentic_proto::v1::Usage) -> Usage {
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
+        calls: u64::from(usage.llm_calls),
     }
 }
 
@@ -699,7 +700,8 @@ mod tests {
                     input_tokens: 3,
                     output_tokens: 2,
                     total_tokens: 5,
-                    rounds: 0,
+                    llm_calls: 1,
+                    ..pb::Usage::default()
                 }),
                 nested: Vec::new(),
             }))
@@ -777,7 +779,8 @@ mod tests {
             Usage {
                 input_tokens: 3,
                 output_tokens: 2,
-                total_tokens: 5
+                total_tokens: 5,
+                calls: 1,
             }
         );
     }

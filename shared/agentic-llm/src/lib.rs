@@ -106,12 +106,24 @@ impl ChatRequest {
     }
 }
 
-/// Tokens spent by one call.
+/// Tokens spent by one call (or several, summed), and how many calls answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub total_tokens: u64,
+    /// Calls to the model that answered: 1 for one call's usage.
+    pub calls: u64,
+}
+
+impl Usage {
+    /// Adds `more` to this usage, saturating.
+    pub fn add(&mut self, more: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(more.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(more.output_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(more.total_tokens);
+        self.calls = self.calls.saturating_add(more.calls);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -182,7 +182,7 @@ impl ChatModel for OpenAiChatModel {
             otel.status_message = tracing::field::Empty,
         );
         let started = std::time::Instant::now();
-        let outcome = self
+        let mut outcome = self
             .chat_with_retries(model.clone(), request, deltas)
             .instrument(span.clone())
             .await;
@@ -191,8 +191,10 @@ impl ChatModel for OpenAiChatModel {
             started.elapsed(),
             outcome.as_ref().map(|response| &response.usage),
         );
-        match &outcome {
+        match &mut outcome {
             Ok(response) => {
+                // One call answered, whatever the provider reported.
+                response.usage.calls = 1;
                 // As i64: tracing-opentelemetry exports u64 values as strings.
                 let tokens = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
                 span.record(
@@ -419,6 +421,7 @@ fn from_library_response(response: ChatCompletionResponse) -> ChatResponse {
         input_tokens: u64::try_from(response.usage.prompt_tokens).unwrap_or(0),
         output_tokens: u64::try_from(response.usage.completion_tokens).unwrap_or(0),
         total_tokens: u64::try_from(response.usage.total_tokens).unwrap_or(0),
+        calls: 0,
     };
     let Some(choice) = response.choices.into_iter().next() else {
         return ChatResponse {

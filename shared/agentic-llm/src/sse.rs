@@ -209,6 +209,7 @@ impl From<ApiUsage> for Usage {
             input_tokens,
             output_tokens,
             total_tokens: usage.total_tokens.unwrap_or(input_tokens + output_tokens),
+            calls: 0,
         }
     }
 }
@@ -281,7 +282,8 @@ mod tests {
             Usage {
                 input_tokens: 12,
                 output_tokens: 7,
-                total_tokens: 19
+                total_tokens: 19,
+                calls: 0,
             }
         );
     }

@@ -252,7 +252,7 @@ mod tests {
                 input_tokens: 20,
                 output_tokens: 10,
                 total_tokens: 30,
-                rounds: 0,
+                ..Usage::default()
             }),
             output: vec![
                 PromptOutput {

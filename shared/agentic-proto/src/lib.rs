@@ -1,5 +1,6 @@
 //! The gRPC contracts of agentic (`proto/agentic/v1`), generated at build time.
 
+pub mod budget;
 pub mod canonical;
 pub mod codec;
 mod events;

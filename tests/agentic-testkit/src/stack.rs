@@ -127,6 +127,12 @@ pub struct StackOptions {
     pub first_bytes_timeout_ms: u64,
     /// The longest a prompt's run may take (s).
     pub max_run_secs: u64,
+    /// Every prompt's budget, as the operator sets it (`GATEWAY_MAX_PROMPT_*`; 0: none).
+    pub max_prompt_tokens: u64,
+    pub max_prompt_llm_calls: u32,
+    pub max_prompt_tool_calls: u32,
+    /// Tokens one user may spend per day (`GATEWAY_DAILY_TOKENS_PER_USER`; 0: no limit).
+    pub daily_tokens_per_user: u64,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -168,6 +174,10 @@ impl Default for StackOptions {
             admission_wait_ms: 30_000,
             first_bytes_timeout_ms: 10_000,
             max_run_secs: 3600,
+            max_prompt_tokens: 0,
+            max_prompt_llm_calls: 0,
+            max_prompt_tool_calls: 0,
+            daily_tokens_per_user: 0,
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -519,6 +529,10 @@ impl Stack {
             admission_wait_ms: options.admission_wait_ms,
             first_bytes_timeout_ms: options.first_bytes_timeout_ms,
             max_run_secs: options.max_run_secs,
+            max_prompt_tokens: options.max_prompt_tokens,
+            max_prompt_llm_calls: options.max_prompt_llm_calls,
+            max_prompt_tool_calls: options.max_prompt_tool_calls,
+            daily_tokens_per_user: options.daily_tokens_per_user,
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),

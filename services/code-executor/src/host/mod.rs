@@ -56,6 +56,16 @@ impl Timeline {
     pub async fn send(&self, event: Event) -> Result<(), StreamClosed> {
         self.events.send(event).await
     }
+
+    /// `Err(why)` when the run's budget allows no more model calls (the run stops).
+    pub fn may_call_model(&self) -> Result<(), String> {
+        self.events.may_call_model()
+    }
+
+    /// `Err(why)` when the run's budget allows no more tool calls (the run stops).
+    pub fn may_call_tool(&self) -> Result<(), String> {
+        self.events.may_call_tool()
+    }
 }
 
 pub fn tool_output(
@@ -267,6 +277,7 @@ impl Host for PromptHost {
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
+        self.timeline.may_call_model()?;
         let (content, usage) = ask(self.model.as_ref(), self.tier, prompt, json).await?;
         self.timeline
             .send(Event::Usage(usage))
@@ -318,7 +329,10 @@ impl PromptHost {
     /// requested too). An invalid call is refused without asking anyone.
     async fn start(&self, tool_id: String, input: Json) -> Result<Started, StreamClosed> {
         let call_id = format!("call_{}", uuid::Uuid::now_v7().simple());
+        let over_budget = self.timeline.may_call_tool().err();
         let next = match self.tools.check(&tool_id, &input) {
+            // The prompt's budget allows no more tool calls: the run stops.
+            Ok(_) if over_budget.is_some() => Next::Refuse(over_budget.unwrap_or_default()),
             Ok(spec) if spec.requires_approval && !self.paused.hold() => {
                 crate::metrics::sandbox_refused();
                 Next::Refuse(format!(

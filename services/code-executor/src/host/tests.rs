@@ -71,7 +71,8 @@ impl ToolHostService for FakeToolHost {
             input_tokens: 50,
             output_tokens: 50,
             total_tokens: 100,
-            rounds: 0,
+            llm_calls: 2,
+            ..agentic_proto::v1::Usage::default()
         });
         Ok(tonic::Response::new(InvokeToolResponse {
             result: Some(invoke_tool_response::Result::Output(output)),
@@ -295,7 +296,8 @@ async fn tokens_a_tool_spent_count_into_the_prompts_usage() {
             Event::Usage(Usage {
                 input_tokens: 50,
                 output_tokens: 50,
-                total_tokens: 100
+                total_tokens: 100,
+                calls: 2,
             })
         )
     );

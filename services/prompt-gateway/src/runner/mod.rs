@@ -31,7 +31,7 @@ use crate::store::{Change, MAX_BATCH, Store};
 
 mod run;
 
-use run::Run;
+use run::{Run, Spending};
 
 /// What the gateway sends a run: boxed, because a channel allocates its first block of 32
 /// slots when it is made, and a start (the whole prompt) is large.
@@ -76,6 +76,8 @@ pub struct Runner {
     /// Conversations whose queue may move on (a prompt of theirs ended here): the
     /// dispatcher starts their next queued prompt.
     queues: mpsc::UnboundedSender<ConversationId>,
+    /// Tokens one user may spend per UTC day (0: no limit); runs stop past it.
+    daily_tokens: u64,
 }
 
 enum Next {
@@ -90,6 +92,7 @@ impl Runner {
         hub: Hub,
         admission: Admission,
         queues: mpsc::UnboundedSender<ConversationId>,
+        daily_tokens: u64,
     ) -> Runner {
         Runner {
             store,
@@ -97,6 +100,7 @@ impl Runner {
             active: Arc::default(),
             admission,
             queues,
+            daily_tokens,
         }
     }
 
@@ -183,12 +187,14 @@ impl Runner {
         let conversation_id = prompt.conversation_id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
+        let spending = Spending::of(prompt, self.daily_tokens);
         let span = run.span.clone();
         tokio::spawn(
             async move {
                 let _ticket = ticket;
                 metrics::run_started(&mode);
-                let following = runner.follow(&prompt_id, &mode, outputs, run, commands, &refresh);
+                let following =
+                    runner.follow(&prompt_id, &mode, (outputs, spending), run, commands, &refresh);
                 let state = match AssertUnwindSafe(following).catch_unwind().await {
                     Ok(state) => state,
                     Err(panic) => {
@@ -337,7 +343,7 @@ impl Runner {
         &self,
         prompt_id: &PromptId,
         mode: &str,
-        outputs: usize,
+        (outputs, spending): (usize, Spending),
         run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
@@ -350,6 +356,7 @@ impl Runner {
             self.hub.clone(),
             inputs,
             outputs,
+            spending,
         );
         // Everything the executor already sent is taken at once, so it is stored in one write.
         let mut events = events.ready_chunks(MAX_BATCH);

@@ -1,18 +1,20 @@
 //! One prompt's live run: what the executor sends, applied in order to the prompt's log.
 
-use agentic_ids::PromptId;
+use agentic_ids::{PromptId, UserId};
 use std::collections::HashSet;
 
 use agentic_proto::v1::{
-    ApprovalDecision, ApprovalState, CancelExecution, ExecuteEvent, ExecuteInput, OutputAdded,
-    OutputUpdated, PromptCompleted, PromptEvent, PromptFailed, PromptOutput, PromptState,
-    PromptWaiting, execute_event, execute_input, prompt_event, prompt_output,
+    ApprovalDecision, ApprovalState, Budget, CancelExecution, ExecuteEvent, ExecuteInput,
+    OutputAdded, OutputUpdated, Prompt, PromptCompleted, PromptEvent, PromptFailed, PromptOutput,
+    PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
 };
 use tokio::sync::mpsc;
 
 use super::{Input, Next};
+use crate::budget;
 use crate::error::GatewayError;
 use crate::hub::Hub;
+use crate::ids::PromptIds as _;
 use crate::store::{Change, EventFor, RunLog, Store};
 
 /// One prompt's live run on this replica: what it has stored and what it waits for. It
@@ -35,6 +37,60 @@ pub(super) struct Run {
     forwarded: HashSet<String>,
     /// Events of this run stored (text deltas merged), against [`MAX_EVENTS_PER_RUN`].
     stored: usize,
+    spending: Spending,
+}
+
+/// What a prompt may spend and has spent, as its run reports it.
+pub(super) struct Spending {
+    user_id: UserId,
+    budget: Option<Budget>,
+    /// Everything the prompt spent, earlier runs of it included.
+    spent: Usage,
+    /// Tokens its user may spend per UTC day (0: no limit).
+    daily_tokens: u64,
+    /// Tokens were reported since the daily quota was last checked.
+    unchecked_tokens: bool,
+}
+
+impl Spending {
+    pub(super) fn of(prompt: &Prompt, daily_tokens: u64) -> Spending {
+        Spending {
+            user_id: prompt.owner(),
+            budget: prompt.budget,
+            spent: prompt.usage.unwrap_or_default(),
+            daily_tokens,
+            unchecked_tokens: false,
+        }
+    }
+
+    fn add(&mut self, usage: &Usage) {
+        agentic_proto::budget::add_spent(&mut self.spent, usage);
+        self.unchecked_tokens |= usage.total_tokens > 0;
+    }
+
+    /// `ResourceExhausted` once the prompt passed its budget, or its user the day's quota.
+    async fn check(&mut self, store: &Store) -> Result<(), GatewayError> {
+        if let Some(message) = self
+            .budget
+            .as_ref()
+            .and_then(|budget| budget.passed(&self.spent))
+        {
+            crate::metrics::budget_stopped();
+            return Err(GatewayError::ResourceExhausted(message));
+        }
+        if self.daily_tokens > 0 && std::mem::take(&mut self.unchecked_tokens) {
+            let today = budget::today_start(agentic_db::now_millis());
+            let spent = store.tokens_since(&self.user_id, today).await?;
+            if spent >= self.daily_tokens {
+                crate::metrics::budget_stopped();
+                return Err(GatewayError::ResourceExhausted(budget::daily_message(
+                    spent,
+                    self.daily_tokens,
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Run {
@@ -45,6 +101,7 @@ impl Run {
         hub: Hub,
         inputs: mpsc::Sender<Input>,
         outputs: usize,
+        spending: Spending,
     ) -> Run {
         Run {
             prompt_id: prompt_id.to_owned(),
@@ -58,6 +115,7 @@ impl Run {
             awaiting: HashSet::new(),
             forwarded: HashSet::new(),
             stored: 0,
+            spending,
         }
     }
 
@@ -155,6 +213,10 @@ impl Run {
             (Err(error), _) | (Ok(_), Err(error)) => Err(error),
             (Ok(next), Ok(events)) => {
                 self.publish(&events);
+                if matches!(next, Next::Continue) {
+                    // Boxed: the read lasts a moment, this run as long as the prompt runs.
+                    Box::pin(self.spending.check(&self.store)).await?;
+                }
                 Ok(next)
             }
         }
@@ -205,6 +267,12 @@ impl Run {
                 Next::Continue,
             ),
             execute_event::Kind::Usage(usage) => {
+                // Tool calls are counted here, from the timeline, whatever a run reports.
+                let usage = Usage {
+                    tool_calls: 0,
+                    ..usage
+                };
+                self.spending.add(&usage);
                 self.log.add_usage(&usage);
                 return Ok(Next::Continue);
             }
@@ -259,6 +327,14 @@ impl Run {
         let output =
             output.ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
         self.outputs += 1;
+        if matches!(output.kind, Some(prompt_output::Kind::Tool(_))) {
+            let call = Usage {
+                tool_calls: 1,
+                ..Usage::default()
+            };
+            self.spending.add(&call);
+            self.log.add_usage(&call);
+        }
         let added = OutputAdded {
             index,
             output: Some(output.clone()),

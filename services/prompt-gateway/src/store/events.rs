@@ -17,12 +17,14 @@ pub(super) fn check_batchable(appends: &[Append]) -> Result<(), GatewayError> {
 }
 
 /// [`ADD_USAGE`]'s arguments.
-pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>; 5] {
+pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>; 7] {
     [
         saturating_i64(usage.input_tokens).into(),
         saturating_i64(usage.output_tokens).into(),
         saturating_i64(usage.total_tokens).into(),
         i64::from(usage.rounds).into(),
+        i64::from(usage.llm_calls).into(),
+        i64::from(usage.tool_calls).into(),
         prompt_id.into(),
     ]
 }

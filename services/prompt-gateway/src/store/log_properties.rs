@@ -427,6 +427,7 @@ async fn check_finish_after(url: &str) {
         output_tokens: 2,
         total_tokens: 3,
         rounds: 1,
+        ..Usage::default()
     };
     // Entry 0 before; entry 0 replaced, entry 1 added and replaced with the end.
     store

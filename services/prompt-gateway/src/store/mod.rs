@@ -49,7 +49,8 @@ const RUNNING: i32 = PromptState::Running as i32;
 const WAITING: i32 = PromptState::WaitingForApproval as i32;
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
-     input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at";
+     input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \
+     llm_calls, tool_calls, budget";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first
@@ -344,10 +345,11 @@ async fn apply_change(
     })
 }
 
-/// Adds $1 to $3 to a prompt's tokens and $4 to its rounds.
+/// Adds $1 to $3 to a prompt's tokens, $4 to its rounds, $5 and $6 to its model and tool
+/// calls.
 const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      output_tokens = output_tokens + $2, total_tokens = total_tokens + $3, \
-     rounds = rounds + $4 WHERE id = $5";
+     rounds = rounds + $4, llm_calls = llm_calls + $5, tool_calls = tool_calls + $6 WHERE id = $7";
 
 mod approvals;
 mod closing;
@@ -450,6 +452,15 @@ pub use agentic_db::now_millis;
 /// Prompt ids read from the database (text the gateway issued).
 fn prompt_ids(ids: Vec<String>) -> Result<Vec<PromptId>, GatewayError> {
     Ok(ids.into_iter().map(PromptId::known).collect())
+}
+
+/// A prompt's budget as stored: encoded, empty for none.
+fn encoded_budget(prompt: &Prompt) -> Vec<u8> {
+    prompt
+        .budget
+        .as_ref()
+        .map(Message::encode_to_vec)
+        .unwrap_or_default()
 }
 
 fn unsigned(value: i64) -> u64 {

@@ -28,9 +28,10 @@ impl Store {
         let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
             .map_err(|error| GatewayError::Internal(error.to_string()))?;
         let lease_until = self.lease_until();
+        let budget = encoded_budget(prompt);
         let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
-             max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $12)";
+             max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at, budget) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $12, $15)";
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });
@@ -57,7 +58,8 @@ impl Store {
                 .bind(&self.owner.replica)
                 .bind(lease_until)
                 .bind(timestamp_millis(&at))
-                .bind(event.encode_to_vec());
+                .bind(event.encode_to_vec())
+                .bind(&budget);
             write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);
@@ -79,6 +81,7 @@ impl Store {
             created.into(),
             (&self.owner.replica).into(),
             lease_until.into(),
+            (&budget).into(),
         ];
         tx.conn().execute(insert, &args).await?;
         let event = append(
@@ -139,6 +142,17 @@ impl Store {
             state: PromptState::try_from(state).unwrap_or(PromptState::Unspecified),
             paused_live: paused_live != 0,
         }))
+    }
+
+    /// Tokens `user_id`'s prompts created since `since` (ms since the epoch) spent so far.
+    pub async fn tokens_since(&self, user_id: &UserId, since: i64) -> Result<u64, GatewayError> {
+        let sql = "SELECT CAST(COALESCE(sum(total_tokens), 0) AS BIGINT) FROM prompts \
+                   WHERE user_id = $1 AND created_at >= $2";
+        let spent: Option<i64> = self
+            .db
+            .read_scalar(sql, &[user_id.into(), since.into()])
+            .await?;
+        Ok(unsigned(spent.unwrap_or_default()))
     }
 
     /// Ids of the conversation's prompts, other than `except`, that started running no later

@@ -30,6 +30,9 @@ pub(super) struct PromptRow {
     pub(super) state_data: String,
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
+    pub(super) llm_calls: i64,
+    pub(super) tool_calls: i64,
+    pub(super) budget: Vec<u8>,
 }
 
 impl PromptRow {
@@ -55,12 +58,17 @@ impl PromptRow {
                 output_tokens: unsigned(self.output_tokens),
                 total_tokens: unsigned(self.total_tokens),
                 rounds: u32::try_from(self.rounds).unwrap_or(u32::MAX),
+                llm_calls: u32::try_from(self.llm_calls).unwrap_or(u32::MAX),
+                tool_calls: u32::try_from(self.tool_calls).unwrap_or(u32::MAX),
             }),
             error: self.error,
             created_at: Some(timestamp_from_millis(self.created_at)),
             updated_at: Some(timestamp_from_millis(self.updated_at)),
             max_rounds: u32::try_from(self.max_rounds).unwrap_or_default(),
             state_data: Some(json_to_struct(&state_data)),
+            budget: (!self.budget.is_empty())
+                .then(|| agentic_proto::v1::Budget::decode(self.budget.as_slice()))
+                .transpose()?,
         })
     }
 }

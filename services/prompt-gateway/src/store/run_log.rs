@@ -68,6 +68,8 @@ impl RunLog {
         total.output_tokens = total.output_tokens.saturating_add(usage.output_tokens);
         total.total_tokens = total.total_tokens.saturating_add(usage.total_tokens);
         total.rounds = total.rounds.saturating_add(usage.rounds);
+        total.llm_calls = total.llm_calls.saturating_add(usage.llm_calls);
+        total.tool_calls = total.tool_calls.saturating_add(usage.tool_calls);
     }
 
     /// Writes everything that waits, in one write. Answers the events written, in order.

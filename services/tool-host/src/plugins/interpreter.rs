@@ -213,6 +213,7 @@ fn answer(response: RunCodeResponse, ctx: &CallContext) -> Result<ToolOutcome, T
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
             total_tokens: usage.total_tokens,
+            llm_calls: usage.llm_calls,
         })
         .unwrap_or_default();
     match response.outcome {

@@ -17,6 +17,7 @@ pub struct ChatStart {
     pub model: ModelTier,
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
     pub on_busy: crate::BusyPolicy,
+    pub budget: Option<crate::Budget>,
 }
 
 const HELP: &str = "/mode <name> switches the mode of later messages, /mode shows it, \
@@ -118,6 +119,7 @@ pub async fn repl(
                     max_rounds: 0,
                     state: start.state.clone(),
                     on_busy: start.on_busy,
+                    budget: start.budget,
                 };
                 match exchange(&session, console, json, &text, options, again).await {
                     Ok(Turn::Done) => {}

@@ -96,6 +96,8 @@ enum Command {
         /// or run beside it.
         #[arg(long, value_enum)]
         on_busy: Option<OnBusy>,
+        #[command(flatten)]
+        budget: BudgetArgs,
     },
     /// Chat in a conversation: `/mode <name>` switches modes, `/quit` (or Ctrl-D) exits.
     Chat {
@@ -114,6 +116,8 @@ enum Command {
         /// When the conversation is busy with another prompt (see `prompt --help`).
         #[arg(long, value_enum)]
         on_busy: Option<OnBusy>,
+        #[command(flatten)]
+        budget: BudgetArgs,
     },
     /// List the execution modes the gateway knows and whether their executors answer.
     Modes,
@@ -225,6 +229,35 @@ const MAX_CA_CERT_BYTES: u64 = 1024 * 1024;
 enum Tier {
     Normal,
     High,
+}
+
+/// What a prompt may spend; the gateway's limits cap each, and fill those not given.
+#[derive(clap::Args, Debug, Clone, Copy)]
+struct BudgetArgs {
+    /// Most tokens the prompt may spend, nested model calls included.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Most calls to the model, nested ones included.
+    #[arg(long, value_name = "N")]
+    max_llm_calls: Option<u32>,
+    /// Most tool calls, nested ones included.
+    #[arg(long, value_name = "N")]
+    max_tool_calls: Option<u32>,
+    /// Longest the run may take, in seconds.
+    #[arg(long, value_name = "SECS")]
+    max_secs: Option<u32>,
+}
+
+impl BudgetArgs {
+    fn budget(self) -> Option<crate::Budget> {
+        let budget = crate::Budget {
+            max_total_tokens: self.max_tokens.unwrap_or(0),
+            max_llm_calls: self.max_llm_calls.unwrap_or(0),
+            max_tool_calls: self.max_tool_calls.unwrap_or(0),
+            max_wall_ms: self.max_secs.map_or(0, |secs| secs.saturating_mul(1000)),
+        };
+        (budget != crate::Budget::default()).then_some(budget)
+    }
 }
 
 /// `--on-busy`: what a prompt does while its conversation runs another.
@@ -423,6 +456,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             model,
             state,
             on_busy,
+            budget,
         } => {
             let request = prompt::OneShot {
                 input,
@@ -431,6 +465,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
                 model: tier(model),
                 state,
                 on_busy: busy_policy(on_busy),
+                budget: budget.budget(),
             };
             prompt::one_shot(&client, console, json, request, &again).await
         }
@@ -440,6 +475,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             model,
             state,
             on_busy,
+            budget,
         } => {
             let options = chat::ChatStart {
                 mode,
@@ -447,6 +483,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
                 model: tier(model),
                 state,
                 on_busy: busy_policy(on_busy),
+                budget: budget.budget(),
             };
             chat::repl(&client, console, json, options, &again).await
         }

@@ -16,6 +16,7 @@ pub struct OneShot {
     pub model: ModelTier,
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
     pub on_busy: crate::BusyPolicy,
+    pub budget: Option<crate::Budget>,
 }
 
 /// Most characters of a conversation's title taken from its first input.
@@ -89,6 +90,7 @@ pub async fn one_shot(
             timeout: None,
             state: request.state,
             on_busy: request.on_busy,
+            budget: request.budget,
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;
