@@ -34,4 +34,5 @@ mod support;
 mod telemetry;
 mod tidy;
 mod tool_host;
+mod triggers;
 mod walls;

@@ -49,6 +49,30 @@ impl Caller {
             ))),
         }
     }
+
+    /// The user a call acts for: the calling user, or, for an internal caller (the
+    /// tool-host's `trigger` plugin, acting for the user whose prompt called it), the user
+    /// named in `x-user-id`. Only the calls that allow it (triggers) take it.
+    pub fn user_or_acted_for<T>(request: &Request<T>) -> Result<UserId, Status> {
+        match Caller::of(request)? {
+            Caller::User(user) => Ok(user.clone()),
+            Caller::Internal => {
+                let named = request
+                    .metadata()
+                    .get(USER_HEADER)
+                    .and_then(|value| value.to_str().ok())
+                    .map(str::trim)
+                    .filter(|user| !user.is_empty());
+                let Some(named) = named else {
+                    return Err(to_status(GatewayError::PermissionDenied(format!(
+                        "this call acts for a user; an internal caller names one in {USER_HEADER}"
+                    ))));
+                };
+                UserId::parse(named)
+                    .map_err(|error| to_status(GatewayError::InvalidArgument(error.to_string())))
+            }
+        }
+    }
 }
 
 /// The auth layer of the public service (a tonic interceptor: it sees the metadata and

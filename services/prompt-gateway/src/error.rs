@@ -16,6 +16,8 @@ pub enum GatewayError {
     ConversationNotFound(String),
     #[error("file not found: {}", shown_id(.0))]
     FileNotFound(String),
+    #[error("trigger not found: {}", shown_id(.0))]
+    TriggerNotFound(String),
     #[error(
         "no tool call {:?} waits for approval in prompt {}",
         shown_id(call),
@@ -67,6 +69,7 @@ impl ServiceError for GatewayError {
             GatewayError::PromptNotFound(_)
             | GatewayError::ConversationNotFound(_)
             | GatewayError::FileNotFound(_)
+            | GatewayError::TriggerNotFound(_)
             | GatewayError::CallNotPending { .. } => ErrorKind::NotFound,
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
             GatewayError::PermissionDenied(_) => ErrorKind::PermissionDenied,

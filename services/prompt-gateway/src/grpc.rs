@@ -1,16 +1,17 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
-use agentic_ids::{ConversationId, IdError, IdProblem, PromptId};
+use agentic_ids::{ConversationId, IdError, IdProblem, PromptId, TriggerId};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
     ApproveToolCallRequest, BusyPolicy, CancelPromptRequest, Conversation,
-    CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
-    GetPromptRequest, ListConversationFilesRequest, ListConversationFilesResponse,
-    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
-    ListPromptsRequest, ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, ModelTier,
-    Prompt, RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest,
-    UpdateConversationRequest,
+    CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest,
+    DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
+    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
+    ListPromptsResponse, ListToolsRequest, ListToolsResponse, ListTriggersRequest,
+    ListTriggersResponse, Mode, ModelTier, Prompt, RegisterModeRequest, RejectToolCallRequest,
+    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -24,9 +25,11 @@ use crate::error::GatewayError;
 use crate::follow::{EventStream, follow};
 use crate::modes::ModeStatus;
 use crate::prompts::{NewPrompt, Prompts};
+use crate::triggers::{NewTrigger, TriggerChange, Triggers};
 
 pub struct GatewayService {
     pub prompts: Prompts,
+    pub triggers: Triggers,
     /// The tool-host: its artifact store for file contents, its tool list for `ListTools`.
     pub tool_host: agentic_rpc::InternalChannel,
 }
@@ -75,6 +78,7 @@ impl PromptGateway for GatewayService {
         let prompt = self
             .prompts
             .create(NewPrompt {
+                id: None,
                 user_id,
                 input: request.input,
                 mode: non_empty(request.mode),
@@ -358,6 +362,67 @@ impl PromptGateway for GatewayService {
                 .map_err(to_status)?,
         ))
     }
+
+    async fn create_trigger(&self, request: Request<CreateTriggerRequest>) -> GrpcResult<Trigger> {
+        let user_id = Caller::user_or_acted_for(&request)?;
+        let request = request.into_inner();
+        no_nul(&[("name", &request.name)])?;
+        let trigger = self
+            .triggers
+            .create(NewTrigger {
+                user_id,
+                name: request.name,
+                schedule: request.schedule,
+                prompt: request.prompt,
+                paused: request.paused,
+                catch_up: request.catch_up,
+            })
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(trigger))
+    }
+
+    async fn list_triggers(
+        &self,
+        request: Request<ListTriggersRequest>,
+    ) -> GrpcResult<ListTriggersResponse> {
+        let user_id = Caller::user_or_acted_for(&request)?;
+        let triggers = self
+            .triggers
+            .list(&user_id, request.into_inner().limit)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(ListTriggersResponse { triggers }))
+    }
+
+    async fn update_trigger(&self, request: Request<UpdateTriggerRequest>) -> GrpcResult<Trigger> {
+        let user_id = Caller::user_or_acted_for(&request)?;
+        let request = request.into_inner();
+        let trigger_id = trigger_id(request.trigger_id)?;
+        let change = TriggerChange {
+            paused: request.paused,
+            schedule: request.schedule,
+        };
+        Ok(Response::new(
+            self.triggers
+                .update(&user_id, &trigger_id, change)
+                .await
+                .map_err(to_status)?,
+        ))
+    }
+
+    async fn delete_trigger(
+        &self,
+        request: Request<DeleteTriggerRequest>,
+    ) -> GrpcResult<DeleteTriggerResponse> {
+        let user_id = Caller::user_or_acted_for(&request)?;
+        let trigger_id = trigger_id(request.into_inner().trigger_id)?;
+        self.triggers
+            .delete(&user_id, &trigger_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(DeleteTriggerResponse {}))
+    }
 }
 
 /// The caller's gRPC deadline (`grpc-timeout`: digits and a unit), if it sent one.
@@ -411,6 +476,12 @@ fn no_nul(fields: &[(&str, &str)]) -> Result<(), Status> {
 fn prompt_id(text: String) -> Result<PromptId, Status> {
     PromptId::parse(text.as_str())
         .map_err(|error| id_status(&error, text, GatewayError::PromptNotFound))
+}
+
+/// The trigger id a request names, read like [`prompt_id`].
+fn trigger_id(text: String) -> Result<TriggerId, Status> {
+    TriggerId::parse(text.as_str())
+        .map_err(|error| id_status(&error, text, GatewayError::TriggerNotFound))
 }
 
 /// The conversation id a request names, read like [`prompt_id`].

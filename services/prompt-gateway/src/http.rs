@@ -15,9 +15,10 @@ use agentic_proto::canonical::{self, Described};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
     ApproveToolCallRequest, CancelPromptRequest, CreateConversationRequest, CreatePromptRequest,
-    GetConversationRequest, GetFileRequest, GetPromptRequest, ListConversationFilesRequest,
-    ListConversationsRequest, ListModesRequest, ListPromptsRequest, ListToolsRequest,
-    RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
+    CreateTriggerRequest, DeleteTriggerRequest, GetConversationRequest, GetFileRequest,
+    GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest, ListModesRequest,
+    ListPromptsRequest, ListToolsRequest, ListTriggersRequest, RejectToolCallRequest,
+    StreamPromptRequest, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use axum::Extension;
 use axum::Router;
@@ -67,6 +68,11 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
             get(list_conversation_files),
         ),
         ("/v1/files/{file}", get(get_file)),
+        ("/v1/triggers", post(create_trigger).get(list_triggers)),
+        (
+            "/v1/triggers/{trigger}",
+            axum::routing::patch(update_trigger).delete(delete_trigger),
+        ),
         ("/v1/files/{file}/content", get(file_content)),
         ("/v1/openapi.json", get(openapi)),
     ]
@@ -491,6 +497,68 @@ async fn update_conversation(
     message.conversation_id = conversation_id;
     answer(&api, caller, message, |service, request| async move {
         service.update_conversation(request).await
+    })
+    .await
+}
+
+async fn create_trigger(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let message: CreateTriggerRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, caller, message, |service, request| async move {
+        service.create_trigger(request).await
+    })
+    .await
+}
+
+async fn list_triggers(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let message: ListTriggersRequest = match query(raw.as_deref()) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, caller, message, |service, request| async move {
+        service.list_triggers(request).await
+    })
+    .await
+}
+
+/// `PATCH /v1/triggers/{id}` (body `{"paused"}` and/or `{"schedule"}`).
+async fn update_trigger(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(trigger_id): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    let mut message: UpdateTriggerRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    message.trigger_id = trigger_id;
+    answer(&api, caller, message, |service, request| async move {
+        service.update_trigger(request).await
+    })
+    .await
+}
+
+async fn delete_trigger(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    Path(trigger_id): Path<String>,
+) -> Response {
+    let message = DeleteTriggerRequest { trigger_id };
+    answer(&api, caller, message, |service, request| async move {
+        service.delete_trigger(request).await
     })
     .await
 }

@@ -18,6 +18,7 @@ mod playground;
 mod prompts;
 mod runner;
 mod store;
+mod triggers;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -34,6 +35,7 @@ pub use auth::USER_HEADER;
 pub use http::route_paths as http_route_paths;
 pub use modes::ModeSpec;
 pub use prompts::DEFAULT_MODE;
+pub use triggers::{Clock, system_clock};
 
 use crate::grpc::GatewayService;
 use crate::hub::Hub;
@@ -112,6 +114,10 @@ pub struct Config {
     /// it, new prompts are refused with RESOURCE_EXHAUSTED and running ones stop.
     #[arg(long, env = "GATEWAY_DAILY_TOKENS_PER_USER", default_value_t = 0)]
     pub daily_tokens_per_user: u64,
+    /// How often this gateway looks for triggers that are due, in milliseconds (replicas
+    /// share the work: each due time fires once).
+    #[arg(long, env = "GATEWAY_TRIGGER_TICK_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub trigger_tick_ms: u64,
     /// How long a new client connection may stay silent before it is closed, in
     /// milliseconds.
     #[arg(long, env = "GATEWAY_FIRST_BYTES_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
@@ -211,6 +217,17 @@ pub async fn run_with_http(
     http: Option<TcpListener>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    run_with_clock(config, listener, http, system_clock(), shutdown).await
+}
+
+/// `run_with_http`, with triggers falling due by `clock` (tests move it by hand).
+pub async fn run_with_clock(
+    config: Config,
+    listener: TcpListener,
+    http: Option<TcpListener>,
+    clock: Clock,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let owner = Owner {
         replica: uuid::Uuid::now_v7().to_string(),
         lease: Duration::from_millis(config.lease_ms),
@@ -228,11 +245,19 @@ pub async fn run_with_http(
             "failed prompts left running by a previous gateway process"
         );
     }
+    let triggers = triggers::Triggers {
+        prompts: prompts.clone(),
+        clock,
+    };
     let background = [
         tokio::spawn(keep_leases(prompts.clone())),
         tokio::spawn(follow_other_replicas(prompts.clone())),
         tokio::spawn(checkpoint(prompts.store.clone())),
         tokio::spawn(dispatch_queues(prompts.clone(), queue_moves)),
+        tokio::spawn(triggers::fire_triggers(
+            triggers.clone(),
+            Duration::from_millis(config.trigger_tick_ms),
+        )),
     ];
     announce_auth(&auth, config.internal_token.is_some());
 
@@ -248,7 +273,11 @@ pub async fn run_with_http(
     let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
-    let service = Arc::new(GatewayService { prompts, tool_host });
+    let service = Arc::new(GatewayService {
+        prompts,
+        triggers,
+        tool_host,
+    });
     let gateway = PromptGatewayServer::from_arc(Arc::clone(&service))
         .max_decoding_message_size(MAX_REQUEST_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);

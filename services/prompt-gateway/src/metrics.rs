@@ -19,6 +19,9 @@ struct Gateway {
     quota_refused: Counter<u64>,
     /// Runs stopped because their prompt's budget or its user's daily quota ran out.
     budget_stopped: Counter<u64>,
+    /// Triggers' due times, by `outcome`: `fired` (a prompt was created), `failed` (none
+    /// could be), `skipped` (a missed due time its catch-up policy skips).
+    triggers: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -54,6 +57,11 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .with_description("Prompt runs stopped because their budget or their user's daily token quota ran out")
         .with_unit("{prompt}")
         .build(),
+    triggers: meter
+        .u64_counter("agentic.triggers.due")
+        .with_description("Triggers' due times, by outcome: fired, failed (no prompt could be created), skipped (missed, and the trigger skips missed times)")
+        .with_unit("{firing}")
+        .build(),
 }
 });
 
@@ -81,6 +89,14 @@ pub fn quota_refused() {
 /// A run was stopped: its budget (or its user's daily quota) ran out.
 pub fn budget_stopped() {
     INSTRUMENTS.get().budget_stopped.add(1, &[]);
+}
+
+/// A trigger's due time came: `outcome` is `fired`, `failed` or `skipped`.
+pub fn trigger_due(outcome: &'static str) {
+    INSTRUMENTS
+        .get()
+        .triggers
+        .add(1, &[KeyValue::new("outcome", outcome)]);
 }
 
 /// A run was refused by admission control.

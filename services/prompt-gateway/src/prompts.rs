@@ -112,6 +112,8 @@ fn value_depth(value: &prost_types::Value, level: usize) -> usize {
 
 /// A validated request to create a prompt.
 pub struct NewPrompt {
+    /// The id it gets (a trigger's firing chose it beforehand); `None`: a new one.
+    pub id: Option<PromptId>,
     pub user_id: UserId,
     pub input: String,
     pub mode: Option<String>,
@@ -231,7 +233,7 @@ impl Prompts {
         // Stored to the millisecond: answer what a later read returns.
         let created_at = timestamp_from_millis(timestamp_millis(&now()));
         let prompt = Prompt {
-            id: PromptId::generate().into_string(),
+            id: request.id.unwrap_or_else(PromptId::generate).into_string(),
             user_id: request.user_id.to_string(),
             conversation_id: request
                 .conversation_id

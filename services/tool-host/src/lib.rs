@@ -45,7 +45,7 @@ pub struct Config {
     )]
     pub database_url: String,
 
-    /// Plugins to enable, comma separated (known: artifact, demo, interpreter).
+    /// Plugins to enable, comma separated (known: artifact, demo, interpreter, trigger).
     #[arg(
         long,
         env = "TOOL_HOST_PLUGINS",
@@ -69,6 +69,10 @@ pub struct Config {
         default_value = "http://127.0.0.1:50053"
     )]
     pub code_runner_url: String,
+
+    /// The gateway, where the `trigger` plugin manages the calling user's triggers.
+    #[arg(long, env = "GATEWAY_URL", default_value = "http://127.0.0.1:50051")]
+    pub gateway_url: String,
 
     /// Token internal services require from each other (unset: no check, for local use).
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
@@ -153,9 +157,15 @@ pub async fn run(
         .context("internal token")?;
     let code_runner = agentic_rpc::channel(&config.code_runner_url, &token)
         .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
+    let gateway = agentic_rpc::channel(&config.gateway_url, &token)
+        .with_context(|| format!("invalid gateway url {:?}", config.gateway_url))?;
+    let services = plugins::Services {
+        code_runner,
+        gateway,
+    };
     let plugins = enabled
         .into_iter()
-        .map(|plugin| plugin.build(&store, &code_runner))
+        .map(|plugin| plugin.build(&store, &services))
         .collect();
     if !mcp_servers.is_empty() {
         // stdio MCP servers run as this process's user: they must not read its environment

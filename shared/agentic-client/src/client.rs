@@ -5,10 +5,12 @@ use std::time::Duration;
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
     ApproveToolCallRequest, Budget, BusyPolicy, CancelPromptRequest, Conversation,
-    ConversationFile, CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest,
-    GetFileRequest, GetPromptRequest, ListConversationFilesRequest, ListConversationsRequest,
-    ListModesRequest, ListPromptsRequest, ListToolsRequest, ListToolsResponse, Mode, ModelTier,
-    Prompt, PromptEvent, RejectToolCallRequest, StreamPromptRequest, UpdateConversationRequest,
+    ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest,
+    DeleteTriggerRequest, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    ListConversationFilesRequest, ListConversationsRequest, ListModesRequest, ListPromptsRequest,
+    ListToolsRequest, ListToolsResponse, ListTriggersRequest, Mode, ModelTier, Prompt, PromptEvent,
+    RejectToolCallRequest, StreamPromptRequest, Trigger, UpdateConversationRequest,
+    UpdateTriggerRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -385,5 +387,44 @@ impl Client {
         };
         let response = self.gateway().get_file(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Schedules a prompt (see `CreateTriggerRequest`).
+    pub async fn create_trigger(
+        &self,
+        request: CreateTriggerRequest,
+    ) -> Result<Trigger, ClientError> {
+        let response = self.gateway().create_trigger(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// The caller's triggers, oldest first; `limit` 0 means the gateway's default.
+    pub async fn list_triggers(&self, limit: u32) -> Result<Vec<Trigger>, ClientError> {
+        let response = self
+            .gateway()
+            .list_triggers(ListTriggersRequest { limit })
+            .await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .triggers)
+    }
+
+    /// Pauses (`Some(true)`), resumes (`Some(false)`) or reschedules a trigger.
+    pub async fn update_trigger(
+        &self,
+        request: UpdateTriggerRequest,
+    ) -> Result<Trigger, ClientError> {
+        let response = self.gateway().update_trigger(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    pub async fn delete_trigger(&self, trigger_id: &str) -> Result<(), ClientError> {
+        let request = DeleteTriggerRequest {
+            trigger_id: trigger_id.to_owned(),
+        };
+        let response = self.gateway().delete_trigger(request).await;
+        response.map_err(|status| self.failed(status))?;
+        Ok(())
     }
 }

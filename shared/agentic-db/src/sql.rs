@@ -21,6 +21,8 @@ pub enum Arg<'a> {
     OptionalText(Option<&'a str>),
     I32(i32),
     I64(i64),
+    /// A number or NULL.
+    OptionalI64(Option<i64>),
     Bool(bool),
     Bytes(&'a [u8]),
     /// Bytes or NULL.
@@ -67,6 +69,12 @@ impl From<i32> for Arg<'_> {
 impl From<i64> for Arg<'_> {
     fn from(value: i64) -> Self {
         Arg::I64(value)
+    }
+}
+
+impl From<Option<i64>> for Arg<'_> {
+    fn from(value: Option<i64>) -> Self {
+        Arg::OptionalI64(value)
     }
 }
 
@@ -229,6 +237,7 @@ where
     Option<&'q str>: Encode<'q, A::Database> + Type<A::Database>,
     i32: Encode<'q, A::Database> + Type<A::Database>,
     i64: Encode<'q, A::Database> + Type<A::Database>,
+    Option<i64>: Encode<'q, A::Database> + Type<A::Database>,
     bool: Encode<'q, A::Database> + Type<A::Database>,
     &'q [u8]: Encode<'q, A::Database> + Type<A::Database>,
     Option<&'q [u8]>: Encode<'q, A::Database> + Type<A::Database>,
@@ -240,6 +249,7 @@ where
             Arg::OptionalText(text) => arguments.add(text),
             Arg::I32(value) => arguments.add(value),
             Arg::I64(value) => arguments.add(value),
+            Arg::OptionalI64(value) => arguments.add(value),
             Arg::Bool(value) => arguments.add(value),
             Arg::Bytes(bytes) => arguments.add(bytes),
             Arg::OptionalBytes(bytes) => arguments.add(bytes),

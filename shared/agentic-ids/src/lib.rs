@@ -36,6 +36,9 @@ pub enum User {}
 /// The kind of a tool's id (`artifact.save`, `interpreter.run-code`, …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tool {}
+/// The kind of a trigger's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Trigger {}
 
 impl Kind for Prompt {
     const FIELD: &'static str = "prompt_id";
@@ -49,11 +52,15 @@ impl Kind for User {
 impl Kind for Tool {
     const FIELD: &'static str = "tool_id";
 }
+impl Kind for Trigger {
+    const FIELD: &'static str = "trigger_id";
+}
 
 pub type PromptId = Id<Prompt>;
 pub type ConversationId = Id<Conversation>;
 pub type UserId = Id<User>;
 pub type ToolId = Id<Tool>;
+pub type TriggerId = Id<Trigger>;
 
 /// An identifier of kind `K`: text that passed [`Id::parse`] (or that the system issued).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -17,12 +17,13 @@ use std::sync::LazyLock;
 
 use crate::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
-    CreateConversationRequest, CreatePromptRequest, File, GetConversationRequest, GetFileRequest,
-    GetPromptRequest, ListConversationFilesRequest, ListConversationFilesResponse,
-    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
-    ListPromptsRequest, ListPromptsResponse, ListToolsRequest, ListToolsResponse, Mode, Prompt,
-    PromptEvent, PromptOutput, RejectToolCallRequest, StreamPromptRequest,
-    UpdateConversationRequest,
+    CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest,
+    DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
+    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
+    ListPromptsResponse, ListToolsRequest, ListToolsResponse, ListTriggersRequest,
+    ListTriggersResponse, Mode, Prompt, PromptEvent, PromptOutput, RejectToolCallRequest,
+    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -213,6 +214,13 @@ described!(
     ListModesResponse,
     ListConversationsResponse,
     ListConversationFilesResponse,
+    CreateTriggerRequest,
+    ListTriggersRequest,
+    UpdateTriggerRequest,
+    DeleteTriggerRequest,
+    Trigger,
+    ListTriggersResponse,
+    DeleteTriggerResponse,
 );
 
 #[cfg(test)]

@@ -9,4 +9,4 @@ pub mod stack;
 
 pub use model::{Match, RecordedRequest, Reply, Rule, ScriptedCall, StandInModel};
 pub use processes::{ProcessStack, ProcessStackOptions, Service};
-pub use stack::{GatewayReplica, Stack, StackDatabase, StackOptions};
+pub use stack::{GatewayReplica, Stack, StackDatabase, StackOptions, TestClock};

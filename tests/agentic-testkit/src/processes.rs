@@ -138,8 +138,12 @@ impl ProcessStack {
                     addresses[&Service::ToolHost].to_string(),
                 ),
                 ("TOOL_HOST_DATABASE_URL", tool_host_database_url),
-                ("TOOL_HOST_PLUGINS", "artifact,interpreter,demo".to_owned()),
+                (
+                    "TOOL_HOST_PLUGINS",
+                    "artifact,interpreter,trigger,demo".to_owned(),
+                ),
                 ("CODE_RUNNER_URL", url(Service::Code)),
+                ("GATEWAY_URL", url(Service::Gateway)),
             ]),
         );
         let mut classic = set(&[

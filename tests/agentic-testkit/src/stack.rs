@@ -68,6 +68,41 @@ impl StackDatabase {
     }
 }
 
+/// A clock the tests move by hand: the gateway's triggers fall due by it (no test sleeps
+/// for minutes). Starts at the real time.
+#[derive(Debug, Clone)]
+pub struct TestClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl Default for TestClock {
+    fn default() -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
+        TestClock(std::sync::Arc::new(std::sync::atomic::AtomicI64::new(now)))
+    }
+}
+
+impl TestClock {
+    /// Its time, in ms since the epoch.
+    pub fn now(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Moves it on by `by`.
+    pub fn advance(&self, by: std::time::Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.0.fetch_add(by, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The clock as the gateway reads it.
+    pub fn clock(&self) -> prompt_gateway::Clock {
+        let time = std::sync::Arc::clone(&self.0);
+        std::sync::Arc::new(move || time.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
 /// What to start; `StackOptions::default()` is the usual test stack.
 #[derive(Debug, Clone)]
 pub struct StackOptions {
@@ -141,6 +176,10 @@ pub struct StackOptions {
     /// certificate must name the IP address 127.0.0.1.
     pub gateway_tls_cert: Option<PathBuf>,
     pub gateway_tls_key: Option<PathBuf>,
+    /// The clock the gateways' triggers fall due by (`None`: the system's).
+    pub trigger_clock: Option<TestClock>,
+    /// How often the gateways look for due triggers (ms).
+    pub trigger_tick_ms: u64,
 }
 
 impl Default for StackOptions {
@@ -181,6 +220,8 @@ impl Default for StackOptions {
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
+            trigger_clock: None,
+            trigger_tick_ms: 1000,
         }
     }
 }
@@ -370,6 +411,7 @@ impl Stack {
                 &options,
                 &tool_host_database_url,
                 code_address,
+                gateway_address,
                 tool_host_listener,
             )?,
         };
@@ -417,9 +459,14 @@ impl Stack {
         options: &StackOptions,
         database_url: &str,
         code_runner: SocketAddr,
+        gateway: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
-        let mut plugins = vec!["artifact".to_owned(), "interpreter".to_owned()];
+        let mut plugins = vec![
+            "artifact".to_owned(),
+            "interpreter".to_owned(),
+            "trigger".to_owned(),
+        ];
         if options.demo_plugin {
             plugins.push("demo".to_owned());
         }
@@ -428,6 +475,7 @@ impl Stack {
             database_url: database_url.to_owned(),
             plugins,
             code_runner_url: format!("http://{code_runner}"),
+            gateway_url: format!("{}://{gateway}", gateway_scheme(options)),
             storage: options.tool_host_storage,
             mcp_config: options.tool_host_mcp_config.clone(),
             internal_token: options.internal_token.clone(),
@@ -533,6 +581,7 @@ impl Stack {
             max_prompt_llm_calls: options.max_prompt_llm_calls,
             max_prompt_tool_calls: options.max_prompt_tool_calls,
             daily_tokens_per_user: options.daily_tokens_per_user,
+            trigger_tick_ms: options.trigger_tick_ms,
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),
@@ -546,10 +595,20 @@ impl Stack {
         // The HTTP API on a port of its own (`Stack::gateway_http_url`).
         let (http_listener, http_address) = bind()?;
         http_listener.set_nonblocking(true)?;
+        let clock = options
+            .trigger_clock
+            .as_ref()
+            .map_or_else(prompt_gateway::system_clock, TestClock::clock);
         let service = Background::start("prompt-gateway", listener, move |listener| async move {
             let http = tokio::net::TcpListener::from_std(http_listener)?;
-            prompt_gateway::run_with_http(config, listener, Some(http), std::future::pending())
-                .await
+            prompt_gateway::run_with_clock(
+                config,
+                listener,
+                Some(http),
+                clock,
+                std::future::pending(),
+            )
+            .await
         })?;
         Ok((service, http_address))
     }

@@ -400,6 +400,34 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn create_trigger(
+        &self,
+        _: Request<agentic_proto::v1::CreateTriggerRequest>,
+    ) -> Result<Response<agentic_proto::v1::Trigger>, Status> {
+        unimplemented()
+    }
+
+    async fn list_triggers(
+        &self,
+        _: Request<agentic_proto::v1::ListTriggersRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListTriggersResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn update_trigger(
+        &self,
+        _: Request<agentic_proto::v1::UpdateTriggerRequest>,
+    ) -> Result<Response<agentic_proto::v1::Trigger>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_trigger(
+        &self,
+        _: Request<agentic_proto::v1::DeleteTriggerRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteTriggerResponse>, Status> {
+        unimplemented()
+    }
+
     async fn create_conversation(
         &self,
         _: Request<CreateConversationRequest>,

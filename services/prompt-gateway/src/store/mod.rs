@@ -367,6 +367,7 @@ mod queue;
 mod rows;
 mod run_log;
 mod sqlite;
+mod triggers;
 
 use agentic_db::{Arg, Backend, Conn, Db, Migrations, Reader, Settings, Writer};
 use closing::closing;
@@ -376,6 +377,7 @@ pub use queue::Admitted;
 use rows::*;
 pub use run_log::{EventFor, MAX_BATCH, RunLog};
 use sqlite::*;
+pub use triggers::{Advance, Firing};
 
 impl Store {
     /// A connection for reads.

@@ -3,6 +3,7 @@
 mod artifact;
 mod demo;
 pub mod interpreter;
+mod trigger;
 
 use std::sync::Arc;
 
@@ -11,13 +12,14 @@ use agentic_rpc::InternalChannel;
 pub use artifact::ArtifactPlugin;
 pub use demo::DemoPlugin;
 pub use interpreter::InterpreterPlugin;
+pub use trigger::TriggerPlugin;
 
 use crate::error::Error;
 use crate::plugin::{Plugin, ToolFailure};
 use crate::store::Store;
 
 /// Every plugin name `--plugins` accepts.
-pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo", "interpreter"];
+pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo", "interpreter", "trigger"];
 
 /// A built-in plugin, named but not yet built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +27,7 @@ pub enum BuiltIn {
     Artifact,
     Demo,
     Interpreter,
+    Trigger,
 }
 
 impl BuiltIn {
@@ -42,6 +45,7 @@ impl BuiltIn {
                 "artifact" => BuiltIn::Artifact,
                 "demo" => BuiltIn::Demo,
                 "interpreter" => BuiltIn::Interpreter,
+                "trigger" => BuiltIn::Trigger,
                 _ => {
                     return Err(Error::UnknownPlugin {
                         name: name.to_owned(),
@@ -56,15 +60,24 @@ impl BuiltIn {
         Ok(plugins)
     }
 
-    /// Builds the plugin. `code_runner` is the (lazily connecting) channel to code-executor's
-    /// `CodeRunner`, which only the interpreter uses.
-    pub fn build(self, store: &Store, code_runner: &InternalChannel) -> Arc<dyn Plugin> {
+    /// Builds the plugin. `services` are the (lazily connecting) channels to the other
+    /// services some plugins call.
+    pub fn build(self, store: &Store, services: &Services) -> Arc<dyn Plugin> {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
-            BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(code_runner.clone())),
+            BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(services.code_runner.clone())),
+            BuiltIn::Trigger => Arc::new(TriggerPlugin::new(services.gateway.clone())),
         }
     }
+}
+
+/// The other agentic services plugins call.
+pub struct Services {
+    /// code-executor's `CodeRunner` (the interpreter runs code there).
+    pub code_runner: InternalChannel,
+    /// The gateway (the trigger plugin manages the caller's triggers there).
+    pub gateway: InternalChannel,
 }
 
 /// A store that failed, as the model sees it: a storage limit says which, so the model can
@@ -102,7 +115,7 @@ mod tests {
         let message = error.map(|error| error.to_string()).unwrap_or_default();
         assert_eq!(
             message,
-            "unknown plugin: \"weather\" (known plugins: artifact, demo, interpreter)"
+            "unknown plugin: \"weather\" (known plugins: artifact, demo, interpreter, trigger)"
         );
     }
 }

@@ -370,7 +370,10 @@ fn one_line(text: &str, max_chars: usize) -> String {
 }
 
 /// A message as a proto3 JSON document on stdout, pretty-printed.
-fn document<M: Described>(console: &mut Console<'_>, message: &M) -> std::io::Result<()> {
+pub(super) fn document<M: Described>(
+    console: &mut Console<'_>,
+    message: &M,
+) -> std::io::Result<()> {
     let serialized = json::pretty(message).map_err(std::io::Error::other)?;
     writeln!(console.out, "{}", super::printable::json(&serialized))?;
     console.out.flush()

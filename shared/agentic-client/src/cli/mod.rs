@@ -11,6 +11,7 @@ mod names;
 mod printable;
 mod prompt;
 mod render;
+mod triggers;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -167,6 +168,11 @@ enum Command {
         conversation: String,
         #[arg(short, long, value_name = "DIR")]
         output: Option<std::path::PathBuf>,
+    },
+    /// Prompts that run on a schedule: list, create, pause, resume, delete.
+    Triggers {
+        #[command(subcommand)]
+        command: triggers::TriggersCommand,
     },
     /// Serve MCP on stdin and stdout, for an MCP client (Claude Desktop, Cursor, …).
     ///
@@ -536,6 +542,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             conversation,
             output,
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
+        Command::Triggers { command } => triggers::run(&client, console, json, command).await,
         Command::Mcp => mcp::serve(client, console).await,
     }
 }
