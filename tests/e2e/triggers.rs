@@ -23,6 +23,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 /// A stack whose gateways look for due triggers every 20 ms, by `clock`.
 async fn stack_with(clock: &TestClock, database: StackDatabase) -> Stack {
     let rules = vec![
+        Rule::new(Match::LastUserContains("hang".into()), Reply::Hang),
         Rule::new(
             Match::LastUserContains("stretch".into()),
             Reply::Text("time to stretch".into()),
@@ -286,6 +287,12 @@ complete({response: "scheduled " + made.id})"#;
         .create_prompt(agentic_client::NewPrompt::new("schedule it").mode("code"))
         .await
         .unwrap();
+    // A trigger outlives its prompt: creating one waits for the user's approval.
+    let paused = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kinds(&paused).last(), Some(&"waiting"), "{paused:?}");
+    assert!(client.list_triggers(0).await.unwrap().is_empty());
+    let call = crate::approvals::requested_call(&paused);
+    client.approve_tool_call(&prompt.id, &call).await.unwrap();
     let events = collect(&client, &prompt.id, 0).await;
     assert_eq!(kind(events.last().unwrap()), "completed", "{events:?}");
     let triggers = client.list_triggers(0).await.unwrap();
@@ -540,4 +547,192 @@ async fn the_cli_and_the_http_api_manage_triggers() {
     argv.extend_from_slice(&["triggers", "delete", &id]);
     assert_eq!(crate::cli::agentic_with(&argv, "").await.code, 0);
     assert!(client.list_triggers(0).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_single_time_fires_once_and_resuming_it_afterwards_fires_nothing() {
+    let clock = TestClock::default();
+    let stack = stack_with(&clock, StackDatabase::from_env()).await;
+    let client = stack.client("alice").await.unwrap();
+    let at = agentic_proto::json::timestamp_from_millis(clock.now() + 5 * 60_000);
+    let once = client
+        .create_trigger(CreateTriggerRequest {
+            schedule: Some(Schedule {
+                kind: Some(schedule::Kind::At(at)),
+                time_zone: String::new(),
+            }),
+            ..every(10, "just once")
+        })
+        .await
+        .unwrap();
+    clock.advance(6 * MINUTE);
+    until_prompts(&client, "just once", 1).await;
+    some_ticks().await;
+    let fired = trigger(&client, &once.id).await;
+    assert_eq!(fired.next_fire_at, None, "it will not fire again");
+    let pause = |paused| UpdateTriggerRequest {
+        trigger_id: once.id.clone(),
+        paused: Some(paused),
+        schedule: None,
+    };
+    client.update_trigger(pause(true)).await.unwrap();
+    let resumed = client.update_trigger(pause(false)).await.unwrap();
+    assert_eq!(resumed.next_fire_at, None);
+    clock.advance(60 * MINUTE);
+    some_ticks().await;
+    assert_eq!(prompts_with(&client, "just once").await.len(), 1);
+    // A time in the past is refused outright.
+    let past = agentic_proto::json::timestamp_from_millis(clock.now() - 10 * 60_000);
+    let error = client
+        .create_trigger(CreateTriggerRequest {
+            schedule: Some(Schedule {
+                kind: Some(schedule::Kind::At(past)),
+                time_zone: String::new(),
+            }),
+            ..every(10, "too late")
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(Code::InvalidArgument), "{error}");
+}
+
+#[tokio::test]
+async fn a_trigger_whose_prompts_cannot_be_created_shows_why_and_pauses_after_five() {
+    let clock = TestClock::default();
+    let stack = stack_with(&clock, StackDatabase::from_env()).await;
+    let client = stack.client("alice").await.unwrap();
+    let conversation = client
+        .create_conversation(agentic_client::NewConversation::default())
+        .await
+        .unwrap();
+    // The conversation stays busy: its prompt hangs.
+    let busy = client
+        .create_prompt(agentic_client::NewPrompt::new("hang here").conversation(&conversation.id))
+        .await
+        .unwrap();
+    let created = client
+        .create_trigger(CreateTriggerRequest {
+            prompt: Some(TriggeredPrompt {
+                input: "while busy".into(),
+                conversation_id: conversation.id.clone(),
+                on_busy: agentic_proto::v1::BusyPolicy::Reject as i32,
+                ..TriggeredPrompt::default()
+            }),
+            ..every(10, "x")
+        })
+        .await
+        .unwrap();
+    for failed in 1..=5_u64 {
+        clock.advance(10 * MINUTE);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let now = trigger(&client, &created.id).await;
+            if now.fired_count == failed && !now.last_error.is_empty() {
+                assert!(now.last_error.contains("busy"), "{}", now.last_error);
+                assert!(now.last_prompt_id.is_empty());
+                assert_eq!(now.paused, failed == 5, "after {failed} failures");
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "firing {failed}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let paused = trigger(&client, &created.id).await;
+    assert!(
+        paused.last_error.contains("paused after 5"),
+        "{}",
+        paused.last_error
+    );
+    clock.advance(30 * MINUTE);
+    some_ticks().await;
+    assert_eq!(trigger(&client, &created.id).await.fired_count, 5);
+    assert!(prompts_with(&client, "while busy").await.is_empty());
+    client.cancel_prompt(&busy.id, "done").await.unwrap();
+}
+
+#[tokio::test]
+async fn the_internal_token_acts_on_triggers_only_for_a_user_whose_prompt_runs() {
+    let clock = TestClock::default();
+    let options = StackOptions {
+        trigger_clock: Some(clock.clone()),
+        trigger_tick_ms: 20,
+        internal_token: Some("internal-secret".into()),
+        ..StackOptions::default()
+    };
+    let stack = Stack::start_with(
+        vec![Rule::new(
+            Match::LastUserContains("hang".into()),
+            Reply::Hang,
+        )],
+        options,
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let running = alice
+        .create_prompt(agentic_client::NewPrompt::new("hang around"))
+        .await
+        .unwrap();
+    let done = alice
+        .create_prompt(agentic_client::NewPrompt::new("hang too"))
+        .await
+        .unwrap();
+    alice.cancel_prompt(&done.id, "over").await.unwrap();
+
+    let channel = tonic::transport::Endpoint::from_shared(stack.gateway_url())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let create = |headers: &[(&'static str, &str)]| {
+        let mut request = tonic::Request::new(every(10, "internal"));
+        request.metadata_mut().insert(
+            agentic_rpc::INTERNAL_TOKEN_HEADER,
+            "internal-secret".parse().unwrap(),
+        );
+        for (name, value) in headers {
+            request.metadata_mut().insert(*name, value.parse().unwrap());
+        }
+        request
+    };
+    let mut gateway = agentic_proto::v1::prompt_gateway_client::PromptGatewayClient::new(channel);
+    let refused = [
+        create(&[("x-user-id", "alice")]),
+        create(&[("x-user-id", "alice"), ("x-agentic-prompt-id", &done.id)]),
+        create(&[("x-user-id", "bob"), ("x-agentic-prompt-id", &running.id)]),
+        create(&[
+            ("x-user-id", "alice"),
+            ("x-agentic-prompt-id", "no-such-prompt"),
+        ]),
+    ];
+    for request in refused {
+        let error = gateway.create_trigger(request).await.unwrap_err();
+        assert_eq!(error.code(), Code::PermissionDenied, "{error:?}");
+    }
+    let made = gateway
+        .create_trigger(create(&[
+            ("x-user-id", "alice"),
+            ("x-agentic-prompt-id", &running.id),
+        ]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(made.user_id, "alice");
+    // Updating is for users only.
+    let mut update = tonic::Request::new(UpdateTriggerRequest {
+        trigger_id: made.id.clone(),
+        paused: Some(true),
+        schedule: None,
+    });
+    update.metadata_mut().insert(
+        agentic_rpc::INTERNAL_TOKEN_HEADER,
+        "internal-secret".parse().unwrap(),
+    );
+    update
+        .metadata_mut()
+        .insert("x-user-id", "alice".parse().unwrap());
+    let error = gateway.update_trigger(update).await.unwrap_err();
+    assert_eq!(error.code(), Code::PermissionDenied, "{error:?}");
+    assert_eq!(alice.list_triggers(0).await.unwrap().len(), 1);
+    alice.cancel_prompt(&running.id, "over").await.unwrap();
 }

@@ -50,30 +50,55 @@ impl Caller {
         }
     }
 
-    /// The user a call acts for: the calling user, or, for an internal caller (the
-    /// tool-host's `trigger` plugin, acting for the user whose prompt called it), the user
-    /// named in `x-user-id`. Only the calls that allow it (triggers) take it.
-    pub fn user_or_acted_for<T>(request: &Request<T>) -> Result<UserId, Status> {
+    /// Who a call acts for: the calling user, or, for an internal caller (the tool-host's
+    /// `trigger` plugin, acting for the prompt that called it), the user named in
+    /// `x-user-id` and their prompt named in `x-agentic-prompt-id`, which the handler
+    /// checks is running. Only the calls that allow it (creating, listing and deleting
+    /// triggers) take it.
+    pub fn acting_for<T>(request: &Request<T>) -> Result<Acting, Status> {
         match Caller::of(request)? {
-            Caller::User(user) => Ok(user.clone()),
+            Caller::User(user) => Ok(Acting::User(user.clone())),
             Caller::Internal => {
-                let named = request
-                    .metadata()
-                    .get(USER_HEADER)
-                    .and_then(|value| value.to_str().ok())
-                    .map(str::trim)
-                    .filter(|user| !user.is_empty());
-                let Some(named) = named else {
+                let header = |name: &str| {
+                    request
+                        .metadata()
+                        .get(name)
+                        .and_then(|value| value.to_str().ok())
+                        .map(str::trim)
+                        .filter(|value| !value.is_empty())
+                };
+                let (Some(user), Some(prompt)) = (header(USER_HEADER), header(PROMPT_HEADER))
+                else {
                     return Err(to_status(GatewayError::PermissionDenied(format!(
-                        "this call acts for a user; an internal caller names one in {USER_HEADER}"
+                        "this call acts for a user; an internal caller names the user in \
+                         {USER_HEADER} and their running prompt in {PROMPT_HEADER}"
                     ))));
                 };
-                UserId::parse(named)
-                    .map_err(|error| to_status(GatewayError::InvalidArgument(error.to_string())))
+                let invalid = |error: agentic_ids::IdError| {
+                    to_status(GatewayError::InvalidArgument(error.to_string()))
+                };
+                Ok(Acting::ForPrompt {
+                    user: UserId::parse(user).map_err(invalid)?,
+                    prompt: agentic_ids::PromptId::parse(prompt).map_err(invalid)?,
+                })
             }
         }
     }
 }
+
+/// Who a call acts for (see [`Caller::acting_for`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Acting {
+    User(UserId),
+    /// An internal caller, for the user whose running prompt it names.
+    ForPrompt {
+        user: UserId,
+        prompt: agentic_ids::PromptId,
+    },
+}
+
+/// The header in which an internal caller names the prompt it acts for.
+pub const PROMPT_HEADER: &str = "x-agentic-prompt-id";
 
 /// The auth layer of the public service (a tonic interceptor: it sees the metadata and
 /// nothing else, before any of the body is read).

@@ -1,6 +1,6 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
-use agentic_ids::{ConversationId, IdError, IdProblem, PromptId, TriggerId};
+use agentic_ids::{ConversationId, IdError, IdProblem, PromptId, TriggerId, UserId};
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
@@ -19,7 +19,7 @@ use std::time::Duration;
 use tonic::{Request, Response, Status};
 
 use crate::approvals::Decide;
-use crate::auth::Caller;
+use crate::auth::{Acting, Caller};
 use crate::conversations::NewConversation;
 use crate::error::GatewayError;
 use crate::follow::{EventStream, follow};
@@ -35,6 +35,31 @@ pub struct GatewayService {
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
+
+impl GatewayService {
+    /// The user a trigger call acts for (see [`Caller::acting_for`]): an internal caller
+    /// only for a user whose prompt it names is running or waiting for approval.
+    async fn acting_user<T>(&self, request: &Request<T>) -> Result<UserId, Status> {
+        match Caller::acting_for(request)? {
+            Acting::User(user) => Ok(user),
+            Acting::ForPrompt { user, prompt } => {
+                let running = self
+                    .prompts
+                    .store
+                    .is_running_prompt_of(&user, &prompt)
+                    .await
+                    .map_err(to_status)?;
+                if !running {
+                    return Err(to_status(GatewayError::PermissionDenied(
+                        "an internal caller acts only for a user whose prompt it names is running"
+                            .into(),
+                    )));
+                }
+                Ok(user)
+            }
+        }
+    }
+}
 
 fn non_empty(value: String) -> Option<String> {
     let trimmed = value.trim();
@@ -364,7 +389,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn create_trigger(&self, request: Request<CreateTriggerRequest>) -> GrpcResult<Trigger> {
-        let user_id = Caller::user_or_acted_for(&request)?;
+        let user_id = self.acting_user(&request).await?;
         let request = request.into_inner();
         no_nul(&[("name", &request.name)])?;
         let trigger = self
@@ -386,7 +411,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<ListTriggersRequest>,
     ) -> GrpcResult<ListTriggersResponse> {
-        let user_id = Caller::user_or_acted_for(&request)?;
+        let user_id = self.acting_user(&request).await?;
         let triggers = self
             .triggers
             .list(&user_id, request.into_inner().limit)
@@ -396,7 +421,7 @@ impl PromptGateway for GatewayService {
     }
 
     async fn update_trigger(&self, request: Request<UpdateTriggerRequest>) -> GrpcResult<Trigger> {
-        let user_id = Caller::user_or_acted_for(&request)?;
+        let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         let trigger_id = trigger_id(request.trigger_id)?;
         let change = TriggerChange {
@@ -415,7 +440,7 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<DeleteTriggerRequest>,
     ) -> GrpcResult<DeleteTriggerResponse> {
-        let user_id = Caller::user_or_acted_for(&request)?;
+        let user_id = self.acting_user(&request).await?;
         let trigger_id = trigger_id(request.into_inner().trigger_id)?;
         self.triggers
             .delete(&user_id, &trigger_id)

@@ -248,6 +248,11 @@ pub async fn run_with_clock(
     let triggers = triggers::Triggers {
         prompts: prompts.clone(),
         clock,
+        // Longer than creating the prompt may take: its wait for a run slot, its executor's
+        // start, a lease; a replica that died is taken over after that.
+        claim: Duration::from_millis(config.admission_wait_ms)
+            + Duration::from_millis(config.lease_ms)
+            + Duration::from_secs(60),
     };
     let background = [
         tokio::spawn(keep_leases(prompts.clone())),

@@ -30,13 +30,22 @@ const MAX_SCHEDULE_TEXT_BYTES: usize = 200;
 pub const MIN_EVERY_MS: u64 = 60_000;
 /// Longest interval (a year).
 const MAX_EVERY_MS: u64 = 366 * 24 * 60 * 60 * 1000;
-/// A due time met later than this was missed (the gateway was down, or the trigger was
-/// paused past it): CATCH_UP_SKIP skips it.
+/// A due time met later than this was missed (the gateway was down): CATCH_UP_SKIP skips
+/// it. (Due times that pass while a trigger is paused are dropped when it resumes.)
 pub const LATE_AFTER_MS: i64 = 60_000;
 /// The last second of the year 9999.
 const MAX_AT_SECONDS: i64 = 253_402_300_799;
-/// Due times one look claims at most; the next look takes the rest.
+/// Due times one claim takes at most; a look claims again while claims come back full, up
+/// to `CLAIMS_PER_LOOK` times, and the next look takes the rest.
 const CLAIM_BATCH: u32 = 32;
+const CLAIMS_PER_LOOK: usize = 16;
+/// Longest input of a trigger's prompt, in bytes: a user's triggers are listed in one
+/// answer, so each stays small.
+pub const MAX_TRIGGER_INPUT_BYTES: usize = 64 * 1024;
+/// Largest state of a trigger's prompt, encoded.
+pub const MAX_TRIGGER_STATE_BYTES: usize = 64 * 1024;
+/// Longest mode name.
+const MAX_MODE_BYTES: usize = 64;
 
 /// Milliseconds since the epoch, as the trigger scheduler sees them.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
@@ -59,10 +68,10 @@ fn invalid(message: impl Into<String>) -> GatewayError {
 
 impl When {
     fn parse(schedule: &Schedule) -> Result<When, GatewayError> {
-        let zone = schedule.time_zone.trim();
-        if zone.len() > MAX_SCHEDULE_TEXT_BYTES {
+        if schedule.time_zone.len() > MAX_SCHEDULE_TEXT_BYTES {
             return Err(invalid("schedule.time_zone is too long"));
         }
+        let zone = schedule.time_zone.trim();
         let tz = if zone.is_empty() {
             chrono_tz::UTC
         } else {
@@ -180,6 +189,9 @@ pub struct TriggerChange {
 pub struct Triggers {
     pub prompts: Prompts,
     pub clock: Clock,
+    /// How long a replica's claim on a due time lasts before another may take it over: longer
+    /// than creating a prompt may take (its wait for a run slot included).
+    pub claim: Duration,
 }
 
 impl Triggers {
@@ -206,9 +218,11 @@ impl Triggers {
         let schedule = request
             .schedule
             .ok_or_else(|| invalid("a trigger needs a schedule"))?;
-        let prompt = request
+        let mut prompt = request
             .prompt
             .ok_or_else(|| invalid("a trigger needs a prompt"))?;
+        prompt.mode = prompt.mode.trim().to_owned();
+        prompt.conversation_id = prompt.conversation_id.trim().to_owned();
         self.check_prompt(&request.user_id, &prompt).await?;
         let now = (self.clock)();
         let next_fire_at = next_due(&schedule, now)?;
@@ -245,11 +259,23 @@ impl Triggers {
         if prompt.input.trim().is_empty() {
             return Err(invalid("prompt.input must not be empty"));
         }
-        if prompt.input.len() > crate::prompts::MAX_INPUT_BYTES {
+        if prompt.input.len() > MAX_TRIGGER_INPUT_BYTES {
             return Err(invalid(format!(
-                "prompt.input is longer than {} bytes",
-                crate::prompts::MAX_INPUT_BYTES
+                "prompt.input is longer than {MAX_TRIGGER_INPUT_BYTES} bytes"
             )));
+        }
+        if prompt.mode.len() > MAX_MODE_BYTES {
+            return Err(invalid(format!(
+                "prompt.mode is longer than {MAX_MODE_BYTES} bytes"
+            )));
+        }
+        if let Some(state) = &prompt.state {
+            let bytes = prost::Message::encoded_len(state);
+            if bytes > MAX_TRIGGER_STATE_BYTES {
+                return Err(invalid(format!(
+                    "prompt.state is larger than {MAX_TRIGGER_STATE_BYTES} bytes ({bytes} bytes encoded)"
+                )));
+            }
         }
         for (field, text) in [
             ("prompt.input", &prompt.input),
@@ -297,36 +323,29 @@ impl Triggers {
         trigger_id: &TriggerId,
         change: TriggerChange,
     ) -> Result<Trigger, GatewayError> {
-        let not_found = || GatewayError::TriggerNotFound(trigger_id.to_string());
-        let mut trigger = self
-            .prompts
-            .store
-            .trigger(user_id, trigger_id)
-            .await?
-            .ok_or_else(not_found)?;
-        let now = (self.clock)();
-        let resumed = change.paused == Some(false) && trigger.paused;
-        if let Some(paused) = change.paused {
-            trigger.paused = paused;
+        // A replica may claim a due time between the read and the write: the write then
+        // changes nothing, and the trigger is read again.
+        for _ in 0..UPDATE_TRIES {
+            let trigger = self
+                .prompts
+                .store
+                .trigger(user_id, trigger_id)
+                .await?
+                .ok_or_else(|| GatewayError::TriggerNotFound(trigger_id.to_string()))?;
+            let read_next = trigger.next_fire_at.as_ref().map(timestamp_millis);
+            let changed = changed(trigger, &change, (self.clock)())?;
+            if self
+                .prompts
+                .store
+                .update_trigger(&changed, read_next)
+                .await?
+            {
+                return Ok(changed);
+            }
         }
-        if let Some(schedule) = change.schedule {
-            trigger.next_fire_at = next_due(&schedule, now)?.map(timestamp_from_millis);
-            trigger.schedule = Some(schedule);
-        } else if resumed {
-            // Due times that passed while it was paused are not owed.
-            let schedule = trigger.schedule.clone().unwrap_or_default();
-            let from = trigger.next_fire_at.as_ref().map(timestamp_millis);
-            let next = match from {
-                Some(next) if next > now => Some(next),
-                _ => When::parse(&schedule)?.next(from, now),
-            };
-            trigger.next_fire_at = next.map(timestamp_from_millis);
-        }
-        trigger.updated_at = Some(timestamp_from_millis(agentic_db::now_millis()));
-        if !self.prompts.store.update_trigger(&trigger).await? {
-            return Err(not_found());
-        }
-        Ok(trigger)
+        Err(GatewayError::FailedPrecondition(format!(
+            "trigger {trigger_id} kept firing while it was being changed; try again"
+        )))
     }
 
     pub async fn delete(
@@ -350,15 +369,22 @@ impl Triggers {
     /// firings it started.
     pub async fn fire_due(&self) -> Result<usize, GatewayError> {
         let store = &self.prompts.store;
-        let claim = store.owner().lease;
-        let claimed_until =
-            agentic_db::now_millis() + i64::try_from(claim.as_millis()).unwrap_or(i64::MAX / 2);
+        let claimed_until = agentic_db::now_millis()
+            .saturating_add(i64::try_from(self.claim.as_millis()).unwrap_or(i64::MAX));
         let now = (self.clock)();
-        let mut firings = store
-            .claim_due(now, CLAIM_BATCH, claimed_until, |trigger, due| {
-                advance(trigger, due, now)
-            })
-            .await?;
+        let mut firings = Vec::new();
+        for _ in 0..CLAIMS_PER_LOOK {
+            let claimed = store
+                .claim_due(now, CLAIM_BATCH, claimed_until, |trigger, due| {
+                    advance(trigger, due, now)
+                })
+                .await?;
+            let full = claimed.len() == CLAIM_BATCH as usize;
+            firings.extend(claimed);
+            if !full {
+                break;
+            }
+        }
         firings.extend(
             store
                 .reclaim_firings(agentic_db::now_millis(), claimed_until, CLAIM_BATCH)
@@ -382,7 +408,15 @@ impl Triggers {
         } = firing;
         let created = match self.prompts.store.prompt_exists(&prompt_id).await {
             Ok(true) => Ok(()),
-            Ok(false) => self.create_prompt(&trigger, &prompt_id, due_at).await,
+            Ok(false) => match self.create_prompt(&trigger, &prompt_id, due_at).await {
+                // Created meanwhile by a replica that took the firing over.
+                Err(_)
+                    if matches!(self.prompts.store.prompt_exists(&prompt_id).await, Ok(true)) =>
+                {
+                    Ok(())
+                }
+                created => created,
+            },
             Err(error) => {
                 // The claim expires and a later look tries again.
                 tracing::warn!(trigger_id = %trigger.id, %error, "could not fire a trigger");
@@ -465,6 +499,37 @@ impl Triggers {
             .await?;
         Ok(())
     }
+}
+
+/// Reads of a trigger an update tries before it gives up.
+const UPDATE_TRIES: usize = 5;
+
+/// `trigger` as `change` leaves it at `now`.
+fn changed(
+    mut trigger: Trigger,
+    change: &TriggerChange,
+    now: i64,
+) -> Result<Trigger, GatewayError> {
+    let resumed = change.paused == Some(false) && trigger.paused;
+    if let Some(paused) = change.paused {
+        trigger.paused = paused;
+    }
+    if let Some(schedule) = &change.schedule {
+        trigger.next_fire_at = next_due(schedule, now)?.map(timestamp_from_millis);
+        trigger.schedule = Some(schedule.clone());
+    } else if resumed && let Some(from) = trigger.next_fire_at.as_ref().map(timestamp_millis) {
+        // Due times that passed while it was paused are not owed. (A trigger with no next
+        // due time, a single time that fired, stays so.)
+        let schedule = trigger.schedule.clone().unwrap_or_default();
+        let next = if from > now {
+            Some(from)
+        } else {
+            When::parse(&schedule)?.next(Some(from), now)
+        };
+        trigger.next_fire_at = next.map(timestamp_from_millis);
+    }
+    trigger.updated_at = Some(timestamp_from_millis(agentic_db::now_millis()));
+    Ok(trigger)
 }
 
 /// The conversation a trigger's prompt names, if any.

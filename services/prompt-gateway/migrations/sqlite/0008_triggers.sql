@@ -14,6 +14,8 @@ CREATE TABLE triggers (
     last_fired_at INTEGER,
     last_prompt_id TEXT NOT NULL DEFAULT '',
     last_error TEXT NOT NULL DEFAULT '',
+    -- Firings in a row that created no prompt; at MAX_FAILED_FIRINGS the trigger pauses.
+    failed_firings INTEGER NOT NULL DEFAULT 0,
     fired_count INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL

@@ -20,22 +20,19 @@ impl Store {
         db.collection.name = "prompts",
     ))]
     pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
-        let created = prompt
-            .created_at
-            .as_ref()
-            .map(timestamp_millis)
-            .unwrap_or_default();
-        let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
-            .map_err(|error| GatewayError::Internal(error.to_string()))?;
-        let lease_until = self.lease_until();
-        let budget = encoded_budget(prompt);
-        let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
-             max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at, budget) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $12, $15)";
-        let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
-            prompt: Some(prompt.clone()),
-        });
         if let Backend::Sqlite(write) = self.db.backend() {
+            let created = prompt
+                .created_at
+                .as_ref()
+                .map(timestamp_millis)
+                .unwrap_or_default();
+            let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
+                .map_err(|error| GatewayError::Internal(error.to_string()))?;
+            let lease_until = self.lease_until();
+            let budget = encoded_budget(prompt);
+            let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
+                prompt: Some(prompt.clone()),
+            });
             let at = now();
             let mut event = PromptEvent {
                 sequence: 0,
@@ -64,35 +61,10 @@ impl Store {
             event.sequence = 1;
             return Ok(event);
         }
+        // PostgreSQL: the same insert as a prompt admitted to its conversation.
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
-        let args = [
-            (&prompt.id).into(),
-            (&prompt.user_id).into(),
-            (&prompt.conversation_id).into(),
-            (&prompt.mode).into(),
-            prompt.model.into(),
-            prompt.visible.into(),
-            prompt.state.into(),
-            (&prompt.input).into(),
-            i64::from(prompt.max_rounds).into(),
-            (&state_data).into(),
-            created.into(),
-            created.into(),
-            (&self.owner.replica).into(),
-            lease_until.into(),
-            (&budget).into(),
-        ];
-        tx.conn().execute(insert, &args).await?;
-        let event = append(
-            self,
-            &mut tx.conn(),
-            &prompt.prompt_id(),
-            Guard::Open,
-            Change::None,
-            |_| kind,
-        )
-        .await?;
+        let event = self.insert_in(&mut tx.conn(), prompt, None, 0).await?;
         tx.commit().await?;
         Ok(event)
     }

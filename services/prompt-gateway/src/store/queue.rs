@@ -130,7 +130,7 @@ impl Store {
 
     /// Inserts `prompt` with its `created` event in the transaction `conn`: QUEUED at
     /// `queue_rank` (0 goes first), or RUNNING (started now, leased to this replica).
-    async fn insert_in(
+    pub(super) async fn insert_in(
         &self,
         conn: &mut Conn<'_>,
         prompt: &Prompt,

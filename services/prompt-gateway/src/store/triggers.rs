@@ -82,8 +82,15 @@ impl Store {
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
-        // Takes SQLite's write lock first; on PostgreSQL two creations may both pass the
-        // count by one, which the bound tolerates.
+        // SQLite's one writer counts and inserts alone; on PostgreSQL a lock on the user
+        // (for the transaction) keeps two creations from both passing the count.
+        if self.is_shared() {
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('agentic.triggers'), hashtext($1))",
+                &[(&trigger.user_id).into()],
+            )
+            .await?;
+        }
         let count: i64 = conn
             .scalar(
                 "SELECT count(*) FROM triggers WHERE user_id = $1",
@@ -151,12 +158,18 @@ impl Store {
         rows.into_iter().map(TriggerRow::into_trigger).collect()
     }
 
-    /// Writes a trigger's schedule, pause and next due time; false when its user has no
-    /// such trigger (any more).
-    pub async fn update_trigger(&self, trigger: &Trigger) -> Result<bool, GatewayError> {
+    /// Writes a trigger's schedule, pause and next due time, unless its next due time is no
+    /// longer `read_next` (a replica claimed a due time since it was read: the caller reads
+    /// it again) or its user has no such trigger (any more): false then.
+    pub async fn update_trigger(
+        &self,
+        trigger: &Trigger,
+        read_next: Option<i64>,
+    ) -> Result<bool, GatewayError> {
         let schedule = trigger.schedule.clone().unwrap_or_default().encode_to_vec();
         let sql = "UPDATE triggers SET schedule = $1, paused = $2, next_fire_at = $3, \
-                   updated_at = $4 WHERE id = $5 AND user_id = $6";
+                   updated_at = $4, failed_firings = CASE WHEN $2 = 0 THEN 0 ELSE failed_firings END \
+                   WHERE id = $5 AND user_id = $6 AND next_fire_at IS NOT DISTINCT FROM $7";
         let args = [
             (&schedule).into(),
             i32::from(trigger.paused).into(),
@@ -166,6 +179,7 @@ impl Store {
                 .into(),
             (&trigger.id).into(),
             (&trigger.user_id).into(),
+            read_next.into(),
         ];
         Ok(self.db.write(sql, &args).await? > 0)
     }
@@ -229,17 +243,28 @@ impl Store {
                 continue;
             }
             let prompt_id = PromptId::generate();
-            conn.execute(
-                "INSERT INTO trigger_firings (prompt_id, trigger_id, due_at, claimed_until) \
-                 VALUES ($1, $2, $3, $4)",
-                &[
-                    (&prompt_id).into(),
-                    (&trigger.id).into(),
-                    due_at.into(),
-                    claimed_until.into(),
-                ],
-            )
-            .await?;
+            // A due time has one firing: one claimed already (an update raced its claim and
+            // set the due time back) is not fired again.
+            let inserted = conn
+                .execute(
+                    "INSERT INTO trigger_firings (prompt_id, trigger_id, due_at, claimed_until) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    &[
+                        (&prompt_id).into(),
+                        (&trigger.id).into(),
+                        due_at.into(),
+                        claimed_until.into(),
+                    ],
+                )
+                .await?;
+            if inserted == 0 {
+                conn.execute(
+                    "UPDATE triggers SET next_fire_at = $1 WHERE id = $2",
+                    &[next.into(), (&trigger.id).into()],
+                )
+                .await?;
+                continue;
+            }
             conn.execute(
                 "UPDATE triggers SET next_fire_at = $1, last_fired_at = $2, last_prompt_id = $3, \
                  last_error = '', fired_count = fired_count + 1 WHERE id = $4",
@@ -304,13 +329,14 @@ impl Store {
     }
 
     /// A firing is over: its prompt was created, or (`error`) could not be, which its
-    /// trigger then shows.
+    /// trigger then shows; after `MAX_FAILED_FIRINGS` such firings in a row it pauses.
     pub async fn firing_done(
         &self,
         prompt_id: &PromptId,
         trigger_id: &str,
         error: Option<&str>,
     ) -> Result<(), GatewayError> {
+        const MAX_FAILED_FIRINGS: i32 = 5;
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
@@ -319,25 +345,70 @@ impl Store {
             &[prompt_id.into()],
         )
         .await?;
-        if let Some(error) = error {
-            conn.execute(
-                "UPDATE triggers SET last_error = $1, last_prompt_id = '' \
-                 WHERE id = $2 AND last_prompt_id = $3",
-                &[error.into(), trigger_id.into(), prompt_id.into()],
-            )
-            .await?;
+        match error {
+            Some(error) => {
+                let paused = format!(
+                    "{error} (paused after {MAX_FAILED_FIRINGS} firings in a row created no prompt)"
+                );
+                conn.execute(
+                    "UPDATE triggers SET last_prompt_id = '', failed_firings = failed_firings + 1, \
+                     paused = CASE WHEN failed_firings + 1 >= $4 THEN 1 ELSE paused END, \
+                     last_error = CASE WHEN failed_firings + 1 >= $4 THEN $5 ELSE $1 END \
+                     WHERE id = $2 AND last_prompt_id = $3",
+                    &[
+                        error.into(),
+                        trigger_id.into(),
+                        prompt_id.into(),
+                        MAX_FAILED_FIRINGS.into(),
+                        (&paused).into(),
+                    ],
+                )
+                .await?;
+            }
+            None => {
+                conn.execute(
+                    "UPDATE triggers SET failed_firings = 0 WHERE id = $1",
+                    &[trigger_id.into()],
+                )
+                .await?;
+            }
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Whether `user_id`'s prompt `prompt_id` is running or waiting for approval.
+    pub async fn is_running_prompt_of(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+    ) -> Result<bool, GatewayError> {
+        let found: Option<i64> = self
+            .db
+            .read_scalar(
+                "SELECT count(*) FROM prompts WHERE id = $1 AND user_id = $2 \
+                 AND (state = $3 OR state = $4)",
+                &[
+                    prompt_id.into(),
+                    user_id.into(),
+                    RUNNING.into(),
+                    WAITING.into(),
+                ],
+            )
+            .await?;
+        Ok(found.unwrap_or_default() > 0)
     }
 
     /// Whether a prompt with this id exists (whoever owns it).
     pub async fn prompt_exists(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
         let found: Option<i64> = self
             .db
-            .read_scalar("SELECT 1 FROM prompts WHERE id = $1", &[prompt_id.into()])
+            .read_scalar(
+                "SELECT count(*) FROM prompts WHERE id = $1",
+                &[prompt_id.into()],
+            )
             .await?;
-        Ok(found.is_some())
+        Ok(found.unwrap_or_default() > 0)
     }
 }
 

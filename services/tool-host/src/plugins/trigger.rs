@@ -1,7 +1,9 @@
 //! `trigger.create`, `trigger.list`, `trigger.delete`: a prompt schedules prompts of its
 //! own user (`triggerCreate` in code). Triggers live in the gateway; this plugin calls its
 //! trigger RPCs with the internal token, for the user of the calling prompt (never one the
-//! input names).
+//! input names), naming that prompt, which the gateway checks is running. Creating one needs
+//! the user's approval: a trigger outlives the prompt, and what a prompt-injected model
+//! schedules would otherwise run again and again.
 
 use std::str::FromStr as _;
 
@@ -20,8 +22,12 @@ pub const CREATE: &str = "trigger.create";
 pub const LIST: &str = "trigger.list";
 pub const DELETE: &str = "trigger.delete";
 
-/// The header that names the user an internal caller acts for (the gateway's `x-user-id`).
+/// The headers that name the user an internal caller acts for (the gateway's `x-user-id`)
+/// and their prompt that calls.
 const USER_HEADER: &str = "x-user-id";
+const PROMPT_HEADER: &str = "x-agentic-prompt-id";
+/// Characters of a trigger's input `trigger.list` shows.
+const LISTED_INPUT_CHARS: usize = 200;
 
 pub struct TriggerPlugin {
     gateway: PromptGatewayClient<InternalChannel>,
@@ -30,29 +36,61 @@ pub struct TriggerPlugin {
 impl TriggerPlugin {
     pub fn new(gateway: InternalChannel) -> TriggerPlugin {
         TriggerPlugin {
-            gateway: PromptGatewayClient::new(gateway),
+            gateway: PromptGatewayClient::new(gateway)
+                .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES),
         }
     }
 
     /// `message` as a request acting for the caller's user.
     fn request<T>(message: T, ctx: &CallContext) -> Result<tonic::Request<T>, ToolFailure> {
         let mut request = tonic::Request::new(message);
-        let user =
-            ctx.user_id.as_str().parse().map_err(|_| {
-                ToolFailure::new("the calling user's id cannot be sent to the gateway")
-            })?;
-        request.metadata_mut().insert(USER_HEADER, user);
+        let prompt = ctx.prompt_id.as_ref().ok_or_else(|| {
+            ToolFailure::new("trigger tools are called from a prompt; this call names none")
+        })?;
+        let header = |text: &str| {
+            text.parse().map_err(|_| {
+                ToolFailure::new("the calling prompt's ids cannot be sent to the gateway")
+            })
+        };
+        request
+            .metadata_mut()
+            .insert(USER_HEADER, header(ctx.user_id.as_str())?);
+        request
+            .metadata_mut()
+            .insert(PROMPT_HEADER, header(prompt.as_str())?);
         request.set_timeout(std::time::Duration::from_secs(15));
         Ok(request)
     }
 }
 
-/// A trigger as the model sees it.
+/// A trigger as the model sees it: what identifies it and when it fires (its input cut).
 fn described(trigger: &Trigger) -> Value {
-    agentic_proto::canonical::compact(trigger)
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_else(|| json!({"id": trigger.id, "name": trigger.name}))
+    let schedule = trigger.schedule.as_ref().map(|schedule| {
+        let mut described = match &schedule.kind {
+            Some(schedule::Kind::Cron(cron)) => json!({"cron": cron}),
+            Some(schedule::Kind::EveryMs(every)) => json!({"every_minutes": every / 60_000}),
+            Some(schedule::Kind::At(at)) => json!({"at": at.to_string()}),
+            None => json!({}),
+        };
+        if !schedule.time_zone.is_empty() {
+            described["time_zone"] = json!(schedule.time_zone);
+        }
+        described
+    });
+    let time = |stamp: Option<&prost_types::Timestamp>| stamp.map(ToString::to_string);
+    let input = trigger.prompt.as_ref().map_or_else(String::new, |prompt| {
+        agentic_telemetry::text::truncate_chars(&prompt.input, LISTED_INPUT_CHARS, "…")
+    });
+    json!({
+        "id": trigger.id,
+        "name": trigger.name,
+        "prompt": input,
+        "schedule": schedule,
+        "paused": trigger.paused,
+        "next_fire_at": time(trigger.next_fire_at.as_ref()),
+        "last_fired_at": time(trigger.last_fired_at.as_ref()),
+        "last_error": trigger.last_error,
+    })
 }
 
 /// What the gateway refused, for the model: its own words when they are about the input.
@@ -119,7 +157,7 @@ impl Plugin for TriggerPlugin {
             id: id.into(),
             description: description.into(),
             input_schema,
-            requires_approval: false,
+            requires_approval: id == CREATE,
             timeout: None,
             reports_progress: false,
             asks_approval: false,

@@ -82,7 +82,8 @@ pub async fn run(
 ) -> anyhow::Result<u8> {
     let trigger = match command {
         TriggersCommand::List => {
-            let triggers = client.list_triggers(0).await?;
+            // Every one: a user has at most 100.
+            let triggers = client.list_triggers(500).await?;
             if as_json {
                 document(console, &ListTriggersResponse { triggers })?;
                 return Ok(0);
