@@ -608,3 +608,61 @@ async fn the_cli_and_the_http_api_choose_the_policy() {
     assert!(ran.stderr.contains("[started"), "{}", ran.stderr);
     assert!(ran.stdout.contains("an answer"), "{}", ran.stdout);
 }
+
+#[tokio::test]
+async fn a_conversations_policy_changes_without_touching_its_title_and_back() {
+    let stack = Stack::start(rules(Vec::new())).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = client
+        .create_conversation(NewConversation {
+            title: "plans".into(),
+            ..NewConversation::default()
+        })
+        .await
+        .unwrap();
+    let running = client
+        .create_prompt(NewPrompt::new(HANG).conversation(&conversation.id))
+        .await
+        .unwrap();
+    let changed = client
+        .set_conversation_on_busy(&conversation.id, BusyPolicy::Reject)
+        .await
+        .unwrap();
+    assert_eq!(changed.on_busy, BusyPolicy::Reject as i32);
+    assert_eq!(changed.title, "plans", "the title is kept");
+    let refused = client
+        .create_prompt(NewPrompt::new("me too").conversation(&conversation.id))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::FailedPrecondition), "{refused}");
+
+    // Renaming keeps the policy; over HTTP the policy goes back to ENQUEUE.
+    let renamed = client
+        .rename_conversation(&conversation.id, "new plans")
+        .await
+        .unwrap();
+    assert_eq!(renamed.on_busy, BusyPolicy::Reject as i32);
+    let response = reqwest::Client::new()
+        .patch(format!(
+            "{}/v1/conversations/{}",
+            stack.gateway_http_url(),
+            conversation.id
+        ))
+        .header("x-user-id", "alice")
+        .json(&json!({"onBusy": "BUSY_POLICY_ENQUEUE"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let read = client.get_conversation(&conversation.id).await.unwrap();
+    assert_eq!(read.on_busy, BusyPolicy::Enqueue as i32);
+    assert_eq!(read.title, "new plans");
+    let queued = client
+        .create_prompt(NewPrompt::new("me too").conversation(&conversation.id))
+        .await
+        .unwrap();
+    assert_eq!(queued.state, PromptState::Queued as i32);
+    for prompt in [&queued.id, &running.id] {
+        cancel(&client, prompt, "done").await;
+    }
+}

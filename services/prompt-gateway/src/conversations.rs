@@ -67,18 +67,28 @@ impl Prompts {
             .ok_or_else(|| GatewayError::ConversationNotFound(conversation_id.to_string()))
     }
 
-    /// Gives the caller's conversation a new title.
-    pub async fn rename_conversation(
+    /// Gives the caller's conversation a new title and/or default busy policy (`None`,
+    /// UNSPECIFIED: unchanged).
+    pub async fn update_conversation(
         &self,
         user_id: &UserId,
         conversation_id: &ConversationId,
-        title: String,
+        title: Option<String>,
+        on_busy: BusyPolicy,
     ) -> Result<Conversation, GatewayError> {
-        check_title(&title)?;
+        if let Some(title) = &title {
+            check_title(title)?;
+        }
         let updated_at = timestamp_millis(&now());
         if !self
             .store
-            .rename_conversation(user_id, conversation_id, &title, updated_at)
+            .update_conversation(
+                user_id,
+                conversation_id,
+                title.as_deref(),
+                on_busy as i32,
+                updated_at,
+            )
             .await?
         {
             return Err(GatewayError::ConversationNotFound(

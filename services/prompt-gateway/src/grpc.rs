@@ -338,11 +338,12 @@ impl PromptGateway for GatewayService {
     ) -> GrpcResult<Conversation> {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
-        no_nul(&[("title", &request.title)])?;
+        no_nul(&[("title", request.title.as_deref().unwrap_or_default())])?;
         let conversation_id = conversation_id(request.conversation_id)?;
+        let on_busy = busy_policy(request.on_busy)?;
         Ok(Response::new(
             self.prompts
-                .rename_conversation(&user_id, &conversation_id, request.title)
+                .update_conversation(&user_id, &conversation_id, request.title, on_busy)
                 .await
                 .map_err(to_status)?,
         ))

@@ -349,7 +349,23 @@ impl Client {
     ) -> Result<Conversation, ClientError> {
         let request = UpdateConversationRequest {
             conversation_id: conversation_id.to_owned(),
-            title: title.to_owned(),
+            title: Some(title.to_owned()),
+            on_busy: BusyPolicy::Unspecified as i32,
+        };
+        let response = self.gateway().update_conversation(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Changes what a prompt that names no `on_busy` does while the conversation is busy.
+    pub async fn set_conversation_on_busy(
+        &self,
+        conversation_id: &str,
+        on_busy: BusyPolicy,
+    ) -> Result<Conversation, ClientError> {
+        let request = UpdateConversationRequest {
+            conversation_id: conversation_id.to_owned(),
+            title: None,
+            on_busy: on_busy as i32,
         };
         let response = self.gateway().update_conversation(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

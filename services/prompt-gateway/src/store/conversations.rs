@@ -44,18 +44,22 @@ impl Store {
         Ok(row.map(Conversation::from))
     }
 
-    /// Sets the title of `user_id`'s conversation; false when they have no such conversation.
-    pub async fn rename_conversation(
+    /// Sets the title (unless `None`) and the busy policy (unless 0, UNSPECIFIED) of
+    /// `user_id`'s conversation; false when they have no such conversation.
+    pub async fn update_conversation(
         &self,
         user_id: &UserId,
         conversation_id: &ConversationId,
-        title: &str,
+        title: Option<&str>,
+        on_busy: i32,
         updated_at: i64,
     ) -> Result<bool, GatewayError> {
-        let sql =
-            "UPDATE conversations SET title = $1, updated_at = $2 WHERE id = $3 AND user_id = $4";
+        let sql = "UPDATE conversations SET title = COALESCE($1, title), \
+                   on_busy = CASE WHEN $2 = 0 THEN on_busy ELSE $2 END, updated_at = $3 \
+                   WHERE id = $4 AND user_id = $5";
         let args = [
             title.into(),
+            on_busy.into(),
             updated_at.into(),
             conversation_id.into(),
             user_id.into(),
