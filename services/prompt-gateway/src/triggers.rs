@@ -457,6 +457,11 @@ impl Triggers {
         let user_id = UserId::known(trigger.user_id.clone());
         let prompt = trigger.prompt.clone().unwrap_or_default();
         let conversation_id = if prompt.new_conversation {
+            // What would refuse the prompt anyway refuses it before a conversation is made.
+            self.prompts
+                .limits
+                .check_daily(&self.prompts.store, &user_id)
+                .await?;
             let due = chrono::DateTime::from_timestamp_millis(due_at)
                 .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
                 .unwrap_or_default();
