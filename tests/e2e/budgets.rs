@@ -115,6 +115,39 @@ async fn model_calls_and_tool_calls_have_budgets_of_their_own() {
 }
 
 #[tokio::test]
+async fn a_reply_asking_for_more_tool_calls_than_the_budget_runs_none_of_them() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![
+                call("demo__echo", json!({"n": 1})),
+                call("demo__echo", json!({"n": 2})),
+                call("demo__echo", json!({"n": 3})),
+            ],
+        ),
+        text(Match::Any, "done"),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = run(
+        &client,
+        NewPrompt::new("three at once").budget(Budget {
+            max_tool_calls: 2,
+            ..Budget::default()
+        }),
+    )
+    .await;
+    failed_naming(&prompt, "max_tool_calls");
+    // The calls the budget allows were recorded, the third was not, and since the run stops
+    // before the reply's calls run, none of them ran.
+    let tools: Vec<_> = prompt.output.iter().filter_map(tool_of).collect();
+    assert_eq!(tools.len(), 2, "{tools:?}");
+    assert!(tools.iter().all(|(_, result)| result.is_err()), "{tools:?}");
+    assert_eq!(prompt.usage.unwrap().tool_calls, 2);
+}
+
+#[tokio::test]
 async fn nested_model_calls_in_code_count_into_the_budget() {
     let code = r#"
 const answers = [llm("one"), llm("two"), llm("three")];

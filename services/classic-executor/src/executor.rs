@@ -171,7 +171,6 @@ impl Run<'_> {
                 return Ok(Finish::Completed);
             }
             rounds += 1;
-            self.events.may_call_tool().map_err(RunError::Budget)?;
             let round = self.start_calls(reply.tool_calls).await?;
             let ready = round
                 .ready
@@ -252,6 +251,10 @@ impl Run<'_> {
                 self.refuse_call(&call, start, allowed).await?;
                 continue;
             }
+            // Each call is one of the budget's tool calls (the ones recorded before it in
+            // this reply count already): the run stops before the first past it, and none
+            // of this reply's calls runs then.
+            self.events.may_call_tool().map_err(RunError::Budget)?;
             let checked = tools::check(&self.tools, &self.names, &call);
             let mut output = ToolCallOutput {
                 id: self.unique_call_id(&call.id),
@@ -491,9 +494,6 @@ impl Run<'_> {
         for done in held {
             self.record(done, &mut answers).await?;
         }
-        if answers.spent != Usage::default() {
-            self.events.send(Event::Usage(answers.spent)).await?;
-        }
         match answers.unavailable {
             Some(message) => Err(RunError::ToolHostUnavailable(message)),
             None => Ok(()),
@@ -508,7 +508,11 @@ impl Run<'_> {
     ) -> Result<(), RunError> {
         let (result, files, nested) = match invoked {
             Ok(invoked) => {
-                answers.spent.add(invoked.usage);
+                // Counted as each call answers: a run stopped mid-round (cancelled, out of
+                // time or of budget) still counts what the calls that answered spent.
+                if invoked.usage != Usage::default() {
+                    self.events.send(Event::Usage(invoked.usage)).await?;
+                }
                 match invoked.result {
                     Ok(output) => (
                         ToolResult::Success { output },
@@ -765,7 +769,6 @@ type Invocation = (
 /// What the answers of one reply's calls add up to.
 #[derive(Default)]
 struct Answers {
-    spent: Usage,
     /// The first "tool-host unavailable", which fails the run once every call has answered.
     unavailable: Option<String>,
 }

@@ -116,9 +116,13 @@ impl Prompts {
             .get(&prompt.mode)
             .await?
             .ok_or_else(|| GatewayError::UnknownMode(prompt.mode.clone()))?;
-        // A resumed run gets the operator's maximum again.
+        // A resumed run gets the operator's maximum again, or its budget's time limit.
         let start = self
-            .start_of(prompt, decisions, self.run_timeout(None))
+            .start_of(
+                prompt,
+                decisions,
+                self.run_timeout(crate::budget::wall_time(prompt.budget.as_ref())),
+            )
             .await?;
         let run = self.runner.open(&mode, start).await?;
         if !self.store.claim_resumed(&prompt.prompt_id()).await? {

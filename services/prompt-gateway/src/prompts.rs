@@ -272,10 +272,19 @@ impl Prompts {
         if policy == BusyPolicy::Concurrent {
             let start = self.start_of(&prompt, Vec::new(), timeout).await?;
             let run = self.runner.open(&mode, start).await?;
-            let created = self.store.insert_prompt(&prompt).await?;
-            self.hub.publish(&created);
-            self.runner.spawn(&prompt, run, ticket);
-            return Ok(prompt);
+            // From the insert on, the run must be followed even if the caller goes away
+            // (its call dropped mid-way): a stored RUNNING prompt nobody follows would be
+            // leased (so never reaped) for as long as this replica lives.
+            let this = self.clone();
+            let stored = prompt.clone();
+            return tokio::spawn(async move {
+                let created = this.store.insert_prompt(&stored).await?;
+                this.hub.publish(&created);
+                this.runner.spawn(&stored, run, ticket);
+                Ok(stored)
+            })
+            .await
+            .map_err(|error| GatewayError::Internal(format!("starting the prompt: {error}")))?;
         }
         let timeout_ms = asked_time.map_or(0, |asked| {
             i64::try_from(asked.as_millis()).unwrap_or(i64::MAX)
@@ -286,24 +295,31 @@ impl Prompts {
             .await?
         {
             Admitted::Run(created) => {
-                let opened = async {
-                    let start = self.start_of(&prompt, Vec::new(), timeout).await?;
-                    self.runner.open(&mode, start).await
-                }
-                .await;
-                match opened {
-                    Ok(run) => {
-                        self.hub.publish(&created);
-                        self.runner.spawn(&prompt, run, ticket);
-                        Ok(prompt)
+                // Stored RUNNING and leased here: it is started (or abandoned) whatever
+                // happens to the caller's call meanwhile (see the concurrent case above).
+                let this = self.clone();
+                tokio::spawn(async move {
+                    let opened = async {
+                        let start = this.start_of(&prompt, Vec::new(), timeout).await?;
+                        this.runner.open(&mode, start).await
                     }
-                    Err(error) => {
-                        drop(ticket);
-                        self.abandon(&prompt.prompt_id(), &error).await;
-                        self.runner.queue_moved(&prompt.conversation_id);
-                        Err(error)
+                    .await;
+                    match opened {
+                        Ok(run) => {
+                            this.hub.publish(&created);
+                            this.runner.spawn(&prompt, run, ticket);
+                            Ok(prompt)
+                        }
+                        Err(error) => {
+                            drop(ticket);
+                            this.abandon(&prompt.prompt_id(), &error).await;
+                            this.runner.queue_moved(&prompt.conversation_id);
+                            Err(error)
+                        }
                     }
-                }
+                })
+                .await
+                .map_err(|error| GatewayError::Internal(format!("starting the prompt: {error}")))?
             }
             Admitted::Queued { created, interrupt } => {
                 drop(ticket);

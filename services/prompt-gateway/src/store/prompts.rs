@@ -116,10 +116,13 @@ impl Store {
         }))
     }
 
-    /// Tokens `user_id`'s prompts created since `since` (ms since the epoch) spent so far.
+    /// Tokens spent so far by `user_id`'s prompts that were active since `since` (ms since
+    /// the epoch: created, or written to, since). A prompt active on both sides of `since`
+    /// counts whole: a quota may count a prompt that spans midnight twice, never none of it
+    /// (a prompt created yesterday that starts or resumes today spends today).
     pub async fn tokens_since(&self, user_id: &UserId, since: i64) -> Result<u64, GatewayError> {
         let sql = "SELECT CAST(COALESCE(sum(total_tokens), 0) AS BIGINT) FROM prompts \
-                   WHERE user_id = $1 AND created_at >= $2";
+                   WHERE user_id = $1 AND updated_at >= $2";
         let spent: Option<i64> = self
             .db
             .read_scalar(sql, &[user_id.into(), since.into()])

@@ -293,9 +293,12 @@ impl Store {
     /// the queues some end should have moved on (it ended on another replica, or this one
     /// stopped before it started the next).
     pub async fn stalled_queues(&self, limit: u32) -> Result<Vec<ConversationId>, GatewayError> {
-        let sql = "SELECT DISTINCT q.conversation_id FROM prompts q WHERE q.state = $1 \
+        // Oldest queue first, so that queues which cannot start now do not hide the others
+        // for ever behind an arbitrary order.
+        let sql = "SELECT q.conversation_id FROM prompts q WHERE q.state = $1 \
                    AND NOT EXISTS (SELECT 1 FROM prompts r WHERE r.conversation_id = q.conversation_id \
-                   AND (r.state = $2 OR r.state = $3)) LIMIT $4";
+                   AND (r.state = $2 OR r.state = $3)) \
+                   GROUP BY q.conversation_id ORDER BY min(q.created_at), q.conversation_id LIMIT $4";
         let args = [
             QUEUED.into(),
             RUNNING.into(),
