@@ -82,6 +82,14 @@ async fn until_prompts(client: &Client, input: &str, count: usize) -> Vec<Prompt
     }
 }
 
+/// Waits until the caller has `count` prompts with `input`, then checks that no more come
+/// while the gateways look for due triggers many times over.
+async fn fired_exactly(client: &Client, input: &str, count: usize) {
+    until_prompts(client, input, count).await;
+    some_ticks().await;
+    assert_eq!(prompts_with(client, input).await.len(), count, "{input}");
+}
+
 /// Lets the gateways look for due triggers many times over.
 async fn some_ticks() {
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -136,9 +144,7 @@ async fn an_interval_trigger_fires_once_per_due_time_and_its_prompt_runs() {
     );
 
     clock.advance(10 * MINUTE);
-    until_prompts(&client, "report please", 2).await;
-    some_ticks().await;
-    assert_eq!(prompts_with(&client, "report please").await.len(), 2);
+    fired_exactly(&client, "report please", 2).await;
 }
 
 #[tokio::test]
@@ -188,9 +194,7 @@ async fn a_paused_trigger_does_not_fire_a_deleted_one_stops_and_a_resumed_one_fi
     some_ticks().await;
     assert!(prompts_with(&client, "paused one").await.is_empty());
     clock.advance(10 * MINUTE);
-    until_prompts(&client, "paused one", 1).await;
-    some_ticks().await;
-    assert_eq!(prompts_with(&client, "paused one").await.len(), 1);
+    fired_exactly(&client, "paused one", 1).await;
 }
 
 #[tokio::test]
@@ -208,9 +212,7 @@ async fn missed_due_times_fire_once_or_are_skipped_as_the_trigger_says() {
         .unwrap();
     // Nine due times pass at once, as they would while the gateway was down.
     clock.advance(95 * MINUTE);
-    until_prompts(&client, "catch up", 1).await;
-    some_ticks().await;
-    assert_eq!(prompts_with(&client, "catch up").await.len(), 1);
+    fired_exactly(&client, "catch up", 1).await;
     assert!(prompts_with(&client, "skip missed").await.is_empty());
     for id in [&fire_once.id, &skip.id] {
         let after = trigger(&client, id).await;
@@ -245,16 +247,12 @@ async fn with_two_gateways_on_one_postgresql_each_due_time_fires_once() {
         ids.push(trigger.id);
     }
     clock.advance(16 * MINUTE);
-    until_prompts(&client, "shared work", 6).await;
-    some_ticks().await;
-    assert_eq!(prompts_with(&client, "shared work").await.len(), 6);
+    fired_exactly(&client, "shared work", 6).await;
     for id in &ids {
         assert_eq!(trigger(&client, id).await.fired_count, 1);
     }
     clock.advance(15 * MINUTE);
-    until_prompts(&client, "shared work", 12).await;
-    some_ticks().await;
-    assert_eq!(prompts_with(&client, "shared work").await.len(), 12);
+    fired_exactly(&client, "shared work", 12).await;
 }
 
 #[tokio::test]

@@ -146,6 +146,18 @@ pub struct Store {
     owner: Owner,
 }
 
+/// A new prompt's creation time (ms since the epoch) and its state as stored (JSON text).
+fn stored_fields(prompt: &Prompt) -> Result<(i64, String), GatewayError> {
+    let created = prompt
+        .created_at
+        .as_ref()
+        .map(timestamp_millis)
+        .unwrap_or_default();
+    let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
+        .map_err(|error| GatewayError::Internal(error.to_string()))?;
+    Ok((created, state_data))
+}
+
 /// Reads a prompt with its outputs on `conn` (a transaction or a connection).
 async fn load_prompt(
     conn: &mut Conn<'_>,

@@ -21,13 +21,7 @@ impl Store {
     ))]
     pub async fn insert_prompt(&self, prompt: &Prompt) -> Result<PromptEvent, GatewayError> {
         if let Backend::Sqlite(write) = self.db.backend() {
-            let created = prompt
-                .created_at
-                .as_ref()
-                .map(timestamp_millis)
-                .unwrap_or_default();
-            let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
-                .map_err(|error| GatewayError::Internal(error.to_string()))?;
+            let (created, state_data) = stored_fields(prompt)?;
             let lease_until = self.lease_until();
             let budget = encoded_budget(prompt);
             let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {

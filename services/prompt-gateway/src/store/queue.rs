@@ -138,13 +138,7 @@ impl Store {
         timeout_ms: i64,
     ) -> Result<PromptEvent, GatewayError> {
         let mut prompt = prompt.clone();
-        let created = prompt
-            .created_at
-            .as_ref()
-            .map(timestamp_millis)
-            .unwrap_or_default();
-        let state_data = serde_json::to_string(&struct_to_json(prompt.state_data.as_ref()))
-            .map_err(|error| GatewayError::Internal(error.to_string()))?;
+        let (created, state_data) = stored_fields(&prompt)?;
         let (state, started_at, lease_until, guard) = match queue_rank {
             Some(_) => (QUEUED, 0, 0, Guard::Queued),
             None => (RUNNING, created, self.lease_until(), Guard::Open),
