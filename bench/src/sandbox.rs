@@ -300,6 +300,7 @@ fn scope() -> RunScope {
         conversation_id: Some(agentic_ids::ConversationId::known("bench-conversation")),
         state: Map::new(),
         tier: Default::default(),
+        spend: None,
     }
 }
 

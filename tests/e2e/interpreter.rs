@@ -418,3 +418,41 @@ async fn eventually_async<F: std::future::Future<Output = bool>>(mut condition: 
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn the_code_is_refused_model_calls_past_what_the_prompts_budget_leaves_it() {
+    let code = "const answers = []; try { for (const n of [1, 2, 3]) answers.push(llm('say ' + n)); } catch (error) { answers.push(error.message); } answers";
+    let mut rules = run_code_rules(code);
+    rules.insert(
+        0,
+        Rule::new(
+            Match::LastUserContains("say ".into()),
+            Reply::Text("ok".into()),
+        ),
+    );
+    let stack = Stack::start(rules).await.unwrap();
+    // The classic round's call leaves the code one.
+    let prompt = run(
+        &stack,
+        NewPrompt::new("run it").budget(agentic_client::Budget {
+            max_llm_calls: 2,
+            ..agentic_client::Budget::default()
+        }),
+    )
+    .await;
+    let (_, result) = tool_of(&prompt.output[0]).unwrap();
+    let answers = result.unwrap()["result"].clone();
+    assert_eq!(answers[0], json!("ok"), "{answers}");
+    let refused = answers[1].as_str().unwrap();
+    assert!(
+        refused.contains("budget exhausted") && refused.contains("max_llm_calls"),
+        "{refused}"
+    );
+    assert_eq!(answers.as_array().unwrap().len(), 2, "{answers}");
+    // The model heard two calls: the round's and the code's first; then the prompt stopped
+    // before another round, naming the budget.
+    assert_eq!(stack.model.request_count(), 2);
+    assert_eq!(prompt.state, PromptState::Failed as i32, "{}", prompt.error);
+    assert!(prompt.error.contains("max_llm_calls"), "{}", prompt.error);
+    assert_eq!(prompt.usage.unwrap().llm_calls, 2);
+}

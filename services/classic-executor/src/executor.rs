@@ -86,7 +86,7 @@ impl Executor {
         events: EventSink,
         approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        let scope = Arc::new(RunScope::of(&request));
+        let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
         let prepared = self
             .tool_host
             .prepare(&scope)

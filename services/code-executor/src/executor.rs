@@ -77,7 +77,7 @@ impl CodeMode {
         events: &EventSink,
         approvals: &Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        let scope = Arc::new(RunScope::of(&request));
+        let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
         let prepared = self
             .tool_host
             .prepare(&scope)

@@ -163,6 +163,7 @@ impl CodeRunnerService {
             return Err(RunCodeError::InvalidArgument("user_id is required".into()));
         }
         let invalid = |error: IdError| RunCodeError::InvalidArgument(error.to_string());
+        let budget_left = request.budget_left;
         let scope = Arc::new(RunScope {
             user_id: UserId::parse(request.user_id).map_err(invalid)?,
             prompt_id: PromptId::parse_optional(&request.prompt_id).map_err(invalid)?,
@@ -178,6 +179,9 @@ impl CodeRunnerService {
                 Ok(agentic_proto::v1::ModelTier::High) => Tier::High,
                 _ => Tier::Normal,
             },
+            // The code's own calls are checked against what the caller's budget leaves
+            // (see `RecordingHost::budget_left`); the tools it calls spend nothing further.
+            spend: None,
         });
         let prepared = self
             .tool_host
@@ -210,6 +214,8 @@ impl CodeRunnerService {
             approval_timeout: self.approval_timeout,
             paused: self.paused_runs.for_run(),
             asking: Default::default(),
+            budget_left,
+            started_calls: Default::default(),
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
         crate::metrics::sandbox_run(&outcome);
@@ -265,6 +271,11 @@ struct RecordingHost {
     paused: PausedRun,
     /// Calls waiting for a person now.
     asking: std::sync::atomic::AtomicUsize,
+    /// What the calling prompt's budget leaves the code (`None`: no budget): its `llm()`
+    /// calls and tool calls are refused past it.
+    budget_left: Option<agentic_proto::v1::BudgetLeft>,
+    /// Tool calls the code started.
+    started_calls: std::sync::atomic::AtomicU32,
 }
 
 impl RecordingHost {
@@ -359,6 +370,45 @@ impl RecordingHost {
         let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
         usage.add(more);
     }
+
+    /// `Err(why)` when the caller's budget leaves no model call (or no tokens) for `llm()`.
+    fn may_call_model(&self) -> Result<(), String> {
+        let Some(left) = &self.budget_left else {
+            return Ok(());
+        };
+        let usage = *self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(calls) = left.llm_calls
+            && usage.calls >= u64::from(calls)
+        {
+            return Err(format!(
+                "budget exhausted: the prompt's budget leaves this code {calls} model calls, all made (max_llm_calls)"
+            ));
+        }
+        if let Some(tokens) = left.total_tokens
+            && usage.total_tokens >= tokens
+        {
+            return Err(format!(
+                "budget exhausted: the prompt's budget leaves this code {tokens} tokens, all spent (max_total_tokens)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `Err(why)` when the caller's budget leaves no tool call for one more.
+    fn may_call_tool(&self) -> Result<(), String> {
+        let Some(calls) = self.budget_left.as_ref().and_then(|left| left.tool_calls) else {
+            return Ok(());
+        };
+        let started = self
+            .started_calls
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if started >= calls {
+            return Err(format!(
+                "budget exhausted: the prompt's budget leaves this code {calls} tool calls, all made (max_tool_calls)"
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn usage_proto(usage: Usage) -> agentic_proto::v1::Usage {
@@ -387,17 +437,22 @@ impl Host for RecordingHost {
             start: Some(std::time::SystemTime::now().into()),
             ..CodeToolCall::default()
         };
-        let result = match self.tools.check(tool_id, &input) {
-            Ok(spec) if spec.requires_approval => match &self.asks {
-                Some(asks) => self.ask_then_invoke(asks, &mut call, &input, clock).await,
-                // Nobody could answer: a RunCode call has no prompt timeline to ask on.
-                None => Err(ToolFailure::Failed(
-                    "this tool requires approval, which code run through interpreter.run-code cannot ask for here (call the tool directly instead)"
-                        .to_owned(),
-                )),
-            },
-            Ok(_) => self.invoke(tool_id, &input, &call.id).await,
-            Err(refused) => Err(ToolFailure::Failed(refused.to_string())),
+        // Each call is one of what the caller's budget leaves, whether it runs or not.
+        let result = if let Err(refused) = self.may_call_tool() {
+            Err(ToolFailure::Failed(refused))
+        } else {
+            match self.tools.check(tool_id, &input) {
+                Ok(spec) if spec.requires_approval => match &self.asks {
+                    Some(asks) => self.ask_then_invoke(asks, &mut call, &input, clock).await,
+                    // Nobody could answer: a RunCode call has no prompt timeline to ask on.
+                    None => Err(ToolFailure::Failed(
+                        "this tool requires approval, which code run through interpreter.run-code cannot ask for here (call the tool directly instead)"
+                            .to_owned(),
+                    )),
+                },
+                Ok(_) => self.invoke(tool_id, &input, &call.id).await,
+                Err(refused) => Err(ToolFailure::Failed(refused.to_string())),
+            }
         };
         // Repeated only when small: the caller wants to know what ran, not to get it back.
         call.result = Some(match &result {
@@ -422,6 +477,7 @@ impl Host for RecordingHost {
     }
 
     async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
+        self.may_call_model()?;
         let (content, usage) = ask(self.model.as_ref(), self.scope.tier, prompt, json).await?;
         self.spent(usage);
         Ok(content)
@@ -465,6 +521,7 @@ mod tests {
             conversation_id: Some(agentic_ids::ConversationId::known("conversation")),
             state: serde_json::Map::new(),
             tier: agentic_llm::Tier::Normal,
+            spend: None,
         });
         let spec = ToolSpec {
             id: "files.delete".into(),
@@ -494,6 +551,8 @@ mod tests {
             approval_timeout: Duration::from_secs(1),
             paused: PausedRuns::new(1).for_run(),
             asking: Default::default(),
+            budget_left: None,
+            started_calls: Default::default(),
         });
         let outcome = Sandboxes::default()
             .run(program, host.clone(), Limits::default())

@@ -342,6 +342,7 @@ impl TryFrom<pb::InvokeToolRequest> for ToolCall {
                 tool_call_id: request.tool_call_id,
                 state: json::struct_to_json(request.state.as_ref()),
                 high_tier: request.model == pb::ModelTier::High as i32,
+                budget_left: request.budget_left,
             },
         })
     }

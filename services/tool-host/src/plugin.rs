@@ -121,6 +121,9 @@ pub struct CallContext {
     /// Whether the calling prompt runs on the high model tier (what a tool that asks a
     /// model itself should ask: `llm()` in `interpreter.run-code`).
     pub high_tier: bool,
+    /// What the calling prompt may still spend (`None`: no budget), for a tool that calls
+    /// the model or other tools itself (`interpreter.run-code` passes it on).
+    pub budget_left: Option<agentic_proto::v1::BudgetLeft>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -292,6 +292,7 @@ mod tests {
             tool_call_id: "t".into(),
             state: json!({}),
             high_tier: false,
+            budget_left: None,
         }
     }
 

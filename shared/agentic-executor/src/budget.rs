@@ -7,7 +7,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use agentic_proto::v1::{Budget, Usage};
+use agentic_proto::v1::{Budget, BudgetLeft, Usage};
 use tokio::sync::Notify;
 
 use crate::timeline::{Event, Output};
@@ -109,6 +109,25 @@ impl Spend {
             self.stopped.notify_one();
         }
         Err(reason)
+    }
+
+    /// What is left of the budget (`None`: no budget), for a tool call that spends on its
+    /// own: only the budget's own limits (the day's quota stops the run at the edge).
+    pub fn left(&self) -> Option<BudgetLeft> {
+        let budget = self.budget;
+        if budget == Budget::default() {
+            return None;
+        }
+        let spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        let total = &spent.total;
+        Some(BudgetLeft {
+            total_tokens: (budget.max_total_tokens > 0)
+                .then(|| budget.max_total_tokens.saturating_sub(total.total_tokens)),
+            llm_calls: (budget.max_llm_calls > 0)
+                .then(|| budget.max_llm_calls.saturating_sub(total.llm_calls)),
+            tool_calls: (budget.max_tool_calls > 0)
+                .then(|| budget.max_tool_calls.saturating_sub(total.tool_calls)),
+        })
     }
 
     /// Resolves, with the reason, once reported spending passed the budget.

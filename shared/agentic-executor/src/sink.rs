@@ -41,6 +41,11 @@ impl EventSink {
         self.spend.may_call_model()
     }
 
+    /// What the run may still spend (for the tools it calls; see [`crate::tool_host::RunScope`]).
+    pub fn spend(&self) -> Arc<Spend> {
+        Arc::clone(&self.spend)
+    }
+
     /// `Err(why)` when the run may make no more tool calls (see [`Spend`]).
     pub fn may_call_tool(&self) -> Result<(), String> {
         self.spend.may_call_tool()

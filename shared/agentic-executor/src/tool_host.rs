@@ -102,6 +102,9 @@ pub struct RunScope {
     pub state: Map<String, Json>,
     /// The prompt's model tier: what tools that ask a model themselves use.
     pub tier: agentic_llm::Tier,
+    /// What the prompt may still spend, sent with each tool call for tools that spend on
+    /// their own (`None`: no budget).
+    pub spend: Option<Arc<crate::budget::Spend>>,
 }
 
 impl RunScope {
@@ -113,7 +116,14 @@ impl RunScope {
             conversation_id: request.conversation_id.clone(),
             state: request.state.clone(),
             tier: request.tier,
+            spend: None,
         }
+    }
+
+    /// The same scope, with tool calls told what `spend` leaves of the prompt's budget.
+    pub fn spending(mut self, spend: Arc<crate::budget::Spend>) -> RunScope {
+        self.spend = Some(spend);
+        self
     }
 
     /// The prompt's id as the tool-host's messages carry it (empty: none).
@@ -273,6 +283,7 @@ impl ToolHost {
             conversation_id: scope.conversation_text(),
             state: Some(json::map_to_struct(&scope.state)),
             tool_call_id: tool_call_id.to_owned(),
+            budget_left: scope.spend.as_ref().and_then(|spend| spend.left()),
             model: match scope.tier {
                 agentic_llm::Tier::Normal => agentic_proto::v1::ModelTier::Normal,
                 agentic_llm::Tier::High => agentic_proto::v1::ModelTier::High,
@@ -731,6 +742,7 @@ mod tests {
             conversation_id: None,
             state: Map::new(),
             tier: agentic_llm::Tier::Normal,
+            spend: None,
         }
     }
 

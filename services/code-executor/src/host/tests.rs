@@ -125,6 +125,7 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         conversation_id: Some(agentic_ids::ConversationId::known("conversation")),
         state: Map::new(),
         tier: agentic_llm::Tier::Normal,
+        spend: None,
     });
     let channel = agentic_rpc::channel(
         &format!("http://{address}"),

@@ -199,6 +199,7 @@ fn run_code_request(input: &Value, ctx: &CallContext) -> (RunCodeRequest, Durati
         state: Some(json::json_to_struct(&ctx.state)),
         prompt_id: agentic_ids::wire(ctx.prompt_id.as_ref()),
         model: tier.into(),
+        budget_left: ctx.budget_left,
     };
     (request, Duration::from_millis(timeout_ms))
 }
