@@ -483,12 +483,38 @@ async fn dispatch_queues(
 ) {
     let mut sweeps = tokio::time::interval(prompts.store.owner().lease / 3);
     sweeps.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Conversations a task is starting now, and whether it must look once more when done:
+    // a second task is never started for one (the first may wait for an admission slot).
+    type Starting = std::collections::HashMap<agentic_ids::ConversationId, bool>;
+    let starting: Arc<std::sync::Mutex<Starting>> = Arc::default();
     let start = |conversation: agentic_ids::ConversationId| {
+        {
+            let mut now = starting
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(again) = now.get_mut(&conversation) {
+                *again = true;
+                return;
+            }
+            now.insert(conversation.clone(), false);
+        }
         let prompts = prompts.clone();
+        let starting = Arc::clone(&starting);
         // Its own task: starting a run may wait for an admission slot.
         tokio::spawn(async move {
-            if let Err(error) = prompts.dispatch(&conversation).await {
-                tracing::warn!(%conversation, %error, "could not start a queued prompt; the next sweep retries");
+            loop {
+                if let Err(error) = prompts.dispatch(&conversation).await {
+                    tracing::warn!(%conversation, %error, "could not start a queued prompt; the next sweep retries");
+                }
+                let mut now = starting
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if now.get(&conversation) == Some(&true) {
+                    now.insert(conversation.clone(), false);
+                    continue;
+                }
+                now.remove(&conversation);
+                break;
             }
         });
     };

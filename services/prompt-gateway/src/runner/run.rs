@@ -80,7 +80,16 @@ impl Spending {
         }
         if self.daily_tokens > 0 && std::mem::take(&mut self.unchecked_tokens) {
             let today = budget::today_start(agentic_db::now_millis());
-            let spent = store.tokens_since(&self.user_id, today).await?;
+            let spent = match store.tokens_since(&self.user_id, today).await {
+                Ok(spent) => spent,
+                Err(error) => {
+                    // A backstop that could not read is checked again after the next write;
+                    // the run does not fail for it.
+                    tracing::warn!(user_id = %self.user_id, %error, "could not read the day's tokens");
+                    self.unchecked_tokens = true;
+                    return Ok(());
+                }
+            };
             if spent >= self.daily_tokens {
                 crate::metrics::budget_stopped();
                 return Err(GatewayError::ResourceExhausted(budget::daily_message(
