@@ -666,3 +666,54 @@ async fn a_conversations_policy_changes_without_touching_its_title_and_back() {
         cancel(&client, prompt, "done").await;
     }
 }
+
+#[tokio::test]
+async fn prompts_whose_callers_hang_up_mid_call_still_run_to_an_end_and_the_queue_moves_on() {
+    let stack = Stack::start(rules(Vec::new())).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let conversation = conversation(&client).await;
+    let mut gateway = gateway_for(&stack, "alice").await;
+    // Each call is dropped by its caller after a few hundred microseconds, at whatever point
+    // the gateway is then: before anything is stored, or after.
+    for wait in 0..30_u64 {
+        let request = CreatePromptRequest {
+            input: format!("hung up {wait}"),
+            conversation_id: conversation.clone(),
+            ..CreatePromptRequest::default()
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_micros(100 * wait),
+            gateway.create_prompt(request),
+        )
+        .await;
+    }
+    // Whatever was stored ends, one after the other (none is left running unfollowed).
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let prompts = client.list_prompts(Some(&conversation)).await.unwrap();
+        let open: Vec<_> = prompts
+            .iter()
+            .filter(|prompt| {
+                !matches!(
+                    PromptState::try_from(prompt.state),
+                    Ok(PromptState::Completed | PromptState::Failed | PromptState::Cancelled)
+                )
+            })
+            .map(|prompt| (prompt.input.clone(), prompt.state))
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still open: {open:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let last = client
+        .create_prompt(NewPrompt::new("and now").conversation(&conversation))
+        .await
+        .unwrap();
+    let events = collect(&client, &last.id, 0).await;
+    assert_eq!(kinds(&events).last(), Some(&"completed"));
+}

@@ -125,12 +125,20 @@ impl Prompts {
             )
             .await?;
         let run = self.runner.open(&mode, start).await?;
-        if !self.store.claim_resumed(&prompt.prompt_id()).await? {
-            // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
-            return Ok(());
-        }
-        self.runner.spawn(prompt, run, ticket);
-        Ok(())
+        // The claim and the run's follower go together, whatever happens to the caller's
+        // call meanwhile: a prompt claimed RUNNING must be followed.
+        let this = self.clone();
+        let prompt = prompt.clone();
+        tokio::spawn(async move {
+            if !this.store.claim_resumed(&prompt.prompt_id()).await? {
+                // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
+                return Ok(());
+            }
+            this.runner.spawn(&prompt, run, ticket);
+            Ok(())
+        })
+        .await
+        .map_err(|error| GatewayError::Internal(format!("resuming the prompt: {error}")))?
     }
 }
 

@@ -289,44 +289,61 @@ impl Prompts {
         let timeout_ms = asked_time.map_or(0, |asked| {
             i64::try_from(asked.as_millis()).unwrap_or(i64::MAX)
         });
+        // From the first write on, the work goes on in a task of its own: a caller that
+        // hangs up mid-way must not leave a prompt stored RUNNING (leased here, so never
+        // reaped) that nobody follows, nor a queue that nothing moves.
+        let this = self.clone();
+        tokio::spawn(async move {
+            this.admit_and_start(prompt, mode, policy, timeout, timeout_ms, ticket)
+                .await
+        })
+        .await
+        .map_err(|error| GatewayError::Internal(format!("starting the prompt: {error}")))?
+    }
+
+    /// Stores `prompt` in its conversation as `policy` decides given what else runs there,
+    /// then starts it (or abandons it when its run cannot start), or queues it (interrupting
+    /// what runs, for INTERRUPT).
+    async fn admit_and_start(
+        &self,
+        prompt: Prompt,
+        mode: crate::modes::Mode,
+        policy: BusyPolicy,
+        timeout: Duration,
+        timeout_ms: i64,
+        ticket: crate::admission::Ticket,
+    ) -> Result<Prompt, GatewayError> {
         match self
             .store
             .admit_to_conversation(&prompt, policy, timeout_ms)
             .await?
         {
             Admitted::Run(created) => {
-                // Stored RUNNING and leased here: it is started (or abandoned) whatever
-                // happens to the caller's call meanwhile (see the concurrent case above).
-                let this = self.clone();
-                tokio::spawn(async move {
-                    let opened = async {
-                        let start = this.start_of(&prompt, Vec::new(), timeout).await?;
-                        this.runner.open(&mode, start).await
+                let opened = async {
+                    let start = self.start_of(&prompt, Vec::new(), timeout).await?;
+                    self.runner.open(&mode, start).await
+                }
+                .await;
+                match opened {
+                    Ok(run) => {
+                        self.hub.publish(&created);
+                        self.runner.spawn(&prompt, run, ticket);
+                        Ok(prompt)
                     }
-                    .await;
-                    match opened {
-                        Ok(run) => {
-                            this.hub.publish(&created);
-                            this.runner.spawn(&prompt, run, ticket);
-                            Ok(prompt)
-                        }
-                        Err(error) => {
-                            drop(ticket);
-                            this.abandon(&prompt.prompt_id(), &error).await;
-                            this.runner.queue_moved(&prompt.conversation_id);
-                            Err(error)
-                        }
+                    Err(error) => {
+                        drop(ticket);
+                        self.abandon(&prompt.prompt_id(), &error).await;
+                        self.runner.queue_moved(&prompt.conversation_id);
+                        Err(error)
                     }
-                })
-                .await
-                .map_err(|error| GatewayError::Internal(format!("starting the prompt: {error}")))?
+                }
             }
             Admitted::Queued { created, interrupt } => {
                 drop(ticket);
                 self.hub.publish(&created);
                 for running in interrupt {
                     let reason = format!("interrupted by prompt {}", prompt.id);
-                    match self.cancel(&request.user_id, &running, reason).await {
+                    match self.cancel(&prompt.owner(), &running, reason).await {
                         Ok(_) | Err(GatewayError::FailedPrecondition(_)) => {}
                         Err(error) => {
                             tracing::warn!(prompt_id = %running, %error, "could not interrupt a prompt");
