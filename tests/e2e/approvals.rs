@@ -367,3 +367,56 @@ async fn an_approval_nobody_gives_in_time_throws_in_the_script() {
         r#"caught: Tool "demo.dangerous" approval timed out after 1s"#
     );
 }
+
+#[tokio::test]
+async fn an_approval_whose_caller_hangs_up_mid_call_is_not_lost() {
+    let stack = Stack::start(dangerous_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    for attempt in 0..8_u64 {
+        let prompt = client
+            .create_prompt(NewPrompt::new("do something risky"))
+            .await
+            .unwrap();
+        let paused = collect(&client, &prompt.id, 0).await;
+        let call_id = requested_call(&paused);
+        // The caller gives up after a moment, wherever the gateway then is.
+        let approve = ApproveToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: call_id.clone(),
+        };
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_micros(150 * attempt),
+            gateway.approve_tool_call(approve.clone()),
+        )
+        .await;
+        // Deciding again either takes or says it was decided; either way the prompt ends.
+        match gateway.approve_tool_call(approve).await {
+            Ok(_) => {}
+            Err(status) => assert!(
+                status.message().contains("already decided")
+                    || status.message().contains("not waiting for approval"),
+                "{status:?}"
+            ),
+        }
+        // The call that took the decision may still be resuming the prompt: it leaves the
+        // wait soon (a decision recorded but never delivered would leave it waiting).
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while client.get_prompt(&prompt.id).await.unwrap().state
+            == PromptState::WaitingForApproval as i32
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "attempt {attempt}: the prompt still waits for approval"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+        assert_eq!(
+            rest.last().map(kind),
+            Some("completed"),
+            "attempt {attempt}: {:?}",
+            kinds(&rest)
+        );
+    }
+}

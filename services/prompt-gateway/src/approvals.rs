@@ -23,7 +23,18 @@ pub struct Decide {
 }
 
 impl Prompts {
+    /// Records a decision and delivers it to the prompt's run (or resumes the prompt once
+    /// every pending call is decided), in a task of its own: a caller that hangs up mid-call
+    /// must not leave a decision recorded but never delivered (the prompt would wait on,
+    /// and deciding again is refused).
     pub async fn decide(&self, request: Decide) -> Result<Prompt, GatewayError> {
+        let this = self.clone();
+        tokio::spawn(async move { this.decide_now(request).await })
+            .await
+            .map_err(|error| GatewayError::Internal(format!("deciding: {error}")))?
+    }
+
+    async fn decide_now(&self, request: Decide) -> Result<Prompt, GatewayError> {
         let prompt = self.get(&request.user_id, &request.prompt_id).await?;
         if prompt.state != PromptState::WaitingForApproval as i32 {
             let state = PromptState::try_from(prompt.state)
