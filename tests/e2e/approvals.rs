@@ -40,6 +40,17 @@ pub(crate) fn requested_call(events: &[agentic_proto::v1::PromptEvent]) -> Strin
     ids[0].clone()
 }
 
+/// Polls the prompt until it no longer waits for approval, for at most [`PATIENCE`].
+async fn until_not_waiting(client: &agentic_client::Client, prompt_id: &str, failure: &str) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while client.get_prompt(prompt_id).await.unwrap().state
+        == PromptState::WaitingForApproval as i32
+    {
+        assert!(tokio::time::Instant::now() < deadline, "{failure}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 fn approval_of(
     prompt: &agentic_proto::v1::Prompt,
     call_id: &str,
@@ -350,16 +361,7 @@ async fn an_approval_nobody_gives_in_time_throws_in_the_script() {
     let (prompt, paused, _) = paused_code_prompt(&client).await;
 
     // Nobody decides: the run goes on by itself once the wait expires.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    while client.get_prompt(&prompt.id).await.unwrap().state
-        == PromptState::WaitingForApproval as i32
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the approval wait never expired"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    until_not_waiting(&client, &prompt.id, "the approval wait never expired").await;
     let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
     assert_eq!(kind(rest.last().unwrap()), "completed");
     assert_eq!(
@@ -401,16 +403,8 @@ async fn an_approval_whose_caller_hangs_up_mid_call_is_not_lost() {
         }
         // The call that took the decision may still be resuming the prompt: it leaves the
         // wait soon (a decision recorded but never delivered would leave it waiting).
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        while client.get_prompt(&prompt.id).await.unwrap().state
-            == PromptState::WaitingForApproval as i32
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "attempt {attempt}: the prompt still waits for approval"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        let still = format!("attempt {attempt}: the prompt still waits for approval");
+        until_not_waiting(&client, &prompt.id, &still).await;
         let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
         assert_eq!(
             rest.last().map(kind),

@@ -406,15 +406,18 @@ impl Triggers {
             due_at,
             trigger,
         } = firing;
-        let created = match self.prompts.store.prompt_exists(&prompt_id).await {
+        let exists = |prompt_id| async move {
+            self.prompts
+                .store
+                .state(prompt_id)
+                .await
+                .map(|state| state.is_some())
+        };
+        let created = match exists(&prompt_id).await {
             Ok(true) => Ok(()),
             Ok(false) => match self.create_prompt(&trigger, &prompt_id, due_at).await {
                 // Created meanwhile by a replica that took the firing over.
-                Err(_)
-                    if matches!(self.prompts.store.prompt_exists(&prompt_id).await, Ok(true)) =>
-                {
-                    Ok(())
-                }
+                Err(_) if matches!(exists(&prompt_id).await, Ok(true)) => Ok(()),
                 created => created,
             },
             Err(error) => {

@@ -398,18 +398,6 @@ impl Store {
             .await?;
         Ok(found.unwrap_or_default() > 0)
     }
-
-    /// Whether a prompt with this id exists (whoever owns it).
-    pub async fn prompt_exists(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
-        let found: Option<i64> = self
-            .db
-            .read_scalar(
-                "SELECT count(*) FROM prompts WHERE id = $1",
-                &[prompt_id.into()],
-            )
-            .await?;
-        Ok(found.unwrap_or_default() > 0)
-    }
 }
 
 #[cfg(test)]
