@@ -126,6 +126,7 @@ fn program(code: &str) -> Program {
         input: None,
         memory: Map::new(),
         spent: Default::default(),
+        entropy: Default::default(),
     }
 }
 

@@ -268,6 +268,7 @@ impl Run<'_> {
                 end: None,
                 approval: Approval::new(ApprovalState::NotRequired),
                 parent: None,
+                record: None,
             };
             match checked.verdict {
                 Verdict::Ready => round.ready.push(self.add(Output::Tool(output)).await?),
@@ -325,6 +326,7 @@ impl Run<'_> {
             end: Some(SystemTime::now()),
             approval: Approval::new(ApprovalState::NotRequired),
             parent: None,
+            record: None,
         };
         self.add(Output::Tool(output)).await?;
         Ok(())
@@ -470,7 +472,8 @@ impl Run<'_> {
                         let limit = self.executor.tool_host.timeout_of(&self.tool_of(&parent));
                         deciding.push(async move { (index, asked, pending.decision(limit).await) });
                     }
-                    self.events.send(Event::Paused).await?;
+                    // Not resumable: what the nested code did so far lives only in its runner.
+                    self.events.send(Event::Paused { resumable: false }).await?;
                 }
                 Some((index, asked, decision)) = deciding.next(), if !deciding.is_empty() => {
                     open.remove(&asked.call.id);

@@ -208,6 +208,7 @@ mod tests {
             end: start,
             approval: Approval::new(ApprovalState::NotRequired),
             parent: None,
+            record: None,
         })
     }
 

@@ -2,19 +2,26 @@
 //! the result (or the error, with its line) goes back to the model until the code calls
 //! `done()`/`complete()` or the round limit is reached.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use agentic_executor::timeline::{Decision, Event, Finish, Output, RunRequest, ToolResult};
+use agentic_executor::timeline::{
+    Approval, ApprovalState, Decision, Event, Finish, Output, RunRequest, ToolCallOutput,
+    ToolResult,
+};
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
-use agentic_sandbox::{Completion, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent};
+use agentic_sandbox::{
+    Completion, Entropy, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent,
+};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
-use crate::host::{PausedRuns, PromptHost, Timeline, running, tool_output};
+use crate::host::{PausedRuns, PromptHost, Timeline, running};
 use crate::prompt::{self, CODE_TOOL};
+use crate::replay::{self, RecordedRound, Replay, Resume};
 use crate::tools;
 use agentic_executor::approvals::Approvals;
 
@@ -54,14 +61,6 @@ impl Mode for CodeMode {
         events: EventSink,
         decisions: mpsc::Receiver<Decision>,
     ) -> Result<Finish, RunError> {
-        if !request.decisions.is_empty() {
-            // Code mode pauses while live and never ends a run waiting for approval: there is
-            // nothing to resume.
-            tracing::warn!(
-                count = request.decisions.len(),
-                "decisions at the start of a code run, ignored"
-            );
-        }
         let approvals = Arc::new(Approvals::default());
         tokio::select! {
             ended = self.try_run(request, &events, &approvals) => ended,
@@ -77,6 +76,8 @@ impl CodeMode {
         events: &EventSink,
         approvals: &Arc<Approvals>,
     ) -> Result<Finish, RunError> {
+        // A run that starts with decisions takes up a pause whose run was lost (see `replay`).
+        let resume = Resume::of(&request).map_err(RunError::Resume)?;
         let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
         let prepared = self
             .tool_host
@@ -104,6 +105,8 @@ impl CodeMode {
             approvals: Arc::clone(approvals),
             approval_timeout: self.approval_timeout,
             paused: self.paused_runs.for_run(),
+            round: Default::default(),
+            replayable: true.into(),
         });
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
@@ -113,18 +116,29 @@ impl CodeMode {
         // What the prompt has spent of `limits.prompt`, carried from round to round like the
         // memory: every round draws from the same budget.
         let mut spent = Spent::default();
+        // Rounds run again from their records (a resumed run's), the last one the paused one.
+        let (mut recorded, decisions) = resume.map_or_else(
+            || (VecDeque::new(), HashMap::new()),
+            |resume| (resume.rounds, resume.decisions),
+        );
 
         for round in 1..=max_rounds {
-            timeline.may_call_model().map_err(RunError::Budget)?;
-            agentic_executor::metrics::round(MODE_ID);
-            timeline.send(Event::Round).await?;
-            let ask = ChatRequest {
-                max_tokens: Some(self.max_tokens),
-                ..ChatRequest::new(request.tier, messages.clone())
+            let replaying = recorded.pop_front();
+            let code = match &replaying {
+                Some(replaying) => replaying.code.clone(),
+                None => {
+                    timeline.may_call_model().map_err(RunError::Budget)?;
+                    agentic_executor::metrics::round(MODE_ID);
+                    timeline.send(Event::Round).await?;
+                    let ask = ChatRequest {
+                        max_tokens: Some(self.max_tokens),
+                        ..ChatRequest::new(request.tier, messages.clone())
+                    };
+                    let reply = self.model.chat(ask, None).await?;
+                    timeline.send(Event::Usage(reply.usage)).await?;
+                    prompt::extract_code(&reply.content)
+                }
             };
-            let reply = self.model.chat(ask, None).await?;
-            timeline.send(Event::Usage(reply.usage)).await?;
-            let code = prompt::extract_code(&reply.content);
             let program = Program {
                 code: code.clone(),
                 tools: sandbox_tools.clone(),
@@ -132,8 +146,25 @@ impl CodeMode {
                 input: None,
                 memory: std::mem::take(&mut memory),
                 spent,
+                entropy: replaying.as_ref().map_or_else(Entropy::default, |replaying| {
+                    Entropy::replaying(&replaying.entropy())
+                }),
             };
-            let outcome = self.execute(&timeline, &host, program).await?;
+            let outcome = match replaying {
+                Some(replaying) => {
+                    let paused = recorded.back().unwrap_or(&replaying).clone();
+                    let replayed = self.replay(&timeline, &host, program, replaying, &decisions);
+                    match replayed.await {
+                        Err(RunError::Resume(why)) => {
+                            // Nothing of the paused round runs again; its calls say why.
+                            close_paused(&timeline, &paused, &decisions, &why).await?;
+                            return Err(RunError::Resume(why));
+                        }
+                        other => other?,
+                    }
+                }
+                None => self.execute(&timeline, &host, program).await?,
+            };
             memory = outcome.memory.clone();
             spent = outcome.spent;
 
@@ -155,54 +186,141 @@ impl CodeMode {
     }
 
     /// Runs one round's code in a sandbox, shown on the timeline as a `code.execute` call:
-    /// running while it runs, then its result or error.
+    /// running while it runs, then its result or error, with the round's record.
     async fn execute(
         &self,
         timeline: &Timeline,
         host: &Arc<PromptHost>,
         program: Program,
     ) -> Result<RunOutcome, RunError> {
-        let call_id = format!("code_{}", uuid::Uuid::now_v7().simple());
-        let start = SystemTime::now();
-        let input = json!({ "code": program.code });
-        let index = timeline
-            .add(tool_output(
-                &call_id,
-                CODE_TOOL,
-                input.clone(),
-                running(),
-                start,
-                None,
-            ))
-            .await?;
+        let call = ToolCallOutput {
+            id: format!("code_{}", uuid::Uuid::now_v7().simple()),
+            function: CODE_TOOL.to_owned(),
+            input: json!({ "code": program.code }),
+            result: running(),
+            start: Some(SystemTime::now()),
+            end: None,
+            approval: Approval::new(ApprovalState::NotRequired),
+            parent: None,
+            record: None,
+        };
+        let index = timeline.add(Output::Tool(call.clone())).await?;
+        host.begin_round(index, call.clone(), program.entropy.clone(), None);
         let outcome = self
             .sandboxes
             .run(program, host.clone(), self.limits.clone())
             .await;
         crate::metrics::sandbox_run(&outcome);
-        let result = match &outcome.result {
-            Ok(value) => ToolResult::Success {
-                output: value.clone(),
-            },
-            Err(error) => ToolResult::Error {
-                error: prompt::describe_error(error),
-            },
-        };
-        timeline
-            .update(
-                index,
-                tool_output(
-                    &call_id,
-                    CODE_TOOL,
-                    input,
-                    result,
-                    start,
-                    Some(SystemTime::now()),
-                ),
-            )
-            .await?;
+        let (record, _) = host.end_round();
+        settle(timeline, index, call, result_of(&outcome), record).await?;
         Ok(outcome)
     }
+
+    /// Runs a round again from its record (see `replay`): an earlier round must end as it
+    /// did; the paused one goes on live from its pause and is settled like any round.
+    /// `Err(RunError::Resume)` when the code did something else than the record says.
+    async fn replay(
+        &self,
+        timeline: &Timeline,
+        host: &Arc<PromptHost>,
+        program: Program,
+        round: RecordedRound,
+        decisions: &HashMap<String, Decision>,
+    ) -> Result<RunOutcome, RunError> {
+        let paused = round.paused();
+        let decisions = if paused {
+            decisions.clone()
+        } else {
+            HashMap::new()
+        };
+        let entropy = program.entropy.clone();
+        host.begin_round(
+            round.index,
+            round.output.clone(),
+            entropy,
+            Some(Replay::of(&round, decisions)),
+        );
+        let outcome = self
+            .sandboxes
+            .run(program, host.clone(), self.limits.clone())
+            .await;
+        crate::metrics::sandbox_run(&outcome);
+        let (record, diverged) = host.end_round();
+        let result = result_of(&outcome);
+        let diverged = diverged.or_else(|| {
+            (!paused && result != round.output.result).then(|| {
+                "the code ended with another result than before".to_owned()
+            })
+        });
+        if let Some(why) = diverged {
+            crate::metrics::replay_diverged();
+            return Err(RunError::Resume(why));
+        }
+        if paused {
+            settle(timeline, round.index, round.output, result, record).await?;
+        }
+        Ok(outcome)
+    }
+}
+
+/// A round's result as its `code.execute` output shows it.
+fn result_of(outcome: &RunOutcome) -> ToolResult {
+    match &outcome.result {
+        Ok(value) => ToolResult::Success {
+            output: value.clone(),
+        },
+        Err(error) => ToolResult::Error {
+            error: prompt::describe_error(error),
+        },
+    }
+}
+
+/// The round's `code.execute` output (`call`, at `index`) once its code ended.
+async fn settle(
+    timeline: &Timeline,
+    index: u32,
+    call: ToolCallOutput,
+    result: ToolResult,
+    record: Option<agentic_executor::timeline::RoundRecord>,
+) -> Result<(), RunError> {
+    let call = ToolCallOutput {
+        result,
+        end: Some(SystemTime::now()),
+        record: record.map(Box::new),
+        ..call
+    };
+    timeline.update(index, Output::Tool(call)).await?;
+    Ok(())
+}
+
+/// A resume that failed: the paused round's `code.execute` output and the calls that waited
+/// in it end with `why`, each call showing its decision; none of them ran again.
+async fn close_paused(
+    timeline: &Timeline,
+    paused: &RecordedRound,
+    decisions: &HashMap<String, Decision>,
+    why: &str,
+) -> Result<(), RunError> {
+    for (index, call) in &paused.calls {
+        if call.approval.state == ApprovalState::Pending {
+            let output = replay::not_run_output(
+                call.clone(),
+                decisions.get(&call.id),
+                format!("not run: the round could not be resumed: {why}"),
+            );
+            timeline.update(*index, output).await?;
+        }
+    }
+    let error = format!(
+        "could not be resumed after the approval: {why}; none of its calls ran again"
+    );
+    let output = ToolCallOutput {
+        result: ToolResult::Error { error },
+        end: Some(SystemTime::now()),
+        ..paused.output.clone()
+    };
+    timeline.update(paused.index, Output::Tool(output)).await?;
+    Ok(())
 }
 
 /// `complete({response, followUp, data})`: the response and follow-up become text the user

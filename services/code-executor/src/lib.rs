@@ -8,6 +8,7 @@ mod metrics;
 mod prompt;
 #[cfg(test)]
 mod properties;
+mod replay;
 mod runner;
 mod tools;
 

@@ -1,4 +1,5 @@
-//! Code mode's own metric: how long sandbox runs take and how they end.
+//! Code mode's own metrics: how long sandbox runs take and how they end, and resumed rounds
+//! whose replay diverged from their record.
 
 use agentic_sandbox::{Admission, RunOutcome};
 use agentic_telemetry::metrics::{Instruments, OUTCOME};
@@ -9,6 +10,8 @@ struct Sandbox {
     duration: Histogram<f64>,
     /// Runs that found no free sandbox in time, or no room to wait for approval.
     refused: Counter<u64>,
+    /// Rounds run again after a restart that did something else than their record says.
+    diverged: Counter<u64>,
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
@@ -26,7 +29,17 @@ static INSTRUMENTS: Instruments<Sandbox> = Instruments::new(|meter: &Meter| Sand
         .with_description("Sandbox runs and approval waits refused because the executor was full")
         .with_unit("{run}")
         .build(),
+    diverged: meter
+        .u64_counter("agentic.code.replay_diverged")
+        .with_description("Code rounds resumed after a restart whose replay diverged from their record (the prompt failed)")
+        .with_unit("{round}")
+        .build(),
 });
+
+/// A round run again from its record did something else than the record says.
+pub(crate) fn replay_diverged() {
+    INSTRUMENTS.get().diverged.add(1, &[]);
+}
 
 /// A run got no sandbox slot in time (or no room to wait for approval).
 pub(crate) fn sandbox_refused() {

@@ -200,6 +200,7 @@ impl CodeRunnerService {
             input: Some(json::from_proto_opt(request.input.as_ref())),
             memory: serde_json::Map::new(),
             spent: Spent::default(),
+            entropy: Default::default(),
         };
         let host = Arc::new(RecordingHost {
             tools,
@@ -537,6 +538,7 @@ mod tests {
             input: None,
             memory: serde_json::Map::new(),
             spent: Spent::default(),
+            entropy: Default::default(),
         };
         let host = Arc::new(RecordingHost {
             tools,

@@ -115,6 +115,50 @@ impl Prompts {
         self.get(&request.user_id, prompt_id).await
     }
 
+    /// Starts a new run of a prompt that waits durably if every call it waits on is decided
+    /// already (decisions its lost run never acted on).
+    pub async fn resume_if_decided(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
+        let Some(prompt) = self.store.any_prompt(prompt_id).await? else {
+            return Ok(());
+        };
+        let durable = self
+            .store
+            .run_state(prompt_id)
+            .await?
+            .is_some_and(|run| !run.paused_live);
+        if prompt.state != PromptState::WaitingForApproval as i32 || !durable {
+            return Ok(());
+        }
+        let pending = pending_calls(&prompt);
+        let decided: Vec<ApprovalDecision> = self
+            .store
+            .decisions(prompt_id)
+            .await?
+            .into_iter()
+            .filter(|decision| pending.contains(&decision.tool_call_id.as_str()))
+            .collect();
+        let all_decided = pending
+            .iter()
+            .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
+        if pending.is_empty() || !all_decided {
+            return Ok(());
+        }
+        tracing::info!(%prompt_id, "resuming a prompt whose lost run had every decision");
+        let calls: Vec<String> = decided
+            .iter()
+            .map(|decision| decision.tool_call_id.clone())
+            .collect();
+        if let Err(error) = self.resume_durable(&prompt, decided).await {
+            // As when a decision cannot start the run: the calls wait for a decision again,
+            // so a person can decide once the mode is back (rather than wait for nothing).
+            for call in &calls {
+                self.store.forget_decision(prompt_id, call).await?;
+            }
+            return Err(error);
+        }
+        Ok(())
+    }
+
     /// Starts a new run of a prompt whose previous run ended waiting for these decisions.
     async fn resume_durable(
         &self,

@@ -237,7 +237,8 @@ pub async fn run_with_clock(
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     let store_is_shared = store.is_shared();
     let (queues, queue_moves) = tokio::sync::mpsc::unbounded_channel();
-    let prompts = prompts(&config, store, &token, queues)?;
+    let (kept, kept_pauses) = tokio::sync::mpsc::unbounded_channel();
+    let prompts = prompts(&config, store, &token, (queues, kept))?;
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
         tracing::warn!(
@@ -259,6 +260,7 @@ pub async fn run_with_clock(
         tokio::spawn(follow_other_replicas(prompts.clone())),
         tokio::spawn(checkpoint(prompts.store.clone())),
         tokio::spawn(dispatch_queues(prompts.clone(), queue_moves)),
+        tokio::spawn(resume_kept_pauses(prompts.clone(), kept_pauses)),
         tokio::spawn(triggers::fire_triggers(
             triggers.clone(),
             Duration::from_millis(config.trigger_tick_ms),
@@ -416,7 +418,10 @@ fn prompts(
     config: &Config,
     store: Store,
     token: &agentic_rpc::SendInternalToken,
-    queues: tokio::sync::mpsc::UnboundedSender<agentic_ids::ConversationId>,
+    (queues, kept): (
+        tokio::sync::mpsc::UnboundedSender<agentic_ids::ConversationId>,
+        tokio::sync::mpsc::UnboundedSender<agentic_ids::PromptId>,
+    ),
 ) -> anyhow::Result<Prompts> {
     let hub = Hub::default();
     let runner = Runner::new(
@@ -428,6 +433,7 @@ fn prompts(
             max_wait: Duration::from_millis(config.admission_wait_ms),
         }),
         queues,
+        kept,
         config.daily_tokens_per_user,
     );
     let modes = ModeRegistry::new(
@@ -529,6 +535,23 @@ async fn dispatch_queues(
                 Err(error) => tracing::warn!(%error, "could not look for stalled conversation queues"),
             },
         }
+    }
+}
+
+/// Takes up the pauses whose run was lost (see `Runner`) once every decision is in: those
+/// decided before the loss was noticed are resumed here, the others when decided.
+async fn resume_kept_pauses(
+    prompts: Prompts,
+    mut kept: tokio::sync::mpsc::UnboundedReceiver<agentic_ids::PromptId>,
+) {
+    while let Some(prompt_id) = kept.recv().await {
+        let prompts = prompts.clone();
+        // Its own task: resuming may wait for an admission slot.
+        tokio::spawn(async move {
+            if let Err(error) = prompts.resume_if_decided(&prompt_id).await {
+                tracing::warn!(%prompt_id, %error, "could not resume a prompt whose calls were all decided");
+            }
+        });
     }
 }
 

@@ -19,6 +19,8 @@ struct Gateway {
     quota_refused: Counter<u64>,
     /// Runs stopped because their prompt's budget or its user's daily quota ran out.
     budget_stopped: Counter<u64>,
+    /// Live pauses whose run was lost (its executor went away) that were kept as durable ones.
+    pauses_kept: Counter<u64>,
     /// Triggers' due times, by `outcome`: `fired` (a prompt was created), `failed` (none
     /// could be), `skipped` (a missed due time its catch-up policy skips).
     triggers: Counter<u64>,
@@ -57,6 +59,11 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .with_description("Prompt runs stopped because their budget or their user's daily token quota ran out")
         .with_unit("{prompt}")
         .build(),
+    pauses_kept: meter
+        .u64_counter("agentic.prompts.pauses_kept")
+        .with_description("Prompts paused for approval whose executor went away, kept waiting for a new run to take them up")
+        .with_unit("{prompt}")
+        .build(),
     triggers: meter
         .u64_counter("agentic.triggers.due")
         .with_description("Triggers' due times, by outcome: fired, failed (no prompt could be created), skipped (missed, and the trigger skips missed times)")
@@ -89,6 +96,11 @@ pub fn quota_refused() {
 /// A run was stopped: its budget (or its user's daily quota) ran out.
 pub fn budget_stopped() {
     INSTRUMENTS.get().budget_stopped.add(1, &[]);
+}
+
+/// A live pause whose run was lost was kept as a durable one.
+pub fn pause_kept() {
+    INSTRUMENTS.get().pauses_kept.add(1, &[]);
 }
 
 /// A trigger's due time came: `outcome` is `fired`, `failed` or `skipped`.

@@ -12,7 +12,7 @@ use agentic_proto::v1::{execute_event, prompt_output, tool_result};
 use crate::error::ExecuteError;
 use crate::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, Progress,
-    RunRequest, ToolCallOutput, ToolResult,
+    RoundRecord, RunRequest, ToolCallOutput, ToolResult,
 };
 
 // ---- protobuf -> domain ----
@@ -131,6 +131,18 @@ pub(crate) fn tool_from_proto(tool: &pb::ToolOutput) -> ToolCallOutput {
         end: tool.end.and_then(|stamp| SystemTime::try_from(stamp).ok()),
         approval: approval_from_proto(tool.approval.as_ref()),
         parent: (!tool.parent_id.is_empty()).then(|| tool.parent_id.clone()),
+        record: tool.record.as_ref().map(|record| {
+            Box::new(RoundRecord {
+                random_seed: record.random_seed,
+                times: record.times.clone(),
+                elapsed: record.elapsed.clone(),
+                answers: record
+                    .answers
+                    .iter()
+                    .map(|answer| (answer.question, answer.answer.clone()))
+                    .collect(),
+            })
+        }),
     }
 }
 
@@ -213,7 +225,9 @@ impl From<Event> for pb::ExecuteEvent {
                 rounds: 1,
                 ..pb::Usage::default()
             }),
-            Event::Paused => execute_event::Kind::Paused(pb::ExecutePaused {}),
+            Event::Paused { resumable } => {
+                execute_event::Kind::Paused(pb::ExecutePaused { resumable })
+            }
             Event::Finished(finish) => {
                 let state = match finish {
                     Finish::Completed => pb::PromptState::Completed,
@@ -241,6 +255,16 @@ fn output_to_proto(output: Output) -> pb::PromptOutput {
             end: call.end.map(prost_types::Timestamp::from),
             approval: Some(approval_to_proto(call.approval)),
             parent_id: call.parent.unwrap_or_default(),
+            record: call.record.map(|record| pb::RoundRecord {
+                random_seed: record.random_seed,
+                times: record.times,
+                elapsed: record.elapsed,
+                answers: record
+                    .answers
+                    .into_iter()
+                    .map(|(question, answer)| pb::RecordedAnswer { question, answer })
+                    .collect(),
+            }),
         }),
         Output::File(file) => prompt_output::Kind::File(pb::FileOutput {
             id: file.id,

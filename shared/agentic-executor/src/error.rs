@@ -63,6 +63,10 @@ pub enum RunError {
     /// needed; the message says which.
     #[error("{0}")]
     Budget(String),
+    /// A run that took up a pause whose run was lost could not go on from it (code mode: the
+    /// replay of its rounds diverged from their record); the message says why.
+    #[error("the prompt could not be resumed after the approval: {0}")]
+    Resume(String),
 }
 
 impl From<crate::sink::StreamClosed> for RunError {

@@ -75,6 +75,21 @@ pub struct ToolCallOutput {
     /// The call this one ran inside (a tool that code run by `interpreter.run-code` called);
     /// `None` for the run's own calls. Models never see such calls as their own.
     pub parent: Option<String>,
+    /// What the mode needs to run the call again exactly (code mode's rounds).
+    pub record: Option<Box<RoundRecord>>,
+}
+
+/// What one code round drew from outside its code besides its tool calls, so that it can be
+/// run again to the same point (see `RoundRecord` in prompt.proto).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoundRecord {
+    pub random_seed: u64,
+    /// `Date.now()` / `new Date()` reads, in order.
+    pub times: Vec<f64>,
+    /// `performance.now()` reads, in order.
+    pub elapsed: Vec<f64>,
+    /// `llm()` answers in order, each with the fingerprint of its question.
+    pub answers: Vec<(u64, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -159,8 +174,9 @@ pub enum Event {
     Usage(agentic_llm::Usage),
     /// A round of the mode's loop begins (counted into the prompt's usage).
     Round,
-    /// The live run waits for approval decisions on the stream (code mode).
-    Paused,
+    /// The live run waits for approval decisions on the stream. `resumable`: a new run given
+    /// the decisions can take it up from the prompt's outputs should this one be lost.
+    Paused { resumable: bool },
     Finished(Finish),
     Failed(String),
 }

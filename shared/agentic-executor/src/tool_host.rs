@@ -352,6 +352,8 @@ impl ToolHost {
             .iter()
             .map(|tool| crate::timeline::ToolCallOutput {
                 parent: Some(tool_call_id.to_owned()),
+                // What a tool-host says a nested call recorded is not a round of ours.
+                record: None,
                 ..crate::convert::tool_from_proto(tool)
             })
             .collect();
@@ -417,6 +419,8 @@ impl ToolHost {
                         Some(invoke_tool_update::Kind::Approval(call)) if answer.is_none() => {
                             let call = ToolCallOutput {
                                 parent: Some(tool_call_id.to_owned()),
+                                // What a tool-host says a nested call recorded is not a round of ours.
+                                record: None,
                                 ..crate::convert::tool_from_proto(&call)
                             };
                             let id = call.id.clone();

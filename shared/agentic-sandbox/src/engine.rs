@@ -56,6 +56,7 @@ pub(crate) fn execute(
         input,
         memory,
         spent,
+        entropy,
     } = program;
     // Limits the engine cannot honour are adjusted here, so error messages quote real values.
     let limits = Limits {
@@ -63,7 +64,9 @@ pub(crate) fn execute(
         stack_bytes: limits.stack_bytes.clamp(MIN_STACK_BYTES, MAX_STACK_BYTES),
         ..limits
     };
-    let session = Rc::new(Session::new(host, limits, runtime, cancel, memory, spent));
+    let session = Rc::new(Session::new(
+        host, limits, runtime, cancel, memory, spent, entropy,
+    ));
     let run = Run {
         code: &code,
         tools,

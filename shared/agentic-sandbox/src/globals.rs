@@ -1,5 +1,6 @@
 //! The host API every sandbox gets besides its tools: `output`, `log` and `console`, `done`,
-//! `complete`, `store`/`recall`, `llm`/`llmJson`, `input` and a coarse `performance.now()`;
+//! `complete`, `store`/`recall`, `llm`/`llmJson`, `input`, a coarse `performance.now()`,
+//! and `Date`/`Math.random` reading the run's recorded entropy;
 //! and `define`, the one way a host function is made (panics caught, errors thrown, limits
 //! enforced, the session read from the sandbox's slot at each call).
 //!
@@ -148,6 +149,7 @@ pub(crate) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()>
     define(ctx, &globals, "store", slot, store)?;
     define(ctx, &globals, "recall", slot, recall)?;
     install_performance(ctx, slot)?;
+    install_entropy(ctx, slot)?;
     define(ctx, &globals, "llm", slot, |ctx, session, args| {
         let text = ask(ctx, session, &args, false)?;
         Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
@@ -168,13 +170,47 @@ pub(crate) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()>
 fn install_performance(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
     let performance = Object::new(ctx.clone())?;
     define(ctx, &performance, "now", slot, |ctx, session, _| {
-        Ok(Value::new_number(
-            ctx.clone(),
-            session.clock.coarse_elapsed_ms(),
-        ))
+        let elapsed = session
+            .entropy
+            .elapsed_ms(|| session.clock.coarse_elapsed_ms());
+        Ok(Value::new_number(ctx.clone(), elapsed))
     })?;
     ctx.globals().set("performance", performance)
 }
+
+/// `Date.now()`, `new Date()` (and `Date()`) and `Math.random()` read the run's [`Entropy`],
+/// so that a run can be repeated exactly; dates made from values are the engine's own.
+///
+/// [`Entropy`]: crate::entropy::Entropy
+fn install_entropy(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
+    let sources = Object::new(ctx.clone())?;
+    define(ctx, &sources, "now", slot, |ctx, session, _| {
+        Ok(Value::new_number(ctx.clone(), session.entropy.now_ms()))
+    })?;
+    define(ctx, &sources, "random", slot, |ctx, session, _| {
+        Ok(Value::new_number(ctx.clone(), session.entropy.random()))
+    })?;
+    let wrap: Function = ctx.eval(ENTROPY_PRELUDE)?;
+    wrap.call((sources.get::<_, Value>("now")?, sources.get::<_, Value>("random")?))
+}
+
+/// Replaces `Date` by a constructor that reads the time from `now` when given no value (the
+/// same prototype and statics, so `instanceof Date` and subclasses still work) and
+/// `Math.random` by `random`.
+const ENTROPY_PRELUDE: &str = r#"(function (now, random) {
+  const NativeDate = Date;
+  const Replacement = function Date(...args) {
+    if (new.target === undefined) return new NativeDate(now()).toString();
+    return Reflect.construct(NativeDate, args.length === 0 ? [now()] : args, new.target);
+  };
+  Object.setPrototypeOf(Replacement, NativeDate);
+  Object.defineProperty(Replacement, "prototype", { value: NativeDate.prototype });
+  Object.defineProperty(Replacement, "length", { value: 7 });
+  Object.defineProperty(Replacement, "now", { value: now, writable: true, configurable: true });
+  Object.defineProperty(NativeDate.prototype, "constructor", { value: Replacement, writable: true, configurable: true });
+  Object.defineProperty(globalThis, "Date", { value: Replacement, writable: true, configurable: true });
+  Object.defineProperty(Math, "random", { value: random, writable: true, configurable: true });
+})"#;
 
 /// `input`, when the run has one (`CodeRunner.RunCode`).
 pub(crate) fn install_input(ctx: &Ctx<'_>, input: Option<&Json>) -> rquickjs::Result<()> {

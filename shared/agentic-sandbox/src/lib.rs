@@ -15,6 +15,7 @@
 //! - `globals`: the host API (`output`, `log`, `store`, `llm`, …) and `define`, the one way a
 //!   host function is made.
 //! - `stack`: our own `Error.prepareStackTrace`, which also detects memory and stack limits.
+//! - `entropy`: the clocks and randomness the code reads, recorded so a run can be repeated.
 //! - `session`: the state one run's host functions share, the slot they find it in, and
 //!   cancellation.
 //! - `budget`: each run's account of what its prompt may spend over all its rounds.
@@ -31,6 +32,7 @@ mod budget;
 mod clock;
 mod convert;
 mod engine;
+mod entropy;
 mod errors;
 mod globals;
 mod host;
@@ -52,6 +54,7 @@ mod warm;
 mod tests;
 
 pub use crate::clock::Clock;
+pub use crate::entropy::{Entropy, EntropyRecord, MAX_RECORDED_READS};
 pub use crate::globals::LAST_DATA;
 pub use crate::host::{Host, ToolFailure, seconds};
 pub use crate::limits::{Limits, PromptLimits, Spent};

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value as Json};
 
+use crate::entropy::Entropy;
 use crate::limits::Spent;
 
 /// A tool as the sandbox sees it.
@@ -31,4 +32,7 @@ pub struct Program {
     pub memory: Map<String, Json>,
     /// What earlier rounds of the prompt spent of [`Limits::prompt`](crate::Limits::prompt).
     pub spent: Spent,
+    /// Where the code's clocks and `Math.random()` read from, recorded as they are read
+    /// (`Entropy::default()`: the real clocks and a fresh seed; a replay: an earlier record).
+    pub entropy: Entropy,
 }

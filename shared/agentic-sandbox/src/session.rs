@@ -19,6 +19,7 @@ use tokio::sync::watch;
 
 use crate::budget::{Budget, size};
 use crate::clock::Clock;
+use crate::entropy::Entropy;
 use crate::host::Host;
 use crate::limits::{Limits, Spent};
 use crate::outcome::Completion;
@@ -97,6 +98,8 @@ pub(crate) struct Session {
     pub logs: RefCell<Vec<String>>,
     pub completion: RefCell<Option<Completion>>,
     pub memory: RefCell<Map<String, Json>>,
+    /// The code's clocks and randomness.
+    pub entropy: Entropy,
 }
 
 impl Session {
@@ -107,6 +110,7 @@ impl Session {
         cancel: CancelSignal,
         memory: Map<String, Json>,
         spent: Spent,
+        entropy: Entropy,
     ) -> Session {
         Session {
             host,
@@ -120,6 +124,7 @@ impl Session {
             logs: RefCell::new(Vec::new()),
             completion: RefCell::new(None),
             memory: RefCell::new(memory),
+            entropy,
         }
     }
 

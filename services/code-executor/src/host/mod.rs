@@ -6,16 +6,19 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Event, FileOutput, Output, Progress, ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Decision, Event, FileOutput, Output, Progress, RoundRecord, ToolCallOutput,
+    ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, RunTools, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest, Tier, Usage};
-use agentic_sandbox::{Clock, Host, ToolFailure, seconds};
+use agentic_sandbox::{Clock, Entropy, Host, ToolFailure, seconds};
 use serde_json::Value as Json;
 use tokio::sync::Mutex;
 
 use agentic_executor::approvals::{Approvals, PendingApproval};
+
+use crate::replay::{self, Replay, Replayed};
 
 /// The prompt's timeline as this run extends it. Adding holds the lock while the event is
 /// sent, so concurrent calls (`parallel`) reach the gateway with contiguous indexes.
@@ -68,26 +71,6 @@ impl Timeline {
     }
 }
 
-pub fn tool_output(
-    id: &str,
-    function: &str,
-    input: Json,
-    result: ToolResult,
-    start: SystemTime,
-    end: Option<SystemTime>,
-) -> Output {
-    Output::Tool(ToolCallOutput {
-        id: id.to_owned(),
-        function: function.to_owned(),
-        input,
-        result,
-        start: Some(start),
-        end,
-        approval: Approval::new(ApprovalState::NotRequired),
-        parent: None,
-    })
-}
-
 pub fn running() -> ToolResult {
     ToolResult::Pending {
         reason: "running".into(),
@@ -128,6 +111,116 @@ pub struct PromptHost {
     pub approval_timeout: Duration,
     /// This run's place among the executor's runs paused for approval.
     pub paused: PausedRun,
+    /// The round running now: what it records, and what its record replays.
+    pub round: std::sync::Mutex<Round>,
+    /// Every round of the run so far kept a record: a pause can be resumed by a new run.
+    pub replayable: std::sync::atomic::AtomicBool,
+}
+
+/// What the round running now reads from outside and records (see `replay`).
+#[derive(Default)]
+pub struct Round {
+    /// Its `code.execute` output, and where it is.
+    code: Option<(u32, ToolCallOutput)>,
+    entropy: Entropy,
+    /// `llm()` answers in order, each with its question's fingerprint (replayed ones too).
+    answers: Vec<(u64, String)>,
+    /// What the record still answers, while the round is replayed.
+    replay: Option<Replay>,
+}
+
+impl PromptHost {
+    /// A round begins: its `code.execute` output is `code` at `index`; its code reads
+    /// `entropy`; `replay` when it runs again from its record.
+    pub fn begin_round(
+        &self,
+        index: u32,
+        code: ToolCallOutput,
+        entropy: Entropy,
+        replay: Option<Replay>,
+    ) {
+        *self.lock_round() = Round {
+            code: Some((index, code)),
+            entropy,
+            answers: Vec::new(),
+            replay,
+        };
+    }
+
+    /// The round ended: its record (`None` when it cannot be kept, and then no later pause
+    /// of the run can be resumed), and why its replay diverged, if it did.
+    pub fn end_round(&self) -> (Option<RoundRecord>, Option<String>) {
+        let mut round = self.lock_round();
+        let diverged = round.replay.as_mut().and_then(|replay| {
+            replay.finish();
+            replay.diverged().map(str::to_owned)
+        });
+        let record = replay::record(round.entropy.record(), &round.answers);
+        if record.is_none() {
+            self.replayable
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        *round = Round::default();
+        (record, diverged)
+    }
+
+    fn lock_round(&self) -> std::sync::MutexGuard<'_, Round> {
+        self.round
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether what the code shows now was shown before (a replay before its pause).
+    fn replaying(&self) -> bool {
+        self.lock_round()
+            .replay
+            .as_ref()
+            .is_some_and(Replay::replaying)
+    }
+
+    /// Before a pause: the round's record so far goes onto its `code.execute` output, so that
+    /// a new run can take the pause up should this one be lost. False when it cannot.
+    async fn keep_record(&self) -> bool {
+        let kept = {
+            let round = self.lock_round();
+            let record = replay::record(round.entropy.record(), &round.answers);
+            match (&round.code, record) {
+                (Some((index, code)), Some(record))
+                    if self.replayable.load(std::sync::atomic::Ordering::SeqCst) =>
+                {
+                    Some((*index, ToolCallOutput {
+                        record: Some(Box::new(record)),
+                        ..code.clone()
+                    }))
+                }
+                _ => None,
+            }
+        };
+        match kept {
+            Some((index, code)) => self.timeline.update(index, Output::Tool(code)).await.is_ok(),
+            None => false,
+        }
+    }
+
+    /// What the record says about each call of a batch, in order; `None` while not replaying.
+    /// A batch in which the replay diverged runs nothing, not even its decided calls.
+    fn replayed(&self, calls: &[(String, Json)]) -> Option<Vec<Replayed>> {
+        let mut round = self.lock_round();
+        let replay = round.replay.as_mut()?;
+        let mut replayed: Vec<Replayed> = calls
+            .iter()
+            .map(|(tool_id, input)| replay.call(tool_id, input))
+            .collect();
+        if let Some(why) = replay.diverged() {
+            let why = format!("not run: {why}");
+            for slot in &mut replayed {
+                if !matches!(slot, Replayed::Answer(_)) {
+                    *slot = Replayed::Answer(Err(ToolFailure::Failed(why.clone())));
+                }
+            }
+        }
+        Some(replayed)
+    }
 }
 
 /// The bound on runs paused for approval at once in one code-executor. A paused run keeps
@@ -206,12 +299,105 @@ impl Host for PromptHost {
         answers.pop().unwrap_or_else(|| Err(closed()))
     }
 
+    /// While a round is replayed, the record answers its calls (see `replay`); a call that
+    /// waited for approval goes on with its decision, and calls past the record run live.
+    async fn call_tools(
+        &self,
+        calls: Vec<(String, Json)>,
+        clock: &Clock,
+    ) -> Vec<Result<Json, ToolFailure>> {
+        let count = calls.len();
+        let Some(replayed) = self.replayed(&calls) else {
+            return self.call_live(calls, clock).await;
+        };
+        let mut answers: Vec<Option<Result<Json, ToolFailure>>> = vec![None; count];
+        let (mut live, mut live_slots, mut decided) = (Vec::new(), Vec::new(), Vec::new());
+        for (slot, (replayed, call)) in replayed.into_iter().zip(calls).enumerate() {
+            match replayed {
+                Replayed::Answer(answer) => answers[slot] = Some(answer),
+                Replayed::Decided {
+                    index,
+                    call,
+                    decision,
+                } => decided.push((slot, self.resumed(index, *call, decision))),
+                Replayed::Live => {
+                    live_slots.push(slot);
+                    live.push(call);
+                }
+            }
+        }
+        let finished = decided
+            .into_iter()
+            .map(|(slot, call)| async move { (slot, self.finish(call, clock).await) });
+        for (slot, answer) in futures::future::join_all(finished).await {
+            answers[slot] = Some(answer);
+        }
+        if !live.is_empty() {
+            let ran = self.call_live(live, clock).await;
+            for (slot, answer) in live_slots.into_iter().zip(ran) {
+                answers[slot] = Some(answer);
+            }
+        }
+        answers
+            .into_iter()
+            .map(|answer| answer.unwrap_or_else(|| Err(closed())))
+            .collect()
+    }
+
+    async fn output(&self, text: String) {
+        if self.replaying() {
+            return;
+        }
+        // Best effort: if the stream is gone the run is being dropped anyway.
+        if self
+            .timeline
+            .send(Event::TextDelta(text.clone()))
+            .await
+            .is_ok()
+        {
+            let _ = self.timeline.add(Output::Text(text)).await;
+        }
+    }
+
+    async fn log(&self, line: String) {
+        if self.replaying() {
+            return;
+        }
+        // Best effort, as output().
+        let _ = self.timeline.send(Event::Log(line)).await;
+    }
+
+    async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
+        let question = replay::question(&prompt, json);
+        let recorded = self
+            .lock_round()
+            .replay
+            .as_mut()
+            .and_then(|replay| replay.ask(question));
+        let content = match recorded {
+            Some(answer) => answer?,
+            None => {
+                self.timeline.may_call_model()?;
+                let (content, usage) = ask(self.model.as_ref(), self.tier, prompt, json).await?;
+                self.timeline
+                    .send(Event::Usage(usage))
+                    .await
+                    .map_err(|_| CLOSED.to_owned())?;
+                content
+            }
+        };
+        self.lock_round().answers.push((question, content.clone()));
+        Ok(content)
+    }
+}
+
+impl PromptHost {
     /// Records every call first (each call's output, in order); runs those that need no
     /// approval and waits for them to settle; then asks for every approval at once (each
     /// `approval_requested`, then one `paused`) and runs each call once it is approved. So a
     /// pause is announced with nothing else still running: a stream that ends at `waiting`
     /// has seen everything that happened before the person decides.
-    async fn call_tools(
+    async fn call_live(
         &self,
         calls: Vec<(String, Json)>,
         clock: &Clock,
@@ -242,7 +428,8 @@ impl Host for PromptHost {
                     return vec![Err(closed()); count];
                 }
             }
-            if self.timeline.send(Event::Paused).await.is_err() {
+            let resumable = self.keep_record().await;
+            if self.timeline.send(Event::Paused { resumable }).await.is_err() {
                 return vec![Err(closed()); count];
             }
         }
@@ -259,32 +446,6 @@ impl Host for PromptHost {
             .collect()
     }
 
-    async fn output(&self, text: String) {
-        // Best effort: if the stream is gone the run is being dropped anyway.
-        if self
-            .timeline
-            .send(Event::TextDelta(text.clone()))
-            .await
-            .is_ok()
-        {
-            let _ = self.timeline.add(Output::Text(text)).await;
-        }
-    }
-
-    async fn log(&self, line: String) {
-        // Best effort, as output().
-        let _ = self.timeline.send(Event::Log(line)).await;
-    }
-
-    async fn llm(&self, prompt: String, json: bool) -> Result<String, String> {
-        self.timeline.may_call_model()?;
-        let (content, usage) = ask(self.model.as_ref(), self.tier, prompt, json).await?;
-        self.timeline
-            .send(Event::Usage(usage))
-            .await
-            .map_err(|_| CLOSED.to_owned())?;
-        Ok(content)
-    }
 }
 
 /// A call recorded on the timeline, and what happens to it next.
@@ -313,6 +474,7 @@ impl Recorded {
             end,
             approval,
             parent: None,
+            record: None,
         })
     }
 }
@@ -325,6 +487,23 @@ enum Next {
 }
 
 impl PromptHost {
+    /// A call that waited for approval when the round paused, taken up with its decision:
+    /// its output (at `index`) is updated as if the decision had come to the run that paused.
+    fn resumed(&self, index: u32, call: ToolCallOutput, decision: Decision) -> Started {
+        let pending = self.approvals.expect(&call.id);
+        self.approvals.deliver(decision);
+        Started {
+            call: Recorded {
+                call_id: call.id,
+                tool_id: call.function,
+                input: call.input,
+                start: call.start.unwrap_or_else(SystemTime::now),
+                index,
+            },
+            next: Next::AwaitApproval(pending),
+        }
+    }
+
     /// Adds the call's `tool` output: running, or waiting for approval (then the approval is
     /// requested too). An invalid call is refused without asking anyone.
     async fn start(&self, tool_id: String, input: Json) -> Result<Started, StreamClosed> {

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use agentic_executor::SchemaCache;
 use agentic_executor::timeline::Decision;
+use std::time::SystemTime;
 use agentic_executor::tool_host::{RunScope, ToolHost, ToolSpec};
 use agentic_llm::{ChatResponse, LlmError};
 use agentic_proto::v1::tool_host_server::{ToolHost as ToolHostService, ToolHostServer};
@@ -106,6 +107,11 @@ struct Prompt {
 }
 
 async fn prompt(approval_timeout: Duration) -> Prompt {
+    prompt_after(approval_timeout, 0).await
+}
+
+/// [`prompt`] for a prompt that has `outputs` outputs already.
+async fn prompt_after(approval_timeout: Duration, outputs: usize) -> Prompt {
     let tool_host = FakeToolHost::default();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -151,12 +157,14 @@ async fn prompt(approval_timeout: Duration) -> Prompt {
         tools,
         tool_host: ToolHost::new(channel),
         scope,
-        timeline: Arc::new(Timeline::new(EventSink::new(sender), 0)),
+        timeline: Arc::new(Timeline::new(EventSink::new(sender), outputs)),
         model: Arc::new(NoModel),
         tier: Tier::Normal,
         approvals,
         approval_timeout,
         paused: super::PausedRuns::new(8).for_run(),
+        round: Default::default(),
+        replayable: true.into(),
     });
     Prompt {
         host,
@@ -188,7 +196,7 @@ impl Prompt {
                 ids.push(tool_call_id.clone());
             }
             seen.push(describe(&event));
-            if event == Event::Paused {
+            if matches!(event, Event::Paused { .. }) {
                 return (seen, ids);
             }
         }
@@ -232,7 +240,7 @@ fn describe(event: &Event) -> String {
             index,
             ..
         } => format!("approval requested {index}: {tool_id} {input}"),
-        Event::Paused => "paused".into(),
+        Event::Paused { .. } => "paused".into(),
         Event::Log(line) => format!("log {line}"),
         Event::StateSet(fields) => format!("state {fields:?}"),
         other => format!("{other:?}"),
@@ -410,6 +418,7 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
         input: None,
         memory: Map::new(),
         spent: Default::default(),
+        entropy: Default::default(),
     };
     let limits = Limits {
         timeout: Duration::from_millis(300),
@@ -430,4 +439,170 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
             "files.list"
         ]))
     );
+}
+
+/// Code that reads a random number, shows text, runs `files.list`, then waits for approval of
+/// `files.delete` (both called with the number) and shows more.
+const PAUSING_CODE: &str = "output('before'); const r = Math.random();\n\
+                            const listed = filesList({ n: r });\n\
+                            const deleted = filesDelete({ path: 'x' + r });\n\
+                            output('after'); [listed.done, deleted.done, r]";
+
+/// Runs `code` as a round (its `code.execute` output first) until it pauses, then drops the
+/// run, as a code-executor that dies would: the prompt's outputs as the gateway keeps them,
+/// the waiting call's id, and whether the pause was said to be resumable.
+async fn paused_round(code: &str) -> (Vec<Output>, String, bool) {
+    let mut prompt = prompt(Duration::from_secs(30)).await;
+    let round = crate::host::ToolCallOutput {
+        id: "code_1".into(),
+        function: crate::prompt::CODE_TOOL.into(),
+        input: json!({ "code": code }),
+        result: running(),
+        start: Some(SystemTime::now()),
+        end: None,
+        approval: Approval::new(ApprovalState::NotRequired),
+        parent: None,
+        record: None,
+    };
+    let index = prompt
+        .host
+        .timeline
+        .add(Output::Tool(round.clone()))
+        .await
+        .unwrap();
+    let entropy = agentic_sandbox::Entropy::default();
+    prompt
+        .host
+        .begin_round(index, round, entropy.clone(), None);
+    let program = Program {
+        code: code.into(),
+        tools: crate::tools::sandbox_tools(&prompt.host.tools),
+        modules: Vec::new(),
+        input: None,
+        memory: Map::new(),
+        spent: Default::default(),
+        entropy,
+    };
+    let host = prompt.host.clone();
+    let run = tokio::spawn(async move {
+        Sandboxes::default()
+            .run(program, host, Limits::default())
+            .await
+    });
+    let mut outputs: Vec<Output> = Vec::new();
+    let mut waiting = String::new();
+    let resumable = loop {
+        let event = tokio::time::timeout(Duration::from_secs(5), prompt.events.recv())
+            .await
+            .expect("no event within 5 s")
+            .expect("the event stream ended");
+        match event {
+            Event::OutputAdded { index, output } => {
+                assert_eq!(index as usize, outputs.len());
+                outputs.push(output);
+            }
+            Event::OutputUpdated { index, output } => outputs[index as usize] = output,
+            Event::ApprovalRequested { tool_call_id, .. } => waiting = tool_call_id,
+            Event::Paused { resumable } => break resumable,
+            _ => {}
+        }
+    };
+    run.abort();
+    assert_eq!(prompt.invoked(), ["files.list"]);
+    (outputs, waiting, resumable)
+}
+
+/// Runs `code` again from the record `outputs` hold, with `decision` on the call that waited:
+/// the outcome, what it showed (events in words), what ran, and why the replay diverged.
+async fn replayed_round(
+    code: &str,
+    outputs: &[Output],
+    decision: Decision,
+) -> (agentic_sandbox::RunOutcome, Vec<String>, Vec<String>, Option<String>) {
+    let mut prompt = prompt_after(Duration::from_secs(30), outputs.len()).await;
+    let mut resume = crate::replay::Resume::from_outputs(outputs, &[decision]).unwrap();
+    let round = resume.rounds.pop_back().unwrap();
+    assert!(round.paused());
+    let entropy = agentic_sandbox::Entropy::replaying(&round.entropy());
+    let replay = crate::replay::Replay::of(&round, resume.decisions);
+    prompt
+        .host
+        .begin_round(round.index, round.output.clone(), entropy.clone(), Some(replay));
+    let program = Program {
+        code: code.into(),
+        tools: crate::tools::sandbox_tools(&prompt.host.tools),
+        modules: Vec::new(),
+        input: None,
+        memory: Map::new(),
+        spent: Default::default(),
+        entropy,
+    };
+    let outcome = Sandboxes::default()
+        .run(program, prompt.host.clone(), Limits::default())
+        .await;
+    let (_, diverged) = prompt.host.end_round();
+    let mut shown = Vec::new();
+    while let Ok(event) = prompt.events.try_recv() {
+        shown.push(describe(&event));
+    }
+    (outcome, shown, prompt.invoked(), diverged)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_round_run_again_from_its_record_repeats_nothing_and_goes_on_from_the_pause() {
+    let (outputs, waiting, resumable) = paused_round(PAUSING_CODE).await;
+    assert!(resumable);
+    let Output::Tool(round) = &outputs[0] else {
+        panic!("{outputs:?}")
+    };
+    let record = round.record.as_ref().expect("the record is kept before the pause");
+    let approve = Decision {
+        tool_call_id: waiting,
+        approved: true,
+        reason: "go".into(),
+    };
+    let (outcome, shown, invoked, diverged) =
+        replayed_round(PAUSING_CODE, &outputs, approve).await;
+    assert_eq!(diverged, None);
+    assert_eq!(invoked, ["files.delete"], "files.list is answered from the record");
+    let value = outcome.result.unwrap();
+    assert_eq!(value[0], json!("files.list"));
+    assert_eq!(value[1], json!("files.delete"));
+    assert_eq!(record.answers, []);
+    // The same random number: the approved call is the call the person saw.
+    let Output::Tool(delete) = &outputs[3] else {
+        panic!("{outputs:?}")
+    };
+    assert_eq!(delete.input, json!({ "path": format!("x{}", value[2].as_f64().unwrap()) }));
+    assert_eq!(
+        shown,
+        [
+            "updated 3: files.delete success {\"done\":\"files.delete\"} Approved (go)",
+            "TextDelta(\"after\")",
+            "added 4: Text(\"after\")",
+        ],
+        "nothing shown before the pause is shown again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_that_takes_another_path_runs_nothing_and_says_where_it_diverged() {
+    let (outputs, waiting, _) = paused_round(PAUSING_CODE).await;
+    let approve = Decision {
+        tool_call_id: waiting,
+        approved: true,
+        reason: String::new(),
+    };
+    let other = PAUSING_CODE.replace("filesList({ n: r })", "filesList({ n: 2 })");
+    let (outcome, shown, invoked, diverged) = replayed_round(&other, &outputs, approve).await;
+    assert!(invoked.is_empty(), "{invoked:?}");
+    let diverged = diverged.expect("the replay diverged");
+    assert!(
+        diverged.contains("files.list with {\"n\":2} where it called files.list with"),
+        "{diverged}"
+    );
+    assert!(shown.is_empty(), "{shown:?}");
+    // The code saw its calls refused, saying why.
+    let error = outcome.result.unwrap_err().message;
+    assert!(error.contains("not run: the code called files.list"), "{error}");
 }

@@ -78,12 +78,17 @@ pub struct Runner {
     queues: mpsc::UnboundedSender<ConversationId>,
     /// Tokens one user may spend per UTC day (0: no limit); runs stop past it.
     daily_tokens: u64,
+    /// Prompts whose run was lost while paused and that now wait durably: a new run takes
+    /// each up at once if every decision is already in.
+    kept: mpsc::UnboundedSender<PromptId>,
 }
 
 enum Next {
     Continue,
     /// The run ended, leaving the prompt in this state.
     Done(PromptState),
+    /// The run was lost while paused, and the prompt waits on for a new run to take it up.
+    Kept,
 }
 
 impl Runner {
@@ -92,6 +97,7 @@ impl Runner {
         hub: Hub,
         admission: Admission,
         queues: mpsc::UnboundedSender<ConversationId>,
+        kept: mpsc::UnboundedSender<PromptId>,
         daily_tokens: u64,
     ) -> Runner {
         Runner {
@@ -101,6 +107,7 @@ impl Runner {
             admission,
             queues,
             daily_tokens,
+            kept,
         }
     }
 
@@ -386,15 +393,19 @@ impl Runner {
                 },
                 batch = events.next() => match batch {
                     Some(batch) => Box::pin(run.apply_all(batch)).await,
-                    None => Err(GatewayError::ModeUnavailable {
-                        mode: mode.to_owned(),
-                        reason: "its executor ended the run without finishing it".into(),
-                    }),
+                    None => {
+                        Box::pin(run.lost("its executor ended the run without finishing it".into()))
+                            .await
+                    }
                 },
             };
             match outcome {
                 Ok(Next::Continue) => {}
                 Ok(Next::Done(state)) => return state,
+                Ok(Next::Kept) => {
+                    let _ = self.kept.send(prompt_id.clone());
+                    return PromptState::WaitingForApproval;
+                }
                 Err(GatewayError::PromptEnded(_)) => {
                     // Ended elsewhere (cancelled through another replica, or failed by the
                     // lease reaper): this run has nothing more to say.

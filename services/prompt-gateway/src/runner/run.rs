@@ -32,6 +32,8 @@ pub(super) struct Run {
     /// Whether the live run waits for decisions, and on which calls: it goes on once each of
     /// them has been decided (or timed out).
     paused: bool,
+    /// The executor said a new run can take the pause up should this one be lost.
+    resumable: bool,
     awaiting: HashSet<String>,
     /// Decisions already sent to the executor: not sent again when the database is read back.
     forwarded: HashSet<String>,
@@ -121,6 +123,7 @@ impl Run {
             inputs,
             outputs,
             paused: false,
+            resumable: false,
             awaiting: HashSet::new(),
             forwarded: HashSet::new(),
             stored: 0,
@@ -202,22 +205,32 @@ impl Run {
         }
         self.stored += batch.len();
         let mut next = Ok(Next::Continue);
+        let mut lost = None;
         for item in batch {
             next = match item {
                 Ok(event) => self.apply(event).await,
-                Err(status) => Err(GatewayError::ModeUnavailable {
-                    mode: self.mode.clone(),
-                    reason: format!(
-                        "its executor failed mid-run: {}",
-                        agentic_rpc::relayed(&status)
-                    ),
-                }),
+                Err(status) => {
+                    lost = Some(status);
+                    break;
+                }
             };
             if !matches!(next, Ok(Next::Continue)) {
                 break;
             }
         }
         let flushed = self.log.flush().await;
+        if let Some(status) = lost {
+            if let Ok(events) = &flushed {
+                self.publish(events);
+            }
+            flushed?;
+            return self
+                .lost(format!(
+                    "its executor failed mid-run: {}",
+                    agentic_rpc::relayed(&status)
+                ))
+                .await;
+        }
         match (next, flushed) {
             (Err(error), _) | (Ok(_), Err(error)) => Err(error),
             (Ok(next), Ok(events)) => {
@@ -229,6 +242,24 @@ impl Run {
                 Ok(next)
             }
         }
+    }
+
+    /// The executor's stream ended before the run did (`reason` says how). A live pause the
+    /// executor said can be taken up again becomes a durable one: the prompt waits on, and
+    /// the decisions start a new run. Anything else fails the prompt.
+    pub(super) async fn lost(&mut self, reason: String) -> Result<Next, GatewayError> {
+        if self.paused
+            && self.resumable
+            && Box::pin(self.store.pause_durably(&self.prompt_id)).await?
+        {
+            tracing::info!(prompt_id = %self.prompt_id, mode = %self.mode, %reason, "run lost while paused; the prompt waits for its decisions durably");
+            crate::metrics::pause_kept();
+            return Ok(Next::Kept);
+        }
+        Err(GatewayError::ModeUnavailable {
+            mode: self.mode.clone(),
+            reason,
+        })
     }
 
     /// Applies one event the executor sent: checks it, and appends what it means to the log.
@@ -253,7 +284,8 @@ impl Run {
                     Next::Continue,
                 )
             }
-            execute_event::Kind::Paused(_) => {
+            execute_event::Kind::Paused(paused) => {
+                self.resumable = paused.resumable;
                 if !self.paused && !self.awaiting.is_empty() {
                     self.paused = true;
                     let waiting: EventFor =

@@ -64,6 +64,25 @@ impl Store {
         Ok(self.db.write(sql, &args).await? == 1)
     }
 
+    /// Makes the live pause of a prompt whose run was lost (its executor went away) durable:
+    /// it waits on, and once every call is decided a new run takes it up (see
+    /// `Prompts::decide` and `Prompts::resume_if_decided`). Also when it is RUNNING again
+    /// because every decision was sent to the run that was lost before it could act on
+    /// them. `false` when it is no longer this replica's, or ended.
+    pub async fn pause_durably(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
+                   WHERE id = $3 AND owner = $4 AND ((state = $5 AND paused_live = 1) OR state = $6)";
+        let args = [
+            WAITING.into(),
+            now_millis().into(),
+            prompt_id.into(),
+            (&self.owner.replica).into(),
+            WAITING.into(),
+            RUNNING.into(),
+        ];
+        Ok(self.db.write(sql, &args).await? == 1)
+    }
+
     /// Moves a prompt whose run ended waiting (a durable pause) back to RUNNING under this
     /// replica's lease, for the new run this replica starts. `false` when it was no longer
     /// waiting (another caller resumed or cancelled it first).

@@ -73,6 +73,11 @@ impl Store {
         Ok(prompt.filter(|prompt| prompt.user_id == user_id.as_str()))
     }
 
+    /// The prompt if it exists, whoever it belongs to (for the gateway's own work).
+    pub async fn any_prompt(&self, prompt_id: &PromptId) -> Result<Option<Prompt>, GatewayError> {
+        load_prompt(&mut self.reader().await?.conn(), prompt_id).await
+    }
+
     /// The user's prompts, newest first, optionally of one conversation, as summaries:
     /// everything but the output timeline (which [`Store::prompt`] reads), so a listing stays
     /// small however large the prompts are.

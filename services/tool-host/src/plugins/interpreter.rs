@@ -357,6 +357,7 @@ fn nested_call(call: &CodeToolCall, parent: &str) -> ToolOutput {
             reason: String::new(),
         })),
         parent_id: parent.to_owned(),
+        record: None,
     }
 }
 

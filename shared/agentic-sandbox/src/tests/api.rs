@@ -343,3 +343,38 @@ async fn a_rejected_or_unanswered_approval_throws_an_error_the_code_can_catch() 
         ])
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_given_its_record_reads_the_same_time_and_random_numbers_again() {
+    let code = "const a = Date.now(); const b = new Date().getTime(); const c = Date();\n\
+                const d = performance.now(); const r = [Math.random(), Math.random()];\n\
+                [a, b, c, d, r, new Date(0).toISOString(), new Date() instanceof Date,\n\
+                 new Date().constructor === Date, typeof Date.UTC(2020, 0)]";
+    let first = program(code);
+    let entropy = first.entropy.clone();
+    let (outcome, _) = run_program(first, Limits::default()).await;
+    let value = outcome.result.unwrap();
+    let record = entropy.record();
+    assert!(record.complete);
+    // Date.now(), then four dates made without a value.
+    assert_eq!(record.times.len(), 5, "{record:?}");
+    assert_eq!(record.elapsed.len(), 1, "{record:?}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
+    assert!((now - value[0].as_f64().unwrap()).abs() < 60_000.0, "{value}");
+    assert_eq!(value[5], json!("1970-01-01T00:00:00.000Z"));
+    assert_eq!(value[6], json!(true));
+    assert_eq!(value[7], json!(true));
+    assert_eq!(value[8], json!("number"));
+
+    // Later, elsewhere: the same reads.
+    std::thread::sleep(Duration::from_millis(5));
+    let again = crate::Program {
+        entropy: crate::Entropy::replaying(&record),
+        ..program(code)
+    };
+    let (outcome, _) = run_program(again, Limits::default()).await;
+    assert_eq!(outcome.result.unwrap(), value);
+}

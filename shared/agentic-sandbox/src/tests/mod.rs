@@ -164,6 +164,7 @@ fn program(code: &str) -> Program {
         input: None,
         memory: Map::new(),
         spent: Default::default(),
+        entropy: Default::default(),
     }
 }
 
