@@ -214,7 +214,10 @@ async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_its_code_execu
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     stack.restart(Service::Code).await.unwrap();
-    client.approve_tool_call(&prompt.id, &call_id).await.unwrap();
+    client
+        .approve_tool_call(&prompt.id, &call_id)
+        .await
+        .unwrap();
     let resumed = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
     assert_eq!(
         kind(resumed.last().unwrap()),
@@ -237,27 +240,15 @@ async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_its_code_execu
         tools[2].approval.as_ref().map(|approval| approval.state),
         Some(agentic_proto::v1::ApprovalState::Approved as i32)
     );
-    let files: Vec<&str> = done
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::File(file)) => {
-                Some(file.filename.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let files: Vec<&str> = outputs(&done, |kind| match kind {
+        agentic_proto::v1::prompt_output::Kind::File(file) => Some(file.filename.as_str()),
+        _ => None,
+    });
     assert_eq!(files.len(), 1, "the report was written once: {files:?}");
-    let texts: Vec<&str> = done
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::Text(text)) => {
-                Some(text.content.as_str())
-            }
-            _ => None,
-        })
-        .collect();
+    let texts: Vec<&str> = outputs(&done, |kind| match kind {
+        agentic_proto::v1::prompt_output::Kind::Text(text) => Some(text.content.as_str()),
+        _ => None,
+    });
     assert_eq!(texts.len(), 2, "asking once, then the answer: {texts:?}");
     assert_eq!(texts[0], "asking\n");
     // The replayed code read what the paused one read: its answer names the same file and
@@ -365,6 +356,18 @@ fn echo_then_hang(input: &str, content: &str) -> Vec<Rule> {
 }
 
 /// Code mode answers the prompt whose input contains `input` with `code`, in round 1 only.
+/// What `pick` takes from each of the prompt's outputs that it is for.
+fn outputs<'a>(
+    prompt: &'a agentic_proto::v1::Prompt,
+    pick: impl Fn(&'a agentic_proto::v1::prompt_output::Kind) -> Option<&'a str>,
+) -> Vec<&'a str> {
+    prompt
+        .output
+        .iter()
+        .filter_map(|output| output.kind.as_ref().and_then(&pick))
+        .collect()
+}
+
 fn code_for(input: &str, code: &str) -> Rule {
     Rule::new(
         Match::All(vec![

@@ -107,6 +107,7 @@ impl CodeMode {
             paused: self.paused_runs.for_run(),
             round: Default::default(),
             replayable: true.into(),
+            recorded: 0.into(),
         });
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
@@ -146,9 +147,11 @@ impl CodeMode {
                 input: None,
                 memory: std::mem::take(&mut memory),
                 spent,
-                entropy: replaying.as_ref().map_or_else(Entropy::default, |replaying| {
-                    Entropy::replaying(&replaying.entropy())
-                }),
+                entropy: replaying
+                    .as_ref()
+                    .map_or_else(Entropy::default, |replaying| {
+                        Entropy::replaying(&replaying.entropy())
+                    }),
             };
             let outcome = match replaying {
                 Some(replaying) => {
@@ -248,9 +251,8 @@ impl CodeMode {
         let (record, diverged) = host.end_round();
         let result = result_of(&outcome);
         let diverged = diverged.or_else(|| {
-            (!paused && result != round.output.result).then(|| {
-                "the code ended with another result than before".to_owned()
-            })
+            (!paused && result != round.output.result)
+                .then(|| "the code ended with another result than before".to_owned())
         });
         if let Some(why) = diverged {
             crate::metrics::replay_diverged();
@@ -311,9 +313,8 @@ async fn close_paused(
             timeline.update(*index, output).await?;
         }
     }
-    let error = format!(
-        "could not be resumed after the approval: {why}; none of its calls ran again"
-    );
+    let error =
+        format!("could not be resumed after the approval: {why}; none of its calls ran again");
     let output = ToolCallOutput {
         result: ToolResult::Error { error },
         end: Some(SystemTime::now()),

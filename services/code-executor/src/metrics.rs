@@ -15,7 +15,8 @@ struct Sandbox {
 }
 
 // A static is fine here: the global meter provider is the process-wide registry anyway.
-static INSTRUMENTS: Instruments<Sandbox> = Instruments::new(|meter: &Meter| Sandbox {
+static INSTRUMENTS: Instruments<Sandbox> = Instruments::new(|meter: &Meter| {
+    Sandbox {
     duration: meter
         .f64_histogram("agentic.sandbox.duration")
         .with_description("Duration of sandbox runs, by outcome (ok, error, timeout)")
@@ -34,6 +35,7 @@ static INSTRUMENTS: Instruments<Sandbox> = Instruments::new(|meter: &Meter| Sand
         .with_description("Code rounds resumed after a restart whose replay diverged from their record (the prompt failed)")
         .with_unit("{round}")
         .build(),
+}
 });
 
 /// A round run again from its record did something else than the record says.

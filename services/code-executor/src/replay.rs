@@ -28,6 +28,10 @@ use crate::prompt::CODE_TOOL;
 /// this cannot be resumed after a restart (it runs on; its pause is not durable).
 pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
 
+/// The most all of a prompt's round records may hold together: a resumed run gets them all
+/// in its start, which must fit one message. Past it, the prompt's pauses are live only.
+pub const MAX_PROMPT_RECORD_BYTES: usize = 2 * 1024 * 1024;
+
 /// One round of the prompt, as its outputs show it.
 #[derive(Debug, Clone)]
 pub struct RecordedRound {
@@ -222,13 +226,13 @@ impl Replay {
         }
         match self.answers.pop_front() {
             Some((asked, answer)) if asked == question => Some(Ok(answer)),
-            Some(_) => Some(Err(self.stop(
-                "the code asked the model something else than before".into(),
-            ))),
+            Some(_) => Some(Err(
+                self.stop("the code asked the model something else than before".into())
+            )),
             None if self.then_live => None,
-            None => Some(Err(self.stop(
-                "the code asked the model more often than before".into(),
-            ))),
+            None => Some(Err(
+                self.stop("the code asked the model more often than before".into())
+            )),
         }
     }
 
@@ -296,8 +300,9 @@ pub fn question(prompt: &str, json: bool) -> u64 {
     hash
 }
 
-/// The round's record, when it is complete and small enough to keep.
-pub fn record(entropy: EntropyRecord, answers: &[(u64, String)]) -> Option<RoundRecord> {
+/// The round's record with about how many bytes it holds, when it is complete and small
+/// enough to keep.
+pub fn record(entropy: EntropyRecord, answers: &[(u64, String)]) -> Option<(RoundRecord, usize)> {
     if !entropy.complete {
         return None;
     }
@@ -306,12 +311,13 @@ pub fn record(entropy: EntropyRecord, answers: &[(u64, String)]) -> Option<Round
             .iter()
             .map(|(_, answer)| answer.len() + 12)
             .sum::<usize>();
-    (bytes <= MAX_RECORD_BYTES).then(|| RoundRecord {
+    let record = RoundRecord {
         random_seed: entropy.seed,
         times: entropy.times,
         elapsed: entropy.elapsed,
         answers: answers.to_vec(),
-    })
+    };
+    (bytes <= MAX_RECORD_BYTES).then_some((record, bytes))
 }
 
 /// A call's output once it is settled without running: its decision shown, `error` its result.

@@ -64,16 +64,7 @@ impl Prompts {
                 request.tool_call_id, prompt.id
             )));
         }
-        let decided: Vec<ApprovalDecision> = self
-            .store
-            .decisions(prompt_id)
-            .await?
-            .into_iter()
-            .filter(|decision| pending.contains(&decision.tool_call_id.as_str()))
-            .collect();
-        let all_decided = pending
-            .iter()
-            .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
+        let (decided, all_decided) = self.decided(prompt_id, &pending).await?;
 
         match self.runner.decide(prompt_id, decision).await {
             // A live run here took the decision; it goes on by itself once it has them all.
@@ -130,16 +121,7 @@ impl Prompts {
             return Ok(());
         }
         let pending = pending_calls(&prompt);
-        let decided: Vec<ApprovalDecision> = self
-            .store
-            .decisions(prompt_id)
-            .await?
-            .into_iter()
-            .filter(|decision| pending.contains(&decision.tool_call_id.as_str()))
-            .collect();
-        let all_decided = pending
-            .iter()
-            .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
+        let (decided, all_decided) = self.decided(prompt_id, &pending).await?;
         if pending.is_empty() || !all_decided {
             return Ok(());
         }
@@ -157,6 +139,25 @@ impl Prompts {
             return Err(error);
         }
         Ok(())
+    }
+
+    /// The stored decisions on the `pending` calls, and whether every one of them is decided.
+    async fn decided(
+        &self,
+        prompt_id: &PromptId,
+        pending: &[&str],
+    ) -> Result<(Vec<ApprovalDecision>, bool), GatewayError> {
+        let decided: Vec<ApprovalDecision> = self
+            .store
+            .decisions(prompt_id)
+            .await?
+            .into_iter()
+            .filter(|decision| pending.contains(&decision.tool_call_id.as_str()))
+            .collect();
+        let all_decided = pending
+            .iter()
+            .all(|id| decided.iter().any(|decision| decision.tool_call_id == *id));
+        Ok((decided, all_decided))
     }
 
     /// Starts a new run of a prompt whose previous run ended waiting for these decisions.

@@ -497,6 +497,7 @@ impl Prompts {
             let Some(past) = self.store.prompt(&owner, &id).await? else {
                 continue;
             };
+            let past = without_records(past);
             let whole = past.encoded_len();
             let (past, size) = if whole <= budget {
                 (past, whole)
@@ -644,4 +645,15 @@ fn already_ended(prompt: &Prompt) -> GatewayError {
         .map(|state| state.as_str_name())
         .unwrap_or("UNKNOWN");
     GatewayError::FailedPrecondition(format!("prompt {} has already ended ({state})", prompt.id))
+}
+
+/// A past prompt as a later prompt's run reads it: the replay records of its code rounds are
+/// only for resuming that prompt itself (see `RoundRecord`).
+fn without_records(mut past: Prompt) -> Prompt {
+    for output in &mut past.output {
+        if let Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) = &mut output.kind {
+            tool.record = None;
+        }
+    }
+    past
 }

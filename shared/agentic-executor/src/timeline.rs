@@ -176,7 +176,9 @@ pub enum Event {
     Round,
     /// The live run waits for approval decisions on the stream. `resumable`: a new run given
     /// the decisions can take it up from the prompt's outputs should this one be lost.
-    Paused { resumable: bool },
+    Paused {
+        resumable: bool,
+    },
     Finished(Finish),
     Failed(String),
 }

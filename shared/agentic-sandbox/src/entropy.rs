@@ -186,7 +186,10 @@ mod tests {
         entropy.now_ms();
         let record = entropy.record();
         assert!(!record.complete);
-        assert_eq!(record.elapsed.len() + record.times.len(), MAX_RECORDED_READS);
+        assert_eq!(
+            record.elapsed.len() + record.times.len(),
+            MAX_RECORDED_READS
+        );
     }
 
     #[test]

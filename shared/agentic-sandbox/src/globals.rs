@@ -191,7 +191,10 @@ fn install_entropy(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
         Ok(Value::new_number(ctx.clone(), session.entropy.random()))
     })?;
     let wrap: Function = ctx.eval(ENTROPY_PRELUDE)?;
-    wrap.call((sources.get::<_, Value>("now")?, sources.get::<_, Value>("random")?))
+    wrap.call((
+        sources.get::<_, Value>("now")?,
+        sources.get::<_, Value>("random")?,
+    ))
 }
 
 /// Replaces `Date` by a constructor that reads the time from `now` when given no value (the

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, Output, Progress, RoundRecord, ToolCallOutput,
-    ToolResult,
+    Approval, ApprovalState, Decision, Event, FileOutput, Output, Progress, RoundRecord,
+    ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, RunTools, StreamClosed};
@@ -115,6 +115,8 @@ pub struct PromptHost {
     pub round: std::sync::Mutex<Round>,
     /// Every round of the run so far kept a record: a pause can be resumed by a new run.
     pub replayable: std::sync::atomic::AtomicBool,
+    /// Bytes the records of the prompt's ended rounds hold together.
+    pub recorded: std::sync::atomic::AtomicUsize,
 }
 
 /// What the round running now reads from outside and records (see `replay`).
@@ -156,12 +158,17 @@ impl PromptHost {
             replay.diverged().map(str::to_owned)
         });
         let record = replay::record(round.entropy.record(), &round.answers);
-        if record.is_none() {
+        let total = record.as_ref().map_or(usize::MAX, |(_, bytes)| {
+            self.recorded
+                .fetch_add(*bytes, std::sync::atomic::Ordering::SeqCst)
+                .saturating_add(*bytes)
+        });
+        if total > replay::MAX_PROMPT_RECORD_BYTES {
             self.replayable
                 .store(false, std::sync::atomic::Ordering::SeqCst);
         }
         *round = Round::default();
-        (record, diverged)
+        (record.map(|(record, _)| record), diverged)
     }
 
     fn lock_round(&self) -> std::sync::MutexGuard<'_, Round> {
@@ -184,20 +191,29 @@ impl PromptHost {
         let kept = {
             let round = self.lock_round();
             let record = replay::record(round.entropy.record(), &round.answers);
+            let earlier = self.recorded.load(std::sync::atomic::Ordering::SeqCst);
             match (&round.code, record) {
-                (Some((index, code)), Some(record))
-                    if self.replayable.load(std::sync::atomic::Ordering::SeqCst) =>
+                (Some((index, code)), Some((record, bytes)))
+                    if self.replayable.load(std::sync::atomic::Ordering::SeqCst)
+                        && earlier.saturating_add(bytes) <= replay::MAX_PROMPT_RECORD_BYTES =>
                 {
-                    Some((*index, ToolCallOutput {
-                        record: Some(Box::new(record)),
-                        ..code.clone()
-                    }))
+                    Some((
+                        *index,
+                        ToolCallOutput {
+                            record: Some(Box::new(record)),
+                            ..code.clone()
+                        },
+                    ))
                 }
                 _ => None,
             }
         };
         match kept {
-            Some((index, code)) => self.timeline.update(index, Output::Tool(code)).await.is_ok(),
+            Some((index, code)) => self
+                .timeline
+                .update(index, Output::Tool(code))
+                .await
+                .is_ok(),
             None => false,
         }
     }
@@ -429,7 +445,12 @@ impl PromptHost {
                 }
             }
             let resumable = self.keep_record().await;
-            if self.timeline.send(Event::Paused { resumable }).await.is_err() {
+            if self
+                .timeline
+                .send(Event::Paused { resumable })
+                .await
+                .is_err()
+            {
                 return vec![Err(closed()); count];
             }
         }
@@ -445,7 +466,6 @@ impl PromptHost {
             .map(|answer| answer.unwrap_or_else(|| Err(closed())))
             .collect()
     }
-
 }
 
 /// A call recorded on the timeline, and what happens to it next.

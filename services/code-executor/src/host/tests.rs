@@ -5,7 +5,6 @@ use std::sync::Mutex;
 
 use agentic_executor::SchemaCache;
 use agentic_executor::timeline::Decision;
-use std::time::SystemTime;
 use agentic_executor::tool_host::{RunScope, ToolHost, ToolSpec};
 use agentic_llm::{ChatResponse, LlmError};
 use agentic_proto::v1::tool_host_server::{ToolHost as ToolHostService, ToolHostServer};
@@ -14,6 +13,7 @@ use agentic_proto::v1::{
 };
 use agentic_sandbox::{Limits, Program, Sandboxes};
 use serde_json::{Map, json};
+use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 use super::*;
@@ -165,6 +165,7 @@ async fn prompt_after(approval_timeout: Duration, outputs: usize) -> Prompt {
         paused: super::PausedRuns::new(8).for_run(),
         round: Default::default(),
         replayable: true.into(),
+        recorded: 0.into(),
     });
     Prompt {
         host,
@@ -441,6 +442,19 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
     );
 }
 
+/// `code` as a first round of `prompt`, reading `entropy`.
+fn round_program(prompt: &Prompt, code: &str, entropy: agentic_sandbox::Entropy) -> Program {
+    Program {
+        code: code.into(),
+        tools: crate::tools::sandbox_tools(&prompt.host.tools),
+        modules: Vec::new(),
+        input: None,
+        memory: Map::new(),
+        spent: Default::default(),
+        entropy,
+    }
+}
+
 /// Code that reads a random number, shows text, runs `files.list`, then waits for approval of
 /// `files.delete` (both called with the number) and shows more.
 const PAUSING_CODE: &str = "output('before'); const r = Math.random();\n\
@@ -471,18 +485,8 @@ async fn paused_round(code: &str) -> (Vec<Output>, String, bool) {
         .await
         .unwrap();
     let entropy = agentic_sandbox::Entropy::default();
-    prompt
-        .host
-        .begin_round(index, round, entropy.clone(), None);
-    let program = Program {
-        code: code.into(),
-        tools: crate::tools::sandbox_tools(&prompt.host.tools),
-        modules: Vec::new(),
-        input: None,
-        memory: Map::new(),
-        spent: Default::default(),
-        entropy,
-    };
+    prompt.host.begin_round(index, round, entropy.clone(), None);
+    let program = round_program(&prompt, code, entropy);
     let host = prompt.host.clone();
     let run = tokio::spawn(async move {
         Sandboxes::default()
@@ -518,25 +522,25 @@ async fn replayed_round(
     code: &str,
     outputs: &[Output],
     decision: Decision,
-) -> (agentic_sandbox::RunOutcome, Vec<String>, Vec<String>, Option<String>) {
+) -> (
+    agentic_sandbox::RunOutcome,
+    Vec<String>,
+    Vec<String>,
+    Option<String>,
+) {
     let mut prompt = prompt_after(Duration::from_secs(30), outputs.len()).await;
     let mut resume = crate::replay::Resume::from_outputs(outputs, &[decision]).unwrap();
     let round = resume.rounds.pop_back().unwrap();
     assert!(round.paused());
     let entropy = agentic_sandbox::Entropy::replaying(&round.entropy());
     let replay = crate::replay::Replay::of(&round, resume.decisions);
-    prompt
-        .host
-        .begin_round(round.index, round.output.clone(), entropy.clone(), Some(replay));
-    let program = Program {
-        code: code.into(),
-        tools: crate::tools::sandbox_tools(&prompt.host.tools),
-        modules: Vec::new(),
-        input: None,
-        memory: Map::new(),
-        spent: Default::default(),
-        entropy,
-    };
+    prompt.host.begin_round(
+        round.index,
+        round.output.clone(),
+        entropy.clone(),
+        Some(replay),
+    );
+    let program = round_program(&prompt, code, entropy);
     let outcome = Sandboxes::default()
         .run(program, prompt.host.clone(), Limits::default())
         .await;
@@ -555,16 +559,22 @@ async fn a_paused_round_run_again_from_its_record_repeats_nothing_and_goes_on_fr
     let Output::Tool(round) = &outputs[0] else {
         panic!("{outputs:?}")
     };
-    let record = round.record.as_ref().expect("the record is kept before the pause");
+    let record = round
+        .record
+        .as_ref()
+        .expect("the record is kept before the pause");
     let approve = Decision {
         tool_call_id: waiting,
         approved: true,
         reason: "go".into(),
     };
-    let (outcome, shown, invoked, diverged) =
-        replayed_round(PAUSING_CODE, &outputs, approve).await;
+    let (outcome, shown, invoked, diverged) = replayed_round(PAUSING_CODE, &outputs, approve).await;
     assert_eq!(diverged, None);
-    assert_eq!(invoked, ["files.delete"], "files.list is answered from the record");
+    assert_eq!(
+        invoked,
+        ["files.delete"],
+        "files.list is answered from the record"
+    );
     let value = outcome.result.unwrap();
     assert_eq!(value[0], json!("files.list"));
     assert_eq!(value[1], json!("files.delete"));
@@ -573,7 +583,10 @@ async fn a_paused_round_run_again_from_its_record_repeats_nothing_and_goes_on_fr
     let Output::Tool(delete) = &outputs[3] else {
         panic!("{outputs:?}")
     };
-    assert_eq!(delete.input, json!({ "path": format!("x{}", value[2].as_f64().unwrap()) }));
+    assert_eq!(
+        delete.input,
+        json!({ "path": format!("x{}", value[2].as_f64().unwrap()) })
+    );
     assert_eq!(
         shown,
         [
@@ -604,5 +617,8 @@ async fn a_replay_that_takes_another_path_runs_nothing_and_says_where_it_diverge
     assert!(shown.is_empty(), "{shown:?}");
     // The code saw its calls refused, saying why.
     let error = outcome.result.unwrap_err().message;
-    assert!(error.contains("not run: the code called files.list"), "{error}");
+    assert!(
+        error.contains("not run: the code called files.list"),
+        "{error}"
+    );
 }

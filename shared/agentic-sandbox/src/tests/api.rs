@@ -363,7 +363,10 @@ async fn a_run_given_its_record_reads_the_same_time_and_random_numbers_again() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as f64;
-    assert!((now - value[0].as_f64().unwrap()).abs() < 60_000.0, "{value}");
+    assert!(
+        (now - value[0].as_f64().unwrap()).abs() < 60_000.0,
+        "{value}"
+    );
     assert_eq!(value[5], json!("1970-01-01T00:00:00.000Z"));
     assert_eq!(value[6], json!(true));
     assert_eq!(value[7], json!(true));
