@@ -3,7 +3,8 @@
 //! why; nothing stays RUNNING; every event a client saw is still in the log; and once the
 //! service restarts on its port, new prompts complete without restarting the others (their
 //! channels reconnect by themselves). A code prompt that waits for approval is the exception:
-//! it keeps waiting through a restart of its code-executor, and goes on once approved.
+//! it keeps waiting through a restart of its code-executor or its gateway, and goes on once
+//! approved.
 
 use std::time::{Duration, Instant};
 
@@ -170,9 +171,40 @@ async fn killing_the_code_executor_mid_run_fails_the_prompt_and_the_restarted_on
 
 #[tokio::test]
 async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_its_code_executor() {
-    // Before the pause the code reads the clock and a random number, runs a tool that writes
-    // a file, and asks the model: a replay must read the same values, and none of it may
-    // happen again.
+    let (mut stack, client, prompt, call_id) = paused_for_approval().await;
+    stack.kill(Service::Code);
+    let killed = Instant::now();
+    // The prompt keeps waiting: nobody decided yet, and its record lets a new run go on.
+    while killed.elapsed() < Duration::from_secs(1) {
+        let waiting = client.get_prompt(&prompt).await.unwrap();
+        assert_eq!(
+            waiting.state,
+            PromptState::WaitingForApproval as i32,
+            "{}",
+            waiting.error
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stack.restart(Service::Code).await.unwrap();
+    client.approve_tool_call(&prompt, &call_id).await.unwrap();
+    assert_resumed_once(&stack, &client, &prompt).await;
+}
+
+#[tokio::test]
+async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_the_gateway() {
+    let (mut stack, client, prompt, call_id) = paused_for_approval().await;
+    stack.restart(Service::Gateway).await.unwrap();
+    // Approved at once, maybe before the old replica's lease ran out (PostgreSQL): the
+    // decision waits for the pause to be taken up either way.
+    client.approve_tool_call(&prompt, &call_id).await.unwrap();
+    assert_resumed_once(&stack, &client, &prompt).await;
+}
+
+/// A code prompt that waits for approval of `demo.dangerous` on a stack of real processes;
+/// before the pause its code read the clock and a random number, ran a tool that writes a
+/// file and asked the model, so that a replay must read the same values and none of it may
+/// happen again. The client, the prompt's id and the waiting call's.
+async fn paused_for_approval() -> (ProcessStack, Client, String, String) {
     let code = "const t = Date.now(); const r = Math.random();\n\
                 const report = demoReport({title: 'before ' + r});\n\
                 const colour = llm('name a colour');\n\
@@ -183,7 +215,7 @@ async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_its_code_execu
         code_for("deploy carefully", code),
         text(Match::LastUserContains("name a colour".into()), "teal"),
     ];
-    let mut stack = ProcessStack::start(rules, ProcessStackOptions::default())
+    let stack = ProcessStack::start(rules, ProcessStackOptions::default())
         .await
         .unwrap();
     let client = stack.client("alice").await.unwrap();
@@ -199,34 +231,25 @@ async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_its_code_execu
         kinds(&paused)
     );
     let call_id = crate::approvals::requested_call(&paused);
+    (stack, client, prompt.id, call_id)
+}
 
-    stack.kill(Service::Code);
-    let killed = Instant::now();
-    // The prompt keeps waiting: nobody decided yet, and its record lets a new run go on.
-    while killed.elapsed() < Duration::from_secs(1) {
-        let waiting = client.get_prompt(&prompt.id).await.unwrap();
-        assert_eq!(
-            waiting.state,
-            PromptState::WaitingForApproval as i32,
-            "{}",
-            waiting.error
+/// The approved prompt of [`paused_for_approval`] completes, each call having run once.
+async fn assert_resumed_once(stack: &ProcessStack, client: &Client, prompt: &str) {
+    let approved = Instant::now();
+    let done = loop {
+        let now = client.get_prompt(prompt).await.unwrap();
+        if now.state != PromptState::WaitingForApproval as i32
+            && now.state != PromptState::Running as i32
+        {
+            break now;
+        }
+        assert!(
+            approved.elapsed() <= PATIENCE,
+            "the prompt still runs or waits {PATIENCE:?} after its approval"
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    stack.restart(Service::Code).await.unwrap();
-    client
-        .approve_tool_call(&prompt.id, &call_id)
-        .await
-        .unwrap();
-    let resumed = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
-    assert_eq!(
-        kind(resumed.last().unwrap()),
-        "completed",
-        "{:?}",
-        kinds(&resumed)
-    );
-
-    let done = client.get_prompt(&prompt.id).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(done.state, PromptState::Completed as i32, "{}", done.error);
     crate::tidy::assert_nothing_open(&done);
     let tools = crate::tidy::tool_outputs(&done);

@@ -1,6 +1,7 @@
 //! Several gateway replicas on one PostgreSQL database: what one replica starts, another
 //! streams, approves and cancels; a dead replica's running prompts fail when its lease
-//! expires; concurrent writers keep every log gap-free.
+//! expires (its code pauses wait on, and a survivor resumes them); concurrent writers keep
+//! every log gap-free.
 //!
 //! These need PostgreSQL (`AGENTIC_TEST_POSTGRES_URL`); without it each says SKIPPED.
 
@@ -319,6 +320,90 @@ async fn a_dead_replicas_running_prompts_fail_when_its_lease_expires_and_waiting
         "completed",
         "{:?}",
         kinds(&rest)
+    );
+}
+
+#[tokio::test]
+async fn a_dead_replicas_live_code_pause_waits_on_and_a_survivor_resumes_it_once_approved() {
+    let code = r#"output("before ");
+const report = demoReport({title: "kept " + Math.random()});
+const result = demoDangerous({action: report.filename});
+complete({response: "ran: " + result.done});"#;
+    let options = StackOptions {
+        gateway_lease_ms: 600,
+        ..StackOptions::default()
+    };
+    let Some(stack) = postgres_stack(
+        "replicas::a_dead_replicas_live_code_pause_waits_on_and_a_survivor_resumes_it_once_approved",
+        vec![Rule::new(Match::Any, Reply::Text(code.into()))],
+        options,
+    )
+    .await
+    else {
+        return;
+    };
+    let mut doomed = stack.start_gateway_replica().unwrap();
+    let through_doomed = doomed.client("alice").await.unwrap();
+    let prompt = through_doomed
+        .create_prompt(NewPrompt::new("be careful").mode("code"))
+        .await
+        .unwrap();
+    let paused = collect(&through_doomed, &prompt.id, 0).await;
+    assert_eq!(
+        kind(paused.last().unwrap()),
+        "waiting",
+        "{:?}",
+        kinds(&paused)
+    );
+
+    // The replica holding the paused sandbox run dies; the decision comes at once, before
+    // its lease runs out, through the survivor.
+    doomed.kill();
+    let mut gateway = gateway_for(&stack, "alice").await;
+    gateway
+        .approve_tool_call(ApproveToolCallRequest {
+            prompt_id: prompt.id.clone(),
+            tool_call_id: requested_call(&paused),
+        })
+        .await
+        .unwrap();
+    let survivor = stack.client("alice").await.unwrap();
+    let started = Instant::now();
+    let done = loop {
+        let now = survivor.get_prompt(&prompt.id).await.unwrap();
+        if now.state == PromptState::Completed as i32 || now.state == PromptState::Failed as i32 {
+            break now;
+        }
+        assert!(started.elapsed() < PATIENCE, "still {}", now.state);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done.state, PromptState::Completed as i32, "{}", done.error);
+    let tools: Vec<&str> = crate::tidy::tool_outputs(&done)
+        .iter()
+        .map(|tool| tool.function.as_str())
+        .collect();
+    assert_eq!(tools, ["code.execute", "demo.report", "demo.dangerous"]);
+    let log = collect(&survivor, &prompt.id, 0).await;
+    assert_gap_free_and_ended(&log);
+    assert_eq!(
+        streamed_text(&log),
+        format!(
+            "before ran: {}",
+            done.output
+                .iter()
+                .find_map(|output| match &output.kind {
+                    Some(agentic_proto::v1::prompt_output::Kind::File(file)) =>
+                        Some(file.filename.clone()),
+                    _ => None,
+                })
+                .unwrap()
+        ),
+        "shown once, and the approved call was the one asked about"
+    );
+    assert_eq!(
+        stack.model.request_count(),
+        1,
+        "no new round: the round went on"
     );
 }
 

@@ -87,8 +87,9 @@ impl Prompts {
                     .is_some_and(|run| run.paused_live);
                 if paused_live {
                     // Another replica runs it live: it reads the stored decision back when
-                    // poked. (Should that replica be gone, its lease expires and the prompt
-                    // fails.)
+                    // poked. Should that replica be gone, its lease expires and the prompt
+                    // fails, or, when its pause is resumable, is kept and a new run takes it
+                    // up with these decisions.
                     self.store.poke(prompt_id).await?;
                     if all_decided {
                         self.store.resume_live(prompt_id).await?;
@@ -104,6 +105,17 @@ impl Prompts {
             }
         }
         self.get(&request.user_id, prompt_id).await
+    }
+
+    /// [`Prompts::resume_if_decided`] in a task of its own: resuming may wait for an
+    /// admission slot.
+    pub fn resume_soon(&self, prompt_id: PromptId) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = this.resume_if_decided(&prompt_id).await {
+                tracing::warn!(%prompt_id, %error, "could not resume a prompt whose calls were all decided");
+            }
+        });
     }
 
     /// Starts a new run of a prompt that waits durably if every call it waits on is decided

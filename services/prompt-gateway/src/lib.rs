@@ -545,13 +545,7 @@ async fn resume_kept_pauses(
     mut kept: tokio::sync::mpsc::UnboundedReceiver<agentic_ids::PromptId>,
 ) {
     while let Some(prompt_id) = kept.recv().await {
-        let prompts = prompts.clone();
-        // Its own task: resuming may wait for an admission slot.
-        tokio::spawn(async move {
-            if let Err(error) = prompts.resume_if_decided(&prompt_id).await {
-                tracing::warn!(%prompt_id, %error, "could not resume a prompt whose calls were all decided");
-            }
-        });
+        prompts.resume_soon(prompt_id);
     }
 }
 

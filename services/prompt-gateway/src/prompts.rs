@@ -604,6 +604,9 @@ impl Prompts {
         }
         let orphaned = self.store.owned_by_others().await?;
         for prompt_id in &orphaned {
+            if self.keep_pause(prompt_id, None).await? {
+                continue;
+            }
             tracing::warn!(
                 %prompt_id,
                 "failing a prompt left running by a previous gateway process"
@@ -625,12 +628,31 @@ impl Prompts {
         Ok(orphaned.len())
     }
 
+    /// Keeps the resumable live pause of a prompt whose replica is gone as a durable one (see
+    /// `Store::keep_pause`); a new run takes it up at once if every call is decided.
+    async fn keep_pause(
+        &self,
+        prompt_id: &PromptId,
+        before: Option<i64>,
+    ) -> Result<bool, GatewayError> {
+        if !self.store.keep_pause(prompt_id, before).await? {
+            return Ok(false);
+        }
+        tracing::warn!(%prompt_id, "the replica holding this prompt's pause is gone; it waits for its decisions durably");
+        crate::metrics::pause_kept();
+        self.resume_soon(prompt_id.clone());
+        Ok(true)
+    }
+
     /// Fails prompts whose run's lease expired: the replica running them died or lost the
     /// database. Returns how many it failed.
     pub async fn fail_expired(&self) -> Result<usize, GatewayError> {
         let before = crate::store::now_millis();
         let mut failed = 0;
         for prompt_id in self.store.expired(before).await? {
+            if self.keep_pause(&prompt_id, Some(before)).await? {
+                continue;
+            }
             if self.runner.fail_expired(&prompt_id, before).await? {
                 tracing::warn!(%prompt_id, "failed a prompt whose run's lease expired");
                 failed += 1;

@@ -290,7 +290,10 @@ impl Run {
                     self.paused = true;
                     let waiting: EventFor =
                         Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt }));
-                    let events = self.log.append(Change::PauseLive, waiting).await?;
+                    let change = Change::PauseLive {
+                        resumable: self.resumable,
+                    };
+                    let events = self.log.append(change, waiting).await?;
                     self.publish(&events);
                 }
                 return Ok(Next::Continue);

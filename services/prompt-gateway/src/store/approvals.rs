@@ -51,10 +51,28 @@ impl Store {
     }
 
     /// Moves a live-paused prompt back to RUNNING once its run has every decision; its run
-    /// (and lease) stay where they are. `false` when it was no longer waiting.
+    /// (and lease) stay where they are. A resumable pause stays marked as one until the run
+    /// acts on the decisions ([`Store::resumed_live`]): should the run be lost before, the
+    /// pause is kept and a new run takes it up with them. `false` when it was no longer
+    /// waiting.
     pub async fn resume_live(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
+        let sql = "UPDATE prompts SET state = $1, updated_at = $2, \
+                   paused_live = CASE WHEN paused_live = $3 THEN $3 ELSE 0 END \
+                   WHERE id = $4 AND state = $5";
+        let args = [
+            RUNNING.into(),
+            now_millis().into(),
+            PAUSED_RESUMABLE.into(),
+            prompt_id.into(),
+            WAITING.into(),
+        ];
+        Ok(self.db.write(sql, &args).await? == 1)
+    }
+
+    /// The live run went on after its pause (it acted on every decision): RUNNING, no pause.
+    pub async fn resumed_live(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
-                   WHERE id = $3 AND state = $4";
+                   WHERE id = $3 AND (state = $4 OR state = $1)";
         let args = [
             RUNNING.into(),
             now_millis().into(),
@@ -71,7 +89,7 @@ impl Store {
     /// them. `false` when it is no longer this replica's, or ended.
     pub async fn pause_durably(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
-                   WHERE id = $3 AND owner = $4 AND ((state = $5 AND paused_live = 1) OR state = $6)";
+                   WHERE id = $3 AND owner = $4 AND ((state = $5 AND paused_live <> 0) OR state = $6)";
         let args = [
             WAITING.into(),
             now_millis().into(),

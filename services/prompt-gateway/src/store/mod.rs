@@ -45,6 +45,10 @@ const SQLITE_READERS: u32 = 8;
 /// 1000 pages) syncs the file to disk while every write behind it waits.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
+/// `paused_live` of a live pause a new run can take up should its run be lost (1: one that
+/// cannot be; 0: no live pause).
+const PAUSED_RESUMABLE: i32 = 2;
+
 const RUNNING: i32 = PromptState::Running as i32;
 const WAITING: i32 = PromptState::WaitingForApproval as i32;
 
@@ -61,7 +65,7 @@ const NEXT_SEQUENCE: &str = "UPDATE prompts SET last_sequence = last_sequence + 
 
 /// As [`NEXT_SEQUENCE`], only for a prompt whose run is live and whose lease expired before $3.
 const NEXT_SEQUENCE_IF_EXPIRED: &str = "UPDATE prompts SET last_sequence = last_sequence + 1, updated_at = $1 \
-     WHERE id = $2 AND lease_until < $3 AND (state = $4 OR (state = $5 AND paused_live = 1)) \
+     WHERE id = $2 AND lease_until < $3 AND (state = $4 OR (state = $5 AND paused_live <> 0)) \
      RETURNING last_sequence";
 
 /// As [`NEXT_SEQUENCE`], only for a prompt in state $3 (QUEUED).
@@ -84,7 +88,7 @@ impl Append {
             Change::AddOutput { output, .. } => {
                 !matches!(output.kind, Some(prompt_output::Kind::File(_)))
             }
-            Change::PauseLive | Change::Finish { .. } => false,
+            Change::PauseLive { .. } | Change::Finish { .. } => false,
         }
     }
 }
@@ -115,8 +119,11 @@ pub enum Change {
         output: PromptOutput,
     },
     /// A live run waits for approval decisions on its open stream; the event carries the
-    /// prompt, now WAITING_FOR_APPROVAL.
-    PauseLive,
+    /// prompt, now WAITING_FOR_APPROVAL. `resumable`: the executor said a new run can take
+    /// the pause up should this run be lost (with the replica that follows it, too).
+    PauseLive {
+        resumable: bool,
+    },
     /// The prompt leaves RUNNING; the event carries the resulting prompt.
     Finish {
         state: PromptState,
@@ -336,10 +343,11 @@ async fn apply_change(
             }
             None
         }
-        Change::PauseLive => {
+        Change::PauseLive { resumable } => {
+            let paused = if resumable { PAUSED_RESUMABLE } else { 1 };
             conn.execute(
-                "UPDATE prompts SET state = $1, paused_live = 1 WHERE id = $2",
-                &[WAITING.into(), prompt_id.into()],
+                "UPDATE prompts SET state = $1, paused_live = $2 WHERE id = $3",
+                &[WAITING.into(), paused.into(), prompt_id.into()],
             )
             .await?;
             load_prompt(conn, prompt_id).await?

@@ -88,7 +88,7 @@ impl RunLog {
     /// the events written, in order.
     pub async fn resume_live(&mut self) -> Result<Vec<PromptEvent>, GatewayError> {
         let events = self.flush().await?;
-        self.store.resume_live(&self.prompt_id).await?;
+        self.store.resumed_live(&self.prompt_id).await?;
         Ok(events)
     }
 

@@ -125,7 +125,7 @@ impl SqliteBatch {
                         replaced.insert(index, output.encode_to_vec());
                     }
                 },
-                Change::None | Change::PauseLive | Change::Finish { .. } => {}
+                Change::None | Change::PauseLive { .. } | Change::Finish { .. } => {}
             }
             let event = PromptEvent {
                 sequence: 0,
