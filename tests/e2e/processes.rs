@@ -200,6 +200,98 @@ async fn a_code_prompt_waiting_for_approval_survives_a_restart_of_the_gateway() 
     assert_resumed_once(&stack, &client, &prompt).await;
 }
 
+#[tokio::test]
+async fn a_code_pause_whose_executor_dies_after_an_approval_reached_it_fails_instead_of_replaying()
+{
+    // Once an approval reached the live run, the call may be running: a new run replaying
+    // the round could not know whether it ran, so losing the run now fails the prompt.
+    let code = "const [a, b] = parallel([\n\
+                  {tool: 'demo.dangerous', input: {action: 'first'}},\n\
+                  {tool: 'demo.dangerous', input: {action: 'second'}},\n\
+                ]);\n\
+                done();";
+    let mut stack = ProcessStack::start(
+        vec![code_for("two risky things", code)],
+        ProcessStackOptions::default(),
+    )
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("two risky things").mode("code"))
+        .await
+        .unwrap();
+    let paused = collect(&client, &prompt.id, 0).await;
+    assert_eq!(
+        kind(paused.last().unwrap()),
+        "waiting",
+        "{:?}",
+        kinds(&paused)
+    );
+    let asked: Vec<String> = paused
+        .iter()
+        .filter_map(|event| match &event.kind {
+            Some(prompt_event::Kind::ApprovalRequested(request)) => {
+                Some(request.tool_call_id.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked.len(), 2);
+    client
+        .approve_tool_call(&prompt.id, &asked[0])
+        .await
+        .unwrap();
+    let first_ran = Instant::now();
+    loop {
+        let now = client.get_prompt(&prompt.id).await.unwrap();
+        let ran = crate::tidy::tool_outputs(&now).iter().any(|tool| {
+            tool.id == asked[0]
+                && tool
+                    .result
+                    .as_ref()
+                    .and_then(|result| result.result.as_ref())
+                    .is_some_and(|result| {
+                        matches!(result, agentic_proto::v1::tool_result::Result::Success(_))
+                    })
+        });
+        if ran {
+            break;
+        }
+        assert!(
+            first_ran.elapsed() <= PATIENCE,
+            "the approved call never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    stack.kill(Service::Code);
+    let killed = Instant::now();
+    let failed = loop {
+        let now = client.get_prompt(&prompt.id).await.unwrap();
+        if now.state == PromptState::Failed as i32 {
+            break now;
+        }
+        assert!(
+            killed.elapsed() <= RECOVERY,
+            "the prompt is still {} {RECOVERY:?} after the kill",
+            now.state
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    crate::tidy::assert_nothing_open(&failed);
+    let ran: Vec<&str> = crate::tidy::tool_outputs(&failed)
+        .iter()
+        .filter(|tool| tool.function == "demo.dangerous")
+        .map(|tool| tool.id.as_str())
+        .collect();
+    assert_eq!(
+        ran,
+        [asked[0].as_str(), asked[1].as_str()],
+        "no call was added"
+    );
+}
+
 /// A code prompt that waits for approval of `demo.dangerous` on a stack of real processes;
 /// before the pause its code read the clock and a random number, ran a tool that writes a
 /// file and asked the model, so that a replay must read the same values and none of it may

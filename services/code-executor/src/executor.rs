@@ -122,6 +122,12 @@ impl CodeMode {
             || (VecDeque::new(), HashMap::new()),
             |resume| (resume.rounds, resume.decisions),
         );
+        if recorded.len() > max_rounds as usize {
+            return Err(RunError::Resume(format!(
+                "it paused in round {}, past this executor's limit of {max_rounds} rounds",
+                recorded.len()
+            )));
+        }
 
         for round in 1..=max_rounds {
             let replaying = recorded.pop_front();
@@ -215,6 +221,10 @@ impl CodeMode {
             .await;
         crate::metrics::sandbox_run(&outcome);
         let (record, _) = host.end_round();
+        if !repeatable(&outcome) {
+            host.replayable
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
         settle(timeline, index, call, result_of(&outcome), record).await?;
         Ok(outcome)
     }
@@ -258,11 +268,27 @@ impl CodeMode {
             crate::metrics::replay_diverged();
             return Err(RunError::Resume(why));
         }
+        if !repeatable(&outcome) {
+            host.replayable
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
         if paused {
             settle(timeline, round.index, round.output, result, record).await?;
         }
         Ok(outcome)
     }
+}
+
+/// Whether running the round again from its record ends it the same way: not when it ran
+/// out of time (what it was doing then, a tool call say, is not in the record) or got no
+/// sandbox at all. A later pause of the prompt then cannot be resumed by a new run.
+fn repeatable(outcome: &RunOutcome) -> bool {
+    !matches!(outcome.admission, agentic_sandbox::Admission::Refused)
+        && outcome
+            .result
+            .as_ref()
+            .err()
+            .is_none_or(|error| !error.timeout)
 }
 
 /// A round's result as its `code.execute` output shows it.

@@ -229,7 +229,8 @@ impl Replay {
             Some(_) => Some(Err(
                 self.stop("the code asked the model something else than before".into())
             )),
-            None if self.then_live => None,
+            // Live only past the pause: every answer before it is recorded.
+            None if self.then_live && self.calls.is_empty() => None,
             None => Some(Err(
                 self.stop("the code asked the model more often than before".into())
             )),
@@ -274,11 +275,9 @@ fn failure_of(error: &str, call: &ToolCallOutput) -> ToolFailure {
         .strip_prefix("approval timed out after ")
         .and_then(|rest| rest.strip_suffix(" s"))
         .and_then(|seconds| seconds.parse::<f64>().ok())
-        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .and_then(|seconds| std::time::Duration::try_from_secs_f64(seconds).ok())
     {
-        return ToolFailure::ApprovalTimedOut {
-            after: std::time::Duration::from_secs_f64(seconds),
-        };
+        return ToolFailure::ApprovalTimedOut { after: seconds };
     }
     ToolFailure::Rejected {
         reason: call.approval.reason.clone(),

@@ -73,13 +73,14 @@ impl Prompts {
                     self.store.resume_live(prompt_id).await?;
                 }
             }
-            Some(Err(error)) => {
+            Some(Err(error)) if !matches!(error, GatewayError::PromptEnded(_)) => {
                 self.store
                     .forget_decision(prompt_id, &request.tool_call_id)
                     .await?;
                 return Err(error);
             }
-            None => {
+            // No run here, or its pause was taken over (kept for a new run): as stored.
+            Some(Err(_)) | None => {
                 let paused_live = self
                     .store
                     .run_state(prompt_id)
@@ -109,13 +110,43 @@ impl Prompts {
 
     /// [`Prompts::resume_if_decided`] in a task of its own: resuming may wait for an
     /// admission slot.
+    /// Tried again a few times over about a minute (the mode may be coming back, as when its
+    /// executor just died); then the decisions are forgotten, so that a person can decide
+    /// again once it is back, rather than wait for a run nobody starts.
     pub fn resume_soon(&self, prompt_id: PromptId) {
         let this = self.clone();
         tokio::spawn(async move {
-            if let Err(error) = this.resume_if_decided(&prompt_id).await {
-                tracing::warn!(%prompt_id, %error, "could not resume a prompt whose calls were all decided");
+            let mut retries = RESUME_RETRIES.iter();
+            loop {
+                let error = match this.resume_if_decided(&prompt_id).await {
+                    Ok(()) => return,
+                    Err(error) => error,
+                };
+                let Some(delay) = retries.next() else {
+                    tracing::warn!(%prompt_id, %error, "could not resume a prompt whose calls were all decided; its decisions are forgotten");
+                    if let Err(error) = this.forget_pending_decisions(&prompt_id).await {
+                        tracing::warn!(%prompt_id, %error, "could not forget the decisions of a prompt that could not resume");
+                    }
+                    return;
+                };
+                tracing::info!(%prompt_id, %error, retry_in_ms = delay.as_millis() as u64, "could not resume a prompt whose calls were all decided yet");
+                tokio::time::sleep(*delay).await;
             }
         });
+    }
+
+    /// Forgets the stored decisions on the calls a durably waiting prompt waits on.
+    async fn forget_pending_decisions(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
+        let Some(prompt) = self.store.any_prompt(prompt_id).await? else {
+            return Ok(());
+        };
+        if prompt.state != PromptState::WaitingForApproval as i32 {
+            return Ok(());
+        }
+        for call in pending_calls(&prompt) {
+            self.store.forget_decision(prompt_id, call).await?;
+        }
+        Ok(())
     }
 
     /// Starts a new run of a prompt that waits durably if every call it waits on is decided
@@ -138,19 +169,7 @@ impl Prompts {
             return Ok(());
         }
         tracing::info!(%prompt_id, "resuming a prompt whose lost run had every decision");
-        let calls: Vec<String> = decided
-            .iter()
-            .map(|decision| decision.tool_call_id.clone())
-            .collect();
-        if let Err(error) = self.resume_durable(&prompt, decided).await {
-            // As when a decision cannot start the run: the calls wait for a decision again,
-            // so a person can decide once the mode is back (rather than wait for nothing).
-            for call in &calls {
-                self.store.forget_decision(prompt_id, call).await?;
-            }
-            return Err(error);
-        }
-        Ok(())
+        self.resume_durable(&prompt, decided).await
     }
 
     /// The stored decisions on the `pending` calls, and whether every one of them is decided.
@@ -192,23 +211,44 @@ impl Prompts {
                 self.run_timeout(crate::budget::wall_time(prompt.budget.as_ref())),
             )
             .await?;
-        let run = self.runner.open(&mode, start).await?;
-        // The claim and the run's follower go together, whatever happens to the caller's
-        // call meanwhile: a prompt claimed RUNNING must be followed.
+        // The claim, the run and its follower go together, whatever happens to the caller's
+        // call meanwhile: a prompt claimed RUNNING must be followed. The claim comes first:
+        // a run may act at once (a replay runs its decided calls straight away), so of two
+        // resumes only the one that claimed the prompt may start one.
         let this = self.clone();
         let prompt = prompt.clone();
         tokio::spawn(async move {
-            if !this.store.claim_resumed(&prompt.prompt_id()).await? {
-                // Someone else resumed or cancelled it meanwhile; dropping `run` ends ours.
+            let prompt_id = prompt.prompt_id();
+            if !this.store.claim_resumed(&prompt_id).await? {
+                // Someone else resumed or cancelled it meanwhile.
                 return Ok(());
             }
-            this.runner.spawn(&prompt, run, ticket);
-            Ok(())
+            match this.runner.open(&mode, start).await {
+                Ok(run) => {
+                    this.runner.spawn(&prompt, run, ticket);
+                    Ok(())
+                }
+                Err(error) => {
+                    // Nothing ran: it waits again, for the caller to try again.
+                    this.store.unclaim_resumed(&prompt_id).await?;
+                    Err(error)
+                }
+            }
         })
         .await
         .map_err(|error| GatewayError::Internal(format!("resuming the prompt: {error}")))?
     }
 }
+
+/// How long [`Prompts::resume_soon`] waits before each new try.
+const RESUME_RETRIES: [std::time::Duration; 6] = [
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(2),
+    std::time::Duration::from_secs(4),
+    std::time::Duration::from_secs(8),
+    std::time::Duration::from_secs(15),
+    std::time::Duration::from_secs(30),
+];
 
 /// Ids of the prompt's tool calls that wait for a decision.
 fn pending_calls(prompt: &Prompt) -> Vec<&str> {

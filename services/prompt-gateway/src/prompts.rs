@@ -640,6 +640,8 @@ impl Prompts {
         }
         tracing::warn!(%prompt_id, "the replica holding this prompt's pause is gone; it waits for its decisions durably");
         crate::metrics::pause_kept();
+        // Should that replica live on after all, it hears that the pause is no longer its.
+        self.store.poke(prompt_id).await?;
         self.resume_soon(prompt_id.clone());
         Ok(true)
     }

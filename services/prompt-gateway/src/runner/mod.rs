@@ -387,8 +387,15 @@ impl Runner {
                         return Box::pin(self.state_or(prompt_id, PromptState::Cancelled)).await;
                     }
                     Command::Decide { decision, reply } => {
-                        let _ = reply.send(run.decide(decision).await);
-                        continue;
+                        let decided = run.decide(decision).await;
+                        let taken_over = matches!(decided, Err(GatewayError::PromptEnded(_)));
+                        let _ = reply.send(decided);
+                        if !taken_over {
+                            continue;
+                        }
+                        // Its pause was kept for a new run: this one has nothing more to do.
+                        run.cancel("the pause was taken over by a new run".into());
+                        return Box::pin(self.state_or(prompt_id, PromptState::WaitingForApproval)).await;
                     }
                 },
                 batch = events.next() => match batch {

@@ -141,7 +141,21 @@ impl Run {
     }
 
     /// Forwards a decision on one of the calls the live run waits for.
+    /// [`GatewayError::PromptEnded`] when the pause is no longer this run's to go on with
+    /// (it was kept for a new run): the run must stop.
     pub(super) async fn decide(&mut self, decision: ApprovalDecision) -> Result<(), GatewayError> {
+        if !Box::pin(
+            self.store
+                .forwarding_decision(&self.prompt_id, decision.approved),
+        )
+        .await?
+        {
+            return Err(GatewayError::PromptEnded(self.prompt_id.to_string()));
+        }
+        if decision.approved {
+            // The run may now run the call: a new run could not know whether it did.
+            self.resumable = false;
+        }
         self.forwarded.insert(decision.tool_call_id.clone());
         let input = ExecuteInput {
             kind: Some(execute_input::Kind::Decision(decision)),
@@ -164,27 +178,31 @@ impl Run {
     /// Reads back what another replica changed. `Some(state)` when the prompt ended; a live
     /// pause gets the decisions stored for the calls it waits on, each once.
     pub(super) async fn refresh(&mut self) -> Result<Option<PromptState>, GatewayError> {
-        let state = self
-            .store
-            .state(&self.prompt_id)
-            .await?
-            .unwrap_or(PromptState::Unspecified);
+        let Some(run) = self.store.run_state(&self.prompt_id).await? else {
+            return Ok(Some(PromptState::Unspecified));
+        };
         if !matches!(
-            state,
+            run.state,
             PromptState::Running | PromptState::WaitingForApproval
         ) {
-            return Ok(Some(state));
+            return Ok(Some(run.state));
         }
         if !self.paused {
             return Ok(None);
+        }
+        if !run.paused_live {
+            // Its pause was kept for a new run (this replica's lease had run out): only this
+            // run clears its pause otherwise, once it goes on.
+            return Err(GatewayError::PromptEnded(self.prompt_id.to_string()));
         }
         for decision in self.store.decisions(&self.prompt_id).await? {
             if self.awaiting.contains(&decision.tool_call_id)
                 && !self.forwarded.contains(&decision.tool_call_id)
             {
-                self.decide(decision)
-                    .await
-                    .map_err(|_| GatewayError::Internal("the run's stream is closed".into()))?;
+                self.decide(decision).await.map_err(|error| match error {
+                    GatewayError::PromptEnded(_) => error,
+                    _ => GatewayError::Internal("the run's stream is closed".into()),
+                })?;
             }
         }
         Ok(None)

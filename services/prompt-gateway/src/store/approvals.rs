@@ -51,18 +51,15 @@ impl Store {
     }
 
     /// Moves a live-paused prompt back to RUNNING once its run has every decision; its run
-    /// (and lease) stay where they are. A resumable pause stays marked as one until the run
-    /// acts on the decisions ([`Store::resumed_live`]): should the run be lost before, the
-    /// pause is kept and a new run takes it up with them. `false` when it was no longer
-    /// waiting.
+    /// (and lease) stay where they are. The pause stays marked until the run acts on the
+    /// decisions ([`Store::resumed_live`]): its run still waits, and should it be lost
+    /// before, a resumable pause is kept and a new run takes it up with them. `false` when it
+    /// was no longer waiting.
     pub async fn resume_live(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
-        let sql = "UPDATE prompts SET state = $1, updated_at = $2, \
-                   paused_live = CASE WHEN paused_live = $3 THEN $3 ELSE 0 END \
-                   WHERE id = $4 AND state = $5";
+        let sql = "UPDATE prompts SET state = $1, updated_at = $2 WHERE id = $3 AND state = $4";
         let args = [
             RUNNING.into(),
             now_millis().into(),
-            PAUSED_RESUMABLE.into(),
             prompt_id.into(),
             WAITING.into(),
         ];
@@ -82,21 +79,58 @@ impl Store {
         Ok(self.db.write(sql, &args).await? == 1)
     }
 
-    /// Makes the live pause of a prompt whose run was lost (its executor went away) durable:
-    /// it waits on, and once every call is decided a new run takes it up (see
+    /// Makes the resumable live pause of a prompt whose run was lost (its executor went away)
+    /// durable: it waits on, and once every call is decided a new run takes it up (see
     /// `Prompts::decide` and `Prompts::resume_if_decided`). Also when it is RUNNING again
-    /// because every decision was sent to the run that was lost before it could act on
-    /// them. `false` when it is no longer this replica's, or ended.
+    /// because every decision (rejections only: an approval makes the pause an ordinary one)
+    /// was sent to the run that was lost. `false` when it is no longer a resumable pause of
+    /// this replica's, or ended.
     pub async fn pause_durably(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
         let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
-                   WHERE id = $3 AND owner = $4 AND ((state = $5 AND paused_live <> 0) OR state = $6)";
+                   WHERE id = $3 AND owner = $4 AND paused_live = $5 AND (state = $1 OR state = $6)";
         let args = [
             WAITING.into(),
             now_millis().into(),
             prompt_id.into(),
             (&self.owner.replica).into(),
-            WAITING.into(),
+            PAUSED_RESUMABLE.into(),
             RUNNING.into(),
+        ];
+        Ok(self.db.write(sql, &args).await? == 1)
+    }
+
+    /// Puts a prompt claimed by [`Store::claim_resumed`] back to waiting when its new run
+    /// could not start.
+    pub async fn unclaim_resumed(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
+                   WHERE id = $3 AND state = $4 AND owner = $5";
+        let args = [
+            WAITING.into(),
+            now_millis().into(),
+            prompt_id.into(),
+            RUNNING.into(),
+            (&self.owner.replica).into(),
+        ];
+        Ok(self.db.write(sql, &args).await? == 1)
+    }
+
+    /// Before a live run of this replica gets a decision: `false` when its pause is no longer
+    /// this replica's to go on with (it was kept for a new run). An approval makes a resumable
+    /// pause an ordinary one: once the run may be running the approved call, a new run
+    /// replaying the round could not know whether it ran, so a lost run then fails the prompt.
+    pub async fn forwarding_decision(
+        &self,
+        prompt_id: &PromptId,
+        approved: bool,
+    ) -> Result<bool, GatewayError> {
+        let sql = "UPDATE prompts SET updated_at = $1, \
+                   paused_live = CASE WHEN $2 = 1 THEN 1 ELSE paused_live END \
+                   WHERE id = $3 AND owner = $4 AND paused_live <> 0";
+        let args = [
+            now_millis().into(),
+            i32::from(approved).into(),
+            prompt_id.into(),
+            (&self.owner.replica).into(),
         ];
         Ok(self.db.write(sql, &args).await? == 1)
     }

@@ -54,7 +54,8 @@ impl Store {
         before: Option<i64>,
     ) -> Result<bool, GatewayError> {
         // RUNNING too: every decision was in, but the run never acted on them.
-        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
+        // The owner is cleared: should that replica still live, it may not go on with it.
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = '' \
                    WHERE id = $3 AND (state = $1 OR state = $4) AND paused_live = $5 \
                    AND owner != $6 AND lease_until < $7";
         let args = [
