@@ -27,7 +27,14 @@ fn dangerous_rules() -> Vec<Rule> {
 
 /// The id of the one call the prompt waits on, from its `approval_requested` event.
 pub(crate) fn requested_call(events: &[agentic_proto::v1::PromptEvent]) -> String {
-    let ids: Vec<String> = events
+    let ids = requested_calls(events);
+    assert_eq!(ids.len(), 1, "one approval requested");
+    ids[0].clone()
+}
+
+/// The ids of the calls the prompt's `approval_requested` events ask about, in order.
+pub(crate) fn requested_calls(events: &[agentic_proto::v1::PromptEvent]) -> Vec<String> {
+    events
         .iter()
         .filter_map(|event| match &event.kind {
             Some(prompt_event::Kind::ApprovalRequested(request)) => {
@@ -35,9 +42,7 @@ pub(crate) fn requested_call(events: &[agentic_proto::v1::PromptEvent]) -> Strin
             }
             _ => None,
         })
-        .collect();
-    assert_eq!(ids.len(), 1, "one approval requested");
-    ids[0].clone()
+        .collect()
 }
 
 /// Polls the prompt until it no longer waits for approval, for at most [`PATIENCE`].

@@ -228,15 +228,7 @@ async fn a_code_pause_whose_executor_dies_after_an_approval_reached_it_fails_ins
         "{:?}",
         kinds(&paused)
     );
-    let asked: Vec<String> = paused
-        .iter()
-        .filter_map(|event| match &event.kind {
-            Some(prompt_event::Kind::ApprovalRequested(request)) => {
-                Some(request.tool_call_id.clone())
-            }
-            _ => None,
-        })
-        .collect();
+    let asked = crate::approvals::requested_calls(&paused);
     assert_eq!(asked.len(), 2);
     client
         .approve_tool_call(&prompt.id, &asked[0])
