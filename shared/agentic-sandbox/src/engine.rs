@@ -151,6 +151,7 @@ fn run_in(
     runtime.set_max_stack_size(session.limits.stack_bytes);
     let watched = Rc::clone(session);
     runtime.set_interrupt_handler(Some(Box::new(move || watched.should_interrupt())));
+    let dates = globals::reads_dates(run.code, &run.modules);
     runtime.set_loader(
         ModuleResolver::new(&run.modules),
         ModuleLoader::new(run.modules),
@@ -158,7 +159,7 @@ fn run_in(
     spare.slot.bind(Rc::clone(session));
 
     spare.context.with(|ctx| {
-        install(&ctx, &spare.slot, run.tools, run.input)
+        install(&ctx, &spare.slot, run.tools, run.input, dates)
             .catch(&ctx)
             .map_err(|error| could_not_start(convert::caught_text(&ctx, error)))?;
         evaluate(&ctx, session, run.code, source)
@@ -171,8 +172,12 @@ fn install(
     slot: &SessionSlot,
     tools: Vec<SandboxTool>,
     input: Option<&Json>,
+    dates: bool,
 ) -> rquickjs::Result<()> {
     globals::install_input(ctx, input)?;
+    if dates {
+        globals::install_date(ctx, slot)?;
+    }
     tools::install(ctx, slot, tools)
 }
 

@@ -149,7 +149,10 @@ pub(crate) fn install(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()>
     define(ctx, &globals, "store", slot, store)?;
     define(ctx, &globals, "recall", slot, recall)?;
     install_performance(ctx, slot)?;
-    install_entropy(ctx, slot)?;
+    let math: Object = ctx.globals().get("Math")?;
+    define(ctx, &math, "random", slot, |ctx, session, _| {
+        Ok(Value::new_number(ctx.clone(), session.entropy.random()))
+    })?;
     define(ctx, &globals, "llm", slot, |ctx, session, args| {
         let text = ask(ctx, session, &args, false)?;
         Ok(rquickjs::String::from_str(ctx.clone(), &text)?.into_value())
@@ -178,29 +181,32 @@ fn install_performance(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()
     ctx.globals().set("performance", performance)
 }
 
-/// `Date.now()`, `new Date()` (and `Date()`) and `Math.random()` read the run's [`Entropy`],
-/// so that a run can be repeated exactly; dates made from values are the engine's own.
+/// Whether a run of `code` with `modules` needs [`install_date`]: only code that names `Date`
+/// reads the time through it. (Code that reaches the engine's own `Date` without naming it
+/// reads a time the run does not record: a replay of it diverges, and fails, rather than
+/// repeating anything.)
+pub(crate) fn reads_dates(code: &str, modules: &[(String, String)]) -> bool {
+    code.contains("Date") || modules.iter().any(|(_, source)| source.contains("Date"))
+}
+
+/// `Date.now()`, `new Date()` and `Date()` read the run's [`Entropy`] (as `Math.random()` and
+/// `performance.now()` always do), so that a run can be repeated exactly; dates made from
+/// values are the engine's own. Installed per run, and only for code that needs it (see
+/// [`reads_dates`]): compiling the replacement costs about as much as the rest of a sandbox.
 ///
 /// [`Entropy`]: crate::entropy::Entropy
-fn install_entropy(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
+pub(crate) fn install_date(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
     let sources = Object::new(ctx.clone())?;
     define(ctx, &sources, "now", slot, |ctx, session, _| {
         Ok(Value::new_number(ctx.clone(), session.entropy.now_ms()))
     })?;
-    define(ctx, &sources, "random", slot, |ctx, session, _| {
-        Ok(Value::new_number(ctx.clone(), session.entropy.random()))
-    })?;
-    let wrap: Function = ctx.eval(ENTROPY_PRELUDE)?;
-    wrap.call((
-        sources.get::<_, Value>("now")?,
-        sources.get::<_, Value>("random")?,
-    ))
+    let wrap: Function = ctx.eval(DATE_PRELUDE)?;
+    wrap.call((sources.get::<_, Value>("now")?,))
 }
 
 /// Replaces `Date` by a constructor that reads the time from `now` when given no value (the
-/// same prototype and statics, so `instanceof Date` and subclasses still work) and
-/// `Math.random` by `random`.
-const ENTROPY_PRELUDE: &str = r#"(function (now, random) {
+/// same prototype and statics, so `instanceof Date` and subclasses still work).
+const DATE_PRELUDE: &str = r#"(function (now) {
   const NativeDate = Date;
   const Replacement = function Date(...args) {
     if (new.target === undefined) return new NativeDate(now()).toString();
@@ -212,7 +218,6 @@ const ENTROPY_PRELUDE: &str = r#"(function (now, random) {
   Object.defineProperty(Replacement, "now", { value: now, writable: true, configurable: true });
   Object.defineProperty(NativeDate.prototype, "constructor", { value: Replacement, writable: true, configurable: true });
   Object.defineProperty(globalThis, "Date", { value: Replacement, writable: true, configurable: true });
-  Object.defineProperty(Math, "random", { value: random, writable: true, configurable: true });
 })"#;
 
 /// `input`, when the run has one (`CodeRunner.RunCode`).
