@@ -192,7 +192,8 @@ pub(crate) fn reads_dates(code: &str, modules: &[(String, String)]) -> bool {
 /// `Date.now()`, `new Date()` and `Date()` read the run's [`Entropy`] (as `Math.random()` and
 /// `performance.now()` always do), so that a run can be repeated exactly; dates made from
 /// values are the engine's own. Installed per run, and only for code that needs it (see
-/// [`reads_dates`]): compiling the replacement costs about as much as the rest of a sandbox.
+/// [`reads_dates`]): compiled into every sandbox, the replacement measurably slowed a fresh
+/// sandbox (bench item 1).
 ///
 /// [`Entropy`]: crate::entropy::Entropy
 pub(crate) fn install_date(ctx: &Ctx<'_>, slot: &SessionSlot) -> rquickjs::Result<()> {
