@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Decision, Event, Finish, Output, RunRequest, ToolCallOutput,
-    ToolResult,
+    ApprovalState, Decision, Event, Finish, Output, RunRequest, ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
@@ -16,11 +15,11 @@ use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
 use agentic_sandbox::{
     Completion, Entropy, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent,
 };
-use serde_json::{Map, json};
+use serde_json::Map;
 use tokio::sync::mpsc;
 
-use crate::host::{PausedRuns, PromptHost, Timeline, running};
-use crate::prompt::{self, CODE_TOOL};
+use crate::host::{PausedRuns, PromptHost, Timeline, round_output};
+use crate::prompt;
 use crate::replay::{self, RecordedRound, Replay, Resume};
 use crate::tools;
 use agentic_executor::approvals::Approvals;
@@ -106,7 +105,6 @@ impl CodeMode {
             approval_timeout: self.approval_timeout,
             paused: self.paused_runs.for_run(),
             round: Default::default(),
-            replayable: true.into(),
             recorded: 0.into(),
         });
         let max_rounds =
@@ -202,17 +200,7 @@ impl CodeMode {
         host: &Arc<PromptHost>,
         program: Program,
     ) -> Result<RunOutcome, RunError> {
-        let call = ToolCallOutput {
-            id: format!("code_{}", uuid::Uuid::now_v7().simple()),
-            function: CODE_TOOL.to_owned(),
-            input: json!({ "code": program.code }),
-            result: running(),
-            start: Some(SystemTime::now()),
-            end: None,
-            approval: Approval::new(ApprovalState::NotRequired),
-            parent: None,
-            record: None,
-        };
+        let call = round_output(&program.code);
         let index = timeline.add(Output::Tool(call.clone())).await?;
         host.begin_round(index, call.clone(), program.entropy.clone(), None);
         let outcome = self
@@ -220,11 +208,7 @@ impl CodeMode {
             .run(program, host.clone(), self.limits.clone())
             .await;
         crate::metrics::sandbox_run(&outcome);
-        let (record, _) = host.end_round();
-        if !repeatable(&outcome) {
-            host.replayable
-                .store(false, std::sync::atomic::Ordering::SeqCst);
-        }
+        let (record, _) = host.end_round(&outcome);
         settle(timeline, index, call, result_of(&outcome), record).await?;
         Ok(outcome)
     }
@@ -258,7 +242,7 @@ impl CodeMode {
             .run(program, host.clone(), self.limits.clone())
             .await;
         crate::metrics::sandbox_run(&outcome);
-        let (record, diverged) = host.end_round();
+        let (record, diverged) = host.end_round(&outcome);
         let result = result_of(&outcome);
         let diverged = diverged.or_else(|| {
             (!paused && result != round.output.result)
@@ -268,27 +252,11 @@ impl CodeMode {
             crate::metrics::replay_diverged();
             return Err(RunError::Resume(why));
         }
-        if !repeatable(&outcome) {
-            host.replayable
-                .store(false, std::sync::atomic::Ordering::SeqCst);
-        }
         if paused {
             settle(timeline, round.index, round.output, result, record).await?;
         }
         Ok(outcome)
     }
-}
-
-/// Whether running the round again from its record ends it the same way: not when it ran
-/// out of time (what it was doing then, a tool call say, is not in the record) or got no
-/// sandbox at all. A later pause of the prompt then cannot be resumed by a new run.
-fn repeatable(outcome: &RunOutcome) -> bool {
-    !matches!(outcome.admission, agentic_sandbox::Admission::Refused)
-        && outcome
-            .result
-            .as_ref()
-            .err()
-            .is_none_or(|error| !error.timeout)
 }
 
 /// A round's result as its `code.execute` output shows it.

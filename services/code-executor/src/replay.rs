@@ -289,6 +289,18 @@ fn shorten(value: &Json) -> String {
     agentic_telemetry::text::truncate_chars(&value.to_string(), 200, "…")
 }
 
+/// Whether running a round again from its record ends it the same way: not when it ran out
+/// of time (what it was doing then, a tool call say, is not in the record) or got no sandbox
+/// at all.
+pub fn repeatable(outcome: &agentic_sandbox::RunOutcome) -> bool {
+    !matches!(outcome.admission, agentic_sandbox::Admission::Refused)
+        && outcome
+            .result
+            .as_ref()
+            .err()
+            .is_none_or(|error| !error.timeout)
+}
+
 /// The fingerprint of an `llm()` question: FNV-1a over its format and text.
 pub fn question(prompt: &str, json: bool) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;

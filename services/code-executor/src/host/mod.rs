@@ -71,6 +71,21 @@ impl Timeline {
     }
 }
 
+/// The `code.execute` output of a round that runs `code`, as it starts.
+pub fn round_output(code: &str) -> ToolCallOutput {
+    ToolCallOutput {
+        id: format!("code_{}", uuid::Uuid::now_v7().simple()),
+        function: crate::prompt::CODE_TOOL.to_owned(),
+        input: serde_json::json!({ "code": code }),
+        result: running(),
+        start: Some(SystemTime::now()),
+        end: None,
+        approval: Approval::new(ApprovalState::NotRequired),
+        parent: None,
+        record: None,
+    }
+}
+
 pub fn running() -> ToolResult {
     ToolResult::Pending {
         reason: "running".into(),
@@ -113,9 +128,10 @@ pub struct PromptHost {
     pub paused: PausedRun,
     /// The round running now: what it records, and what its record replays.
     pub round: std::sync::Mutex<Round>,
-    /// Every round of the run so far kept a record: a pause can be resumed by a new run.
-    pub replayable: std::sync::atomic::AtomicBool,
-    /// Bytes the records of the prompt's ended rounds hold together.
+    /// Bytes the records of the prompt's ended rounds hold together; `usize::MAX` once a
+    /// round could not keep one (too large, or it would not end the same way again): a
+    /// pause can be resumed by a new run only while this and the paused round's record stay
+    /// within `replay::MAX_PROMPT_RECORD_BYTES`.
     pub recorded: std::sync::atomic::AtomicUsize,
 }
 
@@ -149,24 +165,28 @@ impl PromptHost {
         };
     }
 
-    /// The round ended: its record (`None` when it cannot be kept, and then no later pause
-    /// of the run can be resumed), and why its replay diverged, if it did.
-    pub fn end_round(&self) -> (Option<RoundRecord>, Option<String>) {
+    /// The round ended with `outcome`: its record (`None` when it cannot be kept), and why
+    /// its replay diverged, if it did. A round without a record, or that would not end the
+    /// same way again, leaves no later pause of the run resumable.
+    pub fn end_round(
+        &self,
+        outcome: &agentic_sandbox::RunOutcome,
+    ) -> (Option<RoundRecord>, Option<String>) {
         let mut round = self.lock_round();
         let diverged = round.replay.as_mut().and_then(|replay| {
             replay.finish();
             replay.diverged().map(str::to_owned)
         });
         let record = replay::record(round.entropy.record(), &round.answers);
-        let total = record.as_ref().map_or(usize::MAX, |(_, bytes)| {
-            self.recorded
-                .fetch_add(*bytes, std::sync::atomic::Ordering::SeqCst)
-                .saturating_add(*bytes)
-        });
-        if total > replay::MAX_PROMPT_RECORD_BYTES {
-            self.replayable
-                .store(false, std::sync::atomic::Ordering::SeqCst);
-        }
+        let bytes = match &record {
+            Some((_, bytes)) if replay::repeatable(outcome) => *bytes,
+            _ => usize::MAX,
+        };
+        let _ = self.recorded.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |total| Some(total.saturating_add(bytes)),
+        );
         *round = Round::default();
         (record.map(|(record, _)| record), diverged)
     }
@@ -194,8 +214,7 @@ impl PromptHost {
             let earlier = self.recorded.load(std::sync::atomic::Ordering::SeqCst);
             match (&round.code, record) {
                 (Some((index, code)), Some((record, bytes)))
-                    if self.replayable.load(std::sync::atomic::Ordering::SeqCst)
-                        && earlier.saturating_add(bytes) <= replay::MAX_PROMPT_RECORD_BYTES =>
+                    if earlier.saturating_add(bytes) <= replay::MAX_PROMPT_RECORD_BYTES =>
                 {
                     Some((
                         *index,

@@ -13,7 +13,6 @@ use agentic_proto::v1::{
 };
 use agentic_sandbox::{Limits, Program, Sandboxes};
 use serde_json::{Map, json};
-use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 use super::*;
@@ -164,7 +163,6 @@ async fn prompt_after(approval_timeout: Duration, outputs: usize) -> Prompt {
         approval_timeout,
         paused: super::PausedRuns::new(8).for_run(),
         round: Default::default(),
-        replayable: true.into(),
         recorded: 0.into(),
     });
     Prompt {
@@ -467,17 +465,7 @@ const PAUSING_CODE: &str = "output('before'); const r = Math.random();\n\
 /// the waiting call's id, and whether the pause was said to be resumable.
 async fn paused_round(code: &str) -> (Vec<Output>, String, bool) {
     let mut prompt = prompt(Duration::from_secs(30)).await;
-    let round = crate::host::ToolCallOutput {
-        id: "code_1".into(),
-        function: crate::prompt::CODE_TOOL.into(),
-        input: json!({ "code": code }),
-        result: running(),
-        start: Some(SystemTime::now()),
-        end: None,
-        approval: Approval::new(ApprovalState::NotRequired),
-        parent: None,
-        record: None,
-    };
+    let round = round_output(code);
     let index = prompt
         .host
         .timeline
@@ -544,7 +532,7 @@ async fn replayed_round(
     let outcome = Sandboxes::default()
         .run(program, prompt.host.clone(), Limits::default())
         .await;
-    let (_, diverged) = prompt.host.end_round();
+    let (_, diverged) = prompt.host.end_round(&outcome);
     let mut shown = Vec::new();
     while let Ok(event) = prompt.events.try_recv() {
         shown.push(describe(&event));
