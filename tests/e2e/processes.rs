@@ -234,43 +234,35 @@ async fn a_code_pause_whose_executor_dies_after_an_approval_reached_it_fails_ins
         .approve_tool_call(&prompt.id, &asked[0])
         .await
         .unwrap();
-    let first_ran = Instant::now();
-    loop {
-        let now = client.get_prompt(&prompt.id).await.unwrap();
-        let ran = crate::tidy::tool_outputs(&now).iter().any(|tool| {
-            tool.id == asked[0]
-                && tool
-                    .result
-                    .as_ref()
-                    .and_then(|result| result.result.as_ref())
-                    .is_some_and(|result| {
-                        matches!(result, agentic_proto::v1::tool_result::Result::Success(_))
-                    })
-        });
-        if ran {
-            break;
-        }
-        assert!(
-            first_ran.elapsed() <= PATIENCE,
-            "the approved call never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    prompt_until(
+        &client,
+        &prompt.id,
+        PATIENCE,
+        "the approved call ran",
+        |now| {
+            crate::tidy::tool_outputs(now).iter().any(|tool| {
+                tool.id == asked[0]
+                    && tool
+                        .result
+                        .as_ref()
+                        .and_then(|result| result.result.as_ref())
+                        .is_some_and(|result| {
+                            matches!(result, agentic_proto::v1::tool_result::Result::Success(_))
+                        })
+            })
+        },
+    )
+    .await;
 
     stack.kill(Service::Code);
-    let killed = Instant::now();
-    let failed = loop {
-        let now = client.get_prompt(&prompt.id).await.unwrap();
-        if now.state == PromptState::Failed as i32 {
-            break now;
-        }
-        assert!(
-            killed.elapsed() <= RECOVERY,
-            "the prompt is still {} {RECOVERY:?} after the kill",
-            now.state
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let failed = prompt_until(
+        &client,
+        &prompt.id,
+        RECOVERY,
+        "it failed after the kill",
+        |now| now.state == PromptState::Failed as i32,
+    )
+    .await;
     crate::tidy::assert_nothing_open(&failed);
     let ran: Vec<&str> = crate::tidy::tool_outputs(&failed)
         .iter()
@@ -320,20 +312,17 @@ async fn paused_for_approval() -> (ProcessStack, Client, String, String) {
 
 /// The approved prompt of [`paused_for_approval`] completes, each call having run once.
 async fn assert_resumed_once(stack: &ProcessStack, client: &Client, prompt: &str) {
-    let approved = Instant::now();
-    let done = loop {
-        let now = client.get_prompt(prompt).await.unwrap();
-        if now.state != PromptState::WaitingForApproval as i32
-            && now.state != PromptState::Running as i32
-        {
-            break now;
-        }
-        assert!(
-            approved.elapsed() <= PATIENCE,
-            "the prompt still runs or waits {PATIENCE:?} after its approval"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = prompt_until(
+        client,
+        prompt,
+        PATIENCE,
+        "it ended after its approval",
+        |now| {
+            now.state != PromptState::WaitingForApproval as i32
+                && now.state != PromptState::Running as i32
+        },
+    )
+    .await;
     assert_eq!(done.state, PromptState::Completed as i32, "{}", done.error);
     crate::tidy::assert_nothing_open(&done);
     let tools = crate::tidy::tool_outputs(&done);

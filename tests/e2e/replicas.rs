@@ -368,15 +368,10 @@ complete({response: "ran: " + result.done});"#;
         .await
         .unwrap();
     let survivor = stack.client("alice").await.unwrap();
-    let started = Instant::now();
-    let done = loop {
-        let now = survivor.get_prompt(&prompt.id).await.unwrap();
-        if now.state == PromptState::Completed as i32 || now.state == PromptState::Failed as i32 {
-            break now;
-        }
-        assert!(started.elapsed() < PATIENCE, "still {}", now.state);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = prompt_until(&survivor, &prompt.id, PATIENCE, "it ended", |now| {
+        now.state == PromptState::Completed as i32 || now.state == PromptState::Failed as i32
+    })
+    .await;
     assert_eq!(done.state, PromptState::Completed as i32, "{}", done.error);
     let tools: Vec<&str> = crate::tidy::tool_outputs(&done)
         .iter()

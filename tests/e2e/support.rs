@@ -136,6 +136,31 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Reads the prompt back until `done` holds for it, for at most `patience`; the prompt as it
+/// then is. `what` says what was awaited.
+pub async fn prompt_until(
+    client: &Client,
+    prompt_id: &str,
+    patience: Duration,
+    what: &str,
+    done: impl Fn(&Prompt) -> bool,
+) -> Prompt {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        let prompt = client.get_prompt(prompt_id).await.unwrap();
+        if done(&prompt) {
+            return prompt;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {patience:?} waiting until {what}; the prompt is {} ({})",
+            prompt.state,
+            prompt.error
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The raw gateway client on behalf of `user`, for calls the tests make directly.
 pub type Gateway = agentic_proto::v1::prompt_gateway_client::PromptGatewayClient<
     tonic::service::interceptor::InterceptedService<tonic::transport::Channel, UserHeader>,
