@@ -238,19 +238,13 @@ impl Replay {
     }
 
     /// Once the code ended: anything the record holds that the code did not do makes the
-    /// replay diverge. The calls that waited for a decision and were not reached, with it.
-    pub fn finish(&mut self) -> Vec<(u32, ToolCallOutput, Option<Decision>)> {
+    /// replay diverge (the calls that waited and were not reached are closed by the caller,
+    /// from the round's record). Why it diverged, if it did.
+    pub fn finish(&mut self) -> Option<&str> {
         if self.diverged.is_none() && (!self.calls.is_empty() || !self.answers.is_empty()) {
             self.diverged = Some("the code ended before making every call it made before".into());
         }
-        self.calls
-            .drain(..)
-            .filter(|(_, call)| call.approval.state == ApprovalState::Pending)
-            .map(|(index, call)| {
-                let decision = self.decisions.remove(&call.id);
-                (index, call, decision)
-            })
-            .collect()
+        self.diverged()
     }
 
     fn diverge(&mut self, why: String) -> Replayed {

@@ -597,16 +597,18 @@ impl Prompts {
 
     /// On SQLite, where this is the only gateway, fails prompts an earlier process of it left
     /// running: their executor streams died with it, so nothing would ever finish them.
-    /// (With PostgreSQL, other replicas may be running them: their leases decide.)
+    /// (With PostgreSQL, other replicas may be running them: their leases decide.) Resumable
+    /// pauses among them are kept instead. Returns how many it failed.
     pub async fn fail_orphaned(&self) -> Result<usize, GatewayError> {
         if self.store.is_shared() {
             return Ok(0);
         }
-        let orphaned = self.store.owned_by_others().await?;
-        for prompt_id in &orphaned {
+        let mut failed_count = 0;
+        for prompt_id in &self.store.owned_by_others().await? {
             if self.keep_pause(prompt_id, None).await? {
                 continue;
             }
+            failed_count += 1;
             tracing::warn!(
                 %prompt_id,
                 "failing a prompt left running by a previous gateway process"
@@ -625,7 +627,7 @@ impl Prompts {
                 Err(error) => return Err(error),
             }
         }
-        Ok(orphaned.len())
+        Ok(failed_count)
     }
 
     /// Keeps the resumable live pause of a prompt whose replica is gone as a durable one (see

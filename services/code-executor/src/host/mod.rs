@@ -173,10 +173,10 @@ impl PromptHost {
         outcome: &agentic_sandbox::RunOutcome,
     ) -> (Option<RoundRecord>, Option<String>) {
         let mut round = self.lock_round();
-        let diverged = round.replay.as_mut().and_then(|replay| {
-            replay.finish();
-            replay.diverged().map(str::to_owned)
-        });
+        let diverged = round
+            .replay
+            .as_mut()
+            .and_then(|replay| replay.finish().map(str::to_owned));
         let record = replay::record(round.entropy.record(), &round.answers);
         let bytes = match &record {
             Some((_, bytes)) if replay::repeatable(outcome) => *bytes,
