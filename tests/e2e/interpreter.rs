@@ -236,13 +236,7 @@ async fn waiting_for_the_nested_call(
     client: &agentic_client::Client,
     prompt_id: &str,
 ) -> (Vec<agentic_proto::v1::PromptEvent>, String) {
-    let paused = collect(client, prompt_id, 0).await;
-    assert_eq!(
-        kind(paused.last().unwrap()),
-        "waiting",
-        "{:?}",
-        kinds(&paused)
-    );
+    let paused = until_waiting(client, prompt_id).await;
     let waiting = client.get_prompt(prompt_id).await.unwrap();
     assert_eq!(waiting.state, PromptState::WaitingForApproval as i32);
     let tools = crate::tidy::tool_outputs(&waiting);

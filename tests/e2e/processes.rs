@@ -221,13 +221,7 @@ async fn a_code_pause_whose_executor_dies_after_an_approval_reached_it_fails_ins
         .create_prompt(NewPrompt::new("two risky things").mode("code"))
         .await
         .unwrap();
-    let paused = collect(&client, &prompt.id, 0).await;
-    assert_eq!(
-        kind(paused.last().unwrap()),
-        "waiting",
-        "{:?}",
-        kinds(&paused)
-    );
+    let paused = until_waiting(&client, &prompt.id).await;
     let asked = crate::approvals::requested_calls(&paused);
     assert_eq!(asked.len(), 2);
     client
@@ -299,13 +293,7 @@ async fn paused_for_approval() -> (ProcessStack, Client, String, String) {
         .create_prompt(NewPrompt::new("deploy carefully").mode("code"))
         .await
         .unwrap();
-    let paused = collect(&client, &prompt.id, 0).await;
-    assert_eq!(
-        kind(paused.last().unwrap()),
-        "waiting",
-        "{:?}",
-        kinds(&paused)
-    );
+    let paused = until_waiting(&client, &prompt.id).await;
     let call_id = crate::approvals::requested_call(&paused);
     (stack, client, prompt.id, call_id)
 }

@@ -121,8 +121,7 @@ async fn a_waiting_prompt_is_approved_through_another_replica() {
         .create_prompt(NewPrompt::new("do something risky"))
         .await
         .unwrap();
-    let paused = collect(&through_a, &prompt.id, 0).await;
-    assert_eq!(kind(paused.last().unwrap()), "waiting");
+    let paused = until_waiting(&through_a, &prompt.id).await;
 
     let mut b = gateway_at(&replica.url(), "alice").await;
     b.approve_tool_call(ApproveToolCallRequest {
@@ -166,13 +165,7 @@ complete({response: "ran: " + result.done});"#;
         .create_prompt(NewPrompt::new("be careful").mode("code"))
         .await
         .unwrap();
-    let paused = collect(&through_a, &prompt.id, 0).await;
-    assert_eq!(
-        kind(paused.last().unwrap()),
-        "waiting",
-        "{:?}",
-        kinds(&paused)
-    );
+    let paused = until_waiting(&through_a, &prompt.id).await;
 
     // Replica A holds the paused sandbox run; the decision reaches it through B.
     let mut b = gateway_at(&replica.url(), "alice").await;
@@ -283,8 +276,7 @@ async fn a_dead_replicas_running_prompts_fail_when_its_lease_expires_and_waiting
         .create_prompt(NewPrompt::new("do something risky"))
         .await
         .unwrap();
-    let paused = collect(&through_doomed, &waiting.id, 0).await;
-    assert_eq!(kind(paused.last().unwrap()), "waiting");
+    let paused = until_waiting(&through_doomed, &waiting.id).await;
     let model = &stack.model;
     eventually("the hanging call reached the model", || {
         model.requests().iter().any(|request| {
@@ -348,13 +340,7 @@ complete({response: "ran: " + result.done});"#;
         .create_prompt(NewPrompt::new("be careful").mode("code"))
         .await
         .unwrap();
-    let paused = collect(&through_doomed, &prompt.id, 0).await;
-    assert_eq!(
-        kind(paused.last().unwrap()),
-        "waiting",
-        "{:?}",
-        kinds(&paused)
-    );
+    let paused = until_waiting(&through_doomed, &prompt.id).await;
 
     // The replica holding the paused sandbox run dies; the decision comes at once, before
     // its lease runs out, through the survivor.

@@ -124,6 +124,19 @@ pub fn text(when: Match, text: &str) -> Rule {
     Rule::new(when, Reply::Text(text.to_owned()))
 }
 
+/// Reads a prompt's stream from the start until the server ends it, which must be at a
+/// `waiting` event: the prompt paused for approval. The events.
+pub async fn until_waiting(client: &Client, prompt_id: &str) -> Vec<PromptEvent> {
+    let paused = collect(client, prompt_id, 0).await;
+    assert_eq!(
+        paused.last().map(kind),
+        Some("waiting"),
+        "{:?}",
+        kinds(&paused)
+    );
+    paused
+}
+
 /// Polls `condition` until it holds, for at most [`PATIENCE`].
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + PATIENCE;

@@ -315,8 +315,7 @@ complete({response: message});"#;
 
     // Alice's run pauses, holding the one slot for paused runs.
     let waiting = alice.create_prompt(code_prompt("deploy")).await.unwrap();
-    let paused = collect(&alice, &waiting.id, 0).await;
-    assert_eq!(kind(paused.last().unwrap()), "waiting");
+    let paused = until_waiting(&alice, &waiting.id).await;
 
     // Bob's call that needs approval fails at once, with why; his code goes on.
     let refused = bob.create_prompt(code_prompt("deploy")).await.unwrap();
