@@ -35,7 +35,7 @@ start_stack() {
     else
         echo "using the LLM at ${OPENAI_BASE_URL:-https://api.openai.com/v1}" >&2
     fi
-    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,trigger,demo}" \
+    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,skill,trigger,demo}" \
         TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" CODE_RUNNER_URL=http://127.0.0.1:50053 GATEWAY_URL=http://127.0.0.1:50051 "$bin/tool-host"
     start classic-executor env CLASSIC_EXECUTOR_LISTEN=127.0.0.1:50052 TOOL_HOST_URL=http://127.0.0.1:50054 \
         "$bin/classic-executor"

@@ -239,6 +239,7 @@ impl ToolHost for BenchToolHost {
                 timeout_ms: 0,
                 reports_progress: false,
                 asks_approval: false,
+                wants_code: false,
             })
             .collect();
         Ok(Response::new(PrepareResponse {

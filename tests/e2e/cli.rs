@@ -804,3 +804,105 @@ async fn ctrl_c_in_chat_cancels_the_running_prompt_and_the_chat_goes_on() {
     let status = terminal.wait().await;
     assert!(status.success(), "screen:\n{}", terminal.screen());
 }
+
+#[tokio::test]
+async fn skills_are_saved_from_a_prompts_round_or_a_file_shown_listed_and_deleted() {
+    use agentic_testkit::model::{Reply, Rule};
+    let round = |n: usize, code: &str| {
+        Rule::new(
+            Match::All(vec![
+                Match::AnyMessageContains("two rounds".into()),
+                Match::AssistantTurns(n - 1),
+            ]),
+            Reply::Text(code.to_owned()),
+        )
+    };
+    let stack = Stack::start(vec![
+        round(1, "output('first'); 1"),
+        round(2, "done(); ({two: 2})"),
+    ])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new("two rounds").mode("code"))
+        .await
+        .unwrap();
+    collect(&client, &prompt.id, 0).await;
+
+    let from_round_one = format!("{}:1", prompt.id);
+    let ran = agentic(
+        &stack,
+        &[
+            "skills",
+            "save",
+            "twice",
+            "--from",
+            &from_round_one,
+            "-d",
+            "Says two",
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(ran.stderr.trim(), "saved skill.twice version 1");
+    let ran = agentic(&stack, &["skills", "show", "twice"], "").await;
+    assert!(ran.stdout.contains("output('first'); 1"), "{}", ran.stdout);
+    assert!(ran.stdout.contains(&format!("from prompt: {}", prompt.id)));
+
+    // Without a round: the last that ran without an error.
+    let ran = agentic(
+        &stack,
+        &["skills", "save", "twice", "--from", &prompt.id],
+        "",
+    )
+    .await;
+    assert_eq!(
+        ran.stderr.trim(),
+        "saved skill.twice version 2",
+        "{}",
+        ran.stderr
+    );
+    let ran = agentic(&stack, &["skills", "show", "twice"], "").await;
+    assert!(ran.stdout.contains("({two: 2})"), "{}", ran.stdout);
+
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "input.a + input.b").unwrap();
+    let path = file.path().to_str().unwrap();
+    let schema = r#"{"type":"object","required":["a","b"]}"#;
+    let ran = agentic(
+        &stack,
+        &["skills", "save", "add", "--file", path, "--schema", schema],
+        "",
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let ran = agentic(&stack, &["skills", "list"], "").await;
+    assert_eq!(
+        ran.stdout.lines().collect::<Vec<_>>(),
+        [
+            "NAME\tVERSION\tDESCRIPTION",
+            "add\t1\t",
+            "twice\t2\tSays two"
+        ]
+    );
+
+    let ran = agentic(&stack, &["skills", "delete", "twice"], "").await;
+    assert_eq!(ran.stderr.trim(), "deleted skill.twice (2 versions)");
+    let ran = agentic(&stack, &["skills", "show", "twice"], "").await;
+    assert_eq!(ran.code, 1);
+    assert!(ran.stderr.contains("skill not found"), "{}", ran.stderr);
+    let ran = agentic(
+        &stack,
+        &["skills", "save", "x", "--from", "nonsense:one"],
+        "",
+    )
+    .await;
+    assert_eq!(ran.code, 1);
+    assert!(
+        ran.stderr.contains("ROUND must be a number"),
+        "{}",
+        ran.stderr
+    );
+}

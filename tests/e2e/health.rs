@@ -65,7 +65,11 @@ async fn every_service_answers_health_checks_and_lists_its_services_by_reflectio
         ),
         (
             stack.tool_host_address,
-            vec!["agentic.v1.ToolHost", "agentic.v1.ArtifactStore"],
+            vec![
+                "agentic.v1.ToolHost",
+                "agentic.v1.ArtifactStore",
+                "agentic.v1.Skills",
+            ],
         ),
     ];
     for (address, names) in services {

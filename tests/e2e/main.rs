@@ -29,6 +29,7 @@ mod replicas;
 mod sdk;
 mod security;
 mod seed;
+mod skills;
 mod streams;
 mod support;
 mod telemetry;

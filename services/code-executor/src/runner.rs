@@ -188,13 +188,14 @@ impl CodeRunnerService {
             .prepare(&scope)
             .await
             .map_err(|error| RunCodeError::ToolHostUnavailable(error.to_string()))?;
-        let tools = tools::for_sandbox(prepared.tools, &self.schemas);
+        let tools = tools::for_run_code(prepared.tools, &self.schemas);
         let mut limits = self.limits.clone();
         if request.timeout_ms > 0 {
             limits.timeout = Duration::from_millis(u64::from(request.timeout_ms)).min(MAX_TIMEOUT);
         }
+        let code = request.code;
         let program = Program {
-            code: request.code,
+            code: code.clone(),
             tools: tools::sandbox_tools(&tools),
             modules: prepared.modules,
             input: Some(json::from_proto_opt(request.input.as_ref())),
@@ -217,6 +218,8 @@ impl CodeRunnerService {
             asking: Default::default(),
             budget_left,
             started_calls: Default::default(),
+            code,
+            skill: request.skill,
         });
         let outcome = self.sandboxes.run(program, host.clone(), limits).await;
         crate::metrics::sandbox_run(&outcome);
@@ -277,7 +280,14 @@ struct RecordingHost {
     budget_left: Option<agentic_proto::v1::BudgetLeft>,
     /// Tool calls the code started.
     started_calls: std::sync::atomic::AtomicU32,
+    /// The code that runs, for tools that want it (`skill.save`).
+    code: String,
+    /// The skill the code is (`name@version`), when a skill runs; empty otherwise.
+    skill: String,
 }
+
+/// The tool that saves a skill (the tool-host's `skill` plugin).
+const SKILL_SAVE: &str = "skill.save";
 
 impl RecordingHost {
     async fn invoke(
@@ -286,9 +296,16 @@ impl RecordingHost {
         input: &Json,
         call_id: &str,
     ) -> Result<Json, ToolFailure> {
+        if !self.skill.is_empty() && tool_id == SKILL_SAVE {
+            // The skill's code is the round that saved it, `skillSave()` call and all.
+            return Ok(serde_json::json!({
+                "saved": false,
+                "reason": format!("this code runs as the skill {}, which it does not save again", self.skill),
+            }));
+        }
         let invoked = self
             .tool_host
-            .invoke(&self.scope, tool_id, input, call_id)
+            .invoke_from_code(&self.scope, tool_id, input, call_id, &|_| {}, &self.code)
             .await
             .map_err(|error| ToolFailure::Failed(error.to_string()))?;
         self.spent(invoked.usage);
@@ -555,6 +572,8 @@ mod tests {
             asking: Default::default(),
             budget_left: None,
             started_calls: Default::default(),
+            code: String::new(),
+            skill: String::new(),
         });
         let outcome = Sandboxes::default()
             .run(program, host.clone(), Limits::default())

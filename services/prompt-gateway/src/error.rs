@@ -45,6 +45,12 @@ pub enum GatewayError {
     /// Shown to callers: built from the tool-host's status with `agentic_rpc::relayed`.
     #[error("the tool list is unavailable: {0}")]
     ToolsUnavailable(String),
+    /// Shown to callers: built from the tool-host's status with `agentic_rpc::relayed`.
+    #[error("skills are unavailable: {0}")]
+    SkillsUnavailable(String),
+    /// What another agentic service said about the caller's request, as it said it.
+    #[error("{message}")]
+    Relayed { kind: ErrorKind, message: String },
     /// The executor broke the Execute protocol (e.g. updated an output that does not exist).
     #[error("executor protocol violation: {0}")]
     Protocol(String),
@@ -76,7 +82,9 @@ impl ServiceError for GatewayError {
             GatewayError::ResourceExhausted(_) => ErrorKind::ResourceExhausted,
             GatewayError::ModeUnavailable { .. }
             | GatewayError::FilesUnavailable(_)
-            | GatewayError::ToolsUnavailable(_) => ErrorKind::Unavailable,
+            | GatewayError::ToolsUnavailable(_)
+            | GatewayError::SkillsUnavailable(_) => ErrorKind::Unavailable,
+            GatewayError::Relayed { kind, .. } => *kind,
             GatewayError::FailedPrecondition(_) | GatewayError::PromptEnded(_) => {
                 ErrorKind::FailedPrecondition
             }

@@ -32,6 +32,8 @@ pub struct GatewayService {
     pub triggers: Triggers,
     /// The tool-host: its artifact store for file contents, its tool list for `ListTools`.
     pub tool_host: agentic_rpc::InternalChannel,
+    /// The tool-host's skills, for the caller.
+    pub skills: crate::skills::Skills,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -266,6 +268,54 @@ impl PromptGateway for GatewayService {
                 )))
             })?;
         Ok(Response::new(tools.into_inner()))
+    }
+
+    async fn create_skill(
+        &self,
+        request: Request<agentic_proto::v1::CreateSkillRequest>,
+    ) -> GrpcResult<agentic_proto::v1::Skill> {
+        let user_id = Caller::user_of(&request)?;
+        let skill = self
+            .skills
+            .create(&user_id, &self.prompts, request.into_inner())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(skill))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Request<agentic_proto::v1::ListSkillsRequest>,
+    ) -> GrpcResult<agentic_proto::v1::ListSkillsResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let skills = self.skills.list(&user_id).await.map_err(to_status)?;
+        Ok(Response::new(skills))
+    }
+
+    async fn get_skill(
+        &self,
+        request: Request<agentic_proto::v1::GetSkillRequest>,
+    ) -> GrpcResult<agentic_proto::v1::Skill> {
+        let user_id = Caller::user_of(&request)?;
+        let skill = self
+            .skills
+            .get(&user_id, request.into_inner())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(skill))
+    }
+
+    async fn delete_skill(
+        &self,
+        request: Request<agentic_proto::v1::DeleteSkillRequest>,
+    ) -> GrpcResult<agentic_proto::v1::DeleteSkillResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let deleted = self
+            .skills
+            .delete(&user_id, request.into_inner())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(deleted))
     }
 
     async fn register_mode(&self, request: Request<RegisterModeRequest>) -> GrpcResult<Mode> {

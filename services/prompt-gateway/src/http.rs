@@ -73,6 +73,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
             "/v1/triggers/{trigger}",
             axum::routing::patch(update_trigger).delete(delete_trigger),
         ),
+        ("/v1/skills", post(create_skill).get(list_skills)),
+        ("/v1/skills/{skill}", get(get_skill).delete(delete_skill)),
         ("/v1/files/{file}/content", get(file_content)),
         ("/v1/openapi.json", get(openapi)),
     ]
@@ -559,6 +561,63 @@ async fn delete_trigger(
     let message = DeleteTriggerRequest { trigger_id };
     answer(&api, caller, message, |service, request| async move {
         service.delete_trigger(request).await
+    })
+    .await
+}
+
+async fn create_skill(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let message: agentic_proto::v1::CreateSkillRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, caller, message, |service, request| async move {
+        service.create_skill(request).await
+    })
+    .await
+}
+
+async fn list_skills(State(api): State<HttpApi>, Extension(caller): Extension<Caller>) -> Response {
+    let message = agentic_proto::v1::ListSkillsRequest::default();
+    answer(&api, caller, message, |service, request| async move {
+        service.list_skills(request).await
+    })
+    .await
+}
+
+/// `GET /v1/skills/{name}` (`?version=N` for an older version).
+async fn get_skill(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let mut message: agentic_proto::v1::GetSkillRequest = match query(raw.as_deref()) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    message.name = name;
+    answer(&api, caller, message, |service, request| async move {
+        service.get_skill(request).await
+    })
+    .await
+}
+
+async fn delete_skill(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Response {
+    let message = agentic_proto::v1::DeleteSkillRequest {
+        name,
+        ..Default::default()
+    };
+    answer(&api, caller, message, |service, request| async move {
+        service.delete_skill(request).await
     })
     .await
 }

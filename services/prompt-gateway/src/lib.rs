@@ -17,6 +17,7 @@ mod modes;
 mod playground;
 mod prompts;
 mod runner;
+mod skills;
 mod store;
 mod triggers;
 
@@ -283,6 +284,7 @@ pub async fn run_with_clock(
     let service = Arc::new(GatewayService {
         prompts,
         triggers,
+        skills: skills::Skills::new(tool_host.clone()),
         tool_host,
     });
     let gateway = PromptGatewayServer::from_arc(Arc::clone(&service))

@@ -32,6 +32,18 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    #[error("{}", skill_not_found(name, *version))]
+    SkillNotFound { name: String, version: Option<u32> },
+    #[error(
+        "this user has {limit} skills, as many as one user may keep: delete one before saving another"
+    )]
+    TooManySkills { limit: i64 },
+    #[error("skill {name} holds an unreadable schema")]
+    CorruptSkill {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("database error")]
     Database(#[from] sqlx::Error),
 }
@@ -43,13 +55,24 @@ impl ServiceError for Error {
             | Error::InvalidField { .. }
             | Error::InvalidId(_)
             | Error::UnknownPlugin { .. } => ErrorKind::InvalidArgument,
-            Error::UnknownTool(_) | Error::ArtifactNotFound(_) => ErrorKind::NotFound,
-            Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
-                ErrorKind::ResourceExhausted
+            Error::UnknownTool(_) | Error::ArtifactNotFound(_) | Error::SkillNotFound { .. } => {
+                ErrorKind::NotFound
             }
-            Error::InvalidTool { .. } | Error::CorruptArtifact { .. } | Error::Database(_) => {
-                ErrorKind::Internal
-            }
+            Error::ArtifactTooLarge { .. }
+            | Error::QuotaExceeded { .. }
+            | Error::TooManySkills { .. } => ErrorKind::ResourceExhausted,
+            Error::InvalidTool { .. }
+            | Error::CorruptArtifact { .. }
+            | Error::CorruptSkill { .. }
+            | Error::Database(_) => ErrorKind::Internal,
         }
+    }
+}
+
+fn skill_not_found(name: &str, version: Option<u32>) -> String {
+    let name = shown_id(name);
+    match version {
+        Some(version) => format!("skill not found: \"{name}\" version {version}"),
+        None => format!("skill not found: \"{name}\""),
     }
 }

@@ -18,7 +18,9 @@ use crate::plugin::{
     ToolOutcome, ToolSpec, Usage,
 };
 use crate::registry::Registry;
+use crate::skills::{NewSkill, Skill, Skills};
 use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, NewArtifact, Store};
+use pb::skills_server::SkillsServer;
 
 /// Progress updates a call may have waiting to be sent; more are dropped.
 const PROGRESS_BUFFER: usize = 8;
@@ -64,9 +66,13 @@ impl ToolHost for ToolHostService {
         request: Request<pb::PrepareRequest>,
     ) -> Result<Response<pb::PrepareResponse>, Status> {
         let ctx = PrepareContext::try_from(request.into_inner()).map_err(to_status)?;
-        let (context, mcp_tools) =
-            tokio::join!(self.registry.context(&ctx), self.registry.mcp_tools());
+        let (context, mcp_tools, user_tools) = tokio::join!(
+            self.registry.context(&ctx),
+            self.registry.mcp_tools(),
+            self.registry.user_tools(&ctx.user_id)
+        );
         let mut tools = self.tools.clone();
+        tools.extend(user_tools.iter().map(tool_definition));
         tools.extend(mcp_tools.iter().map(|tool| tool_definition(&tool.spec)));
         // The code that interpreter.run-code runs can call what this prompt can: say which.
         use crate::plugins::interpreter::{RUN_CODE, describe};
@@ -201,7 +207,7 @@ impl ToolHost for ToolHostService {
         &self,
         request: Request<pb::ListToolsRequest>,
     ) -> Result<Response<pb::ListToolsResponse>, Status> {
-        user_id(request.into_inner().user_id).map_err(to_status)?;
+        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
         let mut tools: Vec<pb::ToolInfo> = self
             .registry
             .tools()
@@ -211,6 +217,12 @@ impl ToolHost for ToolHostService {
                 source: source_of(&spec.id),
             })
             .collect();
+        for spec in self.registry.user_tools(&user_id).await {
+            tools.push(pb::ToolInfo {
+                definition: Some(tool_definition(&spec)),
+                source: source_of(&spec.id),
+            });
+        }
         let mut sources: Vec<pb::ToolSource> = self
             .registry
             .plugin_names()
@@ -260,6 +272,95 @@ fn tool_source(status: crate::mcp::Status) -> pb::ToolSource {
 
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The `Skills` service with explicit message limits.
+pub fn skills_server(skills: Skills) -> SkillsServer<SkillsService> {
+    SkillsServer::new(SkillsService { skills })
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+}
+
+pub struct SkillsService {
+    skills: Skills,
+}
+
+#[tonic::async_trait]
+impl pb::skills_server::Skills for SkillsService {
+    async fn save_skill(
+        &self,
+        request: Request<pb::CreateSkillRequest>,
+    ) -> Result<Response<pb::Skill>, Status> {
+        let request = request.into_inner();
+        let new = NewSkill {
+            user_id: user_id(request.user_id).map_err(to_status)?,
+            name: request.name,
+            description: request.description,
+            input_schema: request.input_schema.as_ref().map(json::from_proto),
+            code: request.code,
+            source_prompt_id: request.from_prompt_id,
+        };
+        let skill = self.skills.save(new).await.map_err(to_status)?;
+        Ok(Response::new(skill_proto(skill)))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Request<pb::ListSkillsRequest>,
+    ) -> Result<Response<pb::ListSkillsResponse>, Status> {
+        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
+        let skills = self
+            .skills
+            .newest(&user_id, false)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListSkillsResponse {
+            skills: skills.into_iter().map(skill_proto).collect(),
+        }))
+    }
+
+    async fn get_skill(
+        &self,
+        request: Request<pb::GetSkillRequest>,
+    ) -> Result<Response<pb::Skill>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let name = required("name", request.name).map_err(to_status)?;
+        let version = (request.version > 0).then_some(request.version);
+        let skill = self
+            .skills
+            .get(&user_id, &name, version)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(skill_proto(skill)))
+    }
+
+    async fn delete_skill(
+        &self,
+        request: Request<pb::DeleteSkillRequest>,
+    ) -> Result<Response<pb::DeleteSkillResponse>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let name = required("name", request.name).map_err(to_status)?;
+        let versions = self
+            .skills
+            .delete(&user_id, &name)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::DeleteSkillResponse { versions }))
+    }
+}
+
+fn skill_proto(skill: Skill) -> pb::Skill {
+    pb::Skill {
+        name: skill.name,
+        version: skill.version,
+        description: skill.description,
+        input_schema: Some(json::to_proto(&skill.input_schema)),
+        code: skill.code,
+        created_at: Some(json::timestamp_from_millis(skill.created_at_millis)),
+        source_prompt_id: skill.source_prompt_id,
+    }
 }
 
 pub struct ArtifactStoreService {
@@ -343,6 +444,7 @@ impl TryFrom<pb::InvokeToolRequest> for ToolCall {
                 state: json::struct_to_json(request.state.as_ref()),
                 high_tier: request.model == pb::ModelTier::High as i32,
                 budget_left: request.budget_left,
+                round_code: request.round_code,
             },
         })
     }
@@ -501,6 +603,7 @@ fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {
         }),
         reports_progress: spec.reports_progress,
         asks_approval: spec.asks_approval,
+        wants_code: spec.wants_code,
     }
 }
 

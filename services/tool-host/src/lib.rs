@@ -12,6 +12,7 @@ mod mcp;
 pub mod plugin;
 mod plugins;
 mod registry;
+mod skills;
 mod store;
 
 use std::future::Future;
@@ -45,7 +46,7 @@ pub struct Config {
     )]
     pub database_url: String,
 
-    /// Plugins to enable, comma separated (known: artifact, demo, interpreter, trigger).
+    /// Plugins to enable, comma separated (known: artifact, demo, interpreter, skill, trigger).
     #[arg(
         long,
         env = "TOOL_HOST_PLUGINS",
@@ -190,21 +191,30 @@ pub async fn run(
     let (router, reporter) = agentic_rpc::router(&[
         agentic_proto::v1::tool_host_server::SERVICE_NAME,
         agentic_proto::v1::artifact_store_server::SERVICE_NAME,
+        agentic_proto::v1::skills_server::SERVICE_NAME,
     ])?;
     let tool_host = grpc::tool_host_server(registry);
     let artifact_store = grpc::artifact_store_server(store.clone());
+    let skills = grpc::skills_server(store.skills());
     reporter
         .set_serving::<ToolHostServer<grpc::ToolHostService>>()
         .await;
     reporter
         .set_serving::<ArtifactStoreServer<grpc::ArtifactStoreService>>()
         .await;
+    reporter
+        .set_serving::<agentic_proto::v1::skills_server::SkillsServer<grpc::SkillsService>>()
+        .await;
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let tool_host =
         tonic::service::interceptor::InterceptedService::new(tool_host, require.clone());
     let artifact_store =
-        tonic::service::interceptor::InterceptedService::new(artifact_store, require);
-    let router = router.add_service(tool_host).add_service(artifact_store);
+        tonic::service::interceptor::InterceptedService::new(artifact_store, require.clone());
+    let skills = tonic::service::interceptor::InterceptedService::new(skills, require);
+    let router = router
+        .add_service(tool_host)
+        .add_service(artifact_store)
+        .add_service(skills);
 
     tracing::info!(address = %listener.local_addr()?, "tool-host serving");
     let served = agentic_rpc::serve(router, listener, shutdown).await;

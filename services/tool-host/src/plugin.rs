@@ -31,7 +31,20 @@ pub trait Plugin: Send + Sync {
         Vec::new()
     }
 
-    /// Runs one of the plugin's tools. `input` has already passed the tool's JSON Schema.
+    /// Tools the plugin offers one user besides its fixed ones (a user's skills). A call of
+    /// an id in the plugin's namespace that [`Plugin::tools`] does not list goes to
+    /// [`Plugin::invoke`] unchecked: the plugin checks the input against the user's tool.
+    async fn user_tools(&self, _user_id: &UserId) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    /// Whether [`Plugin::user_tools`] may list tools.
+    fn has_user_tools(&self) -> bool {
+        false
+    }
+
+    /// Runs one of the plugin's tools. `input` has already passed the tool's JSON Schema
+    /// (unless the tool is one of the user's, see [`Plugin::user_tools`]).
     async fn invoke(
         &self,
         tool_id: &ToolId,
@@ -88,6 +101,9 @@ pub struct ToolSpec {
     /// Calls may make calls in turn that need approval (`InvokeToolLive` asks the caller):
     /// `interpreter.run-code`.
     pub asks_approval: bool,
+    /// Calls from code mode carry the calling round's code ([`CallContext::round_code`]):
+    /// `skill.save`.
+    pub wants_code: bool,
 }
 
 /// How far a running call is, as its tool says.
@@ -124,6 +140,9 @@ pub struct CallContext {
     /// What the calling prompt may still spend (`None`: no budget), for a tool that calls
     /// the model or other tools itself (`interpreter.run-code` passes it on).
     pub budget_left: Option<agentic_proto::v1::BudgetLeft>,
+    /// The code of the code-mode round making the call, for a tool that wants it (see
+    /// [`ToolSpec::wants_code`]); empty otherwise.
+    pub round_code: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +229,12 @@ impl ToolFailure {
     ) -> Self {
         self.files = files;
         self.nested = nested;
+        self
+    }
+
+    /// The same failure, its message starting with `context`.
+    pub fn within(mut self, context: &str) -> Self {
+        self.message = format!("{context}: {}", self.message);
         self
     }
 

@@ -86,6 +86,15 @@ impl Registry {
         self.plugins.iter().map(|plugin| plugin.name()).collect()
     }
 
+    /// The tools plugins offer `user_id` besides their fixed ones (the user's skills).
+    pub async fn user_tools(&self, user_id: &agentic_ids::UserId) -> Vec<ToolSpec> {
+        let mut tools = Vec::new();
+        for plugin in self.plugins.iter().filter(|plugin| plugin.has_user_tools()) {
+            tools.extend(plugin.user_tools(user_id).await);
+        }
+        tools
+    }
+
     /// Context items of every plugin, in plugin order.
     pub async fn context(&self, ctx: &PrepareContext) -> Vec<ContextItem> {
         let mut items = Vec::new();
@@ -140,6 +149,24 @@ impl Registry {
                     run_traced(tool_id, ctx, run).await
                 }
                 None => run_traced(tool_id, ctx, tool.plugin.invoke(tool_id, input, ctx)).await,
+            });
+        }
+        // A user's own tool: its plugin checks the input against the user's schema.
+        let namespace = tool_id
+            .as_str()
+            .split_once('.')
+            .map(|(namespace, _)| namespace);
+        if let Some(plugin) = self
+            .plugins
+            .iter()
+            .find(|plugin| plugin.has_user_tools() && Some(plugin.name()) == namespace)
+        {
+            return Ok(match asks {
+                Some(asks) => {
+                    let run = plugin.invoke_live(tool_id, input, ctx, asks);
+                    run_traced(tool_id, ctx, run).await
+                }
+                None => run_traced(tool_id, ctx, plugin.invoke(tool_id, input, ctx)).await,
             });
         }
         let hub = self.mcp.as_ref();
@@ -207,7 +234,7 @@ fn invalid_tool(spec: &ToolSpec, reason: impl Into<String>) -> Error {
 
 /// Every validation error with the JSON pointer of the value it is about, so the model can
 /// tell which field to fix.
-fn validate(
+pub(crate) fn validate(
     tool_id: &ToolId,
     validator: &jsonschema::Validator,
     input: &Value,
@@ -277,6 +304,7 @@ mod tests {
             timeout: None,
             reports_progress: false,
             asks_approval: false,
+            wants_code: false,
         }
     }
 
@@ -293,6 +321,7 @@ mod tests {
             state: json!({}),
             high_tier: false,
             budget_left: None,
+            round_code: String::new(),
         }
     }
 

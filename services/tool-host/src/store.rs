@@ -145,6 +145,11 @@ impl Store {
         Ok(Store { db, limits })
     }
 
+    /// The users' skills, in the same database.
+    pub fn skills(&self) -> crate::skills::Skills {
+        crate::skills::Skills::new(self.db.clone())
+    }
+
     /// The `db.system.name` of the backend, for spans.
     pub fn system(&self) -> &'static str {
         self.db.system()

@@ -5,11 +5,12 @@ use std::time::Duration;
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
     ApproveToolCallRequest, Budget, BusyPolicy, CancelPromptRequest, Conversation,
-    ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest,
-    DeleteTriggerRequest, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
-    ListConversationFilesRequest, ListConversationsRequest, ListModesRequest, ListPromptsRequest,
+    ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateSkillRequest,
+    CreateTriggerRequest, DeleteSkillRequest, DeleteTriggerRequest, File, GetConversationRequest,
+    GetFileRequest, GetPromptRequest, GetSkillRequest, ListConversationFilesRequest,
+    ListConversationsRequest, ListModesRequest, ListPromptsRequest, ListSkillsRequest,
     ListToolsRequest, ListToolsResponse, ListTriggersRequest, Mode, ModelTier, Prompt, PromptEvent,
-    RejectToolCallRequest, StreamPromptRequest, Trigger, UpdateConversationRequest,
+    RejectToolCallRequest, Skill, StreamPromptRequest, Trigger, UpdateConversationRequest,
     UpdateTriggerRequest,
 };
 use tonic::service::interceptor::InterceptedService;
@@ -433,6 +434,48 @@ impl Client {
     ) -> Result<Trigger, ClientError> {
         let response = self.gateway().update_trigger(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Saves a skill (see `CreateSkillRequest`): a new version when the name is taken.
+    pub async fn create_skill(&self, request: CreateSkillRequest) -> Result<Skill, ClientError> {
+        let response = self.gateway().create_skill(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// The newest version of each of the caller's skills, without their code.
+    pub async fn list_skills(&self) -> Result<Vec<Skill>, ClientError> {
+        let response = self
+            .gateway()
+            .list_skills(ListSkillsRequest::default())
+            .await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .skills)
+    }
+
+    /// One version of a skill (`version` 0: the newest), with its code.
+    pub async fn get_skill(&self, name: &str, version: u32) -> Result<Skill, ClientError> {
+        let request = GetSkillRequest {
+            name: name.to_owned(),
+            version,
+            ..GetSkillRequest::default()
+        };
+        let response = self.gateway().get_skill(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Deletes every version of a skill; how many there were.
+    pub async fn delete_skill(&self, name: &str) -> Result<u32, ClientError> {
+        let request = DeleteSkillRequest {
+            name: name.to_owned(),
+            ..DeleteSkillRequest::default()
+        };
+        let response = self.gateway().delete_skill(request).await;
+        Ok(response
+            .map_err(|status| self.failed(status))?
+            .into_inner()
+            .versions)
     }
 
     pub async fn delete_trigger(&self, trigger_id: &str) -> Result<(), ClientError> {

@@ -48,6 +48,8 @@ pub struct ToolHost {
     /// Tools called over a stream: those that report progress, and those whose calls may
     /// ask for approval of calls they make (a tool that does neither is absent).
     streamed_tools: Arc<RwLock<HashMap<String, Streamed>>>,
+    /// Tools whose calls from code carry the calling code (`wants_code`).
+    code_tools: Arc<RwLock<HashMap<String, ()>>>,
 }
 
 /// How a tool's calls are made when not with a plain `InvokeTool`.
@@ -172,6 +174,7 @@ impl ToolHost {
             default_timeout: DEFAULT_TOOL_TIMEOUT,
             tool_timeouts: Arc::default(),
             streamed_tools: Arc::default(),
+            code_tools: Arc::default(),
         }
     }
 
@@ -274,6 +277,45 @@ impl ToolHost {
         progress: &(dyn Fn(Progress) + Send + Sync),
         asks: Option<&dyn AskApproval>,
     ) -> Result<Invoked, ToolHostError> {
+        self.call(scope, tool_id, input, tool_call_id, progress, asks, "")
+            .await
+    }
+
+    /// Like [`ToolHost::invoke_reporting`], for a call `code` makes: a tool whose definition
+    /// asks for the calling code (`wants_code`: `skill.save`) is sent it.
+    pub async fn invoke_from_code(
+        &self,
+        scope: &RunScope,
+        tool_id: &str,
+        input: &Json,
+        tool_call_id: &str,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+        code: &str,
+    ) -> Result<Invoked, ToolHostError> {
+        let code = if self.wants_code(tool_id) { code } else { "" };
+        self.call(scope, tool_id, input, tool_call_id, progress, None, code)
+            .await
+    }
+
+    /// Whether calls of `tool_id` from code carry the calling code.
+    pub fn wants_code(&self, tool_id: &str) -> bool {
+        self.code_tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(tool_id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn call(
+        &self,
+        scope: &RunScope,
+        tool_id: &str,
+        input: &Json,
+        tool_call_id: &str,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+        asks: Option<&dyn AskApproval>,
+        round_code: &str,
+    ) -> Result<Invoked, ToolHostError> {
         let timeout = self.timeout_of(tool_id);
         let mut request = tonic::Request::new(InvokeToolRequest {
             tool_id: tool_id.to_owned(),
@@ -283,6 +325,7 @@ impl ToolHost {
             conversation_id: scope.conversation_text(),
             state: Some(json::map_to_struct(&scope.state)),
             tool_call_id: tool_call_id.to_owned(),
+            round_code: round_code.to_owned(),
             budget_left: scope.spend.as_ref().and_then(|spend| spend.left()),
             model: match scope.tier {
                 agentic_llm::Tier::Normal => agentic_proto::v1::ModelTier::Normal,
@@ -533,6 +576,10 @@ impl ToolHost {
             (tool.id.as_str(), how)
         });
         merge(&self.streamed_tools, streamed.collect());
+        let code = tools
+            .iter()
+            .map(|tool| (tool.id.as_str(), tool.wants_code.then_some(())));
+        merge(&self.code_tools, code.collect());
     }
 }
 

@@ -17,13 +17,15 @@ use std::sync::LazyLock;
 
 use crate::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
-    CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest,
-    DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
+    DeleteSkillRequest, DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, File,
+    GetConversationRequest, GetFileRequest, GetPromptRequest, GetSkillRequest,
     ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
     ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
-    ListPromptsResponse, ListToolsRequest, ListToolsResponse, ListTriggersRequest,
-    ListTriggersResponse, Mode, Prompt, PromptEvent, PromptOutput, RejectToolCallRequest,
-    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    ListPromptsResponse, ListSkillsRequest, ListSkillsResponse, ListToolsRequest,
+    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
+    PromptOutput, RejectToolCallRequest, Skill, StreamPromptRequest, Trigger,
+    UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -221,6 +223,13 @@ described!(
     Trigger,
     ListTriggersResponse,
     DeleteTriggerResponse,
+    CreateSkillRequest,
+    ListSkillsRequest,
+    GetSkillRequest,
+    DeleteSkillRequest,
+    Skill,
+    ListSkillsResponse,
+    DeleteSkillResponse,
 );
 
 #[cfg(test)]

@@ -140,7 +140,7 @@ impl ProcessStack {
                 ("TOOL_HOST_DATABASE_URL", tool_host_database_url),
                 (
                     "TOOL_HOST_PLUGINS",
-                    "artifact,interpreter,trigger,demo".to_owned(),
+                    "artifact,interpreter,skill,trigger,demo".to_owned(),
                 ),
                 ("CODE_RUNNER_URL", url(Service::Code)),
                 ("GATEWAY_URL", url(Service::Gateway)),

@@ -465,6 +465,7 @@ impl Stack {
         let mut plugins = vec![
             "artifact".to_owned(),
             "interpreter".to_owned(),
+            "skill".to_owned(),
             "trigger".to_owned(),
         ];
         if options.demo_plugin {

@@ -428,6 +428,34 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn create_skill(
+        &self,
+        _: Request<agentic_proto::v1::CreateSkillRequest>,
+    ) -> Result<Response<agentic_proto::v1::Skill>, Status> {
+        unimplemented()
+    }
+
+    async fn list_skills(
+        &self,
+        _: Request<agentic_proto::v1::ListSkillsRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListSkillsResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn get_skill(
+        &self,
+        _: Request<agentic_proto::v1::GetSkillRequest>,
+    ) -> Result<Response<agentic_proto::v1::Skill>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_skill(
+        &self,
+        _: Request<agentic_proto::v1::DeleteSkillRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteSkillResponse>, Status> {
+        unimplemented()
+    }
+
     async fn create_conversation(
         &self,
         _: Request<CreateConversationRequest>,

@@ -56,6 +56,7 @@ macro_rules! on_both_backends {
 }
 
 mod artifacts;
+mod skills;
 mod tools;
 
 use agentic_testkit::database::TestDatabase;

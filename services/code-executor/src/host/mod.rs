@@ -197,6 +197,18 @@ impl PromptHost {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The code of the round running now.
+    fn round_code(&self) -> String {
+        let round = self.lock_round();
+        let code = round
+            .code
+            .as_ref()
+            .and_then(|(_, output)| output.input.get("code"));
+        code.and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    }
+
     /// Whether what the code shows now was shown before (a replay before its pause).
     fn replaying(&self) -> bool {
         self.lock_round()
@@ -687,14 +699,19 @@ impl PromptHost {
             self.timeline
                 .try_update(call.index, call.output(running, None, approval.clone()));
         };
+        let code = match self.tool_host.wants_code(&call.tool_id) {
+            true => self.round_code(),
+            false => String::new(),
+        };
         let invoked = self
             .tool_host
-            .invoke_reporting(
+            .invoke_from_code(
                 &self.scope,
                 &call.tool_id,
                 &call.input,
                 &call.call_id,
                 &report,
+                &code,
             )
             .await
             .map_err(|error| error.to_string())?;

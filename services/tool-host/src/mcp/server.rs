@@ -646,6 +646,7 @@ impl Server {
                 timeout: Some(self.config.timeout),
                 reports_progress: true,
                 asks_approval: false,
+                wants_code: false,
             },
             name,
             validator,

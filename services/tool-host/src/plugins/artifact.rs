@@ -158,6 +158,7 @@ impl Plugin for ArtifactPlugin {
                 timeout: None,
                 reports_progress: false,
                 asks_approval: false,
+                wants_code: false,
             },
             ToolSpec {
                 id: "artifact.get".into(),
@@ -174,6 +175,7 @@ impl Plugin for ArtifactPlugin {
                 timeout: None,
                 reports_progress: false,
                 asks_approval: false,
+                wants_code: false,
             },
             ToolSpec {
                 id: "artifact.list".into(),
@@ -197,6 +199,7 @@ impl Plugin for ArtifactPlugin {
                 timeout: None,
                 reports_progress: false,
                 asks_approval: false,
+                wants_code: false,
             },
         ]
     }

@@ -237,5 +237,6 @@ fn spec(id: &str, description: &str, input_schema: Value) -> ToolSpec {
         timeout: None,
         reports_progress: false,
         asks_approval: false,
+        wants_code: false,
     }
 }

@@ -28,24 +28,31 @@ const MAX_NAMED_FUNCTIONS: usize = 100;
 
 /// The sandbox's own default budget; the RPC gets a little more so the sandbox reports the
 /// timeout itself.
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// The longest budget the input schema allows.
 const MAX_TIMEOUT_MS: u64 = 300_000;
 const RPC_GRACE: Duration = Duration::from_secs(5);
 /// The executor's deadline for a call: longer than the longest run and its RPC grace, so
 /// the sandbox's own timeout (with the tokens spent so far) is what a long run reports.
-const CALL_TIMEOUT: Duration = Duration::from_millis(MAX_TIMEOUT_MS + 10_000);
+pub const CALL_TIMEOUT: Duration = Duration::from_millis(MAX_TIMEOUT_MS + 10_000);
 
 pub struct InterpreterPlugin {
-    code_runner: CodeRunnerClient<InternalChannel>,
+    runner: Runner,
 }
 
 impl InterpreterPlugin {
     pub fn new(channel: InternalChannel) -> InterpreterPlugin {
         InterpreterPlugin {
-            code_runner: CodeRunnerClient::new(channel),
+            runner: Runner::new(channel),
         }
     }
+}
+
+/// Runs code on code-executor's `CodeRunner` for a tool call: `interpreter.run-code`'s and
+/// each skill's.
+#[derive(Clone)]
+pub struct Runner {
+    code_runner: CodeRunnerClient<InternalChannel>,
 }
 
 #[async_trait]
@@ -77,6 +84,7 @@ impl Plugin for InterpreterPlugin {
             timeout: Some(CALL_TIMEOUT),
             reports_progress: false,
             asks_approval: true,
+            wants_code: false,
         }]
     }
 
@@ -87,6 +95,35 @@ impl Plugin for InterpreterPlugin {
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
         let (request, timeout) = run_code_request(&input, ctx);
+        self.runner.run(request, timeout, ctx).await
+    }
+
+    async fn invoke_live(
+        &self,
+        _tool_id: &agentic_ids::ToolId,
+        input: Value,
+        ctx: &CallContext,
+        asks: ApprovalAsks,
+    ) -> Result<ToolOutcome, ToolFailure> {
+        let (request, _) = run_code_request(&input, ctx);
+        self.runner.run_live(request, ctx, asks).await
+    }
+}
+
+impl Runner {
+    pub fn new(channel: InternalChannel) -> Runner {
+        Runner {
+            code_runner: CodeRunnerClient::new(channel),
+        }
+    }
+
+    /// Runs `request` with `RunCode`, within `timeout` and a grace for the answer to come.
+    pub async fn run(
+        &self,
+        request: RunCodeRequest,
+        timeout: Duration,
+        ctx: &CallContext,
+    ) -> Result<ToolOutcome, ToolFailure> {
         let mut request = tonic::Request::new(request);
         request.set_timeout(timeout + RPC_GRACE);
         let response = self
@@ -99,19 +136,17 @@ impl Plugin for InterpreterPlugin {
         answer(response, ctx)
     }
 
-    /// Runs the code with `RunCodeLive`: each call of a tool that needs approval goes to
+    /// Runs `request` with `RunCodeLive`: each call of a tool that needs approval goes to
     /// `asks` as a call of the prompt's timeline (under this one), and its decision back to
     /// the runner. No deadline of its own: time spent waiting for a person stops the code's
     /// clock, and the executor's deadline for this call bounds the whole of it.
-    async fn invoke_live(
+    pub async fn run_live(
         &self,
-        _tool_id: &agentic_ids::ToolId,
-        input: Value,
+        request: RunCodeRequest,
         ctx: &CallContext,
         asks: ApprovalAsks,
     ) -> Result<ToolOutcome, ToolFailure> {
         use futures::StreamExt as _;
-        let (request, _) = run_code_request(&input, ctx);
         let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
         let start = RunCodeInput {
             kind: Some(run_code_input::Kind::Start(request)),
@@ -185,14 +220,26 @@ fn run_code_request(input: &Value, ctx: &CallContext) -> (RunCodeRequest, Durati
         .get("timeout")
         .and_then(Value::as_u64)
         .unwrap_or(DEFAULT_TIMEOUT_MS);
+    let request = code_request(code, input.get("input"), timeout_ms, ctx);
+    (request, Duration::from_millis(timeout_ms))
+}
+
+/// A `RunCode` request running `code` with `input` for the caller of `ctx`, on its model
+/// tier and within what its budget leaves, for at most `timeout_ms`.
+pub fn code_request(
+    code: String,
+    input: Option<&Value>,
+    timeout_ms: u64,
+    ctx: &CallContext,
+) -> RunCodeRequest {
     let tier = if ctx.high_tier {
         ModelTier::High
     } else {
         ModelTier::Normal
     };
-    let request = RunCodeRequest {
+    RunCodeRequest {
         code,
-        input: input.get("input").map(json::to_proto),
+        input: input.map(json::to_proto),
         timeout_ms: u32::try_from(timeout_ms).unwrap_or(u32::MAX),
         user_id: ctx.user_id.to_string(),
         conversation_id: agentic_ids::wire(ctx.conversation_id.as_ref()),
@@ -200,8 +247,8 @@ fn run_code_request(input: &Value, ctx: &CallContext) -> (RunCodeRequest, Durati
         prompt_id: agentic_ids::wire(ctx.prompt_id.as_ref()),
         model: tier.into(),
         budget_left: ctx.budget_left,
-    };
-    (request, Duration::from_millis(timeout_ms))
+        skill: String::new(),
+    }
 }
 
 /// The tool's outcome from the runner's answer: the code's value (or its error), with what
@@ -361,6 +408,12 @@ fn nested_call(call: &CodeToolCall, parent: &str) -> ToolOutput {
     }
 }
 
+/// Whether a tool runs code itself (`interpreter.run-code`, a skill): code run here cannot
+/// call it, since runs nest one deep (code-executor's `tools.rs` hides these).
+fn runs_code(tool_id: &str) -> bool {
+    tool_id == RUN_CODE || (tool_id.starts_with("skill.") && tool_id != "skill.save")
+}
+
 /// `interpreter.run-code`'s description for a prompt whose tools are `tools`: the base text
 /// and the functions the code can call (the sandbox's names: lowerCamelCase of each id,
 /// the first tool of a name keeping it).
@@ -369,7 +422,7 @@ pub fn describe(base: &str, tools: &[ToolDefinition]) -> String {
     let mut named = std::collections::HashSet::new();
     let functions: Vec<String> = tools
         .iter()
-        .filter(|tool| tool.id != RUN_CODE)
+        .filter(|tool| !runs_code(&tool.id))
         .filter_map(|tool| {
             let name = tool.id.to_lower_camel_case();
             named

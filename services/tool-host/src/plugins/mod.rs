@@ -3,6 +3,7 @@
 mod artifact;
 mod demo;
 pub mod interpreter;
+mod skill;
 mod trigger;
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use agentic_rpc::InternalChannel;
 pub use artifact::ArtifactPlugin;
 pub use demo::DemoPlugin;
 pub use interpreter::InterpreterPlugin;
+pub use skill::SkillPlugin;
 pub use trigger::TriggerPlugin;
 
 use crate::error::Error;
@@ -19,7 +21,7 @@ use crate::plugin::{Plugin, ToolFailure};
 use crate::store::Store;
 
 /// Every plugin name `--plugins` accepts.
-pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo", "interpreter", "trigger"];
+pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo", "interpreter", "skill", "trigger"];
 
 /// A built-in plugin, named but not yet built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +29,7 @@ pub enum BuiltIn {
     Artifact,
     Demo,
     Interpreter,
+    Skill,
     Trigger,
 }
 
@@ -45,6 +48,7 @@ impl BuiltIn {
                 "artifact" => BuiltIn::Artifact,
                 "demo" => BuiltIn::Demo,
                 "interpreter" => BuiltIn::Interpreter,
+                "skill" => BuiltIn::Skill,
                 "trigger" => BuiltIn::Trigger,
                 _ => {
                     return Err(Error::UnknownPlugin {
@@ -67,6 +71,10 @@ impl BuiltIn {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
             BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(services.code_runner.clone())),
+            BuiltIn::Skill => Arc::new(SkillPlugin::new(
+                store.skills(),
+                interpreter::Runner::new(services.code_runner.clone()),
+            )),
             BuiltIn::Trigger => Arc::new(TriggerPlugin::new(services.gateway.clone())),
         }
     }
@@ -74,7 +82,7 @@ impl BuiltIn {
 
 /// The other agentic services plugins call.
 pub struct Services {
-    /// code-executor's `CodeRunner` (the interpreter runs code there).
+    /// code-executor's `CodeRunner` (the interpreter and skills run code there).
     pub code_runner: InternalChannel,
     /// The gateway (the trigger plugin manages the caller's triggers there).
     pub gateway: InternalChannel,
@@ -115,7 +123,7 @@ mod tests {
         let message = error.map(|error| error.to_string()).unwrap_or_default();
         assert_eq!(
             message,
-            "unknown plugin: \"weather\" (known plugins: artifact, demo, interpreter, trigger)"
+            "unknown plugin: \"weather\" (known plugins: artifact, demo, interpreter, skill, trigger)"
         );
     }
 }

@@ -161,6 +161,7 @@ impl Plugin for TriggerPlugin {
             timeout: None,
             reports_progress: false,
             asks_approval: false,
+            wants_code: false,
         };
         vec![
             spec(

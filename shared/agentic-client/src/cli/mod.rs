@@ -11,6 +11,7 @@ mod names;
 mod printable;
 mod prompt;
 mod render;
+mod skills;
 mod triggers;
 
 use std::ffi::OsString;
@@ -173,6 +174,11 @@ enum Command {
     Triggers {
         #[command(subcommand)]
         command: triggers::TriggersCommand,
+    },
+    /// Your skills: code kept as tools of your later prompts (skill.NAME).
+    Skills {
+        #[command(subcommand)]
+        command: skills::SkillsCommand,
     },
     /// Serve MCP on stdin and stdout, for an MCP client (Claude Desktop, Cursor, …).
     ///
@@ -543,6 +549,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             output,
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
         Command::Triggers { command } => triggers::run(&client, console, json, command).await,
+        Command::Skills { command } => skills::run(&client, console, json, command).await,
         Command::Mcp => mcp::serve(client, console).await,
     }
 }
