@@ -25,6 +25,7 @@ mod model;
 mod playground;
 mod processes;
 mod queue;
+mod recordings;
 mod replicas;
 mod sdk;
 mod security;

@@ -71,6 +71,39 @@ async fn finished(client: &Client, prompt: NewPrompt) -> Prompt {
     prompt
 }
 
+/// Runs `prompt`, approving each call that waits for approval (`skill.save` does), to its
+/// end; the ended prompt, which must have asked at least once.
+async fn approved(client: &Client, prompt: NewPrompt) -> Prompt {
+    let created = client.create_prompt(prompt).await.unwrap();
+    let mut asked = 0;
+    loop {
+        collect(client, &created.id, 0).await;
+        let prompt = client.get_prompt(&created.id).await.unwrap();
+        if prompt.state != PromptState::WaitingForApproval as i32 {
+            assert_eq!(
+                prompt.state,
+                PromptState::Completed as i32,
+                "{}",
+                prompt.error
+            );
+            assert!(asked > 0, "nothing asked for approval");
+            return prompt;
+        }
+        for tool in tools(&prompt) {
+            let pending = tool.approval.as_ref().is_some_and(|approval| {
+                approval.state == agentic_proto::v1::ApprovalState::Pending as i32
+            });
+            if pending {
+                asked += 1;
+                client
+                    .approve_tool_call(&created.id, &tool.id)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
 fn tools(prompt: &Prompt) -> Vec<&agentic_proto::v1::ToolOutput> {
     prompt
         .output
@@ -292,7 +325,7 @@ async fn the_agent_saves_the_code_of_its_round_and_running_it_saves_nothing_agai
     let stack = Stack::start(rules).await.unwrap();
     let alice = stack.client("alice").await.unwrap();
 
-    let saving = finished(&alice, NewPrompt::new("keep this").mode("code")).await;
+    let saving = approved(&alice, NewPrompt::new("keep this").mode("code")).await;
     let saved = result_of(&saving, "skill.save").unwrap();
     assert_eq!(
         saved,
@@ -311,7 +344,7 @@ async fn the_agent_saves_the_code_of_its_round_and_running_it_saves_nothing_agai
     assert_eq!(alice.get_skill("answer", 0).await.unwrap().version, 1);
 
     // From classic, the agent gives the code.
-    let saving = finished(&alice, NewPrompt::new("save a doubler")).await;
+    let saving = approved(&alice, NewPrompt::new("save a doubler")).await;
     let saved = result_of(&saving, "skill.save").unwrap();
     assert_eq!(saved["saved"], "skill.double", "{saved}");
     let doubled = finished(&alice, NewPrompt::new("double it")).await;
@@ -345,7 +378,7 @@ async fn a_skills_input_is_checked_against_its_schema_before_its_code_runs() {
 
 #[tokio::test]
 async fn skills_are_bounded_and_a_refused_save_leaves_everyone_else_working() {
-    let stack = Stack::start(classic_call("still works", "skill__s-0", json!({})))
+    let stack = Stack::start(classic_call("still works", "skill__s0", json!({})))
         .await
         .unwrap();
     let alice = stack.client("alice").await.unwrap();
@@ -384,10 +417,33 @@ async fn skills_are_bounded_and_a_refused_save_leaves_everyone_else_working() {
         .await
         .unwrap_err();
     refused(error, Code::InvalidArgument, "code");
+    let error = alice
+        .create_skill(CreateSkillRequest {
+            description: "d".repeat(1001),
+            ..skill_request("wordy", "1")
+        })
+        .await
+        .unwrap_err();
+    refused(error, Code::InvalidArgument, "description");
+    let error = alice
+        .create_skill(skill_request("nul", "1\0"))
+        .await
+        .unwrap_err();
+    refused(error, Code::InvalidArgument, "NUL");
+    let error = alice
+        .create_skill(CreateSkillRequest {
+            input_schema: Some(json::to_proto(
+                &json!({"type": "object", "description": "x".repeat(5000)}),
+            )),
+            ..skill_request("big-schema", "1")
+        })
+        .await
+        .unwrap_err();
+    refused(error, Code::InvalidArgument, "4096 bytes");
 
     for n in 0..50 {
         alice
-            .create_skill(skill_request(&format!("s-{n}"), &format!("({{n: {n}}})")))
+            .create_skill(skill_request(&format!("s{n}"), &format!("({{n: {n}}})")))
             .await
             .unwrap();
     }
@@ -399,7 +455,7 @@ async fn skills_are_bounded_and_a_refused_save_leaves_everyone_else_working() {
     // A new version of a kept skill is no new skill.
     assert_eq!(
         alice
-            .create_skill(skill_request("s-0", "({n: 'again'})"))
+            .create_skill(skill_request("s0", "({n: 'again'})"))
             .await
             .unwrap()
             .version,
@@ -410,7 +466,7 @@ async fn skills_are_bounded_and_a_refused_save_leaves_everyone_else_working() {
     // Bob has a share of his own, and alice's skills still run.
     bob.create_skill(skill_request("mine", "1")).await.unwrap();
     let prompt = finished(&alice, NewPrompt::new("still works")).await;
-    let output = result_of(&prompt, "skill.s-0").unwrap();
+    let output = result_of(&prompt, "skill.s0").unwrap();
     assert_eq!(output["result"], json!({"n": "again"}), "{output}");
 }
 
@@ -483,4 +539,30 @@ async fn skills_have_http_routes_scoped_to_the_caller() {
     let (status, deleted) = answer(as_user(http.delete(format!("{skills}/greet")), "alice")).await;
     assert_eq!(status, 200, "{deleted}");
     assert_eq!(deleted["versions"], 2);
+}
+
+#[tokio::test]
+async fn a_skill_runs_one_deep_and_cannot_call_skills_or_run_code() {
+    let stack = Stack::start(classic_call("nest them", "skill__outer", json!({})))
+        .await
+        .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    alice
+        .create_skill(skill_request("inner", "'inner ran'"))
+        .await
+        .unwrap();
+    alice
+        .create_skill(skill_request(
+            "outer",
+            "[typeof skillInner, typeof interpreterRunCode, typeof skillSave]",
+        ))
+        .await
+        .unwrap();
+    let prompt = finished(&alice, NewPrompt::new("nest them")).await;
+    let output = result_of(&prompt, "skill.outer").unwrap();
+    assert_eq!(
+        output["result"],
+        json!(["undefined", "undefined", "function"]),
+        "{output}"
+    );
 }

@@ -87,8 +87,10 @@ impl Executor {
         approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
         let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
-        let prepared = self
-            .tool_host
+        let tape = agentic_executor::tape::Tape::of(&request, &events);
+        let tool_host = self.tool_host.taped(tape.as_ref());
+        let model = agentic_executor::tape::Tape::model(tape.as_ref(), Arc::clone(&self.model));
+        let prepared = tool_host
             .prepare(&scope)
             .await
             .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
@@ -105,6 +107,8 @@ impl Executor {
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
         let mut run = Run {
             executor: self,
+            model,
+            tool_host,
             events: &events,
             scope,
             tier: request.tier,
@@ -126,6 +130,9 @@ impl Executor {
 /// indexes sent in events are absolute positions.
 struct Run<'a> {
     executor: &'a Executor,
+    /// The executor's model and tool-host, recorded or replayed for this run.
+    model: Arc<dyn ChatModel>,
+    tool_host: ToolHost,
     events: &'a EventSink,
     scope: Arc<RunScope>,
     tier: Tier,
@@ -195,7 +202,7 @@ impl Run<'_> {
             max_tokens: None,
         };
         let (sender, mut deltas) = mpsc::unbounded_channel();
-        let mut reply = std::pin::pin!(self.executor.model.chat(request, Some(sender)));
+        let mut reply = std::pin::pin!(self.model.chat(request, Some(sender)));
         let mut deltas_open = true;
         let result = loop {
             tokio::select! {
@@ -411,7 +418,7 @@ impl Run<'_> {
                 };
                 let (tool_id, input, call_id) =
                     (call.function.clone(), call.input.clone(), call.id.clone());
-                let (tool_host, scope) = (self.executor.tool_host.clone(), Arc::clone(&self.scope));
+                let (tool_host, scope) = (self.tool_host.clone(), Arc::clone(&self.scope));
                 // Progress the tool reports updates the running call's output (dropped when
                 // the gateway reads slowly).
                 let (events, mut running) = (self.events, call.clone());
@@ -469,7 +476,7 @@ impl Run<'_> {
                         let index = self.ask_approval(&asked.call).await?;
                         open.insert(asked.call.id.clone(), index);
                         let parent = asked.call.parent.clone().unwrap_or_default();
-                        let limit = self.executor.tool_host.timeout_of(&self.tool_of(&parent));
+                        let limit = self.tool_host.timeout_of(&self.tool_of(&parent));
                         deciding.push(async move { (index, asked, pending.decision(limit).await) });
                     }
                     // Not resumable: what the nested code did so far lives only in its runner.
@@ -670,7 +677,6 @@ impl Run<'_> {
         let description = format!("the whole result of {} (call {})", call.function, call.id);
         let call_id = call.id.clone();
         match self
-            .executor
             .tool_host
             .store_artifact(&self.scope, &description, &value)
             .await

@@ -6,8 +6,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use agentic_executor::tape::Tape;
 use agentic_executor::timeline::{
-    ApprovalState, Decision, Event, Finish, Output, RunRequest, ToolCallOutput, ToolResult,
+    ApprovalState, Decision, Event, Finish, Output, RoundRecord, RunRequest, ToolCallOutput,
+    ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
@@ -78,8 +80,10 @@ impl CodeMode {
         // A run that starts with decisions takes up a pause whose run was lost (see `replay`).
         let resume = Resume::of(&request).map_err(RunError::Resume)?;
         let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
-        let prepared = self
-            .tool_host
+        let tape = Tape::of(&request, events);
+        let tool_host = self.tool_host.taped(tape.as_ref());
+        let model = Tape::model(tape.as_ref(), Arc::clone(&self.model));
+        let prepared = tool_host
             .prepare(&scope)
             .await
             .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
@@ -96,10 +100,10 @@ impl CodeMode {
         let sandbox_tools = tools::sandbox_tools(&tools);
         let host = Arc::new(PromptHost {
             tools,
-            tool_host: self.tool_host.clone(),
+            tool_host,
             scope,
             timeline: Arc::clone(&timeline),
-            model: Arc::clone(&self.model),
+            model: Arc::clone(&model),
             tier: request.tier,
             approvals: Arc::clone(approvals),
             approval_timeout: self.approval_timeout,
@@ -139,7 +143,7 @@ impl CodeMode {
                         max_tokens: Some(self.max_tokens),
                         ..ChatRequest::new(request.tier, messages.clone())
                     };
-                    let reply = self.model.chat(ask, None).await?;
+                    let reply = model.chat(ask, None).await?;
                     timeline.send(Event::Usage(reply.usage)).await?;
                     prompt::extract_code(&reply.content)
                 }
@@ -151,11 +155,16 @@ impl CodeMode {
                 input: None,
                 memory: std::mem::take(&mut memory),
                 spent,
-                entropy: replaying
-                    .as_ref()
-                    .map_or_else(Entropy::default, |replaying| {
-                        Entropy::replaying(&replaying.entropy())
-                    }),
+                entropy: match &replaying {
+                    Some(replaying) => Entropy::replaying(&replaying.entropy()),
+                    // A replayed prompt's round reads what the recorded one read.
+                    None => tape
+                        .as_ref()
+                        .and_then(|tape| tape.next_round())
+                        .map_or_else(Entropy::default, |record| {
+                            Entropy::replaying(&crate::replay::entropy_of(&record))
+                        }),
+                },
             };
             let outcome = match replaying {
                 Some(replaying) => {
@@ -170,7 +179,10 @@ impl CodeMode {
                         other => other?,
                     }
                 }
-                None => self.execute(&timeline, &host, program).await?,
+                None => {
+                    self.execute(&timeline, &host, program, tape.as_deref())
+                        .await?
+                }
             };
             memory = outcome.memory.clone();
             spent = outcome.spent;
@@ -199,6 +211,7 @@ impl CodeMode {
         timeline: &Timeline,
         host: &Arc<PromptHost>,
         program: Program,
+        tape: Option<&Tape>,
     ) -> Result<RunOutcome, RunError> {
         let call = round_output(&program.code);
         let index = timeline.add(Output::Tool(call.clone())).await?;
@@ -209,6 +222,11 @@ impl CodeMode {
             .await;
         crate::metrics::sandbox_run(&outcome);
         let (record, _) = host.end_round(&outcome);
+        if let Some(tape) = tape {
+            // A round without a record keeps its place (and reads live when replayed).
+            tape.round_ended(record.as_ref().unwrap_or(&RoundRecord::default()))
+                .await;
+        }
         settle(timeline, index, call, result_of(&outcome), record).await?;
         Ok(outcome)
     }

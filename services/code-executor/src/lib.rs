@@ -59,7 +59,8 @@ pub struct Config {
     #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub approval_timeout_secs: u64,
     /// Runs in sandboxes at once (running code, or waiting inside a tool call or for
-    /// approval); more wait for a slot, at most for their time limit.
+    /// approval), for code mode's rounds and, apart, for `RunCode`'s runs (skills,
+    /// `interpreter.run-code`); more wait for a slot, at most for their time limit.
     #[arg(long, env = "CODE_MAX_SANDBOXES", default_value_t = sandbox::DEFAULT_MAX_SANDBOXES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub max_sandboxes: usize,
     /// Runs paused for a person's approval at once (they keep their sandbox meanwhile);
@@ -164,7 +165,8 @@ pub async fn run(
     let tool_host = config.executor.tool_host()?;
     let limits = config.limits();
     let schemas = Arc::new(SchemaCache::default());
-    // One set of warm sandbox threads for code mode and `RunCode`.
+    // One set of warm sandbox threads for code mode and `RunCode`, with slots of their own:
+    // a round that calls a skill holds its slot while the skill's `RunCode` needs one.
     let sandboxes = sandbox::Sandboxes::new(config.max_sandboxes);
     // Runs waiting for a person, code mode's and `RunCodeLive`'s together.
     let paused_runs = host::PausedRuns::new(config.max_paused_runs);
@@ -173,7 +175,7 @@ pub async fn run(
         tool_host: tool_host.clone(),
         limits: limits.clone(),
         schemas: Arc::clone(&schemas),
-        sandboxes: sandboxes.clone(),
+        sandboxes: sandboxes.with_own_slots(),
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         paused_runs: paused_runs.clone(),
     })

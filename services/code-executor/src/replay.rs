@@ -51,12 +51,17 @@ impl RecordedRound {
     }
 
     pub fn entropy(&self) -> EntropyRecord {
-        EntropyRecord {
-            seed: self.record.random_seed,
-            times: self.record.times.clone(),
-            elapsed: self.record.elapsed.clone(),
-            complete: true,
-        }
+        entropy_of(&self.record)
+    }
+}
+
+/// What a round with `record` reads again from its clock and random numbers.
+pub fn entropy_of(record: &RoundRecord) -> EntropyRecord {
+    EntropyRecord {
+        seed: record.random_seed,
+        times: record.times.clone(),
+        elapsed: record.elapsed.clone(),
+        complete: true,
     }
 }
 

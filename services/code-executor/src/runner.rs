@@ -296,13 +296,6 @@ impl RecordingHost {
         input: &Json,
         call_id: &str,
     ) -> Result<Json, ToolFailure> {
-        if !self.skill.is_empty() && tool_id == SKILL_SAVE {
-            // The skill's code is the round that saved it, `skillSave()` call and all.
-            return Ok(serde_json::json!({
-                "saved": false,
-                "reason": format!("this code runs as the skill {}, which it does not save again", self.skill),
-            }));
-        }
         let invoked = self
             .tool_host
             .invoke_from_code(&self.scope, tool_id, input, call_id, &|_| {}, &self.code)
@@ -458,6 +451,13 @@ impl Host for RecordingHost {
         // Each call is one of what the caller's budget leaves, whether it runs or not.
         let result = if let Err(refused) = self.may_call_tool() {
             Err(ToolFailure::Failed(refused))
+        } else if !self.skill.is_empty() && tool_id == SKILL_SAVE {
+            // The skill's code is the round that saved it, `skillSave()` call and all: it
+            // saves nothing (and asks nobody) when the skill runs.
+            Ok(serde_json::json!({
+                "saved": false,
+                "reason": format!("this code runs as the skill {}, which it does not save again", self.skill),
+            }))
         } else {
             match self.tools.check(tool_id, &input) {
                 Ok(spec) if spec.requires_approval => match &self.asks {

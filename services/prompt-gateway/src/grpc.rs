@@ -318,6 +318,45 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(deleted))
     }
 
+    async fn replay_prompt(
+        &self,
+        request: Request<agentic_proto::v1::ReplayPromptRequest>,
+    ) -> GrpcResult<Prompt> {
+        let user_id = Caller::user_of(&request)?;
+        let prompt = self
+            .prompts
+            .replay(&user_id, request.into_inner())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(prompt))
+    }
+
+    async fn get_recording(
+        &self,
+        request: Request<agentic_proto::v1::GetRecordingRequest>,
+    ) -> GrpcResult<agentic_proto::v1::Recording> {
+        let user_id = Caller::user_of(&request)?;
+        let recording = self
+            .prompts
+            .recording(&user_id, &request.into_inner().prompt_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(recording))
+    }
+
+    async fn import_recording(
+        &self,
+        request: Request<agentic_proto::v1::ImportRecordingRequest>,
+    ) -> GrpcResult<Prompt> {
+        let user_id = Caller::user_of(&request)?;
+        let prompt = self
+            .prompts
+            .import(&user_id, request.into_inner().recording)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(prompt))
+    }
+
     async fn register_mode(&self, request: Request<RegisterModeRequest>) -> GrpcResult<Mode> {
         if *Caller::of(&request)? != Caller::Internal {
             return Err(to_status(GatewayError::PermissionDenied(

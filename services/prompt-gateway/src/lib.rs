@@ -16,6 +16,7 @@ mod metrics;
 mod modes;
 mod playground;
 mod prompts;
+mod recordings;
 mod runner;
 mod skills;
 mod store;
@@ -123,6 +124,11 @@ pub struct Config {
     /// milliseconds.
     #[arg(long, env = "GATEWAY_FIRST_BYTES_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub first_bytes_timeout_ms: u64,
+    /// Record what prompts' runs exchange with the world outside their executors (every
+    /// model request and answer, every tool call and result), so they can be replayed:
+    /// `dev` records in dev mode (no auth tokens configured), `on` always, `off` never.
+    #[arg(long, env = "GATEWAY_RECORD_PROMPTS", value_enum, default_value_t = RecordPrompts::Dev)]
+    pub record_prompts: RecordPrompts,
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
@@ -155,6 +161,15 @@ pub struct Config {
     /// health checks).
     #[arg(long)]
     pub probe: bool,
+}
+
+/// When prompts are recorded (`--record-prompts`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordPrompts {
+    /// In dev mode only (no auth tokens configured).
+    Dev,
+    On,
+    Off,
 }
 
 /// What `--check-config` checks beyond parsing: the auth tokens, the internal token, the TLS
@@ -450,6 +465,13 @@ fn prompts(
         runner,
         modes,
         max_run_time: Duration::from_secs(config.max_run_secs),
+        recording: match config.record_prompts {
+            RecordPrompts::On => true,
+            RecordPrompts::Off => false,
+            RecordPrompts::Dev => {
+                config.auth_tokens.is_empty() && config.auth_tokens_file.is_none()
+            }
+        },
         limits: budget::Limits {
             prompt: agentic_proto::v1::Budget {
                 max_total_tokens: config.max_prompt_tokens,

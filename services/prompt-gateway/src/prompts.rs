@@ -164,6 +164,8 @@ pub struct Prompts {
     pub max_run_time: Duration,
     /// Every prompt's budget and every user's daily tokens, as the operator set them.
     pub limits: crate::budget::Limits,
+    /// Whether runs record their exchanges (`--record-prompts`); replays never do.
+    pub recording: bool,
 }
 
 impl Prompts {
@@ -451,7 +453,10 @@ impl Prompts {
             Some(conversation) => self.history(prompt, &conversation).await?,
             None => Vec::new(),
         };
+        let replay = self.replay_for(prompt).await?;
         Ok(ExecuteStart {
+            record: self.recording && replay.is_none(),
+            replay,
             prompt: Some(prompt.clone()),
             history,
             state: prompt.state_data.clone(),
@@ -675,7 +680,7 @@ fn already_ended(prompt: &Prompt) -> GatewayError {
 
 /// A past prompt as a later prompt's run reads it: the replay records of its code rounds are
 /// only for resuming that prompt itself (see `RoundRecord`).
-fn without_records(mut past: Prompt) -> Prompt {
+pub(crate) fn without_records(mut past: Prompt) -> Prompt {
     for output in &mut past.output {
         if let Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) = &mut output.kind {
             tool.record = None;

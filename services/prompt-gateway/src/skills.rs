@@ -45,6 +45,11 @@ impl Skills {
     ) -> Result<Skill, GatewayError> {
         request.user_id = user_id.to_string();
         let from_prompt = request.from_prompt_id.trim().to_owned();
+        if request.from_round > 0 && from_prompt.is_empty() {
+            return Err(GatewayError::InvalidArgument(
+                "from_round names a round of from_prompt_id, which is not given".into(),
+            ));
+        }
         match (request.code.is_empty(), from_prompt.is_empty()) {
             (false, false) => {
                 return Err(GatewayError::InvalidArgument(
@@ -63,7 +68,7 @@ impl Skills {
                 request.code = code_of(&prompt, request.from_round)?;
                 request.from_prompt_id = prompt_id.to_string();
             }
-            (false, true) => {}
+            (false, true) => request.from_prompt_id = String::new(),
         }
         let answer = self.client.clone().save_skill(timed(request)).await;
         Ok(answer.map_err(relayed)?.into_inner())
@@ -111,6 +116,7 @@ fn relayed(status: tonic::Status) -> GatewayError {
         tonic::Code::InvalidArgument => ErrorKind::InvalidArgument,
         tonic::Code::NotFound => ErrorKind::NotFound,
         tonic::Code::ResourceExhausted => ErrorKind::ResourceExhausted,
+        tonic::Code::FailedPrecondition => ErrorKind::FailedPrecondition,
         _ => {
             return GatewayError::SkillsUnavailable(agentic_rpc::relayed(&status));
         }
@@ -124,6 +130,16 @@ fn relayed(status: tonic::Status) -> GatewayError {
 /// The code of `prompt`'s piece of code `round` (counting from 1: code-mode rounds and
 /// `interpreter.run-code` calls, in timeline order); 0: the last that ran without an error.
 fn code_of(prompt: &Prompt, round: u32) -> Result<String, GatewayError> {
+    use agentic_proto::v1::PromptState;
+    if matches!(
+        PromptState::try_from(prompt.state),
+        Ok(PromptState::Running | PromptState::Queued | PromptState::WaitingForApproval)
+    ) {
+        return Err(GatewayError::FailedPrecondition(format!(
+            "prompt {} has not ended: save a skill from it once it has",
+            prompt.id
+        )));
+    }
     let mut pieces: Vec<(String, bool)> = prompt
         .output
         .iter()

@@ -38,6 +38,8 @@ pub enum Error {
         "this user has {limit} skills, as many as one user may keep: delete one before saving another"
     )]
     TooManySkills { limit: i64 },
+    #[error("skills are off: this tool-host does not run the `skill` plugin (TOOL_HOST_PLUGINS)")]
+    SkillsOff,
     #[error("skill {name} holds an unreadable schema")]
     CorruptSkill {
         name: String,
@@ -58,6 +60,7 @@ impl ServiceError for Error {
             Error::UnknownTool(_) | Error::ArtifactNotFound(_) | Error::SkillNotFound { .. } => {
                 ErrorKind::NotFound
             }
+            Error::SkillsOff => ErrorKind::FailedPrecondition,
             Error::ArtifactTooLarge { .. }
             | Error::QuotaExceeded { .. }
             | Error::TooManySkills { .. } => ErrorKind::ResourceExhausted,

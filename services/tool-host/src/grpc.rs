@@ -275,14 +275,27 @@ fn count(n: usize) -> u32 {
 }
 
 /// The `Skills` service with explicit message limits.
-pub fn skills_server(skills: Skills) -> SkillsServer<SkillsService> {
-    SkillsServer::new(SkillsService { skills })
+pub fn skills_server(skills: Skills, enabled: bool) -> SkillsServer<SkillsService> {
+    SkillsServer::new(SkillsService { skills, enabled })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 pub struct SkillsService {
     skills: Skills,
+    /// Whether the `skill` plugin runs: without it no prompt would see a skill, so none is
+    /// kept or shown.
+    enabled: bool,
+}
+
+impl SkillsService {
+    fn skills(&self) -> Result<&Skills, Status> {
+        if self.enabled {
+            Ok(&self.skills)
+        } else {
+            Err(to_status(Error::SkillsOff))
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -300,7 +313,7 @@ impl pb::skills_server::Skills for SkillsService {
             code: request.code,
             source_prompt_id: request.from_prompt_id,
         };
-        let skill = self.skills.save(new).await.map_err(to_status)?;
+        let skill = self.skills()?.save(new).await.map_err(to_status)?;
         Ok(Response::new(skill_proto(skill)))
     }
 
@@ -310,7 +323,7 @@ impl pb::skills_server::Skills for SkillsService {
     ) -> Result<Response<pb::ListSkillsResponse>, Status> {
         let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
         let skills = self
-            .skills
+            .skills()?
             .newest(&user_id, false)
             .await
             .map_err(to_status)?;
@@ -328,7 +341,7 @@ impl pb::skills_server::Skills for SkillsService {
         let name = required("name", request.name).map_err(to_status)?;
         let version = (request.version > 0).then_some(request.version);
         let skill = self
-            .skills
+            .skills()?
             .get(&user_id, &name, version)
             .await
             .map_err(to_status)?;
@@ -343,7 +356,7 @@ impl pb::skills_server::Skills for SkillsService {
         let user_id = user_id(request.user_id).map_err(to_status)?;
         let name = required("name", request.name).map_err(to_status)?;
         let versions = self
-            .skills
+            .skills()?
             .delete(&user_id, &name)
             .await
             .map_err(to_status)?;

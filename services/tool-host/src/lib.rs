@@ -148,6 +148,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let enabled = BuiltIn::parse_list(&config.plugins)?;
+    let skills_enabled = enabled.contains(&BuiltIn::Skill);
     let mcp_servers = mcp_servers(&config)?;
     // Streamable HTTP MCP servers are reached with rustls on ring, the tree's one provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -195,7 +196,7 @@ pub async fn run(
     ])?;
     let tool_host = grpc::tool_host_server(registry);
     let artifact_store = grpc::artifact_store_server(store.clone());
-    let skills = grpc::skills_server(store.skills());
+    let skills = grpc::skills_server(store.skills(), skills_enabled);
     reporter
         .set_serving::<ToolHostServer<grpc::ToolHostService>>()
         .await;

@@ -21,8 +21,9 @@ pub const MAX_VERSIONS_KEPT: i64 = 20;
 pub const MAX_NAME_CHARS: usize = 48;
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
 pub const MAX_CODE_BYTES: usize = 64 * 1024;
-/// Of the input schema, serialized.
-pub const MAX_SCHEMA_BYTES: usize = 16 * 1024;
+/// Of the input schema, serialized. Every skill's schema goes to the model with each of its
+/// owner's prompts: 50 of them come to at most 250 KiB with their descriptions.
+pub const MAX_SCHEMA_BYTES: usize = 4 * 1024;
 /// Of the input schema: arrays and objects inside one another.
 pub const MAX_SCHEMA_DEPTH: usize = 16;
 /// Names a skill may not take: its tool would be the plugin's own.
@@ -95,8 +96,8 @@ impl TryFrom<SkillRow> for Skill {
     }
 }
 
-/// A skill's name, checked: lowercase letters and digits in words joined by single hyphens,
-/// starting with a letter. Distinct names stay distinct as sandbox functions
+/// A skill's name, checked: words of lowercase letters and digits, each starting with a
+/// letter, joined by single hyphens. Distinct names stay distinct as sandbox functions
 /// (`skill.word-count` is `skillWordCount`).
 pub fn check_name(name: &str) -> Result<(), Error> {
     let invalid = |reason: &str| Error::InvalidField {
@@ -109,16 +110,16 @@ pub fn check_name(name: &str) -> Result<(), Error> {
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(invalid(&format!("longer than {MAX_NAME_CHARS} characters")));
     }
-    let well_formed = name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.split('-').all(|word| {
-            !word.is_empty()
-                && word
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        });
+    // Each word starts with a letter: `x-1` and `x1` would be one sandbox function.
+    let well_formed = name.split('-').all(|word| {
+        word.starts_with(|c: char| c.is_ascii_lowercase())
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    });
     if !well_formed {
         return Err(invalid(
-            "use lowercase letters and digits, words joined by single hyphens, starting with a letter (e.g. \"word-count\")",
+            "use words of lowercase letters and digits, each starting with a letter, joined by single hyphens (e.g. \"word-count\")",
         ));
     }
     if RESERVED_NAMES.contains(&name) {
@@ -150,11 +151,16 @@ impl NewSkill {
                 ),
             });
         }
-        if self.code.contains('\0') || self.description.contains('\0') {
-            return Err(Error::InvalidField {
-                field: "code",
-                reason: "contains a NUL character".into(),
-            });
+        for (field, text) in [("code", &self.code), ("description", &self.description)] {
+            if text.contains('\0') {
+                return Err(Error::InvalidField {
+                    field,
+                    reason: "contains a NUL character".into(),
+                });
+            }
+        }
+        if !self.source_prompt_id.is_empty() {
+            agentic_ids::PromptId::parse(self.source_prompt_id.as_str())?;
         }
         let schema = self
             .input_schema

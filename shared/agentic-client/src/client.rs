@@ -7,11 +7,11 @@ use agentic_proto::v1::{
     ApproveToolCallRequest, Budget, BusyPolicy, CancelPromptRequest, Conversation,
     ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateSkillRequest,
     CreateTriggerRequest, DeleteSkillRequest, DeleteTriggerRequest, File, GetConversationRequest,
-    GetFileRequest, GetPromptRequest, GetSkillRequest, ListConversationFilesRequest,
-    ListConversationsRequest, ListModesRequest, ListPromptsRequest, ListSkillsRequest,
-    ListToolsRequest, ListToolsResponse, ListTriggersRequest, Mode, ModelTier, Prompt, PromptEvent,
-    RejectToolCallRequest, Skill, StreamPromptRequest, Trigger, UpdateConversationRequest,
-    UpdateTriggerRequest,
+    GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest, ImportRecordingRequest,
+    ListConversationFilesRequest, ListConversationsRequest, ListModesRequest, ListPromptsRequest,
+    ListSkillsRequest, ListToolsRequest, ListToolsResponse, ListTriggersRequest, Mode, ModelTier,
+    Prompt, PromptEvent, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
+    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -476,6 +476,42 @@ impl Client {
             .map_err(|status| self.failed(status))?
             .into_inner()
             .versions)
+    }
+
+    /// Runs a recorded prompt (or an imported recording) again as a new prompt, with the
+    /// model's answers and the tools' results from its recording, or one side live.
+    pub async fn replay_prompt(
+        &self,
+        prompt_id: &str,
+        live_tools: bool,
+        live_model: bool,
+    ) -> Result<Prompt, ClientError> {
+        let request = ReplayPromptRequest {
+            prompt_id: prompt_id.to_owned(),
+            live_tools,
+            live_model,
+        };
+        let response = self.gateway().replay_prompt(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// A prompt's recording (or an imported one), to export.
+    pub async fn get_recording(&self, prompt_id: &str) -> Result<Recording, ClientError> {
+        let request = GetRecordingRequest {
+            prompt_id: prompt_id.to_owned(),
+        };
+        let response = self.gateway().get_recording(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Keeps an exported recording on this stack; the answer is its prompt under the id
+    /// that replays it.
+    pub async fn import_recording(&self, recording: Recording) -> Result<Prompt, ClientError> {
+        let request = ImportRecordingRequest {
+            recording: Some(recording),
+        };
+        let response = self.gateway().import_recording(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 
     pub async fn delete_trigger(&self, trigger_id: &str) -> Result<(), ClientError> {

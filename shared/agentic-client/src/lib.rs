@@ -41,6 +41,7 @@
 //! `https://` address uses TLS with the platform's roots, or `.ca_cert(…)` for a private CA.
 
 mod client;
+pub mod compare;
 mod connect;
 mod error;
 mod events;

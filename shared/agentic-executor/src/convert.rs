@@ -88,6 +88,8 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
                     reason: decision.reason,
                 })
                 .collect(),
+            record: start.record,
+            replay: start.replay,
         })
     }
 }
@@ -131,18 +133,39 @@ pub(crate) fn tool_from_proto(tool: &pb::ToolOutput) -> ToolCallOutput {
         end: tool.end.and_then(|stamp| SystemTime::try_from(stamp).ok()),
         approval: approval_from_proto(tool.approval.as_ref()),
         parent: (!tool.parent_id.is_empty()).then(|| tool.parent_id.clone()),
-        record: tool.record.as_ref().map(|record| {
-            Box::new(RoundRecord {
-                random_seed: record.random_seed,
-                times: record.times.clone(),
-                elapsed: record.elapsed.clone(),
-                answers: record
-                    .answers
-                    .iter()
-                    .map(|answer| (answer.question, answer.answer.clone()))
-                    .collect(),
+        record: tool
+            .record
+            .as_ref()
+            .map(|record| Box::new(round_record_from_proto(record))),
+    }
+}
+
+pub(crate) fn round_record_from_proto(record: &pb::RoundRecord) -> RoundRecord {
+    RoundRecord {
+        random_seed: record.random_seed,
+        times: record.times.clone(),
+        elapsed: record.elapsed.clone(),
+        answers: record
+            .answers
+            .iter()
+            .map(|answer| (answer.question, answer.answer.clone()))
+            .collect(),
+    }
+}
+
+pub(crate) fn round_record_to_proto(record: &RoundRecord) -> pb::RoundRecord {
+    pb::RoundRecord {
+        random_seed: record.random_seed,
+        times: record.times.clone(),
+        elapsed: record.elapsed.clone(),
+        answers: record
+            .answers
+            .iter()
+            .map(|(question, answer)| pb::RecordedAnswer {
+                question: *question,
+                answer: answer.clone(),
             })
-        }),
+            .collect(),
     }
 }
 
@@ -238,6 +261,7 @@ impl From<Event> for pb::ExecuteEvent {
                 })
             }
             Event::Failed(message) => execute_event::Kind::Failed(pb::ExecuteFailed { message }),
+            Event::Exchange(exchange) => execute_event::Kind::Exchange(exchange),
         };
         pb::ExecuteEvent { kind: Some(kind) }
     }
@@ -255,16 +279,7 @@ fn output_to_proto(output: Output) -> pb::PromptOutput {
             end: call.end.map(prost_types::Timestamp::from),
             approval: Some(approval_to_proto(call.approval)),
             parent_id: call.parent.unwrap_or_default(),
-            record: call.record.map(|record| pb::RoundRecord {
-                random_seed: record.random_seed,
-                times: record.times,
-                elapsed: record.elapsed,
-                answers: record
-                    .answers
-                    .into_iter()
-                    .map(|(question, answer)| pb::RecordedAnswer { question, answer })
-                    .collect(),
-            }),
+            record: call.record.map(|record| round_record_to_proto(&record)),
         }),
         Output::File(file) => prompt_output::Kind::File(pb::FileOutput {
             id: file.id,

@@ -18,6 +18,7 @@ mod schema;
 mod service;
 mod sink;
 mod slots;
+pub mod tape;
 pub mod timeline;
 pub mod tool_host;
 

@@ -32,6 +32,10 @@ pub struct RunRequest {
     pub daily_tokens_left: Option<u64>,
     /// Decisions for calls that waited for approval when the prompt paused.
     pub decisions: Vec<Decision>,
+    /// Send the run's exchanges with the world outside (see [`crate::tape`]).
+    pub record: bool,
+    /// Run against this recording (see [`crate::tape`]).
+    pub replay: Option<agentic_proto::v1::ExecuteReplay>,
 }
 
 /// Rounds a run may take under the operator's `limit` when the prompt `asked` for some: a
@@ -181,6 +185,8 @@ pub enum Event {
     },
     Finished(Finish),
     Failed(String),
+    /// One exchange with the world outside, for the prompt's recording.
+    Exchange(agentic_proto::v1::Exchange),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

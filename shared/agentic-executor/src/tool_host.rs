@@ -50,6 +50,8 @@ pub struct ToolHost {
     streamed_tools: Arc<RwLock<HashMap<String, Streamed>>>,
     /// Tools whose calls from code carry the calling code (`wants_code`).
     code_tools: Arc<RwLock<HashMap<String, ()>>>,
+    /// The run's recording or replay (see [`crate::tape`]); `None` for a plain client.
+    tape: Option<Arc<crate::tape::Tape>>,
 }
 
 /// How a tool's calls are made when not with a plain `InvokeTool`.
@@ -175,6 +177,16 @@ impl ToolHost {
             tool_timeouts: Arc::default(),
             streamed_tools: Arc::default(),
             code_tools: Arc::default(),
+            tape: None,
+        }
+    }
+
+    /// The same client for one run, whose `Prepare` and tool answers `tape` records or
+    /// replays.
+    pub fn taped(&self, tape: Option<&Arc<crate::tape::Tape>>) -> ToolHost {
+        ToolHost {
+            tape: tape.cloned(),
+            ..self.clone()
         }
     }
 
@@ -201,14 +213,22 @@ impl ToolHost {
             state: Some(json::map_to_struct(&scope.state)),
         });
         request.set_timeout(PREPARE_TIMEOUT);
-        // Any failure here leaves the run without tools, so every status counts as unavailable.
-        let response = self
-            .client
-            .clone()
-            .prepare(request)
-            .await
-            .map_err(|status| ToolHostError::Unavailable(agentic_rpc::relayed(&status)))?
-            .into_inner();
+        let recorded = self.tape.as_ref().and_then(|tape| tape.recorded_prepare());
+        let mut response = match recorded {
+            Some(recorded) => recorded.map_err(ToolHostError::Unavailable)?,
+            // Any failure here leaves the run without tools, so every status counts as
+            // unavailable.
+            None => self
+                .client
+                .clone()
+                .prepare(request)
+                .await
+                .map_err(|status| ToolHostError::Unavailable(agentic_rpc::relayed(&status)))?
+                .into_inner(),
+        };
+        if let Some(tape) = &self.tape {
+            tape.prepared(&mut response).await;
+        }
         self.remember_timeouts(&response.tools);
         let tools = response
             .tools
@@ -336,13 +356,18 @@ impl ToolHost {
         // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
         // moment; the local timer covers a tool-host that does not answer at all.
         request.set_timeout(timeout);
-        let answer = match (self.streamed(tool_id), asks) {
+        let recorded = self
+            .tape
+            .as_ref()
+            .and_then(|tape| tape.recorded_call(tool_id, input));
+        let answer = match (recorded, self.streamed(tool_id), asks) {
+            (Some(recorded), _, _) => Ok(recorded),
             // Its deadline does not count the time a person takes to decide: it keeps its own.
-            (Some(Streamed::Live), Some(asks)) => self
+            (None, Some(Streamed::Live), Some(asks)) => self
                 .call_live(request, tool_call_id, progress, asks, timeout)
                 .await
                 .map_err(|status| invoke_error(status, timeout)),
-            (streamed, _) => {
+            (None, streamed, _) => {
                 let call = async {
                     if streamed.is_some() {
                         self.call_with_progress(request, progress).await
@@ -358,7 +383,12 @@ impl ToolHost {
             }
         };
         let response = match answer {
-            Ok(response) => response,
+            Ok(response) => {
+                if let Some(tape) = &self.tape {
+                    tape.called(tool_id, input, &response).await;
+                }
+                response
+            }
             Err(error) => {
                 let result = match error {
                     ToolHostError::TimedOut { .. } => ToolCallResult::Timeout,
@@ -546,6 +576,11 @@ impl ToolHost {
             data: Some(json::to_proto(data)),
             ..StoreArtifactRequest::default()
         });
+        if self.tape.as_ref().is_some_and(|tape| !tape.tools_live()) {
+            return Err(ToolHostError::Unavailable(
+                "a replay stores no artifacts".into(),
+            ));
+        }
         request.set_timeout(STORE_TIMEOUT);
         let stored = self
             .artifacts

@@ -35,6 +35,9 @@ pub enum LlmError {
     },
     #[error("LLM endpoint sent a response that could not be read; {reference}")]
     InvalidResponse { reference: ErrorRef },
+    /// A replay asked for an answer its recording does not hold.
+    #[error("{message}")]
+    Recording { message: String },
     /// Only when the client is built (at start, or `--check-config`): for the operator.
     #[error("LLM client could not be set up: {message}")]
     Setup { message: String },

@@ -68,5 +68,6 @@ fn error_type(error: &LlmError) -> String {
         LlmError::Connection { .. } => "connection".into(),
         LlmError::InvalidResponse { .. } => "invalid_response".into(),
         LlmError::Setup { .. } => "setup".into(),
+        LlmError::Recording { .. } => "recording".into(),
     }
 }

@@ -19,13 +19,13 @@ use crate::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
     CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
     DeleteSkillRequest, DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, File,
-    GetConversationRequest, GetFileRequest, GetPromptRequest, GetSkillRequest,
-    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
-    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
-    ListPromptsResponse, ListSkillsRequest, ListSkillsResponse, ListToolsRequest,
-    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
-    PromptOutput, RejectToolCallRequest, Skill, StreamPromptRequest, Trigger,
-    UpdateConversationRequest, UpdateTriggerRequest,
+    GetConversationRequest, GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest,
+    ImportRecordingRequest, ListConversationFilesRequest, ListConversationFilesResponse,
+    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
+    ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListSkillsResponse,
+    ListToolsRequest, ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
+    PromptEvent, PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
+    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -230,6 +230,10 @@ described!(
     Skill,
     ListSkillsResponse,
     DeleteSkillResponse,
+    Recording,
+    ReplayPromptRequest,
+    GetRecordingRequest,
+    ImportRecordingRequest,
 );
 
 #[cfg(test)]

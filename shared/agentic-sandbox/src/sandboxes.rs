@@ -53,6 +53,17 @@ impl Sandboxes {
         }
     }
 
+    /// The same warm threads with slots of their own, for runs that other runs wait on (a
+    /// skill's code, run for a round that holds its own slot meanwhile): the waiting runs
+    /// can then never hold every slot the runs they wait on need.
+    pub fn with_own_slots(&self) -> Sandboxes {
+        Sandboxes {
+            pool: self.pool.clone(),
+            slots: Arc::new(tokio::sync::Semaphore::new(self.max_sandboxes)),
+            max_sandboxes: self.max_sandboxes,
+        }
+    }
+
     /// Warm threads alive or starting, and of those the idle ones.
     #[cfg(test)]
     pub(crate) fn counts(&self) -> (usize, usize) {

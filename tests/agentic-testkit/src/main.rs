@@ -18,8 +18,11 @@ struct Config {
     #[arg(long, env = "STAND_IN_MODEL_LISTEN", default_value = "127.0.0.1:8089")]
     listen: SocketAddr,
     /// A JSON array of rules; the built-in demo script is used without it.
-    #[arg(long, env = "STAND_IN_MODEL_SCRIPT")]
+    #[arg(long, env = "STAND_IN_MODEL_SCRIPT", conflicts_with = "recording")]
     script: Option<PathBuf>,
+    /// A recording (`agentic recordings export`): answer as its model did, in order.
+    #[arg(long, env = "STAND_IN_MODEL_RECORDING")]
+    recording: Option<PathBuf>,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     check_config: bool,
@@ -28,9 +31,10 @@ struct Config {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
-    let rules = match &config.script {
-        Some(path) => load_script(path)?,
-        None => demo_rules(),
+    let rules = match (&config.script, &config.recording) {
+        (Some(path), _) => load_script(path)?,
+        (None, Some(path)) => load_recording(path)?,
+        (None, None) => demo_rules(),
     };
     if config.check_config {
         agentic_rpc::config::check_environment_prefixed(&Config::command(), &[ENV_PREFIX])?;
@@ -58,4 +62,12 @@ fn load_script(path: &Path) -> anyhow::Result<Vec<Rule>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading script {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing script {}", path.display()))
+}
+
+fn load_recording(path: &Path) -> anyhow::Result<Vec<Rule>> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("reading recording {}", path.display()))?;
+    let recording: agentic_client::v1::Recording = agentic_client::json::from_json(&bytes)
+        .with_context(|| format!("parsing recording {}", path.display()))?;
+    Ok(agentic_testkit::model::rules_from_recording(&recording))
 }

@@ -168,6 +168,8 @@ pub struct StackOptions {
     pub max_prompt_tool_calls: u32,
     /// Tokens one user may spend per day (`GATEWAY_DAILY_TOKENS_PER_USER`; 0: no limit).
     pub daily_tokens_per_user: u64,
+    /// When the gateway records prompts (dev mode by default, as in production).
+    pub record_prompts: prompt_gateway::RecordPrompts,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -217,6 +219,7 @@ impl Default for StackOptions {
             max_prompt_llm_calls: 0,
             max_prompt_tool_calls: 0,
             daily_tokens_per_user: 0,
+            record_prompts: prompt_gateway::RecordPrompts::Dev,
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -583,6 +586,7 @@ impl Stack {
             max_prompt_tool_calls: options.max_prompt_tool_calls,
             daily_tokens_per_user: options.daily_tokens_per_user,
             trigger_tick_ms: options.trigger_tick_ms,
+            record_prompts: options.record_prompts,
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),

@@ -428,6 +428,27 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn replay_prompt(
+        &self,
+        _: Request<agentic_proto::v1::ReplayPromptRequest>,
+    ) -> Result<Response<agentic_proto::v1::Prompt>, Status> {
+        unimplemented()
+    }
+
+    async fn get_recording(
+        &self,
+        _: Request<agentic_proto::v1::GetRecordingRequest>,
+    ) -> Result<Response<agentic_proto::v1::Recording>, Status> {
+        unimplemented()
+    }
+
+    async fn import_recording(
+        &self,
+        _: Request<agentic_proto::v1::ImportRecordingRequest>,
+    ) -> Result<Response<agentic_proto::v1::Prompt>, Status> {
+        unimplemented()
+    }
+
     async fn create_skill(
         &self,
         _: Request<agentic_proto::v1::CreateSkillRequest>,

@@ -8,6 +8,7 @@ use agentic_proto::v1::{CreateSkillRequest, GetSkillRequest, ListSkillsRequest};
 use super::*;
 
 on_both_backends!(
+    skills_are_refused_when_the_skill_plugin_is_off,
     concurrent_saves_of_one_name_get_one_version_each,
     concurrent_saves_of_new_names_stop_at_the_users_share,
     a_skill_call_for_another_user_runs_nothing,
@@ -58,7 +59,7 @@ async fn concurrent_saves_of_new_names_stop_at_the_users_share(
         let mut client = client.clone();
         async move {
             client
-                .save_skill(save("alice", &format!("s-{n}"), "1"))
+                .save_skill(save("alice", &format!("s{n}"), "1"))
                 .await
         }
     });
@@ -118,5 +119,20 @@ async fn a_skill_call_for_another_user_runs_nothing(database: &TestDatabase) -> 
         .err()
         .context("bob read alice's skill")?;
     assert_eq!(status.code(), Code::NotFound);
+    Ok(())
+}
+
+async fn skills_are_refused_when_the_skill_plugin_is_off(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = TestToolHost::start(database, &["artifact"]).await?;
+    let status = skills(&host)
+        .await?
+        .save_skill(save("alice", "kept", "1"))
+        .await
+        .err()
+        .context("a skill was kept that no prompt would see")?;
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().contains("skill"), "{status:?}");
     Ok(())
 }

@@ -40,6 +40,8 @@ type Input = Box<ExecuteInput>;
 /// An executor stream that accepted the start of a run.
 pub struct OpenRun {
     inputs: mpsc::Sender<Input>,
+    /// The run was asked to record its exchanges: only then are they kept.
+    recording: bool,
     events: Streaming<ExecuteEvent>,
     /// The run's `prompt {id}` span: the executor's spans are its children, so the whole run
     /// is one trace. Following the run continues inside it.
@@ -148,6 +150,7 @@ impl Runner {
             prompt_id,
             mode = %mode.id,
         );
+        let recording = start.record;
         let (inputs, receiver) = mpsc::channel(16);
         let start = ExecuteInput {
             kind: Some(execute_input::Kind::Start(start)),
@@ -170,6 +173,7 @@ impl Runner {
             .into_inner();
         Ok(OpenRun {
             inputs,
+            recording,
             events,
             span,
         })
@@ -355,14 +359,19 @@ impl Runner {
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
     ) -> PromptState {
-        let OpenRun { inputs, events, .. } = run;
+        let OpenRun {
+            inputs,
+            events,
+            recording,
+            ..
+        } = run;
         let mut run = Run::new(
             prompt_id,
             mode,
             self.store.clone(),
             self.hub.clone(),
             inputs,
-            outputs,
+            (outputs, recording),
             spending,
         );
         // Everything the executor already sent is taken at once, so it is stored in one write.

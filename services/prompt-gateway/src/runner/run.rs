@@ -40,6 +40,8 @@ pub(super) struct Run {
     /// Events of this run stored (text deltas merged), against [`MAX_EVENTS_PER_RUN`].
     stored: usize,
     spending: Spending,
+    /// The run records its exchanges (see `ExecuteStart.record`); unasked ones are dropped.
+    recording: bool,
 }
 
 /// What a prompt may spend and has spent, as its run reports it.
@@ -111,7 +113,7 @@ impl Run {
         store: Store,
         hub: Hub,
         inputs: mpsc::Sender<Input>,
-        outputs: usize,
+        (outputs, recording): (usize, bool),
         spending: Spending,
     ) -> Run {
         Run {
@@ -128,6 +130,7 @@ impl Run {
             forwarded: HashSet::new(),
             stored: 0,
             spending,
+            recording,
         }
     }
 
@@ -352,6 +355,16 @@ impl Run {
                         tracing::warn!(prompt_id = %self.prompt_id, %reason, "conversation state not updated");
                     }
                     Err(error) => return Err(error),
+                }
+                return Ok(Next::Continue);
+            }
+            execute_event::Kind::Exchange(exchange) => {
+                if self.recording {
+                    // A recording that cannot be written is lost, not the prompt.
+                    if let Err(error) = self.store.record_exchange(&self.prompt_id, &exchange).await
+                    {
+                        tracing::warn!(prompt_id = %self.prompt_id, error = %agentic_telemetry::errors::error_chain(&error), "exchange not recorded");
+                    }
                 }
                 return Ok(Next::Continue);
             }

@@ -179,7 +179,7 @@ impl Plugin for SkillPlugin {
                           prompts (in code: skill<Name>(input)), which runs the code with `input` and \
                           answers its last expression. From code, leave out `code` to save the code of \
                           the round making this call. Saving a name again makes a new version, which \
-                          replaces the tool."
+                          replaces the tool. Needs the user's approval."
                 .into(),
             input_schema: json!({
                 "type": "object",
@@ -194,7 +194,9 @@ impl Plugin for SkillPlugin {
                 "required": ["name", "description"],
                 "additionalProperties": false,
             }),
-            requires_approval: false,
+            // A skill outlives the prompt and joins every later prompt's tools: a person
+            // approves what the model (or whoever steers it) keeps.
+            requires_approval: true,
             timeout: None,
             reports_progress: false,
             asks_approval: false,

@@ -10,6 +10,7 @@ mod mcp;
 mod names;
 mod printable;
 mod prompt;
+mod recordings;
 mod render;
 mod skills;
 mod triggers;
@@ -174,6 +175,23 @@ enum Command {
     Triggers {
         #[command(subcommand)]
         command: triggers::TriggersCommand,
+    },
+    /// Run a recorded prompt again against its recording (model answers and tool results
+    /// from it) and show how the new timeline differs; exit 1 when it does.
+    Replay {
+        /// A recorded prompt, or the id an imported recording got.
+        prompt: String,
+        /// Run the tools for real (those needing approval still answer from the recording).
+        #[arg(long, conflicts_with = "live_model")]
+        live_tools: bool,
+        /// Ask the model for real.
+        #[arg(long)]
+        live_model: bool,
+    },
+    /// Recordings as files: export one, import one (from any stack).
+    Recordings {
+        #[command(subcommand)]
+        command: recordings::RecordingsCommand,
     },
     /// Your skills: code kept as tools of your later prompts (skill.NAME).
     Skills {
@@ -550,6 +568,12 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
         Command::Triggers { command } => triggers::run(&client, console, json, command).await,
         Command::Skills { command } => skills::run(&client, console, json, command).await,
+        Command::Replay {
+            prompt,
+            live_tools,
+            live_model,
+        } => recordings::replay(&client, console, &prompt, live_tools, live_model).await,
+        Command::Recordings { command } => recordings::run(&client, console, command).await,
         Command::Mcp => mcp::serve(client, console).await,
     }
 }

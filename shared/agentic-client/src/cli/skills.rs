@@ -6,6 +6,7 @@ use agentic_proto::v1::{CreateSkillRequest, ListSkillsResponse, Skill};
 
 use super::Console;
 use super::inspect::document;
+use super::printable;
 use crate::Client;
 
 #[derive(clap::Subcommand, Debug)]
@@ -61,8 +62,10 @@ pub async fn run(
                     let description = skill.description.lines().next().unwrap_or_default();
                     writeln!(
                         console.out,
-                        "{}\t{}\t{description}",
-                        skill.name, skill.version
+                        "{}\t{}\t{}",
+                        printable::name(&skill.name),
+                        skill.version,
+                        printable::name(description)
                     )?;
                 }
             }
@@ -117,7 +120,8 @@ pub async fn run(
                 writeln!(
                     console.err,
                     "saved skill.{} version {}",
-                    skill.name, skill.version
+                    printable::name(&skill.name),
+                    skill.version
                 )?;
             }
         }
@@ -132,6 +136,7 @@ pub async fn run(
         SkillsCommand::Delete { name } => {
             let versions = client.delete_skill(&name).await?;
             if !as_json {
+                let name = printable::name(&name);
                 writeln!(console.err, "deleted skill.{name} ({versions} versions)")?;
             }
         }
@@ -146,15 +151,27 @@ fn show(console: &mut Console<'_>, skill: &Skill) -> io::Result<()> {
         .as_ref()
         .map(agentic_proto::json::from_proto)
         .unwrap_or_default();
-    writeln!(console.out, "name: {}", skill.name)?;
+    writeln!(console.out, "name: {}", printable::name(&skill.name))?;
     writeln!(console.out, "version: {}", skill.version)?;
-    writeln!(console.out, "description: {}", skill.description)?;
-    writeln!(console.out, "input_schema: {schema}")?;
+    writeln!(
+        console.out,
+        "description: {}",
+        printable::name(&skill.description)
+    )?;
+    writeln!(
+        console.out,
+        "input_schema: {}",
+        printable::name(&schema.to_string())
+    )?;
     if !skill.source_prompt_id.is_empty() {
-        writeln!(console.out, "from prompt: {}", skill.source_prompt_id)?;
+        writeln!(
+            console.out,
+            "from prompt: {}",
+            printable::name(&skill.source_prompt_id)
+        )?;
     }
     writeln!(console.out)?;
-    writeln!(console.out, "{}", skill.code)
+    writeln!(console.out, "{}", printable::text(&skill.code))
 }
 
 fn read(path: &std::path::Path) -> anyhow::Result<String> {

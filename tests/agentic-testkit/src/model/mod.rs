@@ -22,7 +22,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use request::RecordedRequest;
-pub use script::{DEFAULT_USAGE, Match, Reply, Rule, ScriptedCall, demo_rules};
+pub use script::{
+    DEFAULT_USAGE, Match, Reply, Rule, ScriptedCall, demo_rules, rules_from_recording,
+};
 
 use server::ServerState;
 

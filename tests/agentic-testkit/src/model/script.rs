@@ -310,3 +310,36 @@ fn empty_object() -> Value {
 fn is_zero(value: &u64) -> bool {
     *value == 0
 }
+
+/// Rules that answer like the recording's model did: the first request with its first
+/// recorded answer, the second with its second, and so on (each rule answers once), with
+/// the recorded usage. A request past the recording matches no rule.
+pub fn rules_from_recording(recording: &agentic_client::v1::Recording) -> Vec<Rule> {
+    use agentic_client::v1::exchange::Kind;
+    recording
+        .exchanges
+        .iter()
+        .filter_map(|exchange| match &exchange.kind {
+            Some(Kind::Model(model)) => Some(model),
+            _ => None,
+        })
+        .map(|model| {
+            let reply = if model.tool_calls.is_empty() {
+                Reply::Text(model.content.clone())
+            } else {
+                Reply::ToolCalls {
+                    content: (!model.content.is_empty()).then(|| model.content.clone()),
+                    calls: model
+                        .tool_calls
+                        .iter()
+                        .map(|call| ScriptedCall::raw(call.name.clone(), call.arguments.clone()))
+                        .collect(),
+                }
+            };
+            let usage = model.usage.unwrap_or_default();
+            Rule::new(Match::Any, reply)
+                .times(1)
+                .usage(usage.input_tokens, usage.output_tokens)
+        })
+        .collect()
+}

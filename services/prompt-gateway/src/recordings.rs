@@ -1,0 +1,142 @@
+//! Recordings through the API: a prompt's recording (or one imported from a file), a
+//! replay of it as a new prompt whose model answers and tool results come from the
+//! recording, and importing a recording another stack exported.
+
+use agentic_ids::{PromptId, UserId};
+use agentic_proto::v1::{
+    ExecuteReplay, ModelTier, Prompt, PromptState, Recording, ReplayPromptRequest,
+};
+use prost::Message as _;
+
+use crate::error::GatewayError;
+use crate::ids::PromptIds as _;
+use crate::prompts::{NewPrompt, Prompts, without_records};
+use crate::store::{MAX_RECORDED_EXCHANGES, MAX_RECORDING_BYTES, ReplayOf};
+
+impl Prompts {
+    /// The recording `id` names, if `user_id` may read it: a prompt's, or an imported one.
+    pub async fn recording(&self, user_id: &UserId, id: &str) -> Result<Recording, GatewayError> {
+        let prompt_id = PromptId::parse(id.trim())
+            .map_err(|error| GatewayError::InvalidArgument(error.to_string()))?;
+        let Some(prompt) = self.store.prompt(user_id, &prompt_id).await? else {
+            return self
+                .store
+                .imported_recording(user_id, prompt_id.as_str())
+                .await?
+                .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()));
+        };
+        let Some((exchanges, complete)) = self.store.exchanges(&prompt_id).await? else {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "prompt {prompt_id} was not recorded (the gateway records prompts as --record-prompts says: by default in dev mode)"
+            )));
+        };
+        Ok(Recording {
+            prompt: Some(without_records(prompt)),
+            exchanges,
+            complete,
+        })
+    }
+
+    /// Runs the recorded prompt `request` names again, as a new prompt of `user_id` outside
+    /// any conversation, against its recording (one side live if asked).
+    pub async fn replay(
+        &self,
+        user_id: &UserId,
+        request: ReplayPromptRequest,
+    ) -> Result<Prompt, GatewayError> {
+        let recording = self.recording(user_id, &request.prompt_id).await?;
+        let source = recording.prompt.unwrap_or_default();
+        if !recording.complete {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "the recording of prompt {} is incomplete (it passed its bounds), so it cannot be replayed",
+                source.id
+            )));
+        }
+        if matches!(
+            PromptState::try_from(source.state),
+            Ok(PromptState::Running | PromptState::Queued | PromptState::WaitingForApproval)
+        ) {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "prompt {} has not ended: replay it once it has",
+                source.id
+            )));
+        }
+        let id = PromptId::generate();
+        let replay = ReplayOf {
+            source_id: request.prompt_id.trim().to_owned(),
+            live_tools: request.live_tools,
+            live_model: request.live_model,
+        };
+        self.store.insert_replay(&id, &replay).await?;
+        self.create(NewPrompt {
+            id: Some(id),
+            user_id: user_id.clone(),
+            input: source.input,
+            mode: Some(source.mode),
+            model: ModelTier::try_from(source.model).unwrap_or(ModelTier::Normal),
+            conversation_id: None,
+            state: source.state_data,
+            max_rounds: source.max_rounds,
+            timeout: None,
+            on_busy: agentic_proto::v1::BusyPolicy::Unspecified,
+            budget: None,
+        })
+        .await
+    }
+
+    /// What `prompt` replays, when it is a replay: the recording's exchanges.
+    pub(crate) async fn replay_for(
+        &self,
+        prompt: &Prompt,
+    ) -> Result<Option<ExecuteReplay>, GatewayError> {
+        let Some(replay) = self.store.replay_of(&prompt.prompt_id()).await? else {
+            return Ok(None);
+        };
+        let recording = self.recording(&prompt.owner(), &replay.source_id).await?;
+        Ok(Some(ExecuteReplay {
+            exchanges: recording.exchanges,
+            live_tools: replay.live_tools,
+            live_model: replay.live_model,
+        }))
+    }
+
+    /// Keeps `recording` (exported from any stack) as a recording of `user_id` under a new
+    /// id, which `ReplayPrompt` and `GetRecording` take; the answer is its prompt under that id.
+    pub async fn import(
+        &self,
+        user_id: &UserId,
+        recording: Option<Recording>,
+    ) -> Result<Prompt, GatewayError> {
+        let invalid = |reason: String| GatewayError::InvalidArgument(reason);
+        let mut recording = recording.ok_or_else(|| invalid("recording is required".into()))?;
+        let mut prompt = recording
+            .prompt
+            .take()
+            .ok_or_else(|| invalid("recording.prompt is required".into()))?;
+        if prompt.input.trim().is_empty() || prompt.mode.trim().is_empty() {
+            return Err(invalid("recording.prompt needs its input and mode".into()));
+        }
+        crate::prompts::check_state(prompt.state_data.as_ref())?;
+        let count = recording.exchanges.len();
+        if count as i64 > MAX_RECORDED_EXCHANGES {
+            return Err(invalid(format!(
+                "the recording has {count} exchanges, more than the {MAX_RECORDED_EXCHANGES} one may have"
+            )));
+        }
+        let bytes: usize = recording.exchanges.iter().map(|e| e.encoded_len()).sum();
+        if bytes as i64 > MAX_RECORDING_BYTES {
+            return Err(invalid(format!(
+                "the recording's exchanges are {bytes} bytes, more than the {MAX_RECORDING_BYTES} one may have"
+            )));
+        }
+        let id = PromptId::generate();
+        prompt.id = id.to_string();
+        prompt.user_id = user_id.to_string();
+        prompt.conversation_id = String::new();
+        recording.prompt = Some(without_records(prompt.clone()));
+        self.store
+            .import_recording(user_id, &id, &recording)
+            .await?;
+        Ok(prompt)
+    }
+}

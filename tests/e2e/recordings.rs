@@ -1,0 +1,367 @@
+//! Record and replay: the gateway records what a prompt's runs exchange with the world
+//! outside their executors (in dev mode by default), and `agentic replay` runs the prompt
+//! again against the recording (model answers and tool results from it, nothing external
+//! called), compares the new timeline with the recorded one and exits non-zero on a
+//! difference; one side can run live; recordings export to a file and import on another
+//! stack, and the stand-in model can answer as a recording's model did.
+
+use agentic_client::NewPrompt;
+use agentic_client::compare::{diff, timeline_lines};
+use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
+use agentic_proto::v1::exchange::Kind;
+use agentic_proto::v1::{ListArtifactsRequest, PromptState};
+use agentic_testkit::model::{Match, Reply, Rule, rules_from_recording};
+use agentic_testkit::{Stack, StackOptions};
+use serde_json::json;
+use tonic::Code;
+
+use crate::cli::agentic_with;
+use crate::support::*;
+
+/// A classic prompt that stores an artifact, echoes, then answers once with "first" (and
+/// with "second" when asked again).
+fn classic_rules() -> Vec<Rule> {
+    vec![
+        calls(
+            Match::All(vec![
+                Match::NoToolResults,
+                Match::LastUserContains("keep a note".into()),
+            ]),
+            vec![
+                call(
+                    "artifact__store",
+                    json!({"data": {"note": "hi"}, "description": "a note"}),
+                ),
+                call("demo__echo", json!({"say": "hello"})),
+            ],
+        ),
+        text(Match::HasToolResults, "first").times(1),
+        text(Match::HasToolResults, "second"),
+    ]
+}
+
+/// A code prompt whose round reads the clock and random numbers, calls a tool and the
+/// model, and shows what it got.
+const CODE: &str = r#"
+const stamp = Date.now();
+const dice = Math.floor(Math.random() * 1e9);
+const echoed = demoEcho({dice});
+const said = llm('say a word');
+output(`at ${stamp} rolled ${dice} echoed ${echoed.echo.dice} and heard ${said}`);
+done();
+"#;
+
+fn code_rules() -> Vec<Rule> {
+    vec![
+        Rule::new(
+            Match::LastUserContains("say a word".into()),
+            Reply::text("bonjour"),
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::AnyMessageContains("roll the dice".into()),
+                Match::AssistantTurns(0),
+            ]),
+            Reply::text(CODE),
+        ),
+    ]
+}
+
+async fn artifacts_of(stack: &Stack, user: &str) -> usize {
+    let mut artifacts = ArtifactStoreClient::connect(format!("http://{}", stack.tool_host_address))
+        .await
+        .unwrap();
+    artifacts
+        .list_artifacts(ListArtifactsRequest {
+            user_id: user.into(),
+            ..ListArtifactsRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .artifacts
+        .len()
+}
+
+/// Runs `agentic --user alice <args>` against `stack`.
+async fn agentic(stack: &Stack, args: &[&str]) -> crate::cli::Ran {
+    let url = stack.gateway_url();
+    let mut argv = vec!["--server", &url, "--user", "alice"];
+    argv.extend_from_slice(args);
+    agentic_with(&argv, "").await
+}
+
+async fn finished(stack: &Stack, prompt: NewPrompt) -> agentic_proto::v1::Prompt {
+    let client = stack.client("alice").await.unwrap();
+    let created = client.create_prompt(prompt).await.unwrap();
+    collect(&client, &created.id, 0).await;
+    let prompt = client.get_prompt(&created.id).await.unwrap();
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    prompt
+}
+
+#[tokio::test]
+async fn a_recorded_classic_prompt_replays_the_same_without_calling_the_model_or_a_tool() {
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let prompt = finished(&stack, NewPrompt::new("keep a note")).await;
+    let client = stack.client("alice").await.unwrap();
+    let recording = client.get_recording(&prompt.id).await.unwrap();
+    assert!(recording.complete);
+    let kinds: Vec<&str> = recording
+        .exchanges
+        .iter()
+        .map(|exchange| match &exchange.kind {
+            Some(Kind::Prepare(_)) => "prepare",
+            Some(Kind::Model(_)) => "model",
+            Some(Kind::Tool(_)) => "tool",
+            Some(Kind::Round(_)) => "round",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["prepare", "model", "tool", "tool", "model"],
+        "{kinds:?}"
+    );
+
+    let (asked, stored) = (
+        stack.model.request_count(),
+        artifacts_of(&stack, "alice").await,
+    );
+    let ran = agentic(&stack, &["replay", &prompt.id]).await;
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.starts_with("same: "), "{}", ran.stdout);
+    assert_eq!(
+        stack.model.request_count(),
+        asked,
+        "the model was not asked"
+    );
+    assert_eq!(artifacts_of(&stack, "alice").await, stored, "no tool ran");
+
+    // The replay is a prompt of its own, with the recorded answers and usage.
+    let replay_id = ran
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: "))
+        .unwrap();
+    let replay = client.get_prompt(replay_id).await.unwrap();
+    assert_eq!(timeline_lines(&replay), timeline_lines(&prompt));
+    assert_eq!(replay.usage.unwrap().llm_calls, 2);
+}
+
+#[tokio::test]
+async fn a_recorded_code_prompt_replays_its_clock_random_numbers_tools_and_llm_answers() {
+    let stack = Stack::start(code_rules()).await.unwrap();
+    let prompt = finished(&stack, NewPrompt::new("roll the dice").mode("code")).await;
+    let asked = stack.model.request_count();
+    // Later, on another clock: the replay reads what the recorded round read.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let ran = agentic(&stack, &["replay", &prompt.id]).await;
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert_eq!(stack.model.request_count(), asked);
+    let said = prompt.output.iter().find_map(text_of).unwrap();
+    assert!(said.contains("heard bonjour"), "{said}");
+}
+
+#[tokio::test]
+async fn a_tool_result_changed_in_an_imported_recording_shows_in_the_diff() {
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let prompt = finished(&stack, NewPrompt::new("keep a note")).await;
+    let export = tempfile::NamedTempFile::new().unwrap();
+    let path = export.path().to_str().unwrap();
+    let ran = agentic(&stack, &["recordings", "export", &prompt.id, "-o", path]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+
+    // Edit the file as a user would: the echo now answers something else.
+    let mut document: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let echo = document["exchanges"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|exchange| exchange["tool"]["toolId"] == "demo.echo")
+        .unwrap();
+    echo["tool"]["output"] = json!({"echo": {"say": "changed"}});
+    std::fs::write(path, serde_json::to_vec(&document).unwrap()).unwrap();
+
+    let ran = agentic(&stack, &["recordings", "import", path]).await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let imported = ran.stdout.trim().to_owned();
+    assert_ne!(imported, prompt.id);
+    let ran = agentic(&stack, &["replay", &imported]).await;
+    assert_eq!(ran.code, 1, "{}\n{}", ran.stdout, ran.stderr);
+    let diff: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("- ") || line.starts_with("+ "))
+        .collect();
+    assert_eq!(
+        diff,
+        [
+            r#"-   -> ok {"echo":{"say":"hello"}}"#,
+            r#"+   -> ok {"echo":{"say":"changed"}}"#,
+        ],
+        "{}",
+        ran.stdout
+    );
+}
+
+#[tokio::test]
+async fn a_recording_replays_on_a_stack_with_no_model_and_calls_no_tool() {
+    let recorded = Stack::start(classic_rules()).await.unwrap();
+    let prompt = finished(&recorded, NewPrompt::new("keep a note")).await;
+    let recording = recorded
+        .client("alice")
+        .await
+        .unwrap()
+        .get_recording(&prompt.id)
+        .await
+        .unwrap();
+
+    let offline = Stack::start_with(
+        Vec::new(),
+        StackOptions {
+            // Nothing listens there.
+            llm_base_url: Some("http://127.0.0.1:9/v1".into()),
+            llm_max_retries: 0,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let client = offline.client("alice").await.unwrap();
+    let imported = client.import_recording(recording).await.unwrap();
+    let ran = agentic(&offline, &["replay", &imported.id]).await;
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert_eq!(offline.model.request_count(), 0);
+    assert_eq!(
+        artifacts_of(&offline, "alice").await,
+        0,
+        "artifact.store did not run"
+    );
+    // The same prompt, run live on this stack, cannot reach a model.
+    let live = client
+        .create_prompt(NewPrompt::new("keep a note"))
+        .await
+        .unwrap();
+    collect(&client, &live.id, 0).await;
+    let live = client.get_prompt(&live.id).await.unwrap();
+    assert_eq!(live.state, PromptState::Failed as i32);
+}
+
+#[tokio::test]
+async fn live_model_and_live_tools_replay_one_side_for_real() {
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let prompt = finished(&stack, NewPrompt::new("keep a note")).await;
+
+    // The tools run again (another artifact), the model's answers come from the record.
+    let (asked, stored) = (
+        stack.model.request_count(),
+        artifacts_of(&stack, "alice").await,
+    );
+    let ran = agentic(&stack, &["replay", &prompt.id, "--live-tools"]).await;
+    assert_eq!(stack.model.request_count(), asked);
+    assert_eq!(artifacts_of(&stack, "alice").await, stored + 1);
+    // The new artifact has another id: the diff shows it, and only it.
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    let changed: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("- ") || line.starts_with("+ "))
+        .collect();
+    assert_eq!(changed.len(), 2, "{}", ran.stdout);
+    assert!(
+        changed.iter().all(|line| line.contains(r#"-> ok {"id":"#)),
+        "{}",
+        ran.stdout
+    );
+
+    // The model answers for real (now "second"), the tools' results come from the record.
+    let stored = artifacts_of(&stack, "alice").await;
+    let ran = agentic(&stack, &["replay", &prompt.id, "--live-model"]).await;
+    assert_eq!(artifacts_of(&stack, "alice").await, stored);
+    assert_eq!(ran.code, 1);
+    assert!(
+        ran.stdout.contains("- text \"first\"\n+ text \"second\""),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[tokio::test]
+async fn the_stand_in_model_answers_as_a_recordings_model_did() {
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let prompt = finished(&stack, NewPrompt::new("keep a note")).await;
+    let recording = stack
+        .client("alice")
+        .await
+        .unwrap()
+        .get_recording(&prompt.id)
+        .await
+        .unwrap();
+    let served = Stack::start(rules_from_recording(&recording))
+        .await
+        .unwrap();
+    let again = finished(&served, NewPrompt::new("keep a note")).await;
+    // The artifact's id differs (the tool ran again); everything else is the same.
+    let (before, after) = (timeline_lines(&prompt), timeline_lines(&again));
+    let differences = diff(&before, &after).unwrap();
+    let changed: Vec<&String> = differences
+        .iter()
+        .filter(|line| !line.starts_with("  "))
+        .collect();
+    assert_eq!(changed.len(), 2, "{differences:?}");
+    assert_eq!(served.model.request_count(), 2);
+}
+
+#[tokio::test]
+async fn recordings_are_private_optional_and_bounded_to_what_was_recorded() {
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let prompt = finished(&stack, NewPrompt::new("keep a note")).await;
+    let bob = stack.client("bob").await.unwrap();
+    let hidden = bob.get_recording(&prompt.id).await.unwrap_err();
+    assert_eq!(hidden.code(), Some(Code::NotFound), "{hidden}");
+    let refused = bob
+        .replay_prompt(&prompt.id, false, false)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::NotFound), "{refused}");
+
+    let unrecorded = Stack::start_with(
+        classic_rules(),
+        StackOptions {
+            record_prompts: prompt_gateway::RecordPrompts::Off,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let prompt = finished(&unrecorded, NewPrompt::new("keep a note")).await;
+    let client = unrecorded.client("alice").await.unwrap();
+    let error = client
+        .replay_prompt(&prompt.id, false, false)
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(Code::FailedPrecondition), "{error}");
+    assert!(error.to_string().contains("was not recorded"), "{error}");
+
+    // An import is checked before it is kept.
+    let mut recording = stack
+        .client("alice")
+        .await
+        .unwrap()
+        .get_recording(&finished(&stack, NewPrompt::new("keep a note")).await.id)
+        .await
+        .unwrap();
+    let marker = agentic_proto::v1::Exchange {
+        kind: Some(Kind::Lost("x".into())),
+    };
+    recording.exchanges = vec![marker; 5_001];
+    let error = client.import_recording(recording).await.unwrap_err();
+    assert_eq!(error.code(), Some(Code::InvalidArgument), "{error}");
+}
