@@ -33,6 +33,7 @@ fn start_tool_host(
         gateway_url: "http://127.0.0.1:9".to_owned(),
         storage: tool_host::StorageLimits::default(),
         mcp_config,
+        guardrails: None,
         internal_token: None,
         check_config: false,
         probe: false,

@@ -791,6 +791,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 gateway_url: "http://127.0.0.1:9".into(),
                 storage: tool_host::StorageLimits::default(),
                 mcp_config: None,
+                guardrails: None,
                 internal_token: None,
                 check_config: false,
                 probe: false,

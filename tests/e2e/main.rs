@@ -14,6 +14,7 @@ mod code;
 mod conversations;
 mod faults;
 mod gateway;
+mod guardrails;
 mod health;
 mod hostile;
 mod http_api;

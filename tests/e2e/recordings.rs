@@ -331,6 +331,23 @@ async fn recordings_are_private_optional_and_bounded_to_what_was_recorded() {
         .await
         .unwrap_err();
     assert_eq!(refused.code(), Some(Code::NotFound), "{refused}");
+    let alice = stack.client("alice").await.unwrap();
+    let imported = alice
+        .import_recording(alice.get_recording(&prompt.id).await.unwrap())
+        .await
+        .unwrap();
+    let hidden = bob.get_recording(&imported.id).await.unwrap_err();
+    assert_eq!(hidden.code(), Some(Code::NotFound), "{hidden}");
+    let refused = bob
+        .replay_prompt(&imported.id, false, false)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::NotFound), "{refused}");
+    let both = alice
+        .replay_prompt(&prompt.id, true, true)
+        .await
+        .unwrap_err();
+    assert_eq!(both.code(), Some(Code::InvalidArgument), "{both}");
 
     let unrecorded = Stack::start_with(
         classic_rules(),
@@ -364,4 +381,64 @@ async fn recordings_are_private_optional_and_bounded_to_what_was_recorded() {
     recording.exchanges = vec![marker; 5_001];
     let error = client.import_recording(recording).await.unwrap_err();
     assert_eq!(error.code(), Some(Code::InvalidArgument), "{error}");
+}
+
+#[tokio::test]
+async fn a_prompt_with_an_approved_and_a_rejected_call_replays_without_asking_anyone() {
+    let rules = vec![
+        calls(
+            Match::All(vec![
+                Match::NoToolResults,
+                Match::LastUserContains("two risky things".into()),
+            ]),
+            vec![
+                call("demo__dangerous", json!({"action": "first"})),
+                call("demo__dangerous", json!({"action": "second"})),
+            ],
+        ),
+        text(Match::HasToolResults, "did what was allowed"),
+    ];
+    let stack = Stack::start(rules).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("two risky things"))
+        .await
+        .unwrap();
+    until_waiting(&client, &created.id).await;
+    let waiting = client.get_prompt(&created.id).await.unwrap();
+    let calls: Vec<(String, serde_json::Value)> = crate::tidy::tool_outputs(&waiting)
+        .iter()
+        .map(|tool| {
+            (
+                tool.id.clone(),
+                agentic_proto::json::from_proto_opt(tool.input.as_ref()),
+            )
+        })
+        .collect();
+    for (id, input) in &calls {
+        if input["action"] == "first" {
+            client.approve_tool_call(&created.id, id).await.unwrap();
+        } else {
+            client
+                .reject_tool_call(&created.id, id, "not that one")
+                .await
+                .unwrap();
+        }
+    }
+    collect(&client, &created.id, 0).await;
+    let prompt = client.get_prompt(&created.id).await.unwrap();
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+
+    // Neither replay waits for a person, and both do what the recorded prompt did.
+    for live in [&[][..], &["--live-tools"][..]] {
+        let mut args = vec!["replay", prompt.id.as_str()];
+        args.extend_from_slice(live);
+        let ran = agentic(&stack, &args).await;
+        assert_eq!(ran.code, 0, "{live:?}: {}\n{}", ran.stdout, ran.stderr);
+    }
 }

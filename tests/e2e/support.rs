@@ -55,6 +55,7 @@ pub fn kind(event: &PromptEvent) -> &'static str {
         Some(prompt_event::Kind::Waiting(_)) => "waiting",
         Some(prompt_event::Kind::Log(_)) => "log",
         Some(prompt_event::Kind::Started(_)) => "started",
+        Some(prompt_event::Kind::Guardrail(_)) => "guardrail",
         None => "none",
     }
 }

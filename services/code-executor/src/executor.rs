@@ -169,7 +169,13 @@ impl CodeMode {
             let outcome = match replaying {
                 Some(replaying) => {
                     let paused = recorded.back().unwrap_or(&replaying).clone();
-                    let replayed = self.replay(&timeline, &host, program, replaying, &decisions);
+                    let replayed = self.replay(
+                        &timeline,
+                        &host,
+                        program,
+                        replaying,
+                        (&decisions, tape.as_deref()),
+                    );
                     match replayed.await {
                         Err(RunError::Resume(why)) => {
                             // Nothing of the paused round runs again; its calls say why.
@@ -223,7 +229,8 @@ impl CodeMode {
         crate::metrics::sandbox_run(&outcome);
         let (record, _) = host.end_round(&outcome);
         if let Some(tape) = tape {
-            // A round without a record keeps its place (and reads live when replayed).
+            // A round without a record keeps its place (replayed, it reads the clock live
+            // and random numbers from seed 0).
             tape.round_ended(record.as_ref().unwrap_or(&RoundRecord::default()))
                 .await;
         }
@@ -240,7 +247,7 @@ impl CodeMode {
         host: &Arc<PromptHost>,
         program: Program,
         round: RecordedRound,
-        decisions: &HashMap<String, Decision>,
+        (decisions, tape): (&HashMap<String, Decision>, Option<&Tape>),
     ) -> Result<RunOutcome, RunError> {
         let paused = round.paused();
         let decisions = if paused {
@@ -271,6 +278,11 @@ impl CodeMode {
             return Err(RunError::Resume(why));
         }
         if paused {
+            // The round that paused ends here, not in the run that recorded its start.
+            if let Some(tape) = tape {
+                tape.round_ended(record.as_ref().unwrap_or(&RoundRecord::default()))
+                    .await;
+            }
             settle(timeline, round.index, round.output, result, record).await?;
         }
         Ok(outcome)

@@ -133,6 +133,9 @@ export class PromptView {
     } else if (event.log) {
       // The code's log() lines: shown beside the answer, never in it (the newest 200).
       model.logs = [...(model.logs || []), event.log.text || ""].slice(-MAX_LOG_LINES);
+    } else if (event.guardrail) {
+      // A guardrail redacted the input or a text output, or blocked an output.
+      model.guardrails = [...(model.guardrails || []), event.guardrail].slice(-MAX_LOG_LINES);
     } else if (event.approvalRequested) {
       const { index, toolCallId } = event.approvalRequested;
       const output = model.outputs[index || 0];
@@ -245,6 +248,12 @@ export class PromptView {
       lines.textContent = this.model.logs.join("\n");
       logs.append(summary, lines);
       root.append(logs);
+    }
+
+    for (const tripped of this.model.guardrails || []) {
+      const notice = el("div", "notice guardrail");
+      notice.textContent = `guardrail ${tripped.guard || ""}: ${tripped.action || ""} the ${tripped.stage || ""} (${tripped.detail || ""})`;
+      root.append(notice);
     }
 
     const footer = el("footer", "prompt-footer");

@@ -129,6 +129,11 @@ pub struct Config {
     /// `dev` records in dev mode (no auth tokens configured), `on` always, `off` never.
     #[arg(long, env = "GATEWAY_RECORD_PROMPTS", value_enum, default_value_t = RecordPrompts::Dev)]
     pub record_prompts: RecordPrompts,
+    /// Guardrails (a JSON file, see docs/guardrails.md): checks per user group on prompts'
+    /// input and text output, run here (tool calls are checked by the tool-host). Unset:
+    /// none.
+    #[arg(long, env = "GATEWAY_GUARDRAILS")]
+    pub guardrails: Option<std::path::PathBuf>,
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
@@ -179,12 +184,21 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
+    guardrails(config)?;
     if config.modes.is_empty() && config.internal_token.is_none() {
         anyhow::bail!(
             "no execution modes configured (--modes), and without an internal token no executor can register one"
         );
     }
     Ok(())
+}
+
+/// The guardrails `--guardrails` names (none without it).
+fn guardrails(config: &Config) -> anyhow::Result<Arc<agentic_guard::Guardrails>> {
+    Ok(Arc::new(match &config.guardrails {
+        Some(path) => agentic_guard::Guardrails::load(path)?,
+        None => agentic_guard::Guardrails::default(),
+    }))
 }
 
 /// Largest request the public API reads: the largest legitimate one is a `CreatePrompt` with
@@ -441,6 +455,7 @@ fn prompts(
     ),
 ) -> anyhow::Result<Prompts> {
     let hub = Hub::default();
+    let guardrails = guardrails(config)?;
     let runner = Runner::new(
         store.clone(),
         hub.clone(),
@@ -452,7 +467,8 @@ fn prompts(
         queues,
         kept,
         config.daily_tokens_per_user,
-    );
+    )
+    .with_guardrails(Arc::clone(&guardrails));
     let modes = ModeRegistry::new(
         &config.modes,
         store.clone(),
@@ -465,6 +481,7 @@ fn prompts(
         runner,
         modes,
         max_run_time: Duration::from_secs(config.max_run_secs),
+        guardrails,
         recording: match config.record_prompts {
             RecordPrompts::On => true,
             RecordPrompts::Off => false,

@@ -166,13 +166,16 @@ pub struct Prompts {
     pub limits: crate::budget::Limits,
     /// Whether runs record their exchanges (`--record-prompts`); replays never do.
     pub recording: bool,
+    /// The operator's guardrails: prompts' input is checked here, their text output by the
+    /// runner.
+    pub guardrails: std::sync::Arc<agentic_guard::Guardrails>,
 }
 
 impl Prompts {
     /// Stores a prompt and starts it on its mode's executor, or (in a busy conversation) as
     /// its policy says: queues it, refuses it, or cancels the running prompt and queues it
     /// first. Nothing is stored when the mode is unknown or its executor cannot be reached.
-    pub async fn create(&self, request: NewPrompt) -> Result<Prompt, GatewayError> {
+    pub async fn create(&self, mut request: NewPrompt) -> Result<Prompt, GatewayError> {
         if request.input.trim().is_empty() {
             return Err(GatewayError::InvalidArgument(
                 "input must not be empty".into(),
@@ -189,6 +192,25 @@ impl Prompts {
             )));
         }
         check_state(request.state.as_ref())?;
+        // The input guards, before anything is stored or any model sees it.
+        let mut tripped = Vec::new();
+        if let Some(group) = self.guardrails.group_of(request.user_id.as_str()) {
+            use agentic_guard::{Checked, Stage};
+            match group
+                .check_text(Stage::Input, request.user_id.as_str(), &request.input)
+                .await
+            {
+                Checked::Blocked(blocked) => {
+                    return Err(GatewayError::FailedPrecondition(format!(
+                        "the prompt was {blocked}"
+                    )));
+                }
+                Checked::Pass { text, redacted } => {
+                    request.input = text;
+                    tripped = redacted;
+                }
+            }
+        }
         self.limits
             .check_daily(&self.store, &request.user_id)
             .await?;
@@ -273,7 +295,7 @@ impl Prompts {
         let ticket = self.runner.admit(&request.user_id).await?;
         if policy == BusyPolicy::Concurrent {
             let start = self.start_of(&prompt, Vec::new(), timeout).await?;
-            let run = self.runner.open(&mode, start).await?;
+            let run = self.runner.open(&mode, start).await?.noting(tripped);
             // From the insert on, the run must be followed even if the caller goes away
             // (its call dropped mid-way): a stored RUNNING prompt nobody follows would be
             // leased (so never reaped) for as long as this replica lives.
@@ -296,7 +318,7 @@ impl Prompts {
         // reaped) that nobody follows, nor a queue that nothing moves.
         let this = self.clone();
         tokio::spawn(async move {
-            this.admit_and_start(prompt, mode, policy, timeout, timeout_ms, ticket)
+            this.admit_and_start(prompt, mode, policy, (timeout, timeout_ms), ticket, tripped)
                 .await
         })
         .await
@@ -311,9 +333,9 @@ impl Prompts {
         prompt: Prompt,
         mode: crate::modes::Mode,
         policy: BusyPolicy,
-        timeout: Duration,
-        timeout_ms: i64,
+        (timeout, timeout_ms): (Duration, i64),
         ticket: crate::admission::Ticket,
+        tripped: Vec<agentic_guard::Tripped>,
     ) -> Result<Prompt, GatewayError> {
         match self
             .store
@@ -323,7 +345,7 @@ impl Prompts {
             Admitted::Run(created) => {
                 let opened = async {
                     let start = self.start_of(&prompt, Vec::new(), timeout).await?;
-                    self.runner.open(&mode, start).await
+                    Ok(self.runner.open(&mode, start).await?.noting(tripped))
                 }
                 .await;
                 match opened {

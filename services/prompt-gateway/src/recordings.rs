@@ -4,7 +4,8 @@
 
 use agentic_ids::{PromptId, UserId};
 use agentic_proto::v1::{
-    ExecuteReplay, ModelTier, Prompt, PromptState, Recording, ReplayPromptRequest,
+    ApprovalState, Exchange, ExecuteReplay, ModelTier, Prompt, PromptState, Recording,
+    ReplayPromptRequest, ToolExchange, exchange, prompt_output, tool_exchange, tool_result,
 };
 use prost::Message as _;
 
@@ -26,6 +27,12 @@ impl Prompts {
                 .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()));
         };
         let Some((exchanges, complete)) = self.store.exchanges(&prompt_id).await? else {
+            if let Some(replay) = self.store.replay_of(&prompt_id).await? {
+                return Err(GatewayError::FailedPrecondition(format!(
+                    "prompt {prompt_id} is a replay of {}, and replays are not recorded: use that one",
+                    agentic_rpc::shown_id(&replay.source_id)
+                )));
+            }
             return Err(GatewayError::FailedPrecondition(format!(
                 "prompt {prompt_id} was not recorded (the gateway records prompts as --record-prompts says: by default in dev mode)"
             )));
@@ -44,6 +51,11 @@ impl Prompts {
         user_id: &UserId,
         request: ReplayPromptRequest,
     ) -> Result<Prompt, GatewayError> {
+        if request.live_tools && request.live_model {
+            return Err(GatewayError::InvalidArgument(
+                "a replay runs the tools or the model live, not both (that is a new prompt)".into(),
+            ));
+        }
         let recording = self.recording(user_id, &request.prompt_id).await?;
         let source = recording.prompt.unwrap_or_default();
         if !recording.complete {
@@ -68,20 +80,27 @@ impl Prompts {
             live_model: request.live_model,
         };
         self.store.insert_replay(&id, &replay).await?;
-        self.create(NewPrompt {
-            id: Some(id),
-            user_id: user_id.clone(),
-            input: source.input,
-            mode: Some(source.mode),
-            model: ModelTier::try_from(source.model).unwrap_or(ModelTier::Normal),
-            conversation_id: None,
-            state: source.state_data,
-            max_rounds: source.max_rounds,
-            timeout: None,
-            on_busy: agentic_proto::v1::BusyPolicy::Unspecified,
-            budget: None,
-        })
-        .await
+        let created = self
+            .create(NewPrompt {
+                id: Some(id.clone()),
+                user_id: user_id.clone(),
+                input: source.input,
+                mode: Some(source.mode),
+                model: ModelTier::try_from(source.model).unwrap_or(ModelTier::Normal),
+                conversation_id: None,
+                state: source.state_data,
+                max_rounds: source.max_rounds,
+                timeout: None,
+                on_busy: agentic_proto::v1::BusyPolicy::Unspecified,
+                budget: None,
+            })
+            .await;
+        if created.is_err() {
+            // Nothing runs under that id: forget it (a failure here leaves a row that names
+            // no prompt, which nothing reads).
+            let _ = self.store.delete_replay(&id).await;
+        }
+        created
     }
 
     /// What `prompt` replays, when it is a replay: the recording's exchanges.
@@ -93,8 +112,38 @@ impl Prompts {
             return Ok(None);
         };
         let recording = self.recording(&prompt.owner(), &replay.source_id).await?;
+        // A replay asks nobody: a call a person rejected, which never ran (so has no
+        // recorded answer), answers with the error it ended with.
+        let mut exchanges = recording.exchanges;
+        let rejected = recording
+            .prompt
+            .iter()
+            .flat_map(|prompt| &prompt.output)
+            .filter_map(|output| match &output.kind {
+                Some(prompt_output::Kind::Tool(tool)) => Some(tool),
+                _ => None,
+            })
+            .filter(|tool| {
+                tool.approval
+                    .as_ref()
+                    .is_some_and(|approval| approval.state == ApprovalState::Rejected as i32)
+            })
+            .filter_map(
+                |tool| match tool.result.as_ref().and_then(|r| r.result.as_ref()) {
+                    Some(tool_result::Result::Error(error)) => Some(Exchange {
+                        kind: Some(exchange::Kind::Tool(ToolExchange {
+                            tool_id: tool.function.clone(),
+                            input: tool.input.clone(),
+                            result: Some(tool_exchange::Result::Error(error.error.clone())),
+                            ..ToolExchange::default()
+                        })),
+                    }),
+                    _ => None,
+                },
+            );
+        exchanges.extend(rejected);
         Ok(Some(ExecuteReplay {
-            exchanges: recording.exchanges,
+            exchanges,
             live_tools: replay.live_tools,
             live_model: replay.live_model,
         }))
@@ -115,6 +164,18 @@ impl Prompts {
             .ok_or_else(|| invalid("recording.prompt is required".into()))?;
         if prompt.input.trim().is_empty() || prompt.mode.trim().is_empty() {
             return Err(invalid("recording.prompt needs its input and mode".into()));
+        }
+        if prompt.input.len() > crate::prompts::MAX_INPUT_BYTES {
+            return Err(invalid(format!(
+                "recording.prompt.input is longer than {} bytes",
+                crate::prompts::MAX_INPUT_BYTES
+            )));
+        }
+        if prompt.max_rounds > crate::prompts::MAX_ROUNDS_LIMIT {
+            return Err(invalid(format!(
+                "recording.prompt.max_rounds must be at most {}",
+                crate::prompts::MAX_ROUNDS_LIMIT
+            )));
         }
         crate::prompts::check_state(prompt.state_data.as_ref())?;
         let count = recording.exchanges.len();

@@ -74,6 +74,8 @@ impl ToolHost for ToolHostService {
         let mut tools = self.tools.clone();
         tools.extend(user_tools.iter().map(tool_definition));
         tools.extend(mcp_tools.iter().map(|tool| tool_definition(&tool.spec)));
+        // A user's group may not see some tools at all.
+        tools.retain(|tool| self.registry.allowed(&ctx.user_id, &tool.id));
         // The code that interpreter.run-code runs can call what this prompt can: say which.
         use crate::plugins::interpreter::{RUN_CODE, describe};
         if let Some(position) = tools.iter().position(|tool| tool.id == RUN_CODE) {
@@ -244,6 +246,13 @@ impl ToolHost for ToolHostService {
         if let Some(hub) = self.registry.mcp() {
             sources.extend(hub.statuses().into_iter().map(tool_source));
         }
+        tools.retain(|tool| {
+            let id = tool
+                .definition
+                .as_ref()
+                .map_or("", |definition| definition.id.as_str());
+            self.registry.allowed(&user_id, id)
+        });
         Ok(Response::new(pb::ListToolsResponse { tools, sources }))
     }
 }

@@ -60,6 +60,13 @@ pub struct Config {
     #[arg(long, env = "TOOL_HOST_MCP_CONFIG")]
     pub mcp_config: Option<PathBuf>,
 
+    /// Guardrails (a JSON file, see docs/guardrails.md): the tool checks per user group
+    /// (allow and deny lists, argument patterns, external guards of the tool stage), run
+    /// before every call, nested ones included; tools a group may not call are not listed.
+    /// Unset: none.
+    #[arg(long, env = "TOOL_HOST_GUARDRAILS")]
+    pub guardrails: Option<PathBuf>,
+
     #[command(flatten)]
     pub storage: StorageLimits,
 
@@ -126,6 +133,7 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     BuiltIn::parse_list(&config.plugins)?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     mcp_servers(config)?;
+    guardrails(config)?;
     Ok(())
 }
 
@@ -138,6 +146,14 @@ fn mcp_servers(config: &Config) -> anyhow::Result<Vec<mcp::ServerConfig>> {
     let mut reserved = plugins::KNOWN_PLUGINS.to_vec();
     reserved.push("code");
     Ok(mcp::config::load(path, &reserved)?)
+}
+
+/// The guardrails `--guardrails` names (none without it).
+fn guardrails(config: &Config) -> anyhow::Result<Arc<agentic_guard::Guardrails>> {
+    Ok(Arc::new(match &config.guardrails {
+        Some(path) => agentic_guard::Guardrails::load(path)?,
+        None => agentic_guard::Guardrails::default(),
+    }))
 }
 
 /// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus
@@ -179,7 +195,7 @@ pub async fn run(
     }
     let hub =
         (!mcp_servers.is_empty()).then(|| Arc::new(mcp::Hub::start(mcp_servers, store.clone())));
-    let registry = Arc::new(Registry::new(plugins, hub.clone())?);
+    let registry = Arc::new(Registry::new(plugins, hub.clone())?.guarded(guardrails(&config)?));
     if registry.tools().next().is_none() && hub.is_none() {
         tracing::warn!("no plugins enabled: executors will see no tools");
     }

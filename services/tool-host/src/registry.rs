@@ -29,6 +29,8 @@ pub struct Registry {
     index_by_id: HashMap<String, usize>,
     /// The MCP servers, whose tools come and go while the service runs.
     mcp: Option<Arc<Hub>>,
+    /// The operator's tool checks, per user group.
+    guardrails: Arc<agentic_guard::Guardrails>,
 }
 
 struct RegisteredTool {
@@ -62,7 +64,21 @@ impl Registry {
             tools,
             index_by_id,
             mcp,
+            guardrails: Arc::default(),
         })
+    }
+
+    /// The same registry, checking every call against `guardrails` before it runs.
+    pub fn guarded(mut self, guardrails: Arc<agentic_guard::Guardrails>) -> Registry {
+        self.guardrails = guardrails;
+        self
+    }
+
+    /// Whether `user_id` may see and call `tool_id` (their group's allow and deny lists).
+    pub fn allowed(&self, user_id: &agentic_ids::UserId, tool_id: &str) -> bool {
+        self.guardrails
+            .group_of(user_id.as_str())
+            .is_none_or(|group| group.tool_allowed(tool_id))
     }
 
     /// The plugins' tools (fixed while the service runs).
@@ -138,6 +154,14 @@ impl Registry {
         progress: Option<ProgressSender>,
         asks: Option<ApprovalAsks>,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
+        if let Some(group) = self.guardrails.group_of(ctx.user_id.as_str())
+            && let Err(tripped) = group
+                .check_tool(ctx.user_id.as_str(), tool_id.as_str(), &input)
+                .await
+        {
+            tracing::info!(%tool_id, guard = %tripped.guard, "tool call blocked by a guardrail");
+            return Ok(Err(ToolFailure::new(format!("the call was {tripped}"))));
+        }
         if let Some(&index) = self.index_by_id.get(tool_id.as_str()) {
             let tool = &self.tools[index];
             if let Err(failure) = validate(tool_id, &tool.validator, &input) {

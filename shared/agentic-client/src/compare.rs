@@ -1,36 +1,35 @@
 //! Comparing two prompts' timelines, as `agentic replay` does: each prompt as lines of what
 //! it did (text, tool calls with their input and result, nested ones indented under their
 //! call, files, how it ended), leaving out what differs between any two runs (ids, times,
-//! tokens), and a line diff of two such listings.
+//! tokens) and people's approvals, and a line diff of two such listings.
 
 use agentic_proto::json;
-use agentic_proto::v1::{
-    ApprovalState, Prompt, PromptState, ToolOutput, prompt_output, tool_result,
-};
+use agentic_proto::v1::{Prompt, PromptState, ToolOutput, prompt_output, tool_result};
 
 /// Lines a diff compares whole, at most per side: longer timelines are compared up to the
 /// first line that differs.
-const MAX_DIFFED_LINES: usize = 4_000;
+const MAX_DIFFED_LINES: usize = 2_000;
 
 /// `prompt`'s timeline and ending as lines.
 pub fn timeline_lines(prompt: &Prompt) -> Vec<String> {
     let mut lines = Vec::new();
+    let parents: std::collections::HashMap<&str, &str> = prompt
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) => {
+                Some((tool.id.as_str(), tool.parent_id.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
     let depth_of = |tool: &ToolOutput| {
         let mut depth = 0;
         let mut parent = tool.parent_id.as_str();
-        // Bounded: a parent chain longer than the timeline would be a cycle.
-        while !parent.is_empty() && depth < prompt.output.len() {
+        // Bounded: calls nest one deep, and a longer chain (a cycle) stops at 8.
+        while !parent.is_empty() && depth < 8 {
             depth += 1;
-            parent = prompt
-                .output
-                .iter()
-                .find_map(|output| match &output.kind {
-                    Some(prompt_output::Kind::Tool(tool)) if tool.id == parent => {
-                        Some(tool.parent_id.as_str())
-                    }
-                    _ => None,
-                })
-                .unwrap_or_default();
+            parent = parents.get(parent).copied().unwrap_or_default();
         }
         depth
     };
@@ -59,15 +58,9 @@ pub fn timeline_lines(prompt: &Prompt) -> Vec<String> {
                     }
                     None => "no result".to_owned(),
                 };
+                // Not whether a person approved it: that is their doing, not the prompt's,
+                // and a replay asks nobody.
                 lines.push(format!("{indent}  -> {result}"));
-                let approval = tool
-                    .approval
-                    .as_ref()
-                    .and_then(|approval| ApprovalState::try_from(approval.state).ok());
-                if let Some(state @ (ApprovalState::Approved | ApprovalState::Rejected)) = approval
-                {
-                    lines.push(format!("{indent}  approval {}", state.as_str_name()));
-                }
             }
             Some(prompt_output::Kind::File(file)) => lines.push(format!(
                 "file {} ({}, {} bytes)",

@@ -38,8 +38,8 @@ struct Replaying {
     live_model: bool,
     prepares: Mutex<VecDeque<pb::PrepareExchange>>,
     answers: Mutex<VecDeque<pb::ModelExchange>>,
-    /// Tool answers not used yet; each is used once.
-    tools: Mutex<Vec<Option<pb::ToolExchange>>>,
+    /// Tool answers not used yet, by tool id and input; each is used once.
+    tools: Mutex<Vec<Option<(String, Json, pb::ToolExchange)>>>,
     rounds: Mutex<VecDeque<pb::RoundRecord>>,
     /// Tools answered from the recording even with `live_tools` (they need approval, or
     /// may ask for it).
@@ -75,7 +75,10 @@ impl Tape {
                 match exchange.kind {
                     Some(Kind::Prepare(prepare)) => prepares.push_back(prepare),
                     Some(Kind::Model(model)) => answers.push_back(model),
-                    Some(Kind::Tool(tool)) => tools.push(Some(tool)),
+                    Some(Kind::Tool(tool)) => {
+                        let input = json::from_proto_opt(tool.input.as_ref());
+                        tools.push(Some((tool.tool_id.clone(), input, tool)));
+                    }
                     Some(Kind::Round(round)) => rounds.push_back(round),
                     Some(Kind::Lost(_)) | None => {}
                 }
@@ -178,12 +181,11 @@ impl Tape {
         let replay = self.answers_tool(tool_id)?;
         let mut tools = lock(&replay.tools);
         let found = tools.iter_mut().find(|slot| {
-            slot.as_ref().is_some_and(|tool| {
-                tool.tool_id == tool_id && json::from_proto_opt(tool.input.as_ref()) == *input
-            })
+            slot.as_ref()
+                .is_some_and(|(id, recorded, _)| id == tool_id && recorded == input)
         });
         let response = match found.and_then(Option::take) {
-            Some(tool) => pb::InvokeToolResponse {
+            Some((_, _, tool)) => pb::InvokeToolResponse {
                 result: tool.result.map(|result| match result {
                     pb::tool_exchange::Result::Output(output) => {
                         pb::invoke_tool_response::Result::Output(output)
@@ -283,7 +285,7 @@ impl ChatModel for TapedModel {
             {
                 let _ = deltas.send(answer.content.clone());
             }
-            let usage = answer.usage.unwrap_or_default();
+            // A replay spends no tokens: the recorded answer costs nothing now.
             return Ok(ChatResponse {
                 content: answer.content,
                 tool_calls: answer
@@ -296,10 +298,8 @@ impl ChatModel for TapedModel {
                     })
                     .collect(),
                 usage: Usage {
-                    input_tokens: usage.input_tokens,
-                    output_tokens: usage.output_tokens,
-                    total_tokens: usage.total_tokens,
                     calls: 1,
+                    ..Usage::default()
                 },
             });
         }

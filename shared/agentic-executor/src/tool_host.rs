@@ -214,6 +214,7 @@ impl ToolHost {
         });
         request.set_timeout(PREPARE_TIMEOUT);
         let recorded = self.tape.as_ref().and_then(|tape| tape.recorded_prepare());
+        let from_recording = recorded.is_some();
         let mut response = match recorded {
             Some(recorded) => recorded.map_err(ToolHostError::Unavailable)?,
             // Any failure here leaves the run without tools, so every status counts as
@@ -226,10 +227,14 @@ impl ToolHost {
                 .map_err(|status| ToolHostError::Unavailable(agentic_rpc::relayed(&status)))?
                 .into_inner(),
         };
+        // What every run of this executor goes by comes only from the tool-host itself,
+        // never from a recording (which a user may have written), nor as a replay changes it.
+        if !from_recording {
+            self.remember_timeouts(&response.tools);
+        }
         if let Some(tape) = &self.tape {
             tape.prepared(&mut response).await;
         }
-        self.remember_timeouts(&response.tools);
         let tools = response
             .tools
             .into_iter()

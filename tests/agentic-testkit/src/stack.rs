@@ -170,6 +170,8 @@ pub struct StackOptions {
     pub daily_tokens_per_user: u64,
     /// When the gateway records prompts (dev mode by default, as in production).
     pub record_prompts: prompt_gateway::RecordPrompts,
+    /// A guardrails file for the gateway and the tool-host (none by default).
+    pub guardrails: Option<PathBuf>,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -220,6 +222,7 @@ impl Default for StackOptions {
             max_prompt_tool_calls: 0,
             daily_tokens_per_user: 0,
             record_prompts: prompt_gateway::RecordPrompts::Dev,
+            guardrails: None,
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -482,6 +485,7 @@ impl Stack {
             gateway_url: format!("{}://{gateway}", gateway_scheme(options)),
             storage: options.tool_host_storage,
             mcp_config: options.tool_host_mcp_config.clone(),
+            guardrails: options.guardrails.clone(),
             internal_token: options.internal_token.clone(),
             check_config: false,
             probe: false,
@@ -587,6 +591,7 @@ impl Stack {
             daily_tokens_per_user: options.daily_tokens_per_user,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
+            guardrails: options.guardrails.clone(),
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),

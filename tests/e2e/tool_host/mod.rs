@@ -78,6 +78,7 @@ impl TestToolHost {
             gateway_url: "http://127.0.0.1:9".into(),
             storage: tool_host::StorageLimits::default(),
             mcp_config: None,
+            guardrails: None,
             internal_token: None,
             check_config: false,
             probe: false,

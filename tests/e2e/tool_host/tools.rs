@@ -295,6 +295,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         gateway_url: "http://127.0.0.1:9".into(),
         storage: tool_host::StorageLimits::default(),
         mcp_config: None,
+        guardrails: None,
         internal_token: None,
         check_config: false,
         probe: false,

@@ -42,10 +42,20 @@ pub struct OpenRun {
     inputs: mpsc::Sender<Input>,
     /// The run was asked to record its exchanges: only then are they kept.
     recording: bool,
+    /// Guardrails that tripped before the run (on the input): shown first.
+    notices: Vec<agentic_guard::Tripped>,
     events: Streaming<ExecuteEvent>,
     /// The run's `prompt {id}` span: the executor's spans are its children, so the whole run
     /// is one trace. Following the run continues inside it.
     span: tracing::Span,
+}
+
+impl OpenRun {
+    /// The same run, showing that `tripped` guards tripped before it (on the input).
+    pub fn noting(mut self, tripped: Vec<agentic_guard::Tripped>) -> OpenRun {
+        self.notices = tripped;
+        self
+    }
 }
 
 /// What other requests ask of a run this gateway follows.
@@ -83,6 +93,8 @@ pub struct Runner {
     /// Prompts whose run was lost while paused and that now wait durably: a new run takes
     /// each up at once if every decision is already in.
     kept: mpsc::UnboundedSender<PromptId>,
+    /// The operator's guardrails: prompts' text output is checked before it is stored.
+    guardrails: Arc<agentic_guard::Guardrails>,
 }
 
 enum Next {
@@ -110,7 +122,14 @@ impl Runner {
             queues,
             daily_tokens,
             kept,
+            guardrails: Arc::default(),
         }
+    }
+
+    /// The same runner, checking prompts' text output with `guardrails`.
+    pub fn with_guardrails(mut self, guardrails: Arc<agentic_guard::Guardrails>) -> Runner {
+        self.guardrails = guardrails;
+        self
     }
 
     /// Something that may let the queue of conversation `conversation_id` move on happened
@@ -174,6 +193,7 @@ impl Runner {
         Ok(OpenRun {
             inputs,
             recording,
+            notices: Vec::new(),
             events,
             span,
         })
@@ -363,6 +383,7 @@ impl Runner {
             inputs,
             events,
             recording,
+            notices,
             ..
         } = run;
         let mut run = Run::new(
@@ -374,6 +395,12 @@ impl Runner {
             (outputs, recording),
             spending,
         );
+        run.guard_output(&self.guardrails);
+        for tripped in &notices {
+            if let Err(error) = Box::pin(run.notice(tripped)).await {
+                tracing::warn!(%prompt_id, %error, "guardrail event not stored");
+            }
+        }
         // Everything the executor already sent is taken at once, so it is stored in one write.
         let mut events = events.ready_chunks(MAX_BATCH);
         loop {

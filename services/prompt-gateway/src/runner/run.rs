@@ -5,9 +5,11 @@ use std::collections::HashSet;
 
 use agentic_proto::v1::{
     ApprovalDecision, ApprovalState, Budget, CancelExecution, ExecuteEvent, ExecuteInput,
-    OutputAdded, OutputUpdated, Prompt, PromptCompleted, PromptEvent, PromptFailed, PromptOutput,
-    PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
+    OutputAdded, OutputUpdated, Prompt, PromptCompleted, PromptEvent, PromptFailed,
+    PromptGuardrail, PromptOutput, PromptState, PromptWaiting, Usage, execute_event, execute_input,
+    prompt_event, prompt_output,
 };
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{Input, Next};
@@ -42,6 +44,9 @@ pub(super) struct Run {
     spending: Spending,
     /// The run records its exchanges (see `ExecuteStart.record`); unasked ones are dropped.
     recording: bool,
+    /// The guardrails, when the prompt's user is in a group that checks text output: text
+    /// is then not streamed, and each text output is checked before it is stored.
+    output_guard: Option<Arc<agentic_guard::Guardrails>>,
 }
 
 /// What a prompt may spend and has spent, as its run reports it.
@@ -131,6 +136,89 @@ impl Run {
             stored: 0,
             spending,
             recording,
+            output_guard: None,
+        }
+    }
+
+    /// Checks the prompt's text output with `guardrails` if its user's group asks for it.
+    pub(super) fn guard_output(&mut self, guardrails: &Arc<agentic_guard::Guardrails>) {
+        let user = self.spending.user_id.as_str();
+        if guardrails
+            .group_of(user)
+            .is_some_and(agentic_guard::Group::guards_output)
+        {
+            self.output_guard = Some(Arc::clone(guardrails));
+        }
+    }
+
+    /// Appends a `guardrail` event saying `tripped` tripped.
+    pub(super) async fn notice(
+        &mut self,
+        tripped: &agentic_guard::Tripped,
+    ) -> Result<(), GatewayError> {
+        let guardrail = PromptGuardrail {
+            guard: tripped.guard.clone(),
+            stage: tripped.stage.as_str().to_owned(),
+            action: tripped.action.to_owned(),
+            detail: tripped.detail.clone(),
+        };
+        let events = self
+            .log
+            .append(
+                Change::None,
+                Box::new(move |_| prompt_event::Kind::Guardrail(guardrail)),
+            )
+            .await?;
+        self.publish(&events);
+        Ok(())
+    }
+
+    /// `event` with its text guarded (see `output_guard`): `None` for a text delta (text is
+    /// shown once checked), a text output redacted, or an error that ends the prompt when a
+    /// guard blocks it (after its `guardrail` event).
+    async fn guarded(
+        &mut self,
+        mut event: ExecuteEvent,
+    ) -> Result<Option<ExecuteEvent>, GatewayError> {
+        let Some(guardrails) = self.output_guard.clone() else {
+            return Ok(Some(event));
+        };
+        let user = self.spending.user_id.to_string();
+        let Some(group) = guardrails.group_of(&user) else {
+            return Ok(Some(event));
+        };
+        let output = match &mut event.kind {
+            Some(execute_event::Kind::TextDelta(_)) => return Ok(None),
+            Some(execute_event::Kind::OutputAdded(added)) => added.output.as_mut(),
+            Some(execute_event::Kind::OutputUpdated(updated)) => updated.output.as_mut(),
+            _ => None,
+        };
+        let Some(PromptOutput {
+            kind: Some(prompt_output::Kind::Text(text)),
+        }) = output
+        else {
+            return Ok(Some(event));
+        };
+        match group
+            .check_text(agentic_guard::Stage::Output, &user, &text.content)
+            .await
+        {
+            agentic_guard::Checked::Pass {
+                text: guarded,
+                redacted,
+            } => {
+                text.content = guarded;
+                for tripped in &redacted {
+                    self.notice(tripped).await?;
+                }
+                Ok(Some(event))
+            }
+            agentic_guard::Checked::Blocked(tripped) => {
+                self.notice(&tripped).await?;
+                Err(GatewayError::FailedPrecondition(format!(
+                    "the prompt's output was {tripped}"
+                )))
+            }
         }
     }
 
@@ -219,12 +307,24 @@ impl Run {
         batch: Vec<Result<ExecuteEvent, tonic::Status>>,
     ) -> Result<Next, GatewayError> {
         let batch = merge_text_deltas(batch);
-        if self.stored + batch.len() > MAX_EVENTS_PER_RUN {
+        // Exchanges are not the prompt's events: the recording bounds its own.
+        let events = batch
+            .iter()
+            .filter(|item| {
+                !matches!(
+                    item,
+                    Ok(ExecuteEvent {
+                        kind: Some(execute_event::Kind::Exchange(_))
+                    })
+                )
+            })
+            .count();
+        if self.stored + events > MAX_EVENTS_PER_RUN {
             return Err(GatewayError::ResourceExhausted(format!(
                 "the run sent more than {MAX_EVENTS_PER_RUN} events; it was stopped"
             )));
         }
-        self.stored += batch.len();
+        self.stored += events;
         let mut next = Ok(Next::Continue);
         let mut lost = None;
         for item in batch {
@@ -291,6 +391,9 @@ impl Run {
                 "the executor sent an event of {bytes} bytes, more than the {MAX_EXECUTE_EVENT_BYTES} an event may have"
             )));
         }
+        let Some(event) = self.guarded(event).await? else {
+            return Ok(Next::Continue);
+        };
         let Some(kind) = event.kind else {
             return Err(GatewayError::Protocol(
                 "execute event without a kind".into(),
@@ -360,10 +463,17 @@ impl Run {
             }
             execute_event::Kind::Exchange(exchange) => {
                 if self.recording {
-                    // A recording that cannot be written is lost, not the prompt.
-                    if let Err(error) = self.store.record_exchange(&self.prompt_id, &exchange).await
-                    {
-                        tracing::warn!(prompt_id = %self.prompt_id, error = %agentic_telemetry::errors::error_chain(&error), "exchange not recorded");
+                    // Once the recording took nothing more (past its bounds), nothing more
+                    // is written; a recording that cannot be written is lost, not the
+                    // prompt, and is marked incomplete if that can be written.
+                    match self.store.record_exchange(&self.prompt_id, &exchange).await {
+                        Ok(true) => {}
+                        Ok(false) => self.recording = false,
+                        Err(error) => {
+                            tracing::warn!(prompt_id = %self.prompt_id, error = %agentic_telemetry::errors::error_chain(&error), "exchange not recorded: the recording is incomplete");
+                            self.recording = false;
+                            let _ = self.store.recording_incomplete(&self.prompt_id).await;
+                        }
                     }
                 }
                 return Ok(Next::Continue);

@@ -96,6 +96,29 @@ impl Store {
         Ok(sequence.is_some())
     }
 
+    /// Marks `prompt_id`'s recording incomplete (an exchange could not be kept).
+    pub async fn recording_incomplete(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
+        self.db
+            .write(
+                "INSERT INTO prompt_recordings (prompt_id, exchanges, bytes, complete) \
+                 VALUES ($1, 0, 0, 0) ON CONFLICT (prompt_id) DO UPDATE SET complete = 0",
+                &[prompt_id.into()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets that `prompt_id` replays a recording (its prompt could not be created).
+    pub async fn delete_replay(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
+        self.db
+            .write(
+                "DELETE FROM prompt_replays WHERE prompt_id = $1",
+                &[prompt_id.into()],
+            )
+            .await?;
+        Ok(())
+    }
+
     /// `prompt_id`'s exchanges in order, and whether its recording is complete; `None` when
     /// nothing was recorded.
     pub async fn exchanges(

@@ -4,7 +4,7 @@
 use agentic_proto::canonical;
 use agentic_proto::v1::{PromptState, Recording};
 
-use super::Console;
+use super::{Console, printable};
 use crate::Client;
 use crate::compare::{diff, timeline_lines};
 
@@ -33,7 +33,7 @@ pub async fn replay(
     let recording = client.get_recording(source).await?;
     let recorded = recording.prompt.unwrap_or_default();
     let replay = client.replay_prompt(source, live_tools, live_model).await?;
-    writeln!(console.err, "replay: {}", replay.id)?;
+    writeln!(console.err, "replay: {}", printable::name(&replay.id))?;
     // The replay runs to its end; its events are not shown, its timeline is compared.
     let mut after = 0;
     loop {
@@ -56,17 +56,21 @@ pub async fn replay(
             writeln!(
                 console.out,
                 "same: the replay {} did what {} did ({} lines)",
-                replayed.id,
-                recorded.id,
+                printable::name(&replayed.id),
+                printable::name(&recorded.id),
                 before.len()
             )?;
             Ok(0)
         }
         Some(lines) => {
-            writeln!(console.out, "--- recorded {}", recorded.id)?;
-            writeln!(console.out, "+++ replay {}", replayed.id)?;
+            writeln!(
+                console.out,
+                "--- recorded {}",
+                printable::name(&recorded.id)
+            )?;
+            writeln!(console.out, "+++ replay {}", printable::name(&replayed.id))?;
             for line in lines {
-                writeln!(console.out, "{line}")?;
+                writeln!(console.out, "{}", printable::name(&line))?;
             }
             Ok(super::FAILURE)
         }

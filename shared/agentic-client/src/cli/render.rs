@@ -92,6 +92,16 @@ impl Renderer {
             Some(prompt_event::Kind::Started(_)) => {
                 writeln!(console.err, "[started: the prompts before it ended]")?;
             }
+            Some(prompt_event::Kind::Guardrail(tripped)) => {
+                writeln!(
+                    console.err,
+                    "[guardrail {}: {} the {}: {}]",
+                    name(&tripped.guard),
+                    name(&tripped.action),
+                    name(&tripped.stage),
+                    name(&tripped.detail)
+                )?;
+            }
             Some(prompt_event::Kind::Created(_)) | None => {}
         }
         Ok(())

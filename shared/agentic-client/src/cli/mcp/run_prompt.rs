@@ -302,6 +302,10 @@ fn step(event: &PromptEvent) -> Option<String> {
             "prompt {} started: the prompts before it ended",
             event.prompt_id
         )),
+        Some(prompt_event::Kind::Guardrail(tripped)) => Some(format!(
+            "{} by guardrail {} ({}): {}",
+            tripped.action, tripped.guard, tripped.stage, tripped.detail
+        )),
         Some(prompt_event::Kind::Output(added)) => match added.output.as_ref()?.kind.as_ref()? {
             prompt_output::Kind::Tool(tool) => Some(format!("calling {}", tool.function)),
             prompt_output::Kind::File(file) => Some(format!(

@@ -1,0 +1,639 @@
+//! Guardrails: checks the operator configures per user group, run around prompts by the
+//! services that see each stage: a prompt's input (the gateway, before the first model
+//! call), its text output (the gateway, before the text is stored and streamed) and tool
+//! calls (the tool-host, before a call runs, nested ones included).
+//!
+//! Built in: patterns and PII (emails, phone numbers, card numbers) that block or redact,
+//! a size limit on the input, tool allow and deny lists and patterns on a call's arguments.
+//! External: a `Guard` gRPC service anyone can implement, asked at the stages the file
+//! names; one that does not answer in time blocks (a guard fails closed).
+//!
+//! The file (JSON) lists groups; a user belongs to the first group whose `users` name them
+//! (`"*"`: everyone). See `docs/guardrails.md`.
+
+use std::time::Duration;
+
+use agentic_proto::json;
+use agentic_proto::v1::guard_client::GuardClient;
+use agentic_proto::v1::{GuardCheckRequest, GuardStage, GuardVerdict};
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value as Json;
+
+/// How long an external guard may take to answer.
+pub const EXTERNAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Compiled size of one pattern, at most (the `regex` crate's own limit, made explicit).
+const MAX_PATTERN_BYTES: usize = 1 << 20;
+
+/// A stage a guard checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Input,
+    Output,
+    Tool,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Input => "input",
+            Stage::Output => "output",
+            Stage::Tool => "tool",
+        }
+    }
+
+    fn proto(self) -> GuardStage {
+        match self {
+            Stage::Input => GuardStage::Input,
+            Stage::Output => GuardStage::Output,
+            Stage::Tool => GuardStage::Tool,
+        }
+    }
+}
+
+/// What a tripped guard does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Block,
+    Redact,
+}
+
+/// A guard that tripped, and what it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tripped {
+    pub guard: String,
+    pub stage: Stage,
+    /// `"blocked"` or `"redacted"`.
+    pub action: &'static str,
+    /// What it found, fit to show to the user (never the matched text itself).
+    pub detail: String,
+}
+
+impl std::fmt::Display for Tripped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} by guardrail {:?} ({}): {}",
+            self.action,
+            self.guard,
+            self.stage.as_str(),
+            self.detail
+        )
+    }
+}
+
+/// The outcome of checking a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checked {
+    /// Unchanged, or redacted: the text to go on with, and the guards that redacted it.
+    Pass {
+        text: String,
+        redacted: Vec<Tripped>,
+    },
+    Blocked(Tripped),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading the guardrails file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the guardrails file is not valid: {0}")]
+    Invalid(String),
+}
+
+/// The operator's guardrails: groups of users and their guards. Empty: nothing is checked.
+#[derive(Debug, Default)]
+pub struct Guardrails {
+    groups: Vec<Group>,
+}
+
+#[derive(Debug)]
+pub struct Group {
+    name: String,
+    users: Vec<String>,
+    max_input_bytes: Option<usize>,
+    input: Vec<TextGuard>,
+    output: Vec<TextGuard>,
+    allow_tools: Option<Vec<String>>,
+    deny_tools: Vec<String>,
+    arguments: Vec<ArgumentGuard>,
+    external: Vec<External>,
+}
+
+#[derive(Debug)]
+struct TextGuard {
+    name: String,
+    pattern: Regex,
+    action: Action,
+    /// What the pattern finds, in words (`"an email address"`).
+    finds: String,
+}
+
+#[derive(Debug)]
+struct ArgumentGuard {
+    name: String,
+    /// A tool id, or a prefix ending in `*`.
+    tool: String,
+    pattern: Regex,
+}
+
+#[derive(Debug)]
+struct External {
+    name: String,
+    stages: Vec<Stage>,
+    client: GuardClient<tonic::transport::Channel>,
+}
+
+// The file, as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    groups: Vec<GroupConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupConfig {
+    name: String,
+    users: Vec<String>,
+    #[serde(default)]
+    max_input_bytes: Option<usize>,
+    #[serde(default)]
+    input: Vec<TextGuardConfig>,
+    #[serde(default)]
+    output: Vec<TextGuardConfig>,
+    #[serde(default)]
+    tools: ToolsConfig,
+    #[serde(default)]
+    external: Vec<ExternalConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextGuardConfig {
+    name: String,
+    #[serde(default)]
+    pattern: Option<String>,
+    /// Built-in PII kinds: `email`, `phone`, `card`.
+    #[serde(default)]
+    pii: Vec<String>,
+    action: Action,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsConfig {
+    #[serde(default)]
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    arguments: Vec<ArgumentConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArgumentConfig {
+    name: String,
+    tool: String,
+    pattern: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExternalConfig {
+    name: String,
+    url: String,
+    stages: Vec<Stage>,
+}
+
+/// The built-in PII patterns, and what each finds.
+fn pii(kind: &str) -> Option<(&'static str, &'static str)> {
+    Some(match kind {
+        "email" => (
+            r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
+            "an email address",
+        ),
+        "phone" => (r"\+?\d[\d ().-]{7,}\d", "a phone number"),
+        "card" => (r"\b(?:\d[ -]?){12,18}\d\b", "a card number"),
+        _ => return None,
+    })
+}
+
+fn compile(pattern: &str, what: &str) -> Result<Regex, ConfigError> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(MAX_PATTERN_BYTES)
+        .build()
+        .map_err(|error| ConfigError::Invalid(format!("{what}: {error}")))
+}
+
+impl Guardrails {
+    /// The guardrails in the JSON file at `path`, checked whole (patterns compiled, guard
+    /// URLs parsed) before anything runs.
+    pub fn load(path: &std::path::Path) -> Result<Guardrails, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Guardrails::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<Guardrails, ConfigError> {
+        let file: FileConfig =
+            serde_json::from_str(text).map_err(|error| ConfigError::Invalid(error.to_string()))?;
+        let groups = file
+            .groups
+            .into_iter()
+            .map(Group::from_config)
+            .collect::<Result<_, _>>()?;
+        Ok(Guardrails { groups })
+    }
+
+    /// The group `user_id` belongs to: the first that names them or `*`.
+    pub fn group_of(&self, user_id: &str) -> Option<&Group> {
+        self.groups.iter().find(|group| {
+            group
+                .users
+                .iter()
+                .any(|user| user == "*" || user == user_id)
+        })
+    }
+}
+
+impl Group {
+    fn from_config(config: GroupConfig) -> Result<Group, ConfigError> {
+        let group = config.name.clone();
+        let text_guards = |guards: Vec<TextGuardConfig>| -> Result<Vec<TextGuard>, ConfigError> {
+            let mut compiled = Vec::new();
+            for guard in guards {
+                let what = format!("group {group:?}, guard {:?}", guard.name);
+                if let Some(pattern) = &guard.pattern {
+                    compiled.push(TextGuard {
+                        name: guard.name.clone(),
+                        pattern: compile(pattern, &what)?,
+                        action: guard.action,
+                        finds: "text its pattern matches".into(),
+                    });
+                }
+                for kind in &guard.pii {
+                    let (pattern, finds) = pii(kind).ok_or_else(|| {
+                        ConfigError::Invalid(format!(
+                            "{what}: unknown pii kind {kind:?} (known: email, phone, card)"
+                        ))
+                    })?;
+                    compiled.push(TextGuard {
+                        name: guard.name.clone(),
+                        pattern: compile(pattern, &what)?,
+                        action: guard.action,
+                        finds: finds.into(),
+                    });
+                }
+                if guard.pattern.is_none() && guard.pii.is_empty() {
+                    return Err(ConfigError::Invalid(format!(
+                        "{what}: give a pattern or pii kinds"
+                    )));
+                }
+            }
+            Ok(compiled)
+        };
+        let arguments = config
+            .tools
+            .arguments
+            .into_iter()
+            .map(|guard| {
+                let what = format!("group {group:?}, argument guard {:?}", guard.name);
+                Ok(ArgumentGuard {
+                    pattern: compile(&guard.pattern, &what)?,
+                    name: guard.name,
+                    tool: guard.tool,
+                })
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        let external = config
+            .external
+            .into_iter()
+            .map(|guard| {
+                let endpoint = tonic::transport::Endpoint::from_shared(guard.url.clone())
+                    .map_err(|error| {
+                        ConfigError::Invalid(format!(
+                            "group {group:?}, external guard {:?}: url {:?}: {error}",
+                            guard.name, guard.url
+                        ))
+                    })?
+                    .connect_timeout(EXTERNAL_TIMEOUT)
+                    .timeout(EXTERNAL_TIMEOUT);
+                // No internal token: an external guard is not an agentic service.
+                Ok(External {
+                    name: guard.name,
+                    stages: guard.stages,
+                    client: GuardClient::new(endpoint.connect_lazy())
+                        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES),
+                })
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        Ok(Group {
+            input: text_guards(config.input)?,
+            output: text_guards(config.output)?,
+            name: config.name,
+            users: config.users,
+            max_input_bytes: config.max_input_bytes,
+            allow_tools: config.tools.allow,
+            deny_tools: config.tools.deny,
+            arguments,
+            external,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether text output is checked (then it is not streamed before it is).
+    pub fn guards_output(&self) -> bool {
+        !self.output.is_empty()
+            || self
+                .external
+                .iter()
+                .any(|e| e.stages.contains(&Stage::Output))
+    }
+
+    /// Checks `text` at `stage` (input or output): the size limit, then each built-in guard,
+    /// then each external one, each on what the previous left.
+    pub async fn check_text(&self, stage: Stage, user_id: &str, text: &str) -> Checked {
+        if stage == Stage::Input
+            && let Some(limit) = self.max_input_bytes
+            && text.len() > limit
+        {
+            return Checked::Blocked(Tripped {
+                guard: "max_input_bytes".into(),
+                stage,
+                action: "blocked",
+                detail: format!(
+                    "the input is {} bytes, more than the {limit} allowed",
+                    text.len()
+                ),
+            });
+        }
+        let guards = match stage {
+            Stage::Input => &self.input,
+            Stage::Output => &self.output,
+            Stage::Tool => {
+                return Checked::Pass {
+                    text: text.to_owned(),
+                    redacted: Vec::new(),
+                };
+            }
+        };
+        let mut text = text.to_owned();
+        let mut redacted = Vec::new();
+        for guard in guards {
+            let found = guard.pattern.find_iter(&text).count();
+            if found == 0 {
+                continue;
+            }
+            let detail = format!(
+                "found {} ({found} time{})",
+                guard.finds,
+                if found == 1 { "" } else { "s" }
+            );
+            match guard.action {
+                Action::Block => {
+                    return Checked::Blocked(Tripped {
+                        guard: guard.name.clone(),
+                        stage,
+                        action: "blocked",
+                        detail,
+                    });
+                }
+                Action::Redact => {
+                    let marker = format!("[redacted: {}]", guard.name);
+                    text = guard
+                        .pattern
+                        .replace_all(&text, regex::NoExpand(&marker))
+                        .into_owned();
+                    redacted.push(Tripped {
+                        guard: guard.name.clone(),
+                        stage,
+                        action: "redacted",
+                        detail,
+                    });
+                }
+            }
+        }
+        for external in self.external.iter().filter(|e| e.stages.contains(&stage)) {
+            let request = GuardCheckRequest {
+                stage: stage.proto().into(),
+                user_id: user_id.to_owned(),
+                text: text.clone(),
+                ..GuardCheckRequest::default()
+            };
+            match external.check(request).await {
+                Ok((GuardVerdict::Allow, _, _)) => {}
+                Ok((GuardVerdict::Redact, reason, replacement)) => {
+                    text = replacement;
+                    redacted.push(Tripped {
+                        guard: external.name.clone(),
+                        stage,
+                        action: "redacted",
+                        detail: reason,
+                    });
+                }
+                Ok((_, reason, _)) | Err(reason) => {
+                    return Checked::Blocked(Tripped {
+                        guard: external.name.clone(),
+                        stage,
+                        action: "blocked",
+                        detail: reason,
+                    });
+                }
+            }
+        }
+        Checked::Pass { text, redacted }
+    }
+
+    /// Whether the group may see and call `tool_id` at all (its allow and deny lists).
+    pub fn tool_allowed(&self, tool_id: &str) -> bool {
+        let allowed = self
+            .allow_tools
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|pattern| matches_tool(pattern, tool_id)));
+        allowed
+            && !self
+                .deny_tools
+                .iter()
+                .any(|pattern| matches_tool(pattern, tool_id))
+    }
+
+    /// Checks a call of `tool_id` with `input`: the lists, the argument patterns (on the
+    /// input as JSON text), then the external guards of the tool stage.
+    pub async fn check_tool(
+        &self,
+        user_id: &str,
+        tool_id: &str,
+        input: &Json,
+    ) -> Result<(), Tripped> {
+        let blocked = |guard: &str, detail: String| Tripped {
+            guard: guard.to_owned(),
+            stage: Stage::Tool,
+            action: "blocked",
+            detail,
+        };
+        if !self.tool_allowed(tool_id) {
+            return Err(blocked(
+                "tools",
+                format!("group {:?} may not call {tool_id}", self.name),
+            ));
+        }
+        let arguments = input.to_string();
+        for guard in self
+            .arguments
+            .iter()
+            .filter(|guard| matches_tool(&guard.tool, tool_id))
+        {
+            if guard.pattern.is_match(&arguments) {
+                return Err(blocked(
+                    &guard.name,
+                    format!("the arguments of {tool_id} match its pattern"),
+                ));
+            }
+        }
+        for external in self
+            .external
+            .iter()
+            .filter(|e| e.stages.contains(&Stage::Tool))
+        {
+            let request = GuardCheckRequest {
+                stage: GuardStage::Tool.into(),
+                user_id: user_id.to_owned(),
+                tool_id: tool_id.to_owned(),
+                tool_input: Some(json::to_proto(input)),
+                ..GuardCheckRequest::default()
+            };
+            match external.check(request).await {
+                Ok((GuardVerdict::Allow, _, _)) => {}
+                Ok((_, reason, _)) | Err(reason) => return Err(blocked(&external.name, reason)),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl External {
+    /// The guard's verdict, reason and redacted text; `Err(why)` when it gave none.
+    async fn check(
+        &self,
+        request: GuardCheckRequest,
+    ) -> Result<(GuardVerdict, String, String), String> {
+        let mut call = tonic::Request::new(request);
+        call.set_timeout(EXTERNAL_TIMEOUT);
+        match self.client.clone().check(call).await {
+            Ok(answer) => {
+                let answer = answer.into_inner();
+                let verdict =
+                    GuardVerdict::try_from(answer.verdict).unwrap_or(GuardVerdict::Unspecified);
+                let reason = agentic_rpc::shown_id(&answer.reason).into_owned();
+                match verdict {
+                    GuardVerdict::Unspecified => {
+                        Err(format!("the guard gave no verdict ({reason})"))
+                    }
+                    verdict => Ok((verdict, reason, answer.redacted_text)),
+                }
+            }
+            Err(status) => {
+                tracing::warn!(guard = %self.name, %status, "external guard did not answer: blocking");
+                Err("the guard could not be asked, so the check fails closed".into())
+            }
+        }
+    }
+}
+
+/// Whether `pattern` (a tool id, or a prefix ending in `*`) names `tool_id`.
+fn matches_tool(pattern: &str, tool_id: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => tool_id.starts_with(prefix),
+        None => pattern == tool_id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guardrails(json: &str) -> Guardrails {
+        Guardrails::parse(json).unwrap()
+    }
+
+    #[tokio::test]
+    async fn pii_is_redacted_and_patterns_block() {
+        let rails = guardrails(
+            r#"{"groups": [{"name": "all", "users": ["*"],
+                "input": [{"name": "pii", "pii": ["email", "phone", "card"], "action": "redact"},
+                          {"name": "secrets", "pattern": "(?i)password", "action": "block"}]}]}"#,
+        );
+        let group = rails.group_of("anyone").unwrap();
+        let Checked::Pass { text, redacted } = group
+            .check_text(
+                Stage::Input,
+                "u",
+                "mail a@b.io or call +33 6 12 34 56 78, card 4111 1111 1111 1111",
+            )
+            .await
+        else {
+            panic!("blocked")
+        };
+        assert_eq!(
+            text,
+            "mail [redacted: pii] or call [redacted: pii], card [redacted: pii]"
+        );
+        assert_eq!(redacted.len(), 3);
+        let blocked = group.check_text(Stage::Input, "u", "my Password is").await;
+        assert!(matches!(blocked, Checked::Blocked(tripped) if tripped.guard == "secrets"));
+    }
+
+    #[test]
+    fn the_first_group_naming_a_user_is_theirs_and_tool_lists_apply() {
+        let rails = guardrails(
+            r#"{"groups": [
+                {"name": "interns", "users": ["bob"], "tools": {"allow": ["demo.*"], "deny": ["demo.dangerous"]}},
+                {"name": "all", "users": ["*"]}]}"#,
+        );
+        let bob = rails.group_of("bob").unwrap();
+        assert_eq!(bob.name(), "interns");
+        assert!(bob.tool_allowed("demo.echo"));
+        assert!(!bob.tool_allowed("demo.dangerous"));
+        assert!(!bob.tool_allowed("artifact.store"));
+        assert!(
+            rails
+                .group_of("alice")
+                .unwrap()
+                .tool_allowed("artifact.store")
+        );
+    }
+
+    #[test]
+    fn a_bad_file_is_refused_naming_what_is_wrong() {
+        for (json, says) in [
+            (
+                r#"{"groups": [{"name": "g", "users": ["*"], "input": [{"name": "x", "pattern": "(", "action": "block"}]}]}"#,
+                "guard \"x\"",
+            ),
+            (
+                r#"{"groups": [{"name": "g", "users": ["*"], "input": [{"name": "x", "pii": ["ssn"], "action": "block"}]}]}"#,
+                "unknown pii kind",
+            ),
+            (
+                r#"{"groups": [{"name": "g", "users": ["*"], "nope": 1}]}"#,
+                "unknown field",
+            ),
+        ] {
+            let error = Guardrails::parse(json).unwrap_err().to_string();
+            assert!(error.contains(says), "{error}");
+        }
+    }
+}
