@@ -9,18 +9,6 @@ use serde_json::json;
 
 use crate::support::*;
 
-/// The model answers the prompt whose input contains `input` with `code` in round `round`
-/// (round 1 has no assistant turn yet).
-fn code_for(input: &str, round: usize, code: &str) -> Rule {
-    Rule::new(
-        Match::All(vec![
-            Match::AnyMessageContains(input.to_owned()),
-            Match::AssistantTurns(round - 1),
-        ]),
-        Reply::Text(code.to_owned()),
-    )
-}
-
 fn code_prompt(input: &str) -> NewPrompt {
     NewPrompt::new(input).mode("code")
 }

@@ -32,16 +32,6 @@ const GUARDRAILS: &str = r#"{"groups": [
   {"name": "everyone", "users": ["*"]}
 ]}"#;
 
-fn code(input: &str, code: &str) -> Rule {
-    Rule::new(
-        Match::All(vec![
-            Match::AnyMessageContains(input.to_owned()),
-            Match::AssistantTurns(0),
-        ]),
-        Reply::Text(code.to_owned()),
-    )
-}
-
 async fn guarded_stack(guardrails: &str, rules: Vec<Rule>) -> (Stack, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("guardrails.json");
@@ -142,7 +132,7 @@ async fn an_input_guard_redacts_what_the_model_sees_and_says_so_in_both_modes() 
     let (stack, _dir) = guarded_stack(
         GUARDRAILS,
         vec![
-            code("write to", "output('noted'); done();"),
+            code_for("write to", 1, "output('noted'); done();"),
             Rule::new(Match::Any, Reply::text("noted")),
         ],
     )
@@ -180,8 +170,9 @@ async fn output_guards_redact_text_before_it_is_stored_or_streamed_in_both_modes
     let (stack, _dir) = guarded_stack(
         GUARDRAILS,
         vec![
-            code(
+            code_for(
                 "print a contact",
+                1,
                 "output('call +33 6 12 34 56 78 now'); done();",
             ),
             Rule::new(
@@ -231,7 +222,7 @@ async fn an_output_guard_that_blocks_ends_the_prompt_with_the_guard_named_in_bot
     let (stack, _dir) = guarded_stack(
         GUARDRAILS,
         vec![
-            code("leak in code", "output('the TOP SECRET plans'); done();"),
+            code_for("leak in code", 1, "output('the TOP SECRET plans'); done();"),
             Rule::new(
                 Match::LastUserContains("leak it".into()),
                 Reply::text("here are the TOP SECRET plans"),
@@ -268,8 +259,9 @@ async fn tool_guards_hide_denied_tools_and_block_matching_arguments_in_both_mode
     let (stack, _dir) = guarded_stack(
         GUARDRAILS,
         vec![
-            code(
+            code_for(
                 "erase in code",
+                1,
                 "let said; try { demoEcho({say: 'rm -rf /'}) } catch (e) { said = e.message } \
                  output(typeof demoDangerous + ' | ' + said); done();",
             ),
@@ -398,6 +390,12 @@ async fn an_external_guard_is_asked_at_each_stage_and_a_silent_one_blocks() {
                 vec![call("demo__echo", json!({"say": "nope"}))],
             ),
             text(Match::HasToolResults, "Result: {last_tool_result}"),
+            code_for(
+                "code tells",
+                1,
+                "let said; try { demoEcho({say: 'nope'}) } catch (e) { said = e.message } \
+                 output('a secret, and ' + said); done();",
+            ),
             Rule::new(Match::Any, Reply::text("the secret is out")),
         ],
     )
@@ -428,6 +426,18 @@ async fn an_external_guard_is_asked_at_each_stage_and_a_silent_one_blocks() {
     let (_, prompt) = run(&alice, NewPrompt::new("echo nope")).await;
     let error = tool_of(&prompt.output[0]).unwrap().1.unwrap_err();
     assert!(error.contains("echo may not say nope"), "{error}");
+
+    // Code mode: the output stage redacts what output() shows, the tool stage blocks the
+    // code's call, and the input stage blocks before any round.
+    let (_, prompt) = run(&alice, NewPrompt::new("code tells").mode("code")).await;
+    let said = texts(&prompt).join("");
+    assert!(said.starts_with("a [hidden], and "), "{said}");
+    assert!(said.contains("echo may not say nope"), "{said}");
+    let error = alice
+        .create_prompt(NewPrompt::new("a forbidden round").mode("code"))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("a forbidden word"), "{error}");
 
     // A guard that cannot be asked blocks: the check fails closed.
     let _ = stop.send(());

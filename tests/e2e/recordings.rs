@@ -92,17 +92,15 @@ async fn agentic(stack: &Stack, args: &[&str]) -> crate::cli::Ran {
 }
 
 async fn finished(stack: &Stack, prompt: NewPrompt) -> agentic_proto::v1::Prompt {
+    completed(&stack.client("alice").await.unwrap(), prompt).await
+}
+
+/// Runs the classic "keep a note" prompt on `stack`: the prompt, and its recording.
+async fn recorded(stack: &Stack) -> (agentic_proto::v1::Prompt, agentic_proto::v1::Recording) {
+    let prompt = finished(stack, NewPrompt::new("keep a note")).await;
     let client = stack.client("alice").await.unwrap();
-    let created = client.create_prompt(prompt).await.unwrap();
-    collect(&client, &created.id, 0).await;
-    let prompt = client.get_prompt(&created.id).await.unwrap();
-    assert_eq!(
-        prompt.state,
-        PromptState::Completed as i32,
-        "{}",
-        prompt.error
-    );
-    prompt
+    let recording = client.get_recording(&prompt.id).await.unwrap();
+    (prompt, recording)
 }
 
 #[tokio::test]
@@ -213,15 +211,8 @@ async fn a_tool_result_changed_in_an_imported_recording_shows_in_the_diff() {
 
 #[tokio::test]
 async fn a_recording_replays_on_a_stack_with_no_model_and_calls_no_tool() {
-    let recorded = Stack::start(classic_rules()).await.unwrap();
-    let prompt = finished(&recorded, NewPrompt::new("keep a note")).await;
-    let recording = recorded
-        .client("alice")
-        .await
-        .unwrap()
-        .get_recording(&prompt.id)
-        .await
-        .unwrap();
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let (_, recording) = recorded(&stack).await;
 
     let offline = Stack::start_with(
         Vec::new(),
@@ -296,14 +287,7 @@ async fn live_model_and_live_tools_replay_one_side_for_real() {
 #[tokio::test]
 async fn the_stand_in_model_answers_as_a_recordings_model_did() {
     let stack = Stack::start(classic_rules()).await.unwrap();
-    let prompt = finished(&stack, NewPrompt::new("keep a note")).await;
-    let recording = stack
-        .client("alice")
-        .await
-        .unwrap()
-        .get_recording(&prompt.id)
-        .await
-        .unwrap();
+    let (prompt, recording) = recorded(&stack).await;
     let served = Stack::start(rules_from_recording(&recording))
         .await
         .unwrap();

@@ -7,9 +7,9 @@
 
 use agentic_client::{Client, NewPrompt};
 use agentic_proto::json;
-use agentic_proto::v1::{CreateSkillRequest, Prompt, PromptState, prompt_output};
+use agentic_proto::v1::{CreateSkillRequest, Prompt, PromptState};
 use agentic_testkit::Stack;
-use agentic_testkit::model::{Match, Reply, Rule};
+use agentic_testkit::model::{Match, Rule};
 use serde_json::{Value, json};
 use tonic::Code;
 
@@ -25,17 +25,6 @@ output('words: ' + counted.words);
 done();
 counted
 "#;
-
-/// The model answers the prompt whose input contains `input` with `code` in round `round`.
-fn code_for(input: &str, round: usize, code: &str) -> Rule {
-    Rule::new(
-        Match::All(vec![
-            Match::AnyMessageContains(input.to_owned()),
-            Match::AssistantTurns(round - 1),
-        ]),
-        Reply::Text(code.to_owned()),
-    )
-}
 
 /// A classic prompt whose input contains `input` calls `tool` with `arguments`, then
 /// answers with the tool's result.
@@ -58,19 +47,6 @@ fn classic_call(input: &str, tool: &str, arguments: Value) -> Vec<Rule> {
     ]
 }
 
-async fn finished(client: &Client, prompt: NewPrompt) -> Prompt {
-    let created = client.create_prompt(prompt).await.unwrap();
-    collect(client, &created.id, 0).await;
-    let prompt = client.get_prompt(&created.id).await.unwrap();
-    assert_eq!(
-        prompt.state,
-        PromptState::Completed as i32,
-        "{}",
-        prompt.error
-    );
-    prompt
-}
-
 /// Runs `prompt`, approving each call that waits for approval (`skill.save` does), to its
 /// end; the ended prompt, which must have asked at least once.
 async fn approved(client: &Client, prompt: NewPrompt) -> Prompt {
@@ -89,7 +65,7 @@ async fn approved(client: &Client, prompt: NewPrompt) -> Prompt {
             assert!(asked > 0, "nothing asked for approval");
             return prompt;
         }
-        for tool in tools(&prompt) {
+        for tool in crate::tidy::tool_outputs(&prompt) {
             let pending = tool.approval.as_ref().is_some_and(|approval| {
                 approval.state == agentic_proto::v1::ApprovalState::Pending as i32
             });
@@ -102,17 +78,6 @@ async fn approved(client: &Client, prompt: NewPrompt) -> Prompt {
             }
         }
     }
-}
-
-fn tools(prompt: &Prompt) -> Vec<&agentic_proto::v1::ToolOutput> {
-    prompt
-        .output
-        .iter()
-        .filter_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) => Some(tool),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The result of the first call of `function` on the prompt's timeline.
@@ -160,7 +125,7 @@ async fn a_skill_saved_from_a_code_prompt_runs_from_classic_and_from_code_mode()
     ));
     let stack = Stack::start(rules).await.unwrap();
     let alice = stack.client("alice").await.unwrap();
-    let solved = finished(&alice, NewPrompt::new("count the words").mode("code")).await;
+    let solved = completed(&alice, NewPrompt::new("count the words").mode("code")).await;
 
     let skill = alice
         .create_skill(CreateSkillRequest {
@@ -188,8 +153,8 @@ async fn a_skill_saved_from_a_code_prompt_runs_from_classic_and_from_code_mode()
     assert_eq!(offered.source, "skill");
 
     // From classic: a tool like any other, its calls nested under it.
-    let classic = finished(&alice, NewPrompt::new("count these")).await;
-    let calls = tools(&classic);
+    let classic = completed(&alice, NewPrompt::new("count these")).await;
+    let calls = crate::tidy::tool_outputs(&classic);
     let summary: Vec<(&str, bool)> = calls
         .iter()
         .map(|tool| (tool.function.as_str(), tool.parent_id.is_empty()))
@@ -207,10 +172,10 @@ async fn a_skill_saved_from_a_code_prompt_runs_from_classic_and_from_code_mode()
     assert!(answer.contains(r#""words":4"#), "{answer}");
 
     // From code: a function named after the tool.
-    let code = finished(&alice, NewPrompt::new("use the skill").mode("code")).await;
+    let code = completed(&alice, NewPrompt::new("use the skill").mode("code")).await;
     let texts: Vec<&str> = code.output.iter().filter_map(text_of).collect();
     assert_eq!(texts, ["n=2 v1"]);
-    let functions: Vec<&str> = tools(&code)
+    let functions: Vec<&str> = crate::tidy::tool_outputs(&code)
         .iter()
         .map(|tool| tool.function.as_str())
         .collect();
@@ -250,7 +215,7 @@ async fn saving_a_skill_again_makes_a_new_version_that_replaces_the_tool() {
         .collect();
     assert_eq!(tool_ids, ["skill.pick"], "one tool, whatever the versions");
 
-    let prompt = finished(&alice, NewPrompt::new("which version")).await;
+    let prompt = completed(&alice, NewPrompt::new("which version")).await;
     let output = result_of(&prompt, "skill.pick").unwrap();
     assert_eq!(output["result"], json!({"v": 2}), "{output}");
     assert_eq!(
@@ -288,12 +253,12 @@ async fn another_users_skill_cannot_be_seen_called_or_taken_from_their_prompts()
     );
 
     // Bob's model asks for it anyway: an unknown tool, and the skill never ran.
-    let prompt = finished(&bob, NewPrompt::new("call alices skill")).await;
+    let prompt = completed(&bob, NewPrompt::new("call alices skill")).await;
     let error = tool_of(&prompt.output[0]).unwrap().1.unwrap_err();
     assert!(error.contains("unknown tool"), "{error}");
 
     // Alice cannot save a skill from Bob's prompt either.
-    let bobs = finished(&bob, NewPrompt::new("bobs code").mode("code")).await;
+    let bobs = completed(&bob, NewPrompt::new("bobs code").mode("code")).await;
     let taken = alice
         .create_skill(CreateSkillRequest {
             name: "stolen".into(),
@@ -335,7 +300,7 @@ async fn the_agent_saves_the_code_of_its_round_and_running_it_saves_nothing_agai
     assert_eq!(skill.code, round);
     assert_eq!(skill.source_prompt_id, saving.id);
 
-    let asked = finished(&alice, NewPrompt::new("what is the answer")).await;
+    let asked = completed(&alice, NewPrompt::new("what is the answer")).await;
     let answer = result_of(&asked, "skill.answer").unwrap();
     assert_eq!(answer["result"], json!({"n": 42}), "{answer}");
     // The skill's own skillSave() call is on the timeline, and saved nothing.
@@ -347,7 +312,7 @@ async fn the_agent_saves_the_code_of_its_round_and_running_it_saves_nothing_agai
     let saving = approved(&alice, NewPrompt::new("save a doubler")).await;
     let saved = result_of(&saving, "skill.save").unwrap();
     assert_eq!(saved["saved"], "skill.double", "{saved}");
-    let doubled = finished(&alice, NewPrompt::new("double it")).await;
+    let doubled = completed(&alice, NewPrompt::new("double it")).await;
     let output = result_of(&doubled, "skill.double").unwrap();
     assert_eq!(output["result"], 42, "{output}");
 }
@@ -369,8 +334,8 @@ async fn a_skills_input_is_checked_against_its_schema_before_its_code_runs() {
         })
         .await
         .unwrap();
-    let prompt = finished(&alice, NewPrompt::new("count nothing")).await;
-    let calls = tools(&prompt);
+    let prompt = completed(&alice, NewPrompt::new("count nothing")).await;
+    let calls = crate::tidy::tool_outputs(&prompt);
     assert_eq!(calls.len(), 1, "nothing ran: {calls:?}");
     let error = tool_of(&prompt.output[0]).unwrap().1.unwrap_err();
     assert!(error.contains("/text"), "{error}");
@@ -465,7 +430,7 @@ async fn skills_are_bounded_and_a_refused_save_leaves_everyone_else_working() {
 
     // Bob has a share of his own, and alice's skills still run.
     bob.create_skill(skill_request("mine", "1")).await.unwrap();
-    let prompt = finished(&alice, NewPrompt::new("still works")).await;
+    let prompt = completed(&alice, NewPrompt::new("still works")).await;
     let output = result_of(&prompt, "skill.s0").unwrap();
     assert_eq!(output["result"], json!({"n": "again"}), "{output}");
 }
@@ -558,7 +523,7 @@ async fn a_skill_runs_one_deep_and_cannot_call_skills_or_run_code() {
         ))
         .await
         .unwrap();
-    let prompt = finished(&alice, NewPrompt::new("nest them")).await;
+    let prompt = completed(&alice, NewPrompt::new("nest them")).await;
     let output = result_of(&prompt, "skill.outer").unwrap();
     assert_eq!(
         output["result"],

@@ -323,3 +323,29 @@ pub async fn assert_closed_soon(connections: Vec<tokio::net::TcpStream>) {
         assert!(closed.is_ok(), "a silent connection was kept open");
     }
 }
+
+/// The model answers the prompt whose input contains `input` with `code` in round `round`
+/// (round 1 has no assistant turn yet): code mode's rounds.
+pub fn code_for(input: &str, round: usize, code: &str) -> Rule {
+    Rule::new(
+        Match::All(vec![
+            Match::AnyMessageContains(input.to_owned()),
+            Match::AssistantTurns(round - 1),
+        ]),
+        Reply::Text(code.to_owned()),
+    )
+}
+
+/// Runs `prompt` to its end, which must be COMPLETED: the ended prompt.
+pub async fn completed(client: &Client, prompt: agentic_client::NewPrompt) -> Prompt {
+    let created = client.create_prompt(prompt).await.unwrap();
+    collect(client, &created.id, 0).await;
+    let prompt = client.get_prompt(&created.id).await.unwrap();
+    assert_eq!(
+        prompt.state,
+        agentic_proto::v1::PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    prompt
+}

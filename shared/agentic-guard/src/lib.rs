@@ -213,6 +213,9 @@ struct ExternalConfig {
     stages: Vec<Stage>,
 }
 
+/// The order PII kinds are looked for in, whatever order a guard lists them in.
+const PII_ORDER: [&str; 3] = ["email", "card", "phone"];
+
 /// The built-in PII patterns, and what each finds.
 fn pii(kind: &str) -> Option<(&'static str, &'static str)> {
     Some(match kind {
@@ -281,12 +284,17 @@ impl Group {
                         finds: "text its pattern matches".into(),
                     });
                 }
-                for kind in &guard.pii {
-                    let (pattern, finds) = pii(kind).ok_or_else(|| {
-                        ConfigError::Invalid(format!(
-                            "{what}: unknown pii kind {kind:?} (known: email, phone, card)"
-                        ))
-                    })?;
+                if let Some(kind) = guard.pii.iter().find(|kind| pii(kind).is_none()) {
+                    return Err(ConfigError::Invalid(format!(
+                        "{what}: unknown pii kind {kind:?} (known: email, phone, card)"
+                    )));
+                }
+                // Cards before phones: a card number is also a long run of digits.
+                for kind in PII_ORDER
+                    .iter()
+                    .filter(|kind| guard.pii.iter().any(|k| k == *kind))
+                {
+                    let (pattern, finds) = pii(kind).unwrap_or_default();
                     compiled.push(TextGuard {
                         name: guard.name.clone(),
                         pattern: compile(pattern, &what)?,

@@ -4,7 +4,7 @@
 
 mod browser;
 
-use agentic_testkit::model::{Match, Reply, Rule};
+use agentic_testkit::model::{Match, Rule};
 use agentic_testkit::{Stack, StackOptions};
 use serde_json::{Value, json};
 
@@ -66,17 +66,6 @@ async fn open_playground(stack: &Stack) -> Browser {
         .goto(&format!("{}/", stack.gateway_http_url()))
         .await;
     browser
-}
-
-/// The model answers the prompt whose input contains `input` with `code` in round `round`.
-fn code_for(input: &str, round: usize, code: &str) -> Rule {
-    Rule::new(
-        Match::All(vec![
-            Match::AnyMessageContains(input.to_owned()),
-            Match::AssistantTurns(round - 1),
-        ]),
-        Reply::Text(code.to_owned()),
-    )
 }
 
 #[tokio::test]

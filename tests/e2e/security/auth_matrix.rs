@@ -95,6 +95,8 @@ async fn every_method_of_every_service_refuses_a_missing_or_wrong_credential() {
             "agentic.v1.ToolHost" | "agentic.v1.ArtifactStore" | "agentic.v1.Skills" => {
                 vec![stack.tool_host_address]
             }
+            // Implemented by external guards, not by an agentic service.
+            "agentic.v1.Guard" => vec![],
             other => panic!("no server for {other}: add the new service to this matrix"),
         }
     };
