@@ -173,7 +173,7 @@ async fn output_guards_redact_text_before_it_is_stored_or_streamed_in_both_modes
             code_for(
                 "print a contact",
                 1,
-                "output('call +33 6 12 34 56 78 now'); done();",
+                "log('dial +33 6 12 34 56 78'); output('call +33 6 12 34 56 78 now'); done();",
             ),
             Rule::new(
                 Match::LastUserContains("give a contact".into()),
@@ -204,6 +204,9 @@ async fn output_guards_redact_text_before_it_is_stored_or_streamed_in_both_modes
         )]
     );
     assert!(!format!("{events:?}").contains("bob@example.org"));
+    // What the model said would be in a recording unguarded: there is none.
+    let error = alice.get_recording(&prompt.id).await.unwrap_err();
+    assert!(error.to_string().contains("was not recorded"), "{error}");
 
     let (events, prompt) = run(&alice, NewPrompt::new("print a contact").mode("code")).await;
     assert_eq!(
@@ -272,6 +275,16 @@ async fn tool_guards_hide_denied_tools_and_block_matching_arguments_in_both_mode
                 ]),
                 vec![call("demo__echo", json!({"say": "rm -rf /"}))],
             ),
+            calls(
+                Match::All(vec![
+                    Match::NoToolResults,
+                    Match::LastUserContains("erase nested".into()),
+                ]),
+                vec![call(
+                    "interpreter__run-code",
+                    json!({"code": "try { demoEcho({say: 'rm -rf /'}) } catch (e) { e.message }"}),
+                )],
+            ),
             text(Match::HasToolResults, "Result: {last_tool_result}"),
         ],
     )
@@ -292,6 +305,15 @@ async fn tool_guards_hide_denied_tools_and_block_matching_arguments_in_both_mode
         error.contains(r#"blocked by guardrail "no-rm" (tool)"#),
         "{error}"
     );
+
+    // A call nested in code run by interpreter.run-code is checked too.
+    let (_, prompt) = run(&alice, NewPrompt::new("erase nested")).await;
+    let nested = crate::tidy::tool_outputs(&prompt)
+        .into_iter()
+        .find(|tool| tool.function == "demo.echo")
+        .expect("the nested call is on the timeline");
+    let shown = format!("{:?}", nested.result);
+    assert!(shown.contains(r#"guardrail \"no-rm\""#), "{shown}");
 
     let (_, prompt) = run(&alice, NewPrompt::new("erase in code").mode("code")).await;
     let said = texts(&prompt).join("");

@@ -205,6 +205,13 @@ impl Prompts {
                         "the prompt was {blocked}"
                     )));
                 }
+                Checked::Pass { text, redacted } if text.trim().is_empty() => {
+                    let guards: Vec<&str> = redacted.iter().map(|t| t.guard.as_str()).collect();
+                    return Err(GatewayError::FailedPrecondition(format!(
+                        "the input guards ({}) left nothing of the input",
+                        guards.join(", ")
+                    )));
+                }
                 Checked::Pass { text, redacted } => {
                     request.input = text;
                     tripped = redacted;
@@ -477,7 +484,14 @@ impl Prompts {
         };
         let replay = self.replay_for(prompt).await?;
         Ok(ExecuteStart {
-            record: self.recording && replay.is_none(),
+            // What the model said goes into a recording unguarded: none for a user whose
+            // text output is guarded.
+            record: self.recording
+                && replay.is_none()
+                && !self
+                    .guardrails
+                    .group_of(&prompt.user_id)
+                    .is_some_and(agentic_guard::Group::guards_output),
             replay,
             prompt: Some(prompt.clone()),
             history,

@@ -22,6 +22,10 @@ use serde_json::Value as Json;
 
 /// How long an external guard may take to answer.
 pub const EXTERNAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bytes an external guard's redaction may add to the text it redacts.
+const MAX_REDACTION_GROWTH: usize = 4096;
+/// Characters of an external guard's reason that are shown.
+const MAX_REASON_CHARS: usize = 200;
 /// Compiled size of one pattern, at most (the `regex` crate's own limit, made explicit).
 const MAX_PATTERN_BYTES: usize = 1 << 20;
 
@@ -133,6 +137,39 @@ struct TextGuard {
     action: Action,
     /// What the pattern finds, in words (`"an email address"`).
     finds: String,
+    /// Which of the pattern's matches count (a card number passes the Luhn check, a phone
+    /// number has 9 to 15 digits).
+    counts: fn(&str) -> bool,
+}
+
+fn any_match(_: &str) -> bool {
+    true
+}
+
+fn digits(text: &str) -> impl Iterator<Item = u32> + '_ {
+    text.chars().filter_map(|c| c.to_digit(10))
+}
+
+fn phone_number(text: &str) -> bool {
+    (9..=15).contains(&digits(text).count())
+}
+
+/// The Luhn check every card number passes.
+fn card_number(text: &str) -> bool {
+    let numbers: Vec<u32> = digits(text).collect();
+    let sum: u32 = numbers
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            if i % 2 == 1 {
+                if d * 2 > 9 { d * 2 - 9 } else { d * 2 }
+            } else {
+                d
+            }
+        })
+        .sum();
+    (13..=19).contains(&numbers.len()) && sum % 10 == 0
 }
 
 #[derive(Debug)]
@@ -216,15 +253,17 @@ struct ExternalConfig {
 /// The order PII kinds are looked for in, whatever order a guard lists them in.
 const PII_ORDER: [&str; 3] = ["email", "card", "phone"];
 
-/// The built-in PII patterns, and what each finds.
-fn pii(kind: &str) -> Option<(&'static str, &'static str)> {
+/// The built-in PII patterns, what each finds, and which of its matches count.
+fn pii(kind: &str) -> Option<(&'static str, &'static str, fn(&str) -> bool)> {
     Some(match kind {
         "email" => (
             r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
             "an email address",
+            any_match,
         ),
-        "phone" => (r"\+?\d[\d ().-]{7,}\d", "a phone number"),
-        "card" => (r"\b(?:\d[ -]?){12,18}\d\b", "a card number"),
+        // Spaces, dashes and brackets between digits; not dots (addresses, versions).
+        "phone" => (r"\+?\(?\d[\d ()-]{7,20}\d", "a phone number", phone_number),
+        "card" => (r"\b(?:\d[ -]?){12,18}\d\b", "a card number", card_number),
         _ => return None,
     })
 }
@@ -282,6 +321,7 @@ impl Group {
                         pattern: compile(pattern, &what)?,
                         action: guard.action,
                         finds: "text its pattern matches".into(),
+                        counts: any_match,
                     });
                 }
                 if let Some(kind) = guard.pii.iter().find(|kind| pii(kind).is_none()) {
@@ -294,12 +334,15 @@ impl Group {
                     .iter()
                     .filter(|kind| guard.pii.iter().any(|k| k == *kind))
                 {
-                    let (pattern, finds) = pii(kind).unwrap_or_default();
+                    let Some((pattern, finds, counts)) = pii(kind) else {
+                        continue;
+                    };
                     compiled.push(TextGuard {
                         name: guard.name.clone(),
                         pattern: compile(pattern, &what)?,
                         action: guard.action,
                         finds: finds.into(),
+                        counts,
                     });
                 }
                 if guard.pattern.is_none() && guard.pii.is_empty() {
@@ -398,10 +441,20 @@ impl Group {
                 };
             }
         };
+        if text.is_empty() {
+            return Checked::Pass {
+                text: String::new(),
+                redacted: Vec::new(),
+            };
+        }
         let mut text = text.to_owned();
         let mut redacted = Vec::new();
         for guard in guards {
-            let found = guard.pattern.find_iter(&text).count();
+            let found = guard
+                .pattern
+                .find_iter(&text)
+                .filter(|found| (guard.counts)(found.as_str()))
+                .count();
             if found == 0 {
                 continue;
             }
@@ -423,7 +476,13 @@ impl Group {
                     let marker = format!("[redacted: {}]", guard.name);
                     text = guard
                         .pattern
-                        .replace_all(&text, regex::NoExpand(&marker))
+                        .replace_all(&text, |found: &regex::Captures<'_>| {
+                            if (guard.counts)(&found[0]) {
+                                marker.clone()
+                            } else {
+                                found[0].to_owned()
+                            }
+                        })
                         .into_owned();
                     redacted.push(Tripped {
                         guard: guard.name.clone(),
@@ -443,7 +502,11 @@ impl Group {
             };
             match external.check(request).await {
                 Ok((GuardVerdict::Allow, _, _)) => {}
-                Ok((GuardVerdict::Redact, reason, replacement)) => {
+                // A redaction makes the text no longer than it was (and a little): a guard
+                // cannot make a prompt larger than its limits.
+                Ok((GuardVerdict::Redact, reason, replacement))
+                    if replacement.len() <= text.len() + MAX_REDACTION_GROWTH =>
+                {
                     text = replacement;
                     redacted.push(Tripped {
                         guard: external.name.clone(),
@@ -545,7 +608,12 @@ impl External {
                 let answer = answer.into_inner();
                 let verdict =
                     GuardVerdict::try_from(answer.verdict).unwrap_or(GuardVerdict::Unspecified);
-                let reason = agentic_rpc::shown_id(&answer.reason).into_owned();
+                let reason: String = answer
+                    .reason
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(MAX_REASON_CHARS)
+                    .collect();
                 match verdict {
                     GuardVerdict::Unspecified => {
                         Err(format!("the guard gave no verdict ({reason})"))

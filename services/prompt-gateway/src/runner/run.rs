@@ -189,6 +189,27 @@ impl Run {
         };
         let output = match &mut event.kind {
             Some(execute_event::Kind::TextDelta(_)) => return Ok(None),
+            // Log lines are shown too: checked as text.
+            Some(execute_event::Kind::Log(line)) => {
+                let checked = group
+                    .check_text(agentic_guard::Stage::Output, &user, &line.text)
+                    .await;
+                return match checked {
+                    agentic_guard::Checked::Pass { text, redacted } => {
+                        line.text = text;
+                        for tripped in &redacted {
+                            self.notice(tripped).await?;
+                        }
+                        Ok(Some(event))
+                    }
+                    agentic_guard::Checked::Blocked(tripped) => {
+                        self.notice(&tripped).await?;
+                        Err(GatewayError::FailedPrecondition(format!(
+                            "the prompt's output was {tripped}"
+                        )))
+                    }
+                };
+            }
             Some(execute_event::Kind::OutputAdded(added)) => added.output.as_mut(),
             Some(execute_event::Kind::OutputUpdated(updated)) => updated.output.as_mut(),
             _ => None,
