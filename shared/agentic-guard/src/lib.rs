@@ -169,7 +169,7 @@ fn card_number(text: &str) -> bool {
             }
         })
         .sum();
-    (13..=19).contains(&numbers.len()) && sum % 10 == 0
+    (13..=19).contains(&numbers.len()) && sum.is_multiple_of(10)
 }
 
 #[derive(Debug)]
@@ -254,7 +254,10 @@ struct ExternalConfig {
 const PII_ORDER: [&str; 3] = ["email", "card", "phone"];
 
 /// The built-in PII patterns, what each finds, and which of its matches count.
-fn pii(kind: &str) -> Option<(&'static str, &'static str, fn(&str) -> bool)> {
+/// A PII kind: its pattern, what it finds, and which matches count.
+type Pii = (&'static str, &'static str, fn(&str) -> bool);
+
+fn pii(kind: &str) -> Option<Pii> {
     Some(match kind {
         "email" => (
             r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
