@@ -327,18 +327,36 @@ async fn tool_guards_hide_denied_tools_and_block_matching_arguments_in_both_mode
 }
 
 #[tokio::test]
-async fn an_input_past_the_groups_size_limit_is_refused() {
-    let (stack, _dir) =
-        guarded_stack(GUARDRAILS, vec![Rule::new(Match::Any, Reply::text("ok"))]).await;
+async fn an_input_past_the_groups_size_limit_is_refused_in_both_modes() {
+    let (stack, _dir) = guarded_stack(
+        GUARDRAILS,
+        vec![
+            code_for("yyy", 1, "output('ok'); done();"),
+            Rule::new(Match::Any, Reply::text("ok")),
+        ],
+    )
+    .await;
     let mallory = stack.client("mallory").await.unwrap();
-    let error = mallory
-        .create_prompt(NewPrompt::new("x".repeat(51)))
-        .await
-        .unwrap_err();
-    assert_eq!(error.code(), Some(Code::FailedPrecondition));
-    assert!(error.to_string().contains("max_input_bytes"), "{error}");
-    let (_, prompt) = run(&mallory, NewPrompt::new("x".repeat(50))).await;
-    assert_eq!(prompt.state, PromptState::Completed as i32);
+    for (letter, mode) in [("x", "classic"), ("y", "code")] {
+        let error = mallory
+            .create_prompt(NewPrompt::new(letter.repeat(51)).mode(mode))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), Some(Code::FailedPrecondition), "{mode}");
+        assert!(error.to_string().contains("max_input_bytes"), "{error}");
+        let (_, prompt) = run(&mallory, NewPrompt::new(letter.repeat(50)).mode(mode)).await;
+        assert_eq!(
+            prompt.state,
+            PromptState::Completed as i32,
+            "{mode}: {}",
+            prompt.error
+        );
+    }
+    assert_eq!(
+        stack.model.request_count(),
+        2,
+        "only the prompts within the limit ran"
+    );
 }
 
 /// An external guard: blocks input with "forbidden", redacts "secret" in output, blocks
