@@ -426,3 +426,47 @@ async fn a_prompt_with_an_approved_and_a_rejected_call_replays_without_asking_an
         assert_eq!(ran.code, 0, "{live:?}: {}\n{}", ran.stdout, ran.stderr);
     }
 }
+
+#[tokio::test]
+async fn recordings_have_http_routes_scoped_to_the_caller() {
+    let stack = Stack::start(classic_rules()).await.unwrap();
+    let (prompt, _) = recorded(&stack).await;
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    let send = |request: reqwest::RequestBuilder, user: &str| {
+        let request = request.header("x-user-id", user.to_owned());
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            let body: serde_json::Value = response.json().await.unwrap();
+            (status, body)
+        }
+    };
+    let url = format!("{base}/v1/prompts/{}/recording", prompt.id);
+    let (status, recording) = send(http.get(&url), "alice").await;
+    assert_eq!(status, 200, "{recording}");
+    assert_eq!(recording["complete"], true);
+    let (status, _) = send(http.get(&url), "bob").await;
+    assert_eq!(status, 404);
+
+    let (status, imported) = send(
+        http.post(format!("{base}/v1/recordings"))
+            .json(&json!({"recording": recording})),
+        "alice",
+    )
+    .await;
+    assert_eq!(status, 200, "{imported}");
+    let imported = imported["id"].as_str().unwrap().to_owned();
+    let (status, replay) = send(
+        http.post(format!("{base}/v1/prompts/{imported}:replay"))
+            .json(&json!({})),
+        "alice",
+    )
+    .await;
+    assert_eq!(status, 200, "{replay}");
+    let client = stack.client("alice").await.unwrap();
+    let replay_id = replay["id"].as_str().unwrap();
+    collect(&client, replay_id, 0).await;
+    let replayed = client.get_prompt(replay_id).await.unwrap();
+    assert_eq!(timeline_lines(&replayed), timeline_lines(&prompt));
+}

@@ -52,6 +52,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
         ("/v1/prompts", post(create_prompt).get(list_prompts)),
         ("/v1/prompts/{prompt}", get(get_prompt).post(prompt_action)),
         ("/v1/prompts/{prompt}/events", get(prompt_events)),
+        ("/v1/prompts/{prompt}/recording", get(get_recording)),
+        ("/v1/recordings", post(import_recording)),
         ("/v1/prompts/{prompt}/tool-calls/{call}", post(call_action)),
         ("/v1/modes", get(list_modes)),
         ("/v1/tools", get(list_tools)),
@@ -366,11 +368,22 @@ async fn prompt_action(
     Path(target): Path<String>,
     bytes: Bytes,
 ) -> Response {
+    if let Some(prompt_id) = target.strip_suffix(":replay") {
+        let mut message: agentic_proto::v1::ReplayPromptRequest = match body(&headers, &bytes) {
+            Ok(message) => message,
+            Err(refusal) => return refusal.into_response(),
+        };
+        message.prompt_id = prompt_id.to_owned();
+        return answer(&api, caller, message, |service, request| async move {
+            service.replay_prompt(request).await
+        })
+        .await;
+    }
     let Some(prompt_id) = target.strip_suffix(":cancel") else {
         return error(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
-            "no such route: prompts take POST …/{id}:cancel",
+            "no such route: prompts take POST …/{id}:cancel or …/{id}:replay",
         );
     };
     let mut message: CancelPromptRequest = match body(&headers, &bytes) {
@@ -380,6 +393,36 @@ async fn prompt_action(
     message.prompt_id = prompt_id.to_owned();
     answer(&api, caller, message, |service, request| async move {
         service.cancel_prompt(request).await
+    })
+    .await
+}
+
+/// `GET /v1/prompts/{id}/recording`: the prompt with its recording (or an imported one).
+async fn get_recording(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    Path(prompt_id): Path<String>,
+) -> Response {
+    let message = agentic_proto::v1::GetRecordingRequest { prompt_id };
+    answer(&api, caller, message, |service, request| async move {
+        service.get_recording(request).await
+    })
+    .await
+}
+
+/// `POST /v1/recordings` (body `{"recording"}`): keeps an exported recording.
+async fn import_recording(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let message: agentic_proto::v1::ImportRecordingRequest = match body(&headers, &bytes) {
+        Ok(message) => message,
+        Err(refusal) => return refusal.into_response(),
+    };
+    answer(&api, caller, message, |service, request| async move {
+        service.import_recording(request).await
     })
     .await
 }
