@@ -187,52 +187,41 @@ impl Run {
         let Some(group) = guardrails.group_of(&user) else {
             return Ok(Some(event));
         };
-        let output = match &mut event.kind {
+        let text = match &mut event.kind {
             Some(execute_event::Kind::TextDelta(_)) => return Ok(None),
             // Log lines are shown too: checked as text.
-            Some(execute_event::Kind::Log(line)) => {
-                let checked = group
-                    .check_text(agentic_guard::Stage::Output, &user, &line.text)
-                    .await;
-                return match checked {
-                    agentic_guard::Checked::Pass { text, redacted } => {
-                        line.text = text;
-                        for tripped in &redacted {
-                            self.notice(tripped).await?;
-                        }
-                        Ok(Some(event))
-                    }
-                    agentic_guard::Checked::Blocked(tripped) => {
-                        self.notice(&tripped).await?;
-                        Err(GatewayError::FailedPrecondition(format!(
-                            "the prompt's output was {tripped}"
-                        )))
-                    }
-                };
-            }
-            Some(execute_event::Kind::OutputAdded(added)) => added.output.as_mut(),
-            Some(execute_event::Kind::OutputUpdated(updated)) => updated.output.as_mut(),
+            Some(execute_event::Kind::Log(line)) => Some(&mut line.text),
+            Some(execute_event::Kind::OutputAdded(added)) => text_of(added.output.as_mut()),
+            Some(execute_event::Kind::OutputUpdated(updated)) => text_of(updated.output.as_mut()),
             _ => None,
         };
-        let Some(PromptOutput {
-            kind: Some(prompt_output::Kind::Text(text)),
-        }) = output
-        else {
-            return Ok(Some(event));
-        };
+        if let Some(text) = text {
+            self.check_output(group, &user, text).await?;
+        }
+        Ok(Some(event))
+    }
+
+    /// Checks `text` with `group`'s output guards: redacted in place (each redaction shown
+    /// as a `guardrail` event), or an error that ends the prompt after its `guardrail` event.
+    async fn check_output(
+        &mut self,
+        group: &agentic_guard::Group,
+        user: &str,
+        text: &mut String,
+    ) -> Result<(), GatewayError> {
         match group
-            .check_text(agentic_guard::Stage::Output, &user, &text.content)
+            .check_text(agentic_guard::Stage::Output, user, text)
             .await
         {
             agentic_guard::Checked::Pass {
                 text: guarded,
                 redacted,
             } => {
-                text.content = guarded;
+                *text = guarded;
                 for tripped in &redacted {
                     self.notice(tripped).await?;
                 }
-                Ok(Some(event))
+                Ok(())
             }
             agentic_guard::Checked::Blocked(tripped) => {
                 self.notice(&tripped).await?;
@@ -651,6 +640,16 @@ fn merge_text_deltas(
         merged.push(item);
     }
     merged
+}
+
+/// The content of `output` when it is a text output.
+fn text_of(output: Option<&mut PromptOutput>) -> Option<&mut String> {
+    match output? {
+        PromptOutput {
+            kind: Some(prompt_output::Kind::Text(text)),
+        } => Some(&mut text.content),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
