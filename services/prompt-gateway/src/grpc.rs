@@ -116,6 +116,7 @@ impl PromptGateway for GatewayService {
                 timeout,
                 on_busy: busy_policy(request.on_busy)?,
                 budget: request.budget,
+                replay: None,
             })
             .await
             .map_err(to_status)?;

@@ -127,6 +127,9 @@ pub struct NewPrompt {
     pub on_busy: BusyPolicy,
     /// What it asked to spend at most (within [`Prompts::limits`]).
     pub budget: Option<Budget>,
+    /// The recording it replays (a replay, which has no conversation and never pauses, so
+    /// its one run gets it at its start).
+    pub replay: Option<agentic_proto::v1::ExecuteReplay>,
 }
 
 /// Earlier prompts an executor is given as history, at most.
@@ -192,6 +195,12 @@ impl Prompts {
             )));
         }
         check_state(request.state.as_ref())?;
+        let replay = request.replay.take();
+        if replay.is_some() && request.conversation_id.is_some() {
+            return Err(GatewayError::InvalidArgument(
+                "a replay runs outside any conversation".into(),
+            ));
+        }
         // The input guards, before anything is stored or any model sees it.
         let mut tripped = Vec::new();
         if let Some(group) = self.guardrails.group_of(request.user_id.as_str()) {
@@ -301,7 +310,12 @@ impl Prompts {
         // back, and takes one again when it starts).
         let ticket = self.runner.admit(&request.user_id).await?;
         if policy == BusyPolicy::Concurrent {
-            let start = self.start_of(&prompt, Vec::new(), timeout).await?;
+            let mut start = self.start_of(&prompt, Vec::new(), timeout).await?;
+            if let Some(replay) = replay {
+                // A replay records nothing.
+                start.record = false;
+                start.replay = Some(replay);
+            }
             let run = self.runner.open(&mode, start).await?.noting(tripped);
             // From the insert on, the run must be followed even if the caller goes away
             // (its call dropped mid-way): a stored RUNNING prompt nobody follows would be
@@ -482,17 +496,15 @@ impl Prompts {
             Some(conversation) => self.history(prompt, &conversation).await?,
             None => Vec::new(),
         };
-        let replay = self.replay_for(prompt).await?;
         Ok(ExecuteStart {
             // What the model said goes into a recording unguarded: none for a user whose
             // text output is guarded.
             record: self.recording
-                && replay.is_none()
                 && !self
                     .guardrails
                     .group_of(&prompt.user_id)
                     .is_some_and(agentic_guard::Group::guards_output),
-            replay,
+            replay: None,
             prompt: Some(prompt.clone()),
             history,
             state: prompt.state_data.clone(),

@@ -4,15 +4,14 @@
 
 use agentic_ids::{PromptId, UserId};
 use agentic_proto::v1::{
-    ApprovalState, Exchange, ExecuteReplay, ModelTier, Prompt, PromptState, Recording,
-    ReplayPromptRequest, ToolExchange, exchange, prompt_output, tool_exchange, tool_result,
+    ApprovalState, Exchange, ExecuteReplay, ModelTier, Prompt, Recording, ReplayPromptRequest,
+    ToolExchange, exchange, prompt_output, tool_exchange, tool_result,
 };
 use prost::Message as _;
 
 use crate::error::GatewayError;
-use crate::ids::PromptIds as _;
 use crate::prompts::{NewPrompt, Prompts, without_records};
-use crate::store::{MAX_RECORDED_EXCHANGES, MAX_RECORDING_BYTES, ReplayOf};
+use crate::store::{MAX_RECORDED_EXCHANGES, MAX_RECORDING_BYTES};
 
 impl Prompts {
     /// The recording `id` names, if `user_id` may read it: a prompt's, or an imported one.
@@ -27,14 +26,8 @@ impl Prompts {
                 .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()));
         };
         let Some((exchanges, complete)) = self.store.exchanges(&prompt_id).await? else {
-            if let Some(replay) = self.store.replay_of(&prompt_id).await? {
-                return Err(GatewayError::FailedPrecondition(format!(
-                    "prompt {prompt_id} is a replay of {}, and replays are not recorded: use that one",
-                    agentic_rpc::shown_id(&replay.source_id)
-                )));
-            }
             return Err(GatewayError::FailedPrecondition(format!(
-                "prompt {prompt_id} was not recorded (the gateway records prompts as --record-prompts says: by default in dev mode)"
+                "prompt {prompt_id} was not recorded (the gateway records prompts as --record-prompts says, by default in dev mode, but not replays nor prompts of users whose output is guarded)"
             )));
         };
         Ok(Recording {
@@ -56,97 +49,40 @@ impl Prompts {
                 "a replay runs the tools or the model live, not both (that is a new prompt)".into(),
             ));
         }
-        let recording = self.recording(user_id, &request.prompt_id).await?;
-        let source = recording.prompt.unwrap_or_default();
-        if !recording.complete {
+        let Recording {
+            prompt,
+            exchanges,
+            complete,
+        } = self.recording(user_id, &request.prompt_id).await?;
+        let source = prompt.unwrap_or_default();
+        if !complete {
             return Err(GatewayError::FailedPrecondition(format!(
                 "the recording of prompt {} is incomplete (it passed its bounds), so it cannot be replayed",
                 source.id
             )));
         }
-        if matches!(
-            PromptState::try_from(source.state),
-            Ok(PromptState::Running | PromptState::Queued | PromptState::WaitingForApproval)
-        ) {
+        if source.is_unfinished() {
             return Err(GatewayError::FailedPrecondition(format!(
                 "prompt {} has not ended: replay it once it has",
                 source.id
             )));
         }
-        let id = PromptId::generate();
-        let replay = ReplayOf {
-            source_id: request.prompt_id.trim().to_owned(),
-            live_tools: request.live_tools,
-            live_model: request.live_model,
-        };
-        self.store.insert_replay(&id, &replay).await?;
-        let created = self
-            .create(NewPrompt {
-                id: Some(id.clone()),
-                user_id: user_id.clone(),
-                input: source.input,
-                mode: Some(source.mode),
-                model: ModelTier::try_from(source.model).unwrap_or(ModelTier::Normal),
-                conversation_id: None,
-                state: source.state_data,
-                max_rounds: source.max_rounds,
-                timeout: None,
-                on_busy: agentic_proto::v1::BusyPolicy::Unspecified,
-                budget: None,
-            })
-            .await;
-        if created.is_err() {
-            // Nothing runs under that id: forget it (a failure here leaves a row that names
-            // no prompt, which nothing reads).
-            let _ = self.store.delete_replay(&id).await;
-        }
-        created
-    }
-
-    /// What `prompt` replays, when it is a replay: the recording's exchanges.
-    pub(crate) async fn replay_for(
-        &self,
-        prompt: &Prompt,
-    ) -> Result<Option<ExecuteReplay>, GatewayError> {
-        let Some(replay) = self.store.replay_of(&prompt.prompt_id()).await? else {
-            return Ok(None);
-        };
-        let recording = self.recording(&prompt.owner(), &replay.source_id).await?;
-        // A replay asks nobody: a call a person rejected, which never ran (so has no
-        // recorded answer), answers with the error it ended with.
-        let mut exchanges = recording.exchanges;
-        let rejected = recording
-            .prompt
-            .iter()
-            .flat_map(|prompt| &prompt.output)
-            .filter_map(|output| match &output.kind {
-                Some(prompt_output::Kind::Tool(tool)) => Some(tool),
-                _ => None,
-            })
-            .filter(|tool| {
-                tool.approval
-                    .as_ref()
-                    .is_some_and(|approval| approval.state == ApprovalState::Rejected as i32)
-            })
-            .filter_map(
-                |tool| match tool.result.as_ref().and_then(|r| r.result.as_ref()) {
-                    Some(tool_result::Result::Error(error)) => Some(Exchange {
-                        kind: Some(exchange::Kind::Tool(ToolExchange {
-                            tool_id: tool.function.clone(),
-                            input: tool.input.clone(),
-                            result: Some(tool_exchange::Result::Error(error.error.clone())),
-                            ..ToolExchange::default()
-                        })),
-                    }),
-                    _ => None,
-                },
-            );
-        exchanges.extend(rejected);
-        Ok(Some(ExecuteReplay {
-            exchanges,
-            live_tools: replay.live_tools,
-            live_model: replay.live_model,
-        }))
+        let replay = replay_of(&source, exchanges, request.live_tools, request.live_model);
+        self.create(NewPrompt {
+            id: None,
+            user_id: user_id.clone(),
+            input: source.input,
+            mode: Some(source.mode),
+            model: ModelTier::try_from(source.model).unwrap_or(ModelTier::Normal),
+            conversation_id: None,
+            state: source.state_data,
+            max_rounds: source.max_rounds,
+            timeout: None,
+            on_busy: agentic_proto::v1::BusyPolicy::Unspecified,
+            budget: None,
+            replay: Some(replay),
+        })
+        .await
     }
 
     /// Keeps `recording` (exported from any stack) as a recording of `user_id` under a new
@@ -199,5 +135,47 @@ impl Prompts {
             .import_recording(user_id, &id, &recording)
             .await?;
         Ok(prompt)
+    }
+}
+
+/// How a prompt replays the recorded prompt `source` and its `exchanges`, one side live if
+/// asked. A replay asks nobody: a call a person rejected, which never ran (so has no
+/// recorded answer), answers with the error it ended with.
+fn replay_of(
+    source: &Prompt,
+    mut exchanges: Vec<Exchange>,
+    live_tools: bool,
+    live_model: bool,
+) -> ExecuteReplay {
+    let rejected = source
+        .output
+        .iter()
+        .filter_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) => Some(tool),
+            _ => None,
+        })
+        .filter(|tool| {
+            tool.approval
+                .as_ref()
+                .is_some_and(|approval| approval.state == ApprovalState::Rejected as i32)
+        })
+        .filter_map(
+            |tool| match tool.result.as_ref().and_then(|r| r.result.as_ref()) {
+                Some(tool_result::Result::Error(error)) => Some(Exchange {
+                    kind: Some(exchange::Kind::Tool(ToolExchange {
+                        tool_id: tool.function.clone(),
+                        input: tool.input.clone(),
+                        result: Some(tool_exchange::Result::Error(error.error.clone())),
+                        ..ToolExchange::default()
+                    })),
+                }),
+                _ => None,
+            },
+        );
+    exchanges.extend(rejected);
+    ExecuteReplay {
+        exchanges,
+        live_tools,
+        live_model,
     }
 }

@@ -130,11 +130,7 @@ fn relayed(status: tonic::Status) -> GatewayError {
 /// The code of `prompt`'s piece of code `round` (counting from 1: code-mode rounds and
 /// `interpreter.run-code` calls, in timeline order); 0: the last that ran without an error.
 fn code_of(prompt: &Prompt, round: u32) -> Result<String, GatewayError> {
-    use agentic_proto::v1::PromptState;
-    if matches!(
-        PromptState::try_from(prompt.state),
-        Ok(PromptState::Running | PromptState::Queued | PromptState::WaitingForApproval)
-    ) {
+    if prompt.is_unfinished() {
         return Err(GatewayError::FailedPrecondition(format!(
             "prompt {} has not ended: save a skill from it once it has",
             prompt.id

@@ -1,6 +1,6 @@
 //! What clients and the gateway both need to know about events.
 
-use crate::v1::{Prompt, PromptEvent, prompt_event};
+use crate::v1::{Prompt, PromptEvent, PromptState, prompt_event};
 
 impl PromptEvent {
     /// True when the prompt will never run again: `completed`, `error` or `cancelled`.
@@ -30,5 +30,15 @@ impl PromptEvent {
             Some(prompt_event::Kind::Waiting(waiting)) => waiting.prompt.as_ref(),
             _ => None,
         }
+    }
+}
+
+impl Prompt {
+    /// True while the prompt may still run: running, queued, or waiting for approval.
+    pub fn is_unfinished(&self) -> bool {
+        matches!(
+            PromptState::try_from(self.state),
+            Ok(PromptState::Running | PromptState::Queued | PromptState::WaitingForApproval)
+        )
     }
 }

@@ -16,15 +16,6 @@ CREATE TABLE prompt_exchanges (
     PRIMARY KEY (prompt_id, sequence)
 );
 
--- A prompt that replays a recording: the recorded prompt (or imported recording) and
--- which side runs live.
-CREATE TABLE prompt_replays (
-    prompt_id TEXT PRIMARY KEY NOT NULL,
-    source_id TEXT NOT NULL,
-    live_tools INTEGER NOT NULL,
-    live_model INTEGER NOT NULL
-);
-
 -- Recordings imported from a file (`ImportRecording`), each an encoded agentic.v1.Recording
 -- of its user, replayable by its id.
 CREATE TABLE imported_recordings (

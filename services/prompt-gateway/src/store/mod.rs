@@ -395,7 +395,7 @@ use closing::closing;
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
 pub use queue::Admitted;
-pub use recordings::{MAX_RECORDED_EXCHANGES, MAX_RECORDING_BYTES, ReplayOf};
+pub use recordings::{MAX_RECORDED_EXCHANGES, MAX_RECORDING_BYTES};
 use rows::*;
 pub use run_log::{EventFor, MAX_BATCH, RunLog};
 use sqlite::*;

@@ -1,4 +1,4 @@
-//! Prompts' recordings, replays and imported recordings. A prompt's exchanges are appended
+//! Prompts' recordings and imported recordings. A prompt's exchanges are appended
 //! as its runs send them, each in one transaction that bumps the recording's counters only
 //! while the recording stays within [`MAX_RECORDED_EXCHANGES`] and [`MAX_RECORDING_BYTES`]
 //! (one statement checks and bumps, so concurrent appends never pass them); past either,
@@ -17,6 +17,10 @@ pub const MAX_RECORDING_BYTES: i64 = 1024 * 1024;
 /// Recordings one user may import and keep.
 pub const MAX_IMPORTED_PER_USER: i64 = 100;
 
+/// Marks the recording of `$1` incomplete: it takes nothing more.
+const MARK_INCOMPLETE: &str = "INSERT INTO prompt_recordings (prompt_id, exchanges, bytes, complete) \
+     VALUES ($1, 0, 0, 0) ON CONFLICT (prompt_id) DO UPDATE SET complete = 0";
+
 /// Bumps the recording's counters for one more exchange of `$2` bytes if it is complete and
 /// stays within `$3` exchanges and `$4` bytes; returns the exchange's sequence (no row when
 /// it does not fit).
@@ -27,22 +31,6 @@ const RESERVE_EXCHANGE: &str = "INSERT INTO prompt_recordings (prompt_id, exchan
      WHERE prompt_recordings.complete = 1 AND prompt_recordings.exchanges < $3 \
      AND prompt_recordings.bytes + excluded.bytes <= $4 \
      RETURNING exchanges";
-
-/// A prompt that replays a recording.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayOf {
-    /// The recorded prompt, or an imported recording's id.
-    pub source_id: String,
-    pub live_tools: bool,
-    pub live_model: bool,
-}
-
-#[derive(sqlx::FromRow)]
-struct ReplayRow {
-    source_id: String,
-    live_tools: i32,
-    live_model: i32,
-}
 
 impl Store {
     /// Appends `exchange` to `prompt_id`'s recording, or marks the recording incomplete when
@@ -84,12 +72,7 @@ impl Store {
                 .await?;
             }
             None => {
-                conn.execute(
-                    "INSERT INTO prompt_recordings (prompt_id, exchanges, bytes, complete) \
-                     VALUES ($1, 0, 0, 0) ON CONFLICT (prompt_id) DO UPDATE SET complete = 0",
-                    &[prompt_id.into()],
-                )
-                .await?;
+                conn.execute(MARK_INCOMPLETE, &[prompt_id.into()]).await?;
             }
         }
         tx.commit().await?;
@@ -98,24 +81,7 @@ impl Store {
 
     /// Marks `prompt_id`'s recording incomplete (an exchange could not be kept).
     pub async fn recording_incomplete(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
-        self.db
-            .write(
-                "INSERT INTO prompt_recordings (prompt_id, exchanges, bytes, complete) \
-                 VALUES ($1, 0, 0, 0) ON CONFLICT (prompt_id) DO UPDATE SET complete = 0",
-                &[prompt_id.into()],
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// Forgets that `prompt_id` replays a recording (its prompt could not be created).
-    pub async fn delete_replay(&self, prompt_id: &PromptId) -> Result<(), GatewayError> {
-        self.db
-            .write(
-                "DELETE FROM prompt_replays WHERE prompt_id = $1",
-                &[prompt_id.into()],
-            )
-            .await?;
+        self.db.write(MARK_INCOMPLETE, &[prompt_id.into()]).await?;
         Ok(())
     }
 
@@ -147,44 +113,6 @@ impl Store {
             .map(|payload| Exchange::decode(payload.as_slice()))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Some((exchanges, complete == 1)))
-    }
-
-    /// Notes that `prompt_id` replays `replay` (before the prompt is created, so its first
-    /// run finds it).
-    pub async fn insert_replay(
-        &self,
-        prompt_id: &PromptId,
-        replay: &ReplayOf,
-    ) -> Result<(), GatewayError> {
-        self.db
-            .write(
-                "INSERT INTO prompt_replays (prompt_id, source_id, live_tools, live_model) \
-                 VALUES ($1, $2, $3, $4)",
-                &[
-                    prompt_id.into(),
-                    replay.source_id.as_str().into(),
-                    i32::from(replay.live_tools).into(),
-                    i32::from(replay.live_model).into(),
-                ],
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// What `prompt_id` replays, if it is a replay.
-    pub async fn replay_of(&self, prompt_id: &PromptId) -> Result<Option<ReplayOf>, GatewayError> {
-        let row: Option<ReplayRow> = self
-            .db
-            .read_optional(
-                "SELECT source_id, live_tools, live_model FROM prompt_replays WHERE prompt_id = $1",
-                &[prompt_id.into()],
-            )
-            .await?;
-        Ok(row.map(|row| ReplayOf {
-            source_id: row.source_id,
-            live_tools: row.live_tools != 0,
-            live_model: row.live_model != 0,
-        }))
     }
 
     /// Keeps `recording` as `id`, of `user_id`; refused past [`MAX_IMPORTED_PER_USER`].
