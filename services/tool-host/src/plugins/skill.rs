@@ -94,7 +94,31 @@ impl SkillPlugin {
         })))
     }
 
-    /// Runs `skill` for a call with `input`; its answer says which version ran.
+    /// `skill.save`, or a skill's run (with `RunCodeLive` when the caller can be `asks`ed
+    /// about approvals inside it); the answer says which version ran.
+    async fn call(
+        &self,
+        tool_id: &ToolId,
+        input: Value,
+        ctx: &CallContext,
+        asks: Option<ApprovalAsks>,
+    ) -> Result<ToolOutcome, ToolFailure> {
+        if tool_id.as_str() == SAVE {
+            return self.save(input, ctx).await;
+        }
+        let skill = self.skill_for(tool_id, &input, ctx).await?;
+        let request = Self::request(&skill, &input, ctx);
+        let ran = match asks {
+            Some(asks) => self.runner.run_live(request, ctx, asks).await,
+            None => {
+                let timeout = std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS);
+                self.runner.run(request, timeout, ctx).await
+            }
+        };
+        labelled(&skill, ran)
+    }
+
+    /// The `RunCode` request running `skill` for a call with `input`.
     fn request(
         skill: &Skill,
         input: &Value,
@@ -224,13 +248,7 @@ impl Plugin for SkillPlugin {
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
-        if tool_id.as_str() == SAVE {
-            return self.save(input, ctx).await;
-        }
-        let skill = self.skill_for(tool_id, &input, ctx).await?;
-        let request = Self::request(&skill, &input, ctx);
-        let timeout = std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS);
-        labelled(&skill, self.runner.run(request, timeout, ctx).await)
+        self.call(tool_id, input, ctx, None).await
     }
 
     async fn invoke_live(
@@ -240,11 +258,6 @@ impl Plugin for SkillPlugin {
         ctx: &CallContext,
         asks: ApprovalAsks,
     ) -> Result<ToolOutcome, ToolFailure> {
-        if tool_id.as_str() == SAVE {
-            return self.save(input, ctx).await;
-        }
-        let skill = self.skill_for(tool_id, &input, ctx).await?;
-        let request = Self::request(&skill, &input, ctx);
-        labelled(&skill, self.runner.run_live(request, ctx, asks).await)
+        self.call(tool_id, input, ctx, Some(asks)).await
     }
 }
