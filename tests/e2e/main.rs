@@ -16,6 +16,7 @@ mod faults;
 mod gateway;
 mod guardrails;
 mod health;
+mod hosted;
 mod hostile;
 mod http_api;
 mod interpreter;

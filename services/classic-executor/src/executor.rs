@@ -3,25 +3,19 @@
 //! results back, until it answers without tools, a call needs approval, or the round limit
 //! is reached. Every step becomes an event; nothing is kept after the run.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::SystemTime;
 
-use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier, ToolCall, Usage};
-use futures::StreamExt;
-use serde_json::Value as Json;
+use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier};
 use tokio::sync::mpsc;
 
-use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache, ToolHostError};
+use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache};
 
 use crate::messages;
-use crate::tools::{self, FunctionNames, Verdict};
 use agentic_executor::approvals::Approvals;
-use agentic_executor::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, Progress,
-    RunRequest, ToolCallOutput, ToolResult,
-};
-use agentic_executor::tool_host::{AskApproval, RunScope, ToolHost};
+use agentic_executor::calls::{CallLimits, Calls, Settled};
+use agentic_executor::functions;
+use agentic_executor::timeline::{Decision, Event, Finish, Output, PastPrompt, RunRequest};
+use agentic_executor::tool_host::{RunScope, ToolHost};
 
 pub const MODE_ID: &str = "classic";
 pub const MODE_NAME: &str = "Classic tool calling";
@@ -34,21 +28,7 @@ pub struct Executor {
     pub default_max_rounds: u32,
     /// The tools' input checks, compiled once for all runs rather than on every prompt.
     pub schemas: SchemaCache,
-    pub limits: RunLimits,
-}
-
-/// What one model reply may set going, and how much of a result the model reads back. A
-/// reply is attacker input: without these, one reply could start hundreds of tool calls at
-/// once, and one result could fill the model's context.
-#[derive(Debug, Clone, Copy)]
-pub struct RunLimits {
-    /// Tool calls of one reply running at once; the others wait their turn.
-    pub max_concurrent_tool_calls: usize,
-    /// Tool calls one reply may make; those past it get an error result without running.
-    pub max_tool_calls_per_reply: usize,
-    /// Longest tool result or text the model reads whole, in bytes; a longer one is cut with
-    /// a marker (a cut result is stored whole as an artifact the marker names).
-    pub max_tool_result_bytes: usize,
+    pub limits: CallLimits,
 }
 
 #[async_trait::async_trait]
@@ -94,76 +74,58 @@ impl Executor {
             .prepare(&scope)
             .await
             .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
-        let call_ids = request
-            .outputs
-            .iter()
-            .filter_map(|output| match output {
-                Output::Tool(call) => Some(call.id.clone()),
-                _ => None,
-            })
-            .collect();
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
         let mut run = Run {
-            executor: self,
             model,
-            tool_host,
             events: &events,
-            scope,
             tier: request.tier,
             input: request.input,
             history: request.history,
             system_prompt: messages::system_prompt(&prepared.context),
-            names: FunctionNames::for_tools(&tools),
-            tools,
-            outputs: request.outputs,
-            call_ids,
-            stored_results: HashMap::new(),
-            approvals,
+            calls: Calls::new(
+                MODE_ID,
+                self.limits,
+                tool_host,
+                &events,
+                scope,
+                tools,
+                request.outputs,
+                approvals,
+            ),
         };
         run.go(max_rounds, &request.decisions).await
     }
 }
 
-/// One run in progress. `outputs` mirrors `Prompt.output` as the gateway stores it, so
-/// indexes sent in events are absolute positions.
+/// One run in progress.
 struct Run<'a> {
-    executor: &'a Executor,
-    /// The executor's model and tool-host, recorded or replayed for this run.
+    /// The executor's model, recorded or replayed for this run.
     model: Arc<dyn ChatModel>,
-    tool_host: ToolHost,
     events: &'a EventSink,
-    scope: Arc<RunScope>,
     tier: Tier,
     input: String,
     history: Vec<PastPrompt>,
     system_prompt: String,
-    tools: RunTools,
-    /// The names the model calls `tools` by.
-    names: FunctionNames,
-    outputs: Vec<Output>,
-    /// Tool call ids used in this prompt; approvals name calls by them, so they stay unique.
-    call_ids: HashSet<String>,
-    /// Artifacts holding results of this run too long for the model to read, by call id.
-    stored_results: HashMap<String, String>,
-    /// Calls that wait live for a decision (calls a tool made in turn), by id.
-    approvals: Arc<Approvals>,
+    /// The timeline and the tool calls on it, with the executor's tool-host (recorded or
+    /// replayed for this run).
+    calls: Calls<'a>,
 }
 
 impl Run<'_> {
     async fn go(&mut self, max_rounds: u32, decisions: &[Decision]) -> Result<Finish, RunError> {
-        if self.settle_approvals(decisions).await? == Settled::StillWaiting {
+        if self.calls.settle_approvals(decisions).await? == Settled::StillWaiting {
             return Ok(Finish::WaitingForApproval);
         }
         // Rounds before a pause count too, so approvals cannot extend the limit.
-        let mut rounds = messages::tool_rounds(&self.outputs);
+        let mut rounds = messages::tool_rounds(&self.calls.outputs);
         loop {
             if rounds >= max_rounds as usize {
                 let text = format!(
                     "Stopped after reaching the limit of {max_rounds} rounds without a final answer."
                 );
-                self.add(Output::Text(text)).await?;
+                self.calls.add(Output::Text(text)).await?;
                 return Ok(Finish::Completed);
             }
             self.events.may_call_model().map_err(RunError::Budget)?;
@@ -172,19 +134,13 @@ impl Run<'_> {
             let reply = self.ask_model().await?;
             self.events.send(Event::Usage(reply.usage)).await?;
             if !reply.content.is_empty() {
-                self.add(Output::Text(reply.content)).await?;
+                self.calls.add(Output::Text(reply.content)).await?;
             }
             if reply.tool_calls.is_empty() {
                 return Ok(Finish::Completed);
             }
             rounds += 1;
-            let round = self.start_calls(reply.tool_calls).await?;
-            let ready = round
-                .ready
-                .into_iter()
-                .map(|index| (index, Approval::new(ApprovalState::NotRequired)))
-                .collect();
-            self.invoke_all(ready).await?;
+            let round = self.calls.run_reply(reply.tool_calls).await?;
             if round.waiting_for_approval {
                 return Ok(Finish::WaitingForApproval);
             }
@@ -197,7 +153,7 @@ impl Run<'_> {
         let request = ChatRequest {
             tier: self.tier,
             messages,
-            tools: tools::definitions(&self.tools, &self.names),
+            tools: functions::definitions(&self.calls.tools, &self.calls.names),
             response_format: None,
             max_tokens: None,
         };
@@ -222,578 +178,18 @@ impl Run<'_> {
 
     /// The conversation as the model reads it now.
     fn messages(&self) -> Vec<agentic_llm::ChatMessage> {
-        let function_name = |tool_id: &str| self.names.model_name(tool_id);
+        let function_name = |tool_id: &str| self.calls.names.model_name(tool_id);
         let view = messages::View {
             function_name: &function_name,
-            max_result_bytes: self.executor.limits.max_tool_result_bytes,
-            stored_results: &self.stored_results,
+            max_result_bytes: self.calls.limits().max_tool_result_bytes,
+            stored_results: &self.calls.stored_results,
         };
         messages::build(
             &self.system_prompt,
             &self.history,
             &self.input,
-            &self.outputs,
+            &self.calls.outputs,
             &view,
         )
     }
-
-    /// Adds a tool output for each call. Invalid calls and calls past the reply's maximum
-    /// get their error at once, calls that need approval are announced; the indexes of calls
-    /// ready to run are returned.
-    async fn start_calls(&mut self, calls: Vec<ToolCall>) -> Result<Round, RunError> {
-        // One start time for the whole round: messages.rs tells rounds apart by it.
-        let start = Some(SystemTime::now());
-        let mut round = Round {
-            ready: Vec::new(),
-            waiting_for_approval: false,
-        };
-        let allowed = self.executor.limits.max_tool_calls_per_reply;
-        let refused = calls.len().saturating_sub(allowed);
-        if refused > 0 {
-            tracing::warn!(prompt_id = %self.scope.prompt_text(), calls = calls.len(), allowed, "reply asked for too many tool calls, the rest are refused");
-            agentic_executor::metrics::tool_calls_refused(MODE_ID, refused as u64);
-        }
-        for (position, call) in calls.into_iter().enumerate() {
-            if position >= allowed {
-                self.refuse_call(&call, start, allowed).await?;
-                continue;
-            }
-            // Each call is one of the budget's tool calls (the ones recorded before it in
-            // this reply count already): the run stops before the first past it, and none
-            // of this reply's calls runs then.
-            self.events.may_call_tool().map_err(RunError::Budget)?;
-            let checked = tools::check(&self.tools, &self.names, &call);
-            let mut output = ToolCallOutput {
-                id: self.unique_call_id(&call.id),
-                function: checked.tool_id,
-                input: checked.input,
-                result: ToolResult::Pending {
-                    reason: "running".into(),
-                    progress: None,
-                },
-                start,
-                end: None,
-                approval: Approval::new(ApprovalState::NotRequired),
-                parent: None,
-                record: None,
-            };
-            match checked.verdict {
-                Verdict::Ready => round.ready.push(self.add(Output::Tool(output)).await?),
-                Verdict::Invalid(error) => {
-                    let index = self.add(Output::Tool(output)).await?;
-                    self.finish_call(index, ToolResult::Error { error }, None)
-                        .await?;
-                }
-                Verdict::NeedsApproval => {
-                    output.result = ToolResult::Pending {
-                        reason: "waiting for approval".into(),
-                        progress: None,
-                    };
-                    output.approval = Approval::new(ApprovalState::Pending);
-                    let (tool_call_id, tool_id, input) = (
-                        output.id.clone(),
-                        output.function.clone(),
-                        output.input.clone(),
-                    );
-                    let index = self.add(Output::Tool(output)).await?;
-                    self.events
-                        .send(Event::ApprovalRequested {
-                            tool_call_id,
-                            tool_id,
-                            input,
-                            index: wire_index(index),
-                        })
-                        .await?;
-                    round.waiting_for_approval = true;
-                }
-            }
-        }
-        Ok(round)
-    }
-
-    /// Records a call past the reply's maximum as ended with an error the model reads, in
-    /// one event: it never runs.
-    async fn refuse_call(
-        &mut self,
-        call: &ToolCall,
-        start: Option<SystemTime>,
-        allowed: usize,
-    ) -> Result<(), RunError> {
-        let checked = tools::check(&self.tools, &self.names, call);
-        let output = ToolCallOutput {
-            id: self.unique_call_id(&call.id),
-            function: checked.tool_id,
-            input: checked.input,
-            result: ToolResult::Error {
-                error: format!(
-                    "not run: one reply may make at most {allowed} tool calls; make fewer calls at once"
-                ),
-            },
-            start,
-            end: Some(SystemTime::now()),
-            approval: Approval::new(ApprovalState::NotRequired),
-            parent: None,
-            record: None,
-        };
-        self.add(Output::Tool(output)).await?;
-        Ok(())
-    }
-
-    /// Applies the decisions for calls that wait for approval: rejected calls get their error,
-    /// approved ones run. Calls still without a decision keep the prompt waiting.
-    async fn settle_approvals(&mut self, decisions: &[Decision]) -> Result<Settled, RunError> {
-        let waiting: Vec<(usize, String)> = self
-            .outputs
-            .iter()
-            .enumerate()
-            .filter_map(|(index, output)| match output {
-                Output::Tool(call) if call.approval.state == ApprovalState::Pending => {
-                    Some((index, call.id.clone()))
-                }
-                _ => None,
-            })
-            .collect();
-        for decision in decisions {
-            if !waiting.iter().any(|(_, id)| *id == decision.tool_call_id) {
-                tracing::warn!(tool_call_id = %decision.tool_call_id, "decision for a call that is not waiting, ignored");
-            }
-        }
-        let mut approved = Vec::new();
-        let mut settled = Settled::Ready;
-        for (index, id) in waiting {
-            match decisions
-                .iter()
-                .find(|decision| decision.tool_call_id == id)
-            {
-                None => settled = Settled::StillWaiting,
-                Some(decision) if decision.approved => {
-                    approved.push((
-                        index,
-                        Approval {
-                            state: ApprovalState::Approved,
-                            reason: decision.reason.clone(),
-                        },
-                    ));
-                }
-                Some(decision) => {
-                    let reason = decision.reason.trim();
-                    let error = if reason.is_empty() {
-                        "rejected by the user".to_owned()
-                    } else {
-                        format!("rejected by the user: {reason}")
-                    };
-                    let approval = Approval {
-                        state: ApprovalState::Rejected,
-                        reason: reason.to_owned(),
-                    };
-                    self.finish_call(index, ToolResult::Error { error }, Some(approval))
-                        .await?;
-                }
-            }
-        }
-        self.invoke_all(approved).await?;
-        Ok(settled)
-    }
-
-    /// Invokes the calls at these indexes, at most `max_concurrent_tool_calls` at once (the
-    /// others wait their turn, and their deadlines start when they do), and records each
-    /// result as it comes. Tokens the tools spent count into the prompt's usage. A tool-host
-    /// that cannot be reached fails the run once every call has an answer.
-    ///
-    /// A call whose tool makes calls in turn that need approval (`interpreter.run-code`)
-    /// pauses the prompt live for each: the call shows on the timeline under its parent, the
-    /// approval is requested, and the decision the gateway forwards goes back to the tool.
-    /// Results of other calls that come in meanwhile are recorded after the pause, so a
-    /// stream that ends at `waiting` has seen nothing happen after it.
-    async fn invoke_all(&mut self, calls: Vec<(usize, Approval)>) -> Result<(), RunError> {
-        let (ask, mut asked) = mpsc::channel::<Asked>(ASKS_BUFFER);
-        // While a live pause lasts, progress of other calls is not sent: a stream that ends
-        // at `waiting` sees nothing after it.
-        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ready: Vec<_> = calls
-            .into_iter()
-            .filter_map(|(index, approval)| {
-                let Some(Output::Tool(call)) = self.outputs.get(index) else {
-                    return None;
-                };
-                let (tool_id, input, call_id) =
-                    (call.function.clone(), call.input.clone(), call.id.clone());
-                let (tool_host, scope) = (self.tool_host.clone(), Arc::clone(&self.scope));
-                // Progress the tool reports updates the running call's output (dropped when
-                // the gateway reads slowly).
-                let (events, mut running) = (self.events, call.clone());
-                running.approval = approval.clone();
-                let asker = Asker(ask.clone());
-                let paused = Arc::clone(&paused);
-                Some(async move {
-                    let report = |progress: Progress| {
-                        if paused.load(std::sync::atomic::Ordering::Relaxed) {
-                            return;
-                        }
-                        let mut output = running.clone();
-                        output.result = ToolResult::Pending {
-                            reason: "running".into(),
-                            progress: Some(progress),
-                        };
-                        events.try_send(Event::OutputUpdated {
-                            index: wire_index(index),
-                            output: Output::Tool(output),
-                        });
-                    };
-                    let invoked = tool_host
-                        .invoke_asking(&scope, &tool_id, &input, &call_id, &report, Some(&asker))
-                        .await;
-                    (index, approval, invoked)
-                })
-            })
-            .collect();
-        drop(ask);
-        let mut running = futures::stream::iter(ready)
-            .buffer_unordered(self.executor.limits.max_concurrent_tool_calls.max(1));
-        let mut answers = Answers::default();
-        // Calls asked about that wait for their decision (with their timeline positions),
-        // and the answers held meanwhile.
-        let mut deciding = futures::stream::FuturesUnordered::new();
-        let mut open: HashMap<String, usize> = HashMap::new();
-        let mut held = Vec::new();
-        loop {
-            tokio::select! {
-                next = running.next() => match next {
-                    Some(done) if open.is_empty() => self.record(done, &mut answers).await?,
-                    Some(done) => held.push(done),
-                    None => break,
-                },
-                Some(first) = asked.recv() => {
-                    // Everything asked at once is asked together, under one pause.
-                    let mut batch = vec![first];
-                    while let Ok(more) = asked.try_recv() {
-                        batch.push(more);
-                    }
-                    paused.store(true, std::sync::atomic::Ordering::Relaxed);
-                    for asked in batch {
-                        // Registered before it is asked: a quick decision is not lost.
-                        let pending = self.approvals.expect(&asked.call.id);
-                        let index = self.ask_approval(&asked.call).await?;
-                        open.insert(asked.call.id.clone(), index);
-                        let parent = asked.call.parent.clone().unwrap_or_default();
-                        let limit = self.tool_host.timeout_of(&self.tool_of(&parent));
-                        deciding.push(async move { (index, asked, pending.decision(limit).await) });
-                    }
-                    // Not resumable: what the nested code did so far lives only in its runner.
-                    self.events.send(Event::Paused { resumable: false }).await?;
-                }
-                Some((index, asked, decision)) = deciding.next(), if !deciding.is_empty() => {
-                    open.remove(&asked.call.id);
-                    self.decided(index, &decision).await?;
-                    let _ = asked.reply.send(decision);
-                    if open.is_empty() {
-                        paused.store(false, std::sync::atomic::Ordering::Relaxed);
-                        for done in std::mem::take(&mut held) {
-                            self.record(done, &mut answers).await?;
-                        }
-                    }
-                }
-            }
-        }
-        // Every call has answered: a question still open belongs to a call that ended
-        // without its decision (its deadline passed, say). It is shown as not run, which
-        // ends the pause, before the held answers (whose record of it comes last).
-        for (_, index) in open {
-            self.decided(index, &None).await?;
-        }
-        for done in held {
-            self.record(done, &mut answers).await?;
-        }
-        match answers.unavailable {
-            Some(message) => Err(RunError::ToolHostUnavailable(message)),
-            None => Ok(()),
-        }
-    }
-
-    /// Records one call's answer: the calls it made in turn, its result, the files it made.
-    async fn record(
-        &mut self,
-        (index, approval, invoked): Invocation,
-        answers: &mut Answers,
-    ) -> Result<(), RunError> {
-        let (result, files, nested) = match invoked {
-            Ok(invoked) => {
-                // Counted as each call answers: a run stopped mid-round (cancelled, out of
-                // time or of budget) still counts what the calls that answered spent.
-                if invoked.usage != Usage::default() {
-                    self.events.send(Event::Usage(invoked.usage)).await?;
-                }
-                match invoked.result {
-                    Ok(output) => (
-                        ToolResult::Success { output },
-                        invoked.files,
-                        invoked.nested,
-                    ),
-                    Err(error) => (ToolResult::Error { error }, invoked.files, invoked.nested),
-                }
-            }
-            Err(ToolHostError::Unavailable(message)) => {
-                let error = format!("tool-host unavailable: {message}");
-                answers.unavailable.get_or_insert(message);
-                (ToolResult::Error { error }, Vec::new(), Vec::new())
-            }
-            Err(error @ (ToolHostError::Refused(_) | ToolHostError::TimedOut { .. })) => (
-                ToolResult::Error {
-                    error: error.to_string(),
-                },
-                Vec::new(),
-                Vec::new(),
-            ),
-        };
-        // The calls it made in turn come before its result, as they happened; one already
-        // shown (it was asked about) is brought up to date.
-        for call in nested {
-            match self.index_of_call(&call.id) {
-                Some(shown) => self.update(shown, Output::Tool(call)).await?,
-                None => {
-                    self.add(Output::Tool(call)).await?;
-                }
-            }
-        }
-        self.store_if_too_long(index, &result).await;
-        self.finish_call(index, result, Some(approval)).await?;
-        for file in files {
-            let id = format!("file_{}", uuid::Uuid::new_v4().simple());
-            let file = FileOutput {
-                id,
-                filename: file.filename,
-                mime_type: file.mime_type,
-                size: file.size,
-                artifact_id: file.artifact_id,
-            };
-            self.add(Output::File(file)).await?;
-        }
-        Ok(())
-    }
-
-    /// Shows a call a tool makes in turn as waiting for approval and asks for the approval
-    /// (the caller then pauses the prompt live); answers the call's index.
-    async fn ask_approval(&mut self, call: &ToolCallOutput) -> Result<usize, RunError> {
-        let index = self.add(Output::Tool(call.clone())).await?;
-        self.events
-            .send(Event::ApprovalRequested {
-                tool_call_id: call.id.clone(),
-                tool_id: call.function.clone(),
-                input: call.input.clone(),
-                index: wire_index(index),
-            })
-            .await?;
-        Ok(index)
-    }
-
-    /// Shows the decision on a call asked about: running once approved, else not run.
-    async fn decided(&mut self, index: usize, decision: &Option<Decision>) -> Result<(), RunError> {
-        let Some(Output::Tool(call)) = self.outputs.get(index) else {
-            return Ok(());
-        };
-        let mut call = call.clone();
-        match decision {
-            Some(decision) if decision.approved => {
-                call.approval = Approval {
-                    state: ApprovalState::Approved,
-                    reason: decision.reason.clone(),
-                };
-                call.result = ToolResult::Pending {
-                    reason: "running".into(),
-                    progress: None,
-                };
-            }
-            Some(decision) => {
-                let reason = decision.reason.trim().to_owned();
-                call.result = ToolResult::Error {
-                    error: if reason.is_empty() {
-                        "rejected by the user".to_owned()
-                    } else {
-                        format!("rejected by the user: {reason}")
-                    },
-                };
-                call.approval = Approval {
-                    state: ApprovalState::Rejected,
-                    reason,
-                };
-                call.end = Some(SystemTime::now());
-            }
-            None => {
-                let reason = "nobody decided in time".to_owned();
-                call.result = ToolResult::Error {
-                    error: format!("not run: {reason}"),
-                };
-                call.approval = Approval {
-                    state: ApprovalState::Rejected,
-                    reason,
-                };
-                call.end = Some(SystemTime::now());
-            }
-        }
-        self.update(index, Output::Tool(call)).await
-    }
-
-    /// The position of the call with this id on the timeline.
-    fn index_of_call(&self, id: &str) -> Option<usize> {
-        self.outputs
-            .iter()
-            .position(|output| matches!(output, Output::Tool(call) if call.id == id))
-    }
-
-    /// The tool of the call with this id (empty when there is none).
-    fn tool_of(&self, id: &str) -> String {
-        self.index_of_call(id)
-            .and_then(|index| match &self.outputs[index] {
-                Output::Tool(call) => Some(call.function.clone()),
-                _ => None,
-            })
-            .unwrap_or_default()
-    }
-
-    /// Keeps a result too long for the model to read whole as an artifact of the user, so the
-    /// marker that cuts it can name where the rest is. Best effort: without the artifact (the
-    /// user's quota is full, say) the marker only gives the size.
-    async fn store_if_too_long(&mut self, index: usize, result: &ToolResult) {
-        let Some(Output::Tool(call)) = self.outputs.get(index) else {
-            return;
-        };
-        let read = messages::tool_message(result);
-        if read.len() <= self.executor.limits.max_tool_result_bytes {
-            return;
-        }
-        let value = match result {
-            // What `artifact.get` read is an artifact already.
-            ToolResult::Success { output } if call.function == "artifact.get" => {
-                if let Some(id) = output.get("id").and_then(Json::as_str) {
-                    self.stored_results.insert(call.id.clone(), id.to_owned());
-                    return;
-                }
-                output.clone()
-            }
-            ToolResult::Success { output } => output.clone(),
-            ToolResult::Error { error } => Json::String(error.clone()),
-            ToolResult::Pending { .. } => return,
-        };
-        let description = format!("the whole result of {} (call {})", call.function, call.id);
-        let call_id = call.id.clone();
-        match self
-            .tool_host
-            .store_artifact(&self.scope, &description, &value)
-            .await
-        {
-            Ok(artifact_id) => {
-                self.stored_results.insert(call_id, artifact_id);
-            }
-            Err(error) => {
-                tracing::info!(prompt_id = %self.scope.prompt_text(), tool_call_id = %call_id, %error, "long tool result not stored, the model reads it cut");
-            }
-        }
-    }
-
-    /// Records the end of the call at `index`: its result, end time and, when given, approval.
-    async fn finish_call(
-        &mut self,
-        index: usize,
-        result: ToolResult,
-        approval: Option<Approval>,
-    ) -> Result<(), RunError> {
-        let Some(Output::Tool(call)) = self.outputs.get(index) else {
-            return Ok(());
-        };
-        let mut call = call.clone();
-        call.result = result;
-        call.end = Some(SystemTime::now());
-        if let Some(approval) = approval {
-            call.approval = approval;
-        }
-        self.update(index, Output::Tool(call)).await
-    }
-
-    /// The model's call id, unless it is empty or already used in this prompt (stand-in
-    /// models and some servers repeat ids across rounds).
-    fn unique_call_id(&mut self, id: &str) -> String {
-        if !id.is_empty() && self.call_ids.insert(id.to_owned()) {
-            return id.to_owned();
-        }
-        let id = format!("call_{}", uuid::Uuid::new_v4().simple());
-        self.call_ids.insert(id.clone());
-        id
-    }
-
-    async fn add(&mut self, output: Output) -> Result<usize, RunError> {
-        let index = self.outputs.len();
-        self.outputs.push(output.clone());
-        self.events
-            .send(Event::OutputAdded {
-                index: wire_index(index),
-                output,
-            })
-            .await?;
-        Ok(index)
-    }
-
-    async fn update(&mut self, index: usize, output: Output) -> Result<(), RunError> {
-        if let Some(slot) = self.outputs.get_mut(index) {
-            *slot = output.clone();
-        }
-        self.events
-            .send(Event::OutputUpdated {
-                index: wire_index(index),
-                output,
-            })
-            .await?;
-        Ok(())
-    }
-}
-
-/// Approvals asked by calls of one reply that wait to be shown, at most.
-const ASKS_BUFFER: usize = 8;
-
-/// A call a tool made in turn that needs approval, and where the decision goes.
-struct Asked {
-    call: ToolCallOutput,
-    reply: tokio::sync::oneshot::Sender<Option<Decision>>,
-}
-
-/// Hands the calls a tool asks approval for to the run's loop, which shows them, pauses the
-/// prompt and waits for the person.
-struct Asker(mpsc::Sender<Asked>);
-
-#[async_trait::async_trait]
-impl AskApproval for Asker {
-    async fn decide(&self, call: ToolCallOutput) -> Option<Decision> {
-        let (reply, decision) = tokio::sync::oneshot::channel();
-        self.0.send(Asked { call, reply }).await.ok()?;
-        decision.await.ok().flatten()
-    }
-}
-
-/// One call's answer from the tool-host.
-type Invocation = (
-    usize,
-    Approval,
-    Result<agentic_executor::tool_host::Invoked, ToolHostError>,
-);
-
-/// What the answers of one reply's calls add up to.
-#[derive(Default)]
-struct Answers {
-    /// The first "tool-host unavailable", which fails the run once every call has answered.
-    unavailable: Option<String>,
-}
-
-struct Round {
-    ready: Vec<usize>,
-    waiting_for_approval: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Settled {
-    Ready,
-    StillWaiting,
-}
-
-/// Output indexes travel as `uint32`; a prompt never holds four billion outputs.
-fn wire_index(index: usize) -> u32 {
-    u32::try_from(index).unwrap_or(u32::MAX)
 }

@@ -3,7 +3,6 @@
 
 mod executor;
 mod messages;
-mod tools;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use agentic_llm::{ChatModel, OpenAiChatModel};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
-use crate::executor::{Executor, RunLimits};
+use crate::executor::Executor;
 
 pub use crate::executor::{MODE_ID, MODE_NAME};
 
@@ -76,7 +75,7 @@ pub async fn run_with_model(
         tool_host: config.executor.tool_host()?,
         default_max_rounds: config.max_rounds,
         schemas: SchemaCache::default(),
-        limits: RunLimits {
+        limits: agentic_executor::calls::CallLimits {
             max_concurrent_tool_calls: config.max_concurrent_tool_calls as usize,
             max_tool_calls_per_reply: config.max_tool_calls_per_reply as usize,
             max_tool_result_bytes: config.max_tool_result_bytes as usize,

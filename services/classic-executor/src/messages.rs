@@ -7,10 +7,12 @@
 use std::collections::HashMap;
 
 use agentic_llm::{ChatMessage, ToolCall};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
-use agentic_executor::timeline::{Output, PastPrompt, ToolCallOutput, ToolResult};
+use agentic_executor::timeline::{Output, PastPrompt, ToolCallOutput};
 use agentic_executor::tool_host::ContextItem;
+
+pub use agentic_executor::functions::{shown, tool_message};
 
 const SYSTEM_PROMPT: &str = "You are a helpful assistant. Use the tools when they help; \
 calls you make in the same turn run concurrently, so only combine calls that do not depend \
@@ -100,43 +102,12 @@ pub fn from_outputs(outputs: &[Output], view: &View<'_>) -> Vec<ChatMessage> {
     messages
 }
 
-/// `text` whole when it fits in `max_bytes`, else its beginning (cut at a character
-/// boundary) and a marker naming its full size and, when known, the artifact holding it.
-pub fn shown(text: &str, what: &str, max_bytes: usize, artifact_id: Option<&str>) -> String {
-    if text.len() <= max_bytes {
-        return text.to_owned();
-    }
-    let cut = text.floor_char_boundary(max_bytes);
-    let whole = match artifact_id {
-        Some(id) => format!(
-            "; the whole {what} is artifact {id} (artifact.get reads it, getArtifact in interpreter.run-code can take it apart)"
-        ),
-        None => String::new(),
-    };
-    format!(
-        "{}\n[cut: this {what} is {} bytes, only the first {cut} are shown{whole}]",
-        &text[..cut],
-        text.len()
-    )
-}
-
 /// How many rounds with tool calls the outputs record.
 pub fn tool_rounds(outputs: &[Output]) -> usize {
     turns(outputs)
         .iter()
         .filter(|turn| !turn.calls.is_empty())
         .count()
-}
-
-/// What the model reads as a tool's answer: its JSON output, or `{"error": "…"}`.
-pub fn tool_message(result: &ToolResult) -> String {
-    match result {
-        ToolResult::Success { output } => output.to_string(),
-        ToolResult::Error { error } => json!({ "error": error }).to_string(),
-        ToolResult::Pending { reason, .. } => {
-            json!({ "error": format!("no result ({reason})") }).to_string()
-        }
-    }
 }
 
 #[derive(Default)]
@@ -192,7 +163,8 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use agentic_executor::timeline::{Approval, ApprovalState, FileOutput};
+    use agentic_executor::timeline::{Approval, ApprovalState, FileOutput, ToolResult};
+    use serde_json::json;
 
     fn at(seconds: u64) -> Option<SystemTime> {
         Some(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
@@ -262,6 +234,7 @@ mod tests {
                 mime_type: "text/plain".into(),
                 size: 1,
                 artifact_id: "art".into(),
+                source: agentic_executor::timeline::FileSource::Local,
             }),
             // A round without text: its different start time separates it from the round above.
             tool(

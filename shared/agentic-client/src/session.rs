@@ -75,10 +75,13 @@ pub struct ChatResult {
     pub outputs: Vec<PromptOutput>,
     /// Files this prompt created (the file outputs of `outputs`).
     pub created_files: Vec<FileOutput>,
-    /// LLM rounds. Where the timeline has `code.execute` calls (code mode) it is their count:
-    /// one per program the model wrote. Otherwise (classic) it is the number of assistant
-    /// turns: a text output, or a group of tool calls made in one round (calls of one round
-    /// share their start time), with the text just before the group counted once with it.
+    /// LLM rounds: the rounds the mode counted (`usage.rounds`: in hosted mode one per
+    /// request to the provider, continuations of a paused turn included). For prompts that
+    /// predate that count, read from the timeline: where it has `code.execute` calls (code
+    /// mode) their count, one per program the model wrote; otherwise (classic) the number of
+    /// assistant turns: a text output, or a group of tool calls made in one round (calls of
+    /// one round share their start time), with the text just before the group counted once
+    /// with it.
     pub rounds: u32,
     /// The mode that ran the prompt.
     pub mode: String,
@@ -311,7 +314,10 @@ impl ChatResult {
         ChatResult {
             final_response: final_response(&prompt.output),
             created_files: created_files(&prompt.output),
-            rounds: rounds(&prompt.output),
+            rounds: match prompt.usage {
+                Some(usage) if usage.rounds > 0 => usage.rounds,
+                _ => rounds(&prompt.output),
+            },
             state,
             error,
             last_sequence,

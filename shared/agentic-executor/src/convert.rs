@@ -11,8 +11,8 @@ use agentic_proto::v1::{execute_event, prompt_output, tool_result};
 
 use crate::error::ExecuteError;
 use crate::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, Finish, Output, PastPrompt, Progress,
-    RoundRecord, RunRequest, ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Finish, Output, PastPrompt,
+    Progress, RoundRecord, RunRequest, ToolCallOutput, ToolResult,
 };
 
 // ---- protobuf -> domain ----
@@ -116,6 +116,10 @@ fn output_from_proto(output: &pb::PromptOutput) -> Option<Output> {
             mime_type: file.mime_type.clone(),
             size: file.size,
             artifact_id: file.artifact_id.clone(),
+            source: match file.source() {
+                pb::FileSource::Hosted => FileSource::Hosted,
+                pb::FileSource::Local | pb::FileSource::Unspecified => FileSource::Local,
+            },
         }),
     })
 }
@@ -287,6 +291,11 @@ fn output_to_proto(output: Output) -> pb::PromptOutput {
             mime_type: file.mime_type,
             size: file.size,
             artifact_id: file.artifact_id,
+            source: match file.source {
+                FileSource::Local => pb::FileSource::Local,
+                FileSource::Hosted => pb::FileSource::Hosted,
+            }
+            .into(),
         }),
     };
     pb::PromptOutput { kind: Some(kind) }

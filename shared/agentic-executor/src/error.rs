@@ -67,6 +67,10 @@ pub enum RunError {
     /// replay of its rounds diverged from their record); the message says why.
     #[error("the prompt could not be resumed after the approval: {0}")]
     Resume(String),
+    /// The mode could not go on; the message says why in words fit to show (hosted mode:
+    /// the provider refused a request, the prompt's settings are invalid).
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl From<crate::sink::StreamClosed> for RunError {

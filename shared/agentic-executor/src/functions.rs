@@ -4,12 +4,44 @@
 
 use std::collections::HashMap;
 
-use agentic_executor::RunTools;
+use crate::RunTools;
+use crate::timeline::ToolResult;
 use agentic_llm::{ToolCall, ToolDef};
 use serde_json::{Value as Json, json};
 
 /// OpenAI function names must match `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_FUNCTION_NAME_CHARS: usize = 64;
+
+/// What the model reads as a tool's answer: its JSON output, or `{"error": "…"}`.
+pub fn tool_message(result: &ToolResult) -> String {
+    match result {
+        ToolResult::Success { output } => output.to_string(),
+        ToolResult::Error { error } => json!({ "error": error }).to_string(),
+        ToolResult::Pending { reason, .. } => {
+            json!({ "error": format!("no result ({reason})") }).to_string()
+        }
+    }
+}
+
+/// `text` whole when it fits in `max_bytes`, else its beginning (cut at a character
+/// boundary) and a marker naming its full size and, when known, the artifact holding it.
+pub fn shown(text: &str, what: &str, max_bytes: usize, artifact_id: Option<&str>) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let cut = text.floor_char_boundary(max_bytes);
+    let whole = match artifact_id {
+        Some(id) => format!(
+            "; the whole {what} is artifact {id} (artifact.get reads it, getArtifact in interpreter.run-code can take it apart)"
+        ),
+        None => String::new(),
+    };
+    format!(
+        "{}\n[cut: this {what} is {} bytes, only the first {cut} are shown{whole}]",
+        &text[..cut],
+        text.len()
+    )
+}
 
 /// A call the model asked for, resolved against the run's tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,8 +204,8 @@ pub fn sanitize(tool_id: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use agentic_executor::SchemaCache;
-    use agentic_executor::tool_host::ToolSpec;
+    use crate::SchemaCache;
+    use crate::tool_host::ToolSpec;
 
     use super::*;
 

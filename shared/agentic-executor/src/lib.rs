@@ -8,9 +8,11 @@
 pub mod approvals;
 pub mod bounds;
 pub mod budget;
+pub mod calls;
 mod convert;
 mod edge;
 mod error;
+pub mod functions;
 pub mod metrics;
 mod register;
 mod run_tools;

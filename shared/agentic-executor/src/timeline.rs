@@ -151,6 +151,16 @@ pub struct FileOutput {
     pub mime_type: String,
     pub size: u64,
     pub artifact_id: String,
+    pub source: FileSource,
+}
+
+/// Where a file was made: by agentic's own tools, or in the provider's container (hosted
+/// mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileSource {
+    #[default]
+    Local,
+    Hosted,
 }
 
 /// What the executor tells the gateway, in order.

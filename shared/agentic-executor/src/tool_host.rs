@@ -596,6 +596,37 @@ impl ToolHost {
         Ok(stored.into_inner().id)
     }
 
+    /// Stores `content` as a file artifact of the run's user, in its conversation (so it is
+    /// one of the conversation's files), and answers its id and size. Refusals (a full quota,
+    /// a file over the size limit) come back as `Refused` with their reason.
+    pub async fn store_file(
+        &self,
+        scope: &RunScope,
+        filename: &str,
+        mime_type: &str,
+        description: &str,
+        content: Vec<u8>,
+    ) -> Result<(String, u64), ToolHostError> {
+        let mut request = tonic::Request::new(StoreArtifactRequest {
+            user_id: scope.user_id.to_string(),
+            conversation_id: scope.conversation_text(),
+            description: description.to_owned(),
+            filename: filename.to_owned(),
+            mime_type: mime_type.to_owned(),
+            content,
+            ..StoreArtifactRequest::default()
+        });
+        request.set_timeout(STORE_TIMEOUT);
+        let stored = self
+            .artifacts
+            .clone()
+            .store_artifact(request)
+            .await
+            .map_err(|status| invoke_error(status, STORE_TIMEOUT))?
+            .into_inner();
+        Ok((stored.id, stored.size))
+    }
+
     /// Keeps the time limits of this `Prepare` answer, and which tools report progress, for
     /// the calls that follow. Tools the answer does not name keep what an earlier answer
     /// said: another tool-host replica, or an MCP server that is reconnecting, may list them

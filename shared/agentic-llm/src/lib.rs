@@ -8,7 +8,8 @@ mod sse;
 
 pub use async_trait::async_trait;
 pub use error::{Attempts, LlmError};
-pub use openai::OpenAiChatModel;
+pub use openai::{OpenAiChatModel, backoff};
+pub use sse::SseParser;
 
 /// Where the model lives and how hard to try. Flattened into each service's config.
 #[derive(clap::Args, Debug, Clone)]

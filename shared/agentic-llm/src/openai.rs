@@ -287,7 +287,7 @@ impl OpenAiChatModel {
 /// further retry, up to [`MAX_BACKOFF`]. Prompts refused together (a provider's 429 to many
 /// prompts at once) spread their retries over the whole window instead of coming back in
 /// lockstep, and no wait is longer than the plain exponential delay.
-fn backoff(base_ms: u64, retry: u32) -> Duration {
+pub fn backoff(base_ms: u64, retry: u32) -> Duration {
     let factor = 2u64.saturating_pow(retry.saturating_sub(1));
     let ceiling = Duration::from_millis(base_ms.saturating_mul(factor)).min(MAX_BACKOFF);
     let ceiling_ms = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);

@@ -11,14 +11,14 @@ use crate::{ChatResponse, ToolCall, Usage};
 /// until a full line arrives, so chunk boundaries may fall anywhere, even inside a
 /// multi-byte character.
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     line: Vec<u8>,
     data: Vec<String>,
 }
 
 impl SseParser {
     /// Feeds bytes and returns the payloads of the events they completed.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         let mut payloads = Vec::new();
         for &byte in bytes {
             if byte != b'\n' {
@@ -34,7 +34,7 @@ impl SseParser {
     }
 
     /// Ends the stream: a last event without its blank line still counts.
-    pub(crate) fn finish(&mut self) -> Vec<String> {
+    pub fn finish(&mut self) -> Vec<String> {
         let line = std::mem::take(&mut self.line);
         let mut payloads: Vec<String> = self.end_line(&line).into_iter().collect();
         payloads.extend(self.end_line(b""));

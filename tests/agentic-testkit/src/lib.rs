@@ -7,6 +7,9 @@ pub mod model;
 pub mod processes;
 pub mod stack;
 
-pub use model::{Match, RecordedRequest, Reply, Rule, ScriptedCall, StandInModel};
+pub use model::{
+    HostedBlock, HostedFile, HostedMatch, HostedReply, HostedRule, Match, RecordedRequest, Reply,
+    Rule, ScriptedCall, StandInModel,
+};
 pub use processes::{ProcessStack, ProcessStackOptions, Service};
 pub use stack::{GatewayReplica, Stack, StackDatabase, StackOptions, TestClock};

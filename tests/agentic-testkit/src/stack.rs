@@ -184,6 +184,13 @@ pub struct StackOptions {
     pub trigger_clock: Option<TestClock>,
     /// How often the gateways look for due triggers (ms).
     pub trigger_tick_ms: u64,
+    /// Also start the hosted executor (mode `hosted`), talking to the stand-in model's
+    /// Anthropic endpoint.
+    pub hosted: bool,
+    /// The hosted executor's default container skills (`HOSTED_SKILLS`, a JSON list).
+    pub hosted_skills: String,
+    /// Files of one hosted prompt downloaded from the container, at most.
+    pub hosted_max_files: u32,
 }
 
 impl Default for StackOptions {
@@ -228,6 +235,9 @@ impl Default for StackOptions {
             gateway_tls_key: None,
             trigger_clock: None,
             trigger_tick_ms: 1000,
+            hosted: false,
+            hosted_skills: "[]".into(),
+            hosted_max_files: 20,
         }
     }
 }
@@ -307,9 +317,12 @@ pub struct Stack {
     pub classic_address: SocketAddr,
     pub code_address: SocketAddr,
     pub tool_host_address: SocketAddr,
+    /// The hosted executor's address, when the options start it.
+    pub hosted_address: Option<SocketAddr>,
     gateway: Background,
     classic: Background,
     code: Background,
+    hosted: Option<Background>,
     tool_host: Background,
     options: StackOptions,
     modes: Vec<prompt_gateway::ModeSpec>,
@@ -396,10 +409,12 @@ impl Stack {
         let (classic_listener, classic_address) = bind()?;
         let (code_listener, code_address) = bind()?;
         let (gateway_listener, gateway_address) = bind()?;
+        let hosted_listener = if options.hosted { Some(bind()?) } else { None };
+        let hosted_address = hosted_listener.as_ref().map(|(_, address)| *address);
         let modes = if options.executors_register {
             Vec::new()
         } else {
-            vec![
+            let mut modes = vec![
                 prompt_gateway::ModeSpec {
                     id: "classic".into(),
                     endpoint: format!("http://{classic_address}"),
@@ -408,7 +423,14 @@ impl Stack {
                     id: "code".into(),
                     endpoint: format!("http://{code_address}"),
                 },
-            ]
+            ];
+            if let Some(address) = hosted_address {
+                modes.push(prompt_gateway::ModeSpec {
+                    id: "hosted".into(),
+                    endpoint: format!("http://{address}"),
+                });
+            }
+            modes
         };
 
         let tool_host = match custom_tool_host {
@@ -435,6 +457,16 @@ impl Stack {
             gateway_address,
             code_listener,
         )?;
+        let hosted = match hosted_listener {
+            Some((listener, _)) => Some(Stack::start_hosted(
+                &options,
+                &model,
+                tool_host_address,
+                gateway_address,
+                listener,
+            )?),
+            None => None,
+        };
         let (gateway, gateway_http_address) = Stack::start_gateway(
             &options,
             &gateway_database_url,
@@ -449,9 +481,11 @@ impl Stack {
             classic_address,
             code_address,
             tool_host_address,
+            hosted_address,
             gateway,
             classic,
             code,
+            hosted,
             tool_host,
             modes,
             options,
@@ -563,6 +597,38 @@ impl Stack {
         };
         Background::start("code-executor", listener, move |listener| {
             code_executor::run(config, listener, std::future::pending())
+        })
+    }
+
+    fn start_hosted(
+        options: &StackOptions,
+        model: &StandInModel,
+        tool_host: SocketAddr,
+        gateway: SocketAddr,
+        listener: std::net::TcpListener,
+    ) -> anyhow::Result<Background> {
+        let config = hosted_executor::Config {
+            executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
+            anthropic_api_key: Some("stand-in".into()),
+            anthropic_base_url: options
+                .llm_base_url
+                .clone()
+                .unwrap_or_else(|| model.anthropic_base_url()),
+            model_normal: "stand-in-hosted".into(),
+            model_high: "stand-in-hosted-high".into(),
+            max_tokens: 4096,
+            max_rounds: options.classic_max_rounds.unwrap_or(25),
+            skills: options.hosted_skills.clone(),
+            timeout_secs: options.llm_timeout_secs,
+            max_retries: options.llm_max_retries,
+            max_files: options.hosted_max_files,
+            max_file_bytes: 1024 * 1024,
+            max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
+            max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
+            max_tool_result_bytes: options.classic_max_tool_result_bytes,
+        };
+        Background::start("hosted-executor", listener, move |listener| {
+            hosted_executor::run(config, listener, std::future::pending())
         })
     }
 
@@ -722,6 +788,9 @@ impl Stack {
         self.gateway.kill();
         self.classic.kill();
         self.code.kill();
+        if let Some(hosted) = &mut self.hosted {
+            hosted.kill();
+        }
         self.tool_host.kill();
     }
 }

@@ -221,6 +221,7 @@ fn hostile_files(root: &Path) -> Vec<FileOutput> {
             mime_type: "text/plain\u{1b}[2J".to_owned(),
             size: 1,
             artifact_id: String::new(),
+            ..FileOutput::default()
         })
         .collect()
 }

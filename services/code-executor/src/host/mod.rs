@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, Output, Progress, RoundRecord,
-    ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Output, Progress,
+    RoundRecord, ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, RunTools, StreamClosed};
@@ -735,6 +735,7 @@ impl PromptHost {
                 mime_type: file.mime_type,
                 size: file.size,
                 artifact_id: file.artifact_id,
+                source: FileSource::Local,
             });
             self.timeline.add(file).await.map_err(|_| closed())?;
         }

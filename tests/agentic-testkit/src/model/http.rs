@@ -46,11 +46,26 @@ impl HttpAnswer {
 
 /// A minimal HTTP/1.1 client, so the tests see exactly the bytes a real client would.
 pub async fn post(address: SocketAddr, path: &str, body: &Value) -> HttpAnswer {
+    request(address, "POST", path, &[], Some(body)).await
+}
+
+/// [`post`] with any method, extra headers, and a body or none.
+pub async fn request(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> HttpAnswer {
     let stream = TcpStream::connect(address).await.expect("connect");
-    let payload = body.to_string();
+    let payload = body.map(Value::to_string).unwrap_or_default();
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let request = format!(
-        "POST {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n{payload}",
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
+         {extra}content-length: {}\r\nconnection: close\r\n\r\n{payload}",
         payload.len()
     );
     let mut unsent = request.as_bytes();

@@ -1,9 +1,12 @@
-//! The stand-in model: an OpenAI-compatible Chat Completions server that answers from a script.
+//! The stand-in model: an OpenAI-compatible Chat Completions server that answers from a script,
+//! and on the same port the Anthropic Messages and Files APIs for hosted mode (`hosted.rs`),
+//! with a script of their own.
 //!
 //! No real LLM is reachable from tests, so the services' real HTTP client talks to this server
 //! instead. It speaks the wire format faithfully (streamed chunks, fragmented tool-call
 //! arguments, usage) so client bugs show up here rather than against the real API.
 
+mod hosted;
 pub mod http;
 mod request;
 mod script;
@@ -21,6 +24,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use hosted::{
+    CODE_EXECUTION_BETA, FILES_BETA, HostedBlock, HostedFile, HostedMatch, HostedReply,
+    HostedRequest, HostedRule, SKILLS_BETA,
+};
 pub use request::RecordedRequest;
 pub use script::{
     DEFAULT_USAGE, Match, Reply, Rule, ScriptedCall, demo_rules, rules_from_recording,
@@ -77,6 +84,32 @@ impl StandInModel {
     /// The OpenAI base URL form, `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.address)
+    }
+
+    /// The Anthropic base URL form, `http://127.0.0.1:PORT` (the part before `/v1/messages`).
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Appends a rule of the Messages endpoint; they are tried in the order they were given.
+    pub fn add_hosted_rule(&self, rule: HostedRule) {
+        self.state.hosted.add_rule(rule);
+    }
+
+    /// Every Messages request received so far, in order, refused ones included.
+    pub fn hosted_requests(&self) -> Vec<HostedRequest> {
+        self.state.hosted.requests()
+    }
+
+    /// Expires a container, as the provider does after a while: requests naming it are
+    /// refused. False when there is no such container.
+    pub fn expire_container(&self, id: &str) -> bool {
+        self.state.hosted.expire_container(id)
+    }
+
+    /// The `skills` a container was asked for (`null` when none).
+    pub fn container_skills(&self, id: &str) -> Option<serde_json::Value> {
+        self.state.hosted.container_skills(id)
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -10,7 +10,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -30,6 +30,8 @@ pub(crate) struct ServerState {
     next_call_number: AtomicU64,
     /// Closes when the `StandInModel` goes away, which ends hanging and delayed answers.
     shutdown: watch::Receiver<()>,
+    /// The Anthropic Messages and Files side.
+    pub(crate) hosted: super::hosted::Hosted,
 }
 
 struct RuleSlot {
@@ -49,6 +51,7 @@ impl ServerState {
             requests: Mutex::new(Vec::new()),
             next_call_number: AtomicU64::new(1),
             shutdown,
+            hosted: super::hosted::Hosted::default(),
         }
     }
 
@@ -89,7 +92,7 @@ impl ServerState {
     }
 
     /// Resolves when the server is shutting down.
-    async fn shutting_down(&self) {
+    pub(crate) async fn shutting_down(&self) {
         let mut shutdown = self.shutdown.clone();
         // `changed` fails once the sender is dropped, which is the only signal ever sent.
         while shutdown.changed().await.is_ok() {}
@@ -100,6 +103,10 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(super::hosted::messages_endpoint))
+        .route("/v1/files", get(super::hosted::list_files))
+        .route("/v1/files/{id}", get(super::hosted::file_metadata))
+        .route("/v1/files/{id}/content", get(super::hosted::file_content))
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .with_state(state)
 }
@@ -205,7 +212,7 @@ fn stream_response(chunks: Vec<Value>, pause: Duration) -> Response {
 
 /// Sends each already framed event as a body frame of its own: the first at once, each
 /// further one after a yield (see [`stream_response`]).
-fn stream_events(events: Vec<String>, pause: Duration) -> Response {
+pub(crate) fn stream_events(events: Vec<String>, pause: Duration) -> Response {
     let body = futures::stream::iter(events.into_iter().enumerate()).then(
         move |(index, event)| async move {
             if index > 0 {
@@ -270,6 +277,6 @@ fn unix_now() -> u64 {
 }
 
 /// A poisoned lock only means a test panicked mid-update; the recorded data is still useful.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -1,0 +1,444 @@
+//! The loop of hosted mode: send the conversation to the provider with its code execution
+//! tool and the tool-host's tools; on `pause_turn` continue the turn in the same container,
+//! on `tool_use` run agentic's own tools through the tool-host as classic mode does
+//! (approvals included) and send their results, on `end_turn` finish. Code the provider ran
+//! shows as `code.execute` outputs, files it made are downloaded into the artifact store as
+//! the prompt's files (source: hosted), and the container id is kept, sealed, in the
+//! conversation's state for its next prompt.
+
+use std::sync::Arc;
+
+use agentic_executor::approvals::Approvals;
+use agentic_executor::calls::{CallLimits, Calls, Settled};
+use agentic_executor::functions;
+use agentic_executor::timeline::{
+    Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Finish, Output, PastPrompt,
+    RunRequest, ToolCallOutput, ToolResult,
+};
+use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache};
+use agentic_llm::{Tier, Usage};
+use serde_json::{Map, Value as Json, json};
+use tokio::sync::mpsc;
+
+use crate::blocks::{self, CONTAINER_TOOL};
+use crate::container::{self, CONTAINER_KEY, Seal};
+use crate::provider::{Answer, Provider, ProviderError, code_execution_tool};
+
+pub const MODE_ID: &str = "hosted";
+pub const MODE_NAME: &str = "Hosted code execution (the provider's container)";
+
+const SYSTEM_PROMPT: &str = "You are a helpful assistant. You can run code in a container \
+with the code execution tool; files you save there (for instance under /tmp/outputs) are \
+given to the user. The user's own tools are offered too; calls you make in the same turn run \
+concurrently. A tool answers with JSON; when it answers with an error, read it and correct \
+the call or tell the user what went wrong. Once you have what you need, answer in plain \
+language.";
+
+/// What every run of this service shares.
+pub struct Executor {
+    pub provider: Provider,
+    pub tool_host: ToolHost,
+    pub schemas: SchemaCache,
+    pub limits: CallLimits,
+    pub settings: Settings,
+    pub seal: Seal,
+}
+
+/// The mode's own settings.
+pub struct Settings {
+    /// Requests to the provider per prompt when the prompt names no limit, continuations
+    /// included.
+    pub max_rounds: u32,
+    pub model_normal: String,
+    pub model_high: String,
+    pub max_tokens: u32,
+    /// Skills every container loads unless the state names its own.
+    pub default_skills: Vec<Json>,
+    /// Files of one prompt downloaded into the artifact store, at most.
+    pub max_files: usize,
+    /// The largest file downloaded, in bytes.
+    pub max_file_bytes: u64,
+}
+
+#[async_trait::async_trait]
+impl Mode for Executor {
+    fn id(&self) -> &'static str {
+        MODE_ID
+    }
+
+    fn name(&self) -> &'static str {
+        MODE_NAME
+    }
+
+    async fn run(
+        &self,
+        request: RunRequest,
+        events: EventSink,
+        decisions: mpsc::Receiver<Decision>,
+    ) -> Result<Finish, RunError> {
+        let approvals = Arc::new(Approvals::default());
+        tokio::select! {
+            ended = self.run_with(request, events, Arc::clone(&approvals)) => ended,
+            never = approvals.route(decisions) => match never {},
+        }
+    }
+}
+
+impl Executor {
+    async fn run_with(
+        &self,
+        request: RunRequest,
+        events: EventSink,
+        approvals: Arc<Approvals>,
+    ) -> Result<Finish, RunError> {
+        if request.replay.is_some() {
+            return Err(RunError::Failed(
+                "a hosted prompt cannot be replayed: its code ran in the provider's container"
+                    .into(),
+            ));
+        }
+        let skills = container::skills(&request.state, &self.settings.default_skills)
+            .map_err(RunError::Failed)?;
+        let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
+        let owner = format!(
+            "{}/{}",
+            request.user_id,
+            request.conversation_id.as_ref().map_or_else(
+                || format!("prompt {}", request.prompt_id),
+                ToString::to_string
+            )
+        );
+        let container = request
+            .state
+            .get(CONTAINER_KEY)
+            .and_then(|kept| self.seal.open(&owner, kept));
+        let prepared = self
+            .tool_host
+            .prepare(&scope)
+            .await
+            .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
+        let mut system = SYSTEM_PROMPT.to_owned();
+        if !prepared.context.is_empty() {
+            system.push_str("\n\nContext:");
+            for item in &prepared.context {
+                system.push_str(&format!("\n{}: {}", item.name, item.content));
+            }
+        }
+        let max_rounds =
+            agentic_executor::timeline::round_limit(request.max_rounds, self.settings.max_rounds);
+        let tools = RunTools::new(prepared.tools, &[], &self.schemas);
+        let files_so_far = request
+            .outputs
+            .iter()
+            .filter(|output| matches!(output, Output::File(_)))
+            .count();
+        let mut run = Run {
+            executor: self,
+            events: &events,
+            model: match request.tier {
+                Tier::Normal => self.settings.model_normal.clone(),
+                Tier::High => self.settings.model_high.clone(),
+            },
+            system,
+            input: request.input,
+            history: request.history,
+            skills,
+            owner,
+            container,
+            files: files_so_far,
+            calls: Calls::new(
+                MODE_ID,
+                self.limits,
+                self.tool_host.clone(),
+                &events,
+                scope,
+                tools,
+                request.outputs,
+                approvals,
+            ),
+        };
+        run.go(max_rounds, &request.decisions).await
+    }
+}
+
+struct Run<'a> {
+    executor: &'a Executor,
+    events: &'a EventSink,
+    model: String,
+    system: String,
+    input: String,
+    history: Vec<PastPrompt>,
+    skills: Vec<Json>,
+    /// Who the container is sealed for: the user and the conversation.
+    owner: String,
+    container: Option<String>,
+    /// Files on the timeline so far.
+    files: usize,
+    calls: Calls<'a>,
+}
+
+impl Run<'_> {
+    async fn go(&mut self, max_rounds: u32, decisions: &[Decision]) -> Result<Finish, RunError> {
+        if self.calls.settle_approvals(decisions).await? == Settled::StillWaiting {
+            return Ok(Finish::WaitingForApproval);
+        }
+        let mut rounds = blocks::rounds_so_far(&self.calls.outputs);
+        loop {
+            if rounds >= max_rounds {
+                let text = format!(
+                    "Stopped after reaching the limit of {max_rounds} rounds without a final answer."
+                );
+                self.calls.add(Output::Text(text)).await?;
+                return Ok(Finish::Completed);
+            }
+            self.events.may_call_model().map_err(RunError::Budget)?;
+            agentic_executor::metrics::round(MODE_ID);
+            self.events.send(Event::Round).await?;
+            rounds += 1;
+            let answer = self.ask().await?;
+            self.events
+                .send(Event::Usage(Usage {
+                    input_tokens: answer.input_tokens,
+                    output_tokens: answer.output_tokens,
+                    total_tokens: answer.input_tokens.saturating_add(answer.output_tokens),
+                    calls: 1,
+                }))
+                .await?;
+            self.keep_container(answer.container.as_deref()).await?;
+            let calls = self.record(&answer).await?;
+            match answer.stop_reason.as_str() {
+                // The provider paused a long turn: the same turn goes on.
+                "pause_turn" => {}
+                "tool_use" if !calls.is_empty() => {
+                    let round = self.calls.run_reply(calls).await?;
+                    if round.waiting_for_approval {
+                        return Ok(Finish::WaitingForApproval);
+                    }
+                }
+                _ => return Ok(Finish::Completed),
+            }
+        }
+    }
+
+    /// Sends the conversation; text fragments stream as `text_delta` events. A container
+    /// the provider lost is replaced by a new one (once), and the timeline says so.
+    async fn ask(&mut self) -> Result<Answer, RunError> {
+        match self.send().await {
+            Err(error) if error.is_lost_container() && self.container.is_some() => {
+                let expired = self.container.take().unwrap_or_default();
+                tracing::info!(container = %expired, "hosted container lost, starting a new one");
+                let answer = self.send().await.map_err(failed)?;
+                let note = ToolCallOutput {
+                    id: format!("container_{}", uuid::Uuid::now_v7().simple()),
+                    function: CONTAINER_TOOL.to_owned(),
+                    input: json!({ "expired": expired }),
+                    result: ToolResult::Success {
+                        output: json!({
+                            "replaced_by": answer.container,
+                            "note": "the provider expired the conversation's container; files it held are gone",
+                        }),
+                    },
+                    start: Some(std::time::SystemTime::now()),
+                    end: Some(std::time::SystemTime::now()),
+                    approval: Approval::new(ApprovalState::NotRequired),
+                    parent: None,
+                    record: None,
+                };
+                self.calls.add(Output::Tool(note)).await?;
+                Ok(answer)
+            }
+            other => other.map_err(failed),
+        }
+    }
+
+    async fn send(&self) -> Result<Answer, ProviderError> {
+        let mut tools = vec![code_execution_tool()];
+        tools.extend(
+            functions::definitions(&self.calls.tools, &self.calls.names)
+                .into_iter()
+                .map(|tool| {
+                    json!({
+                        "name": tool.name,
+                        "description": tool.description,
+                        "input_schema": tool.parameters,
+                    })
+                }),
+        );
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": self.executor.settings.max_tokens,
+            "system": self.system,
+            "messages": blocks::messages(&self.history, &self.input, &self.calls),
+            "tools": tools,
+            "stream": true,
+        });
+        if let Some(container) = container::request_field(self.container.as_deref(), &self.skills) {
+            body["container"] = container;
+        }
+        let (sender, mut deltas) = mpsc::unbounded_channel();
+        let mut reply = std::pin::pin!(self.executor.provider.send(
+            &body,
+            !self.skills.is_empty(),
+            &sender
+        ));
+        let result = loop {
+            tokio::select! {
+                biased;
+                Some(text) = deltas.recv() => {
+                    if self.events.send(Event::TextDelta(text)).await.is_err() {
+                        return Err(ProviderError::Invalid("the event stream closed".into()));
+                    }
+                }
+                result = &mut reply => break result,
+            }
+        };
+        while let Ok(text) = deltas.try_recv() {
+            let _ = self.events.send(Event::TextDelta(text)).await;
+        }
+        result
+    }
+
+    /// Keeps the container the answer ran in for the conversation's next prompt.
+    async fn keep_container(&mut self, id: Option<&str>) -> Result<(), RunError> {
+        let Some(id) = id.filter(|id| container::is_provider_id(id)) else {
+            return Ok(());
+        };
+        if self.container.as_deref() == Some(id) {
+            return Ok(());
+        }
+        self.container = Some(id.to_owned());
+        let mut state = Map::new();
+        state.insert(
+            CONTAINER_KEY.to_owned(),
+            self.executor.seal.seal(&self.owner, id),
+        );
+        self.events.send(Event::StateSet(state)).await?;
+        Ok(())
+    }
+
+    /// Puts an answer's text and code executions on the timeline, downloads the files the
+    /// code made, and answers the client tool calls it asks for.
+    async fn record(&mut self, answer: &Answer) -> Result<Vec<agentic_llm::ToolCall>, RunError> {
+        let outputs = &self.calls.outputs;
+        let known = |id: &str| {
+            outputs
+                .iter()
+                .any(|output| matches!(output, Output::Tool(call) if call.id == id))
+        };
+        let parsed = blocks::parse(&answer.content, self.container.as_deref(), &known);
+        for (id, result) in parsed.finished {
+            if let Some(index) = self.calls.index_of_call(&id) {
+                self.calls.finish_call(index, result, None).await?;
+            }
+        }
+        for output in parsed.outputs {
+            self.calls.add(output).await?;
+        }
+        for file_id in parsed.files {
+            self.download(&file_id).await?;
+        }
+        Ok(parsed.calls)
+    }
+
+    /// Downloads one file the container made into the artifact store, as a file of the
+    /// prompt. A file that cannot be had is logged for whoever watches, and the run goes on.
+    async fn download(&mut self, file_id: &str) -> Result<(), RunError> {
+        let settings = &self.executor.settings;
+        let fetched = if !container::is_provider_id(file_id) {
+            Err("the provider named it with an invalid id".to_owned())
+        } else if self.files >= settings.max_files {
+            Err(format!(
+                "a prompt keeps at most {} files from the container",
+                settings.max_files
+            ))
+        } else {
+            self.fetch(file_id).await
+        };
+        match fetched {
+            Ok(file) => {
+                self.files += 1;
+                self.calls.add(Output::File(file)).await?;
+            }
+            Err(why) => {
+                tracing::info!(file_id, %why, "a file of the hosted container was not kept");
+                self.events
+                    .send(Event::Log(format!(
+                        "file {file_id} of the container was not kept: {why}"
+                    )))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn fetch(&self, file_id: &str) -> Result<FileOutput, String> {
+        let settings = &self.executor.settings;
+        let provider = &self.executor.provider;
+        let info = provider
+            .file_info(file_id)
+            .await
+            .map_err(|error| error.to_string())?;
+        if info.size > settings.max_file_bytes {
+            return Err(format!(
+                "it has {} bytes, more than the {} a file may have",
+                info.size, settings.max_file_bytes
+            ));
+        }
+        let content = provider
+            .download(file_id, settings.max_file_bytes)
+            .await
+            .map_err(|error| error.to_string())?;
+        let filename = file_name(&info.filename);
+        let (artifact_id, size) = self
+            .calls
+            .tool_host
+            .store_file(
+                &self.calls.scope,
+                &filename,
+                &info.mime_type,
+                &format!("made in the hosted container (file {file_id})"),
+                content,
+            )
+            .await
+            .map_err(|error| error.to_string())?;
+        Ok(FileOutput {
+            id: format!("file_{}", uuid::Uuid::now_v7().simple()),
+            filename,
+            mime_type: info.mime_type,
+            size,
+            artifact_id,
+            source: FileSource::Hosted,
+        })
+    }
+}
+
+/// The last part of a path the provider names a file by, without control characters, at
+/// most 255 bytes.
+fn file_name(name: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let clean: String = last.chars().filter(|c| !c.is_control()).collect();
+    let clean = clean.trim();
+    if clean.is_empty() || clean == "." || clean == ".." {
+        return "file".to_owned();
+    }
+    clean[..clean.floor_char_boundary(255)].to_owned()
+}
+
+fn failed(error: ProviderError) -> RunError {
+    tracing::warn!(%error, detail = ?error, "hosted model request failed");
+    RunError::Failed(error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_from_the_provider_lose_their_folders_and_control_characters() {
+        assert_eq!(file_name("/tmp/outputs/report.md"), "report.md");
+        assert_eq!(file_name("..\\..\\evil\u{1b}[2J.txt"), "evil[2J.txt");
+        assert_eq!(file_name("../"), "file");
+        assert_eq!(file_name(&"é".repeat(300)).len(), 254);
+    }
+}

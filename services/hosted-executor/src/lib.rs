@@ -1,0 +1,151 @@
+//! The hosted execution mode: the model provider runs the code, in its own container
+//! (Anthropic's Messages API with the code execution tool and, when configured, skills),
+//! while agentic's own tools run through the tool-host as in classic mode. Served as the
+//! `Executor` gRPC service like every mode; stateless: the container a conversation reuses
+//! is kept, sealed, in the conversation's state.
+
+mod blocks;
+mod container;
+mod executor;
+mod provider;
+
+use std::future::Future;
+use std::time::Duration;
+
+use agentic_executor::calls::CallLimits;
+use agentic_executor::{ExecutorArgs, ExecutorConfig, SchemaCache, listen_setting};
+use anyhow::Context as _;
+use serde_json::Value as Json;
+use tokio::net::TcpListener;
+
+use crate::container::Seal;
+use crate::executor::{Executor, Settings};
+use crate::provider::{Provider, ProviderConfig};
+
+pub use crate::executor::{MODE_ID, MODE_NAME};
+
+#[derive(clap::Parser, Debug, Clone)]
+#[command(
+    name = "hosted-executor",
+    version,
+    about = "The hosted execution mode of agentic: code runs in the model provider's container",
+    mut_arg("listen", listen_setting("HOSTED_EXECUTOR_LISTEN", "0.0.0.0:50056"))
+)]
+pub struct Config {
+    /// What every executor takes: `--listen`, the internal token, the tool-host,
+    /// registration and capacity (its OpenAI settings are unused here).
+    #[command(flatten)]
+    pub executor: ExecutorArgs,
+    /// API key of the Anthropic API, sent as `x-api-key` to `--anthropic-base-url` only.
+    #[arg(long, env = "ANTHROPIC_API_KEY", hide_env_values = true)]
+    pub anthropic_api_key: Option<String>,
+    /// Base URL of the Anthropic API (the part before `/v1/messages`).
+    #[arg(
+        long,
+        env = "ANTHROPIC_BASE_URL",
+        default_value = "https://api.anthropic.com"
+    )]
+    pub anthropic_base_url: String,
+    /// Model for prompts of the normal tier.
+    #[arg(long, env = "HOSTED_MODEL_NORMAL", default_value = "claude-sonnet-4-5")]
+    pub model_normal: String,
+    /// Model for prompts of the high tier.
+    #[arg(long, env = "HOSTED_MODEL_HIGH", default_value = "claude-opus-4-1")]
+    pub model_high: String,
+    /// The most tokens one answer may have.
+    #[arg(long, env = "HOSTED_MAX_TOKENS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=128_000))]
+    pub max_tokens: u32,
+    /// Requests to the provider per prompt (continuations of a paused turn included) when
+    /// the prompt names no limit.
+    #[arg(long, env = "HOSTED_MAX_ROUNDS", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: u32,
+    /// Skills every container loads unless the prompt's or conversation's state names its
+    /// own (`hosted_skills`): a JSON list of `{"type": "anthropic"|"custom", "skill_id",
+    /// "version"}`.
+    #[arg(long, env = "HOSTED_SKILLS", default_value = "[]")]
+    pub skills: String,
+    /// Time limit of one request to the provider, streaming included, in seconds.
+    #[arg(long, env = "HOSTED_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_secs: u64,
+    /// Retries after the first attempt, on 429, 529, 5xx, timeouts and connection errors.
+    #[arg(long, env = "HOSTED_MAX_RETRIES", default_value_t = 3)]
+    pub max_retries: u32,
+    /// Files of one prompt downloaded from the container, at most.
+    #[arg(long, env = "HOSTED_MAX_FILES", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub max_files: u32,
+    /// The largest file downloaded from the container, in bytes.
+    #[arg(long, env = "HOSTED_MAX_FILE_BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub max_file_bytes: u64,
+    /// Tool calls of one answer that run at once.
+    #[arg(long, env = "HOSTED_MAX_CONCURRENT_TOOL_CALLS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_tool_calls: u32,
+    /// Tool calls one answer may make; each past it gets an error result instead of running.
+    #[arg(long, env = "HOSTED_MAX_TOOL_CALLS_PER_REPLY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tool_calls_per_reply: u32,
+    /// Longest tool result the model reads whole, in bytes.
+    #[arg(long, env = "HOSTED_MAX_TOOL_RESULT_BYTES", default_value_t = 32 * 1024, value_parser = clap::value_parser!(u32).range(1024..))]
+    pub max_tool_result_bytes: u32,
+}
+
+impl ExecutorConfig for Config {
+    fn executor_args(&self) -> &ExecutorArgs {
+        &self.executor
+    }
+}
+
+impl Config {
+    /// The default skills, checked.
+    fn default_skills(&self) -> anyhow::Result<Vec<Json>> {
+        let skills: Vec<Json> =
+            serde_json::from_str(&self.skills).context("HOSTED_SKILLS is not a JSON list")?;
+        container::check_skills(&skills).map_err(|why| anyhow::anyhow!("HOSTED_SKILLS: {why}"))?;
+        Ok(skills)
+    }
+}
+
+/// Serves the executor on `listener` until `shutdown` resolves.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let provider = Provider::new(ProviderConfig {
+        base_url: config.anthropic_base_url.clone(),
+        api_key: config.anthropic_api_key.clone(),
+        timeout: Duration::from_secs(config.timeout_secs),
+        max_retries: config.max_retries,
+        retry_base_ms: config.executor.llm.llm_retry_base_ms,
+    })
+    .context("setting up the Anthropic client")?;
+    let executor = Executor {
+        provider,
+        tool_host: config.executor.tool_host()?,
+        schemas: SchemaCache::default(),
+        limits: CallLimits {
+            max_concurrent_tool_calls: config.max_concurrent_tool_calls as usize,
+            max_tool_calls_per_reply: config.max_tool_calls_per_reply as usize,
+            max_tool_result_bytes: config.max_tool_result_bytes as usize,
+        },
+        settings: Settings {
+            max_rounds: config.max_rounds,
+            model_normal: config.model_normal.clone(),
+            model_high: config.model_high.clone(),
+            max_tokens: config.max_tokens,
+            default_skills: config.default_skills()?,
+            max_files: config.max_files as usize,
+            max_file_bytes: config.max_file_bytes,
+        },
+        seal: Seal::new(config.executor.service.internal_token.as_deref()),
+    };
+    agentic_executor::serve(
+        executor,
+        &config.executor,
+        listener,
+        shutdown,
+        &[],
+        |router, _| router,
+    )
+    .await
+    .context("serving the hosted executor")?;
+    Ok(())
+}

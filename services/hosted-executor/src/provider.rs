@@ -1,0 +1,465 @@
+//! The Anthropic API as hosted mode uses it: one streamed Messages request (text fragments
+//! forwarded as they arrive, the content blocks, stop reason, usage and container gathered),
+//! and the Files API's metadata and download of a file code made in the container.
+//!
+//! Everything the provider sends is bounded before it is kept: the blocks of one answer, the
+//! bytes of one answer and of one file. Only the configured base URL is ever called, with the
+//! key, whatever an answer names.
+
+use std::time::Duration;
+
+use agentic_llm::SseParser;
+use futures::StreamExt as _;
+use reqwest::StatusCode;
+use serde_json::{Value as Json, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The API version every request names.
+const API_VERSION: &str = "2023-06-01";
+/// The betas a request needs: the code execution tool (bash and file edits in a container)
+/// and the Files API; skills in the container need one more.
+const BETAS: &str = "code-execution-2025-08-25,files-api-2025-04-14";
+const SKILLS_BETA: &str = "skills-2025-10-02";
+
+/// The most bytes one streamed answer may take (its events as they come).
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// The most content blocks one answer may have.
+const MAX_BLOCKS: usize = 512;
+
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub retry_base_ms: u64,
+}
+
+pub struct Provider {
+    http: reqwest::Client,
+    config: ProviderConfig,
+}
+
+/// One answer of the Messages API.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// The content blocks, whole (text joined, tool input parsed).
+    pub content: Vec<Json>,
+    pub stop_reason: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The container the answer ran in.
+    pub container: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider answered with an error status. `kind` is the error's documented type
+    /// (`overloaded_error`, …); its free-text message is kept for the log only, not shown.
+    #[error("the hosted model provider answered {status}{kind}{meaning}", kind = kind_text(kind), meaning = meaning(*status))]
+    Status {
+        status: StatusCode,
+        kind: Option<String>,
+        /// The provider's message (for the log and for recognising an expired container).
+        detail: String,
+    },
+    #[error("the hosted model provider did not answer within {} s", .0.as_secs())]
+    Timeout(Duration),
+    #[error("could not reach the hosted model provider: {0}")]
+    Connection(&'static str),
+    /// The stream ended with an `error` event, or could not be read.
+    #[error("the hosted model provider's answer could not be read: {0}")]
+    Invalid(String),
+}
+
+impl ProviderError {
+    /// The provider refused a container that has expired or that it no longer knows.
+    pub fn is_lost_container(&self) -> bool {
+        match self {
+            ProviderError::Status { status, detail, .. }
+                if *status == StatusCode::BAD_REQUEST || *status == StatusCode::NOT_FOUND =>
+            {
+                let detail = detail.to_ascii_lowercase();
+                detail.contains("container")
+                    && (detail.contains("expired") || detail.contains("not found"))
+            }
+            _ => false,
+        }
+    }
+
+    fn retryable(&self) -> bool {
+        match self {
+            ProviderError::Status { status, .. } => {
+                *status == StatusCode::TOO_MANY_REQUESTS
+                    || status.is_server_error()
+                    || status.as_u16() == 529
+            }
+            ProviderError::Timeout(_) | ProviderError::Connection(_) => true,
+            ProviderError::Invalid(_) => false,
+        }
+    }
+}
+
+/// The error types the provider documents: shown, while the free-text message is not.
+const KNOWN_KINDS: &[&str] = &[
+    "invalid_request_error",
+    "authentication_error",
+    "permission_error",
+    "not_found_error",
+    "request_too_large",
+    "rate_limit_error",
+    "api_error",
+    "overloaded_error",
+];
+
+fn kind_text(kind: &Option<String>) -> String {
+    match kind {
+        Some(kind) if KNOWN_KINDS.contains(&kind.as_str()) => format!(" ({kind})"),
+        _ => String::new(),
+    }
+}
+
+fn meaning(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 | 403 => ": the provider refused the credentials; check the API key",
+        404 => ": check the model name and the provider's base URL",
+        413 => ": the request is too large for the model",
+        429 => ": rate limited by the provider; try again later",
+        529 => ": the provider is overloaded; try again later",
+        500..=599 => ": the provider failed; try again later",
+        _ => "",
+    }
+}
+
+/// A file's metadata from the Files API.
+#[derive(Debug, Clone)]
+pub struct FileInfo {
+    pub filename: String,
+    pub mime_type: String,
+    pub size: u64,
+}
+
+impl Provider {
+    pub fn new(config: ProviderConfig) -> Result<Provider, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            // The key goes to the configured address only, never where a redirect points.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Provider { http, config })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url.trim_end_matches('/'))
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        skills: bool,
+    ) -> reqwest::RequestBuilder {
+        let betas = if skills {
+            format!("{BETAS},{SKILLS_BETA}")
+        } else {
+            BETAS.to_owned()
+        };
+        let mut request = self
+            .http
+            .request(method, self.url(path))
+            .header("anthropic-version", API_VERSION)
+            .header("anthropic-beta", betas);
+        if let Some(key) = &self.config.api_key {
+            request = request.header("x-api-key", key);
+        }
+        request
+    }
+
+    /// Sends one Messages request, streamed; each text fragment goes to `deltas` as it
+    /// arrives. Retries (before any fragment went out) on rate limits, overloads, server
+    /// errors, timeouts and lost connections.
+    pub async fn send(
+        &self,
+        body: &Json,
+        skills: bool,
+        deltas: &UnboundedSender<String>,
+    ) -> Result<Answer, ProviderError> {
+        let mut retry = 0;
+        loop {
+            let mut forwarded = false;
+            let attempt = tokio::time::timeout(
+                self.config.timeout,
+                self.attempt(body, skills, deltas, &mut forwarded),
+            )
+            .await
+            .unwrap_or(Err(ProviderError::Timeout(self.config.timeout)));
+            match attempt {
+                Ok(answer) => return Ok(answer),
+                Err(error)
+                    if error.retryable() && !forwarded && retry < self.config.max_retries =>
+                {
+                    retry += 1;
+                    tracing::info!(%error, retry, "hosted model request failed, retrying");
+                    tokio::time::sleep(agentic_llm::backoff(self.config.retry_base_ms, retry))
+                        .await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: &Json,
+        skills: bool,
+        deltas: &UnboundedSender<String>,
+        forwarded: &mut bool,
+    ) -> Result<Answer, ProviderError> {
+        let response = self
+            .request(reqwest::Method::POST, "/v1/messages", skills)
+            .json(body)
+            .send()
+            .await
+            .map_err(|error| connection(&error))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(status_error(status, &text));
+        }
+        let mut reader = AnswerReader::default();
+        let mut parser = SseParser::default();
+        let mut bytes = response.bytes_stream();
+        let mut read = 0usize;
+        while let Some(chunk) = bytes.next().await {
+            let chunk = chunk.map_err(|error| connection(&error))?;
+            read += chunk.len();
+            if read > MAX_ANSWER_BYTES {
+                return Err(ProviderError::Invalid(format!(
+                    "the answer is larger than {} MiB",
+                    MAX_ANSWER_BYTES / 1024 / 1024
+                )));
+            }
+            for payload in parser.push(&chunk) {
+                if let Some(text) = reader.event(&payload)? {
+                    *forwarded |= deltas.send(text).is_ok();
+                }
+            }
+        }
+        for payload in parser.finish() {
+            reader.event(&payload)?;
+        }
+        reader.finish()
+    }
+
+    /// A file's metadata.
+    pub async fn file_info(&self, file_id: &str) -> Result<FileInfo, ProviderError> {
+        let response = self
+            .request(reqwest::Method::GET, &format!("/v1/files/{file_id}"), false)
+            .timeout(self.config.timeout)
+            .send()
+            .await
+            .map_err(|error| connection(&error))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|error| connection(&error))?;
+        if !status.is_success() {
+            return Err(status_error(status, &text));
+        }
+        let info: Json = serde_json::from_str(&text)
+            .map_err(|_| ProviderError::Invalid("file metadata is not JSON".into()))?;
+        Ok(FileInfo {
+            filename: info["filename"].as_str().unwrap_or("file").to_owned(),
+            mime_type: info["mime_type"]
+                .as_str()
+                .unwrap_or("application/octet-stream")
+                .to_owned(),
+            size: info["size_bytes"].as_u64().unwrap_or(0),
+        })
+    }
+
+    /// A file's bytes, refused past `max_bytes` (counted as they arrive).
+    pub async fn download(&self, file_id: &str, max_bytes: u64) -> Result<Vec<u8>, ProviderError> {
+        let response = self
+            .request(
+                reqwest::Method::GET,
+                &format!("/v1/files/{file_id}/content"),
+                false,
+            )
+            .timeout(self.config.timeout)
+            .send()
+            .await
+            .map_err(|error| connection(&error))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(status_error(status, &text));
+        }
+        let mut content = Vec::new();
+        let mut bytes = response.bytes_stream();
+        while let Some(chunk) = bytes.next().await {
+            let chunk = chunk.map_err(|error| connection(&error))?;
+            if (content.len() + chunk.len()) as u64 > max_bytes {
+                return Err(ProviderError::Invalid(format!(
+                    "the file is larger than {max_bytes} bytes"
+                )));
+            }
+            content.extend_from_slice(&chunk);
+        }
+        Ok(content)
+    }
+}
+
+fn connection(error: &reqwest::Error) -> ProviderError {
+    if error.is_timeout() {
+        ProviderError::Connection("the request timed out")
+    } else if error.is_connect() {
+        ProviderError::Connection("the connection was refused or could not be made")
+    } else {
+        ProviderError::Connection("the connection failed")
+    }
+}
+
+fn status_error(status: StatusCode, body: &str) -> ProviderError {
+    let body: Json = serde_json::from_str(body).unwrap_or(Json::Null);
+    ProviderError::Status {
+        status,
+        kind: body["error"]["type"].as_str().map(str::to_owned),
+        detail: body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .take(500)
+            .collect(),
+    }
+}
+
+/// Builds an answer from its stream's events.
+#[derive(Default)]
+struct AnswerReader {
+    blocks: Vec<Json>,
+    /// The partial JSON of each block's input, by block index.
+    inputs: Vec<String>,
+    answer: Answer,
+    stopped: bool,
+}
+
+impl AnswerReader {
+    /// Takes one event; a text fragment to forward comes back.
+    fn event(&mut self, payload: &str) -> Result<Option<String>, ProviderError> {
+        let event: Json = serde_json::from_str(payload)
+            .map_err(|_| ProviderError::Invalid("an event is not JSON".into()))?;
+        match event["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                let message = &event["message"];
+                self.answer.input_tokens = message["usage"]["input_tokens"].as_u64().unwrap_or(0);
+                self.answer.output_tokens = message["usage"]["output_tokens"].as_u64().unwrap_or(0);
+                self.container(&message["container"]);
+            }
+            "content_block_start" => {
+                let index = self.index(&event)?;
+                if index != self.blocks.len() {
+                    return Err(ProviderError::Invalid("content blocks out of order".into()));
+                }
+                self.blocks.push(event["content_block"].clone());
+                self.inputs.push(String::new());
+            }
+            "content_block_delta" => {
+                let index = self.index(&event)?;
+                let delta = &event["delta"];
+                let block = self
+                    .blocks
+                    .get_mut(index)
+                    .ok_or_else(|| ProviderError::Invalid("a delta for no block".into()))?;
+                match delta["type"].as_str().unwrap_or_default() {
+                    "text_delta" => {
+                        let text = delta["text"].as_str().unwrap_or_default();
+                        let whole = format!("{}{text}", block["text"].as_str().unwrap_or_default());
+                        block["text"] = Json::String(whole);
+                        return Ok((!text.is_empty()).then(|| text.to_owned()));
+                    }
+                    "input_json_delta" => {
+                        self.inputs[index]
+                            .push_str(delta["partial_json"].as_str().unwrap_or_default());
+                    }
+                    // Thinking, signatures and citations are not shown.
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let index = self.index(&event)?;
+                let input = std::mem::take(&mut self.inputs[index]);
+                if let Some(block) = self.blocks.get_mut(index)
+                    && !input.is_empty()
+                {
+                    block["input"] = serde_json::from_str(&input)
+                        .map_err(|_| ProviderError::Invalid("a tool input is not JSON".into()))?;
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event["delta"]["stop_reason"].as_str() {
+                    reason.clone_into(&mut self.answer.stop_reason);
+                }
+                self.container(&event["delta"]["container"]);
+                if let Some(tokens) = event["usage"]["output_tokens"].as_u64() {
+                    self.answer.output_tokens = tokens;
+                }
+                if let Some(tokens) = event["usage"]["input_tokens"].as_u64() {
+                    self.answer.input_tokens = tokens;
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let kind = event["error"]["type"].as_str().unwrap_or_default();
+                return Err(ProviderError::Status {
+                    status: if kind == "overloaded_error" {
+                        StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
+                    } else {
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    },
+                    kind: Some(kind.to_owned()),
+                    detail: String::new(),
+                });
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn index(&self, event: &Json) -> Result<usize, ProviderError> {
+        let index = event["index"]
+            .as_u64()
+            .and_then(|index| usize::try_from(index).ok())
+            .ok_or_else(|| ProviderError::Invalid("an event without its block index".into()))?;
+        if index >= MAX_BLOCKS {
+            return Err(ProviderError::Invalid(format!(
+                "the answer has more than {MAX_BLOCKS} content blocks"
+            )));
+        }
+        Ok(index)
+    }
+
+    fn container(&mut self, container: &Json) {
+        let id = match container {
+            Json::String(id) => Some(id.as_str()),
+            Json::Object(_) => container["id"].as_str(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.answer.container = Some(id.to_owned());
+        }
+    }
+
+    fn finish(mut self) -> Result<Answer, ProviderError> {
+        if !self.stopped {
+            return Err(ProviderError::Invalid(
+                "the stream ended before message_stop".into(),
+            ));
+        }
+        self.answer.content = self.blocks;
+        Ok(self.answer)
+    }
+}
+
+/// A tool offered to the model as the provider's code execution tool.
+pub fn code_execution_tool() -> Json {
+    json!({"type": "code_execution_20250825", "name": "code_execution"})
+}
