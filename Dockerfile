@@ -9,7 +9,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     cargo build --release --locked --bins \
     && mkdir -p /out \
     && cp target/release/prompt-gateway target/release/classic-executor target/release/code-executor \
-          target/release/tool-host target/release/agentic target/release/stand-in-model /out/
+          target/release/hosted-executor target/release/tool-host target/release/agentic target/release/stand-in-model /out/
 
 FROM debian:bookworm-slim
 RUN apt-get update \

@@ -16,7 +16,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target" / "debug"
-SERVICES = {"prompt-gateway", "classic-executor", "code-executor", "tool-host"}
+SERVICES = {"prompt-gateway", "classic-executor", "code-executor", "hosted-executor", "tool-host"}
 # The stand-in model (tests/agentic-testkit) checks the settings with its own prefix.
 STAND_IN_MODEL = "stand-in-model"
 STAND_IN_MODEL_PREFIX = "STAND_IN_MODEL_"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts the local stack from the built binaries: tool-host, classic-executor, code-executor,
-# prompt-gateway, and the stand-in model when no OPENAI_API_KEY is set. Data lives in .run/ (SQLite files).
+# hosted-executor, prompt-gateway, and the stand-in model when no OPENAI_API_KEY (or, for
+# hosted mode, no ANTHROPIC_API_KEY) is set. Data lives in .run/ (SQLite files).
 #   scripts/stack.sh run    start everything in the foreground; Ctrl-C stops it
 #   scripts/stack.sh demo   run one prompt through the stack (starting it if needed)
 set -euo pipefail
@@ -28,12 +29,18 @@ gateway_up() {
 }
 
 start_stack() {
+    if [[ -z "${OPENAI_API_KEY:-}" || -z "${ANTHROPIC_API_KEY:-}" ]]; then
+        start stand-in-model "$bin/stand-in-model" --listen 127.0.0.1:8089
+    fi
     if [[ -z "${OPENAI_API_KEY:-}" ]]; then
         echo "OPENAI_API_KEY is not set: using the STAND-IN MODEL (scripted answers, not a real LLM)." >&2
-        start stand-in-model "$bin/stand-in-model" --listen 127.0.0.1:8089
         export OPENAI_API_KEY=stand-in OPENAI_BASE_URL=http://127.0.0.1:8089/v1
     else
         echo "using the LLM at ${OPENAI_BASE_URL:-https://api.openai.com/v1}" >&2
+    fi
+    if [[ -z "${ANTHROPIC_API_KEY:-}" ]]; then
+        echo "ANTHROPIC_API_KEY is not set: hosted mode uses the STAND-IN MODEL's Anthropic side." >&2
+        export ANTHROPIC_API_KEY=stand-in ANTHROPIC_BASE_URL=http://127.0.0.1:8089
     fi
     start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,skill,trigger,demo}" \
         TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" CODE_RUNNER_URL=http://127.0.0.1:50053 GATEWAY_URL=http://127.0.0.1:50051 "$bin/tool-host"
@@ -41,7 +48,9 @@ start_stack() {
         "$bin/classic-executor"
     start code-executor env CODE_EXECUTOR_LISTEN=127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
         "$bin/code-executor"
-    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_HTTP_LISTEN=127.0.0.1:8080 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
+    start hosted-executor env HOSTED_EXECUTOR_LISTEN=127.0.0.1:50056 TOOL_HOST_URL=http://127.0.0.1:50054 \
+        "$bin/hosted-executor"
+    start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_HTTP_LISTEN=127.0.0.1:8080 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053,hosted=http://127.0.0.1:50056 TOOL_HOST_URL=http://127.0.0.1:50054 \
         GATEWAY_DATABASE_URL="sqlite://$data/gateway.db?mode=rwc" "$bin/prompt-gateway"
     for _ in $(seq 1 100); do
         if gateway_up; then
@@ -76,6 +85,9 @@ case "${1:-run}" in
         echo >&2
         echo "\$ agentic prompt -m code \"Store a note, then count my artifacts\"" >&2
         "$bin/agentic" --server "$gateway_url" prompt -m code "Store a note, then count my artifacts"
+        echo >&2
+        echo "\$ agentic prompt -m hosted \"Write a file in your container\"" >&2
+        "$bin/agentic" --server "$gateway_url" prompt -m hosted "Write a file in your container"
         ;;
     *)
         echo "usage: $0 run|demo" >&2

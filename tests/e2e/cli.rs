@@ -494,12 +494,16 @@ async fn files_lists_a_conversations_files_and_downloads_them() {
     .await;
     assert_eq!(listed.code, 0, "stderr: {}", listed.stderr);
     let mut lines = listed.stdout.lines();
-    assert_eq!(lines.next(), Some("ID\tFILENAME\tTYPE\tBYTES\tPROMPT"));
+    assert_eq!(
+        lines.next(),
+        Some("ID\tFILENAME\tTYPE\tBYTES\tPROMPT\tSOURCE")
+    );
     let line = lines.next().expect("one file listed");
     let columns: Vec<&str> = line.split('\t').collect();
     assert_eq!(columns[1], "order.txt");
     assert_eq!(columns[3], "13");
     assert_eq!(columns[4], made.id_after("prompt"));
+    assert_eq!(columns[5], "local");
     assert_eq!(
         std::fs::read_to_string(target.join("order.txt")).unwrap(),
         "tea, no sugar"
@@ -905,4 +909,51 @@ async fn skills_are_saved_from_a_prompts_round_or_a_file_shown_listed_and_delete
         "{}",
         ran.stderr
     );
+}
+
+#[tokio::test]
+async fn a_hosted_prompt_runs_from_the_cli_and_its_container_files_say_where_they_were_made() {
+    use agentic_testkit::model::{HostedBlock, HostedFile, HostedMatch, HostedRule};
+    let stack = Stack::start_with(
+        Vec::new(),
+        agentic_testkit::StackOptions {
+            hosted: true,
+            ..agentic_testkit::StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::Any,
+        vec![
+            HostedBlock::bash_making(
+                "python plot.py",
+                "plotted\n",
+                vec![HostedFile::new("plot.csv", "text/csv", "x,y\n1,2\n")],
+            ),
+            HostedBlock::text("Plotted."),
+        ],
+        "end_turn",
+    ));
+    let ran = agentic(&stack, &["prompt", "-m", "hosted", "plot it"], "").await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    assert_eq!(ran.stdout.trim_end(), "Plotted.");
+    assert!(ran.stderr.contains("(hosted)"), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("→ code.execute {\"code\":\"python plot.py\"}"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr
+            .contains("file plot.csv (text/csv, 8 bytes, made in the provider's container)"),
+        "{}",
+        ran.stderr
+    );
+    let conversation = ran.id_after("conversation");
+    let listed = agentic(&stack, &["files", &conversation], "").await;
+    let line = listed.stdout.lines().nth(1).expect("one file listed");
+    assert!(line.starts_with("file_"), "{line}");
+    assert!(line.ends_with("\thosted"), "{line}");
 }

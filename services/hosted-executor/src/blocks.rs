@@ -1,11 +1,11 @@
 //! Between the provider's content blocks and agentic's timeline, both ways.
 //!
-//! An answer's blocks become outputs: text as text, each `server_tool_use` with its result as
-//! a `code.execute` call (the code, stdout, stderr and exit status, as code mode shows a
-//! round), client `tool_use` blocks as calls for the tool-host. The request's messages are
-//! built back from the timeline: the server blocks exactly as the provider sent them (kept
-//! on the output), so a paused turn continues and an approval resumes with what the model
-//! saw.
+//! An answer's blocks become outputs as each one completes: text as text, each
+//! `server_tool_use` as a `code.execute` call that its result block then finishes (the code,
+//! stdout, stderr, exit status and files, as code mode shows a round), client `tool_use`
+//! blocks as calls for the tool-host. The request's messages are built back from the
+//! timeline, the server blocks as the provider sent them, so a paused turn continues and an
+//! approval resumes with what the model saw.
 
 use std::time::SystemTime;
 
@@ -23,97 +23,78 @@ pub const CODE_TOOL: &str = "code.execute";
 /// went on in a new one.
 pub const CONTAINER_TOOL: &str = "hosted.container";
 
-/// The longest stdout or stderr kept on the timeline, in bytes.
-const MAX_STREAM_BYTES: usize = 64 * 1024;
-
-/// What one answer adds, in order.
-#[derive(Debug, Default)]
-pub struct Parsed {
-    pub outputs: Vec<Output>,
-    /// Results for code executions already on the timeline (a paused turn's), by call id.
-    pub finished: Vec<(String, ToolResult)>,
-    pub calls: Vec<ToolCall>,
-    /// Files code made in the container, by Files API id.
-    pub files: Vec<String>,
+/// What one finished block of an answer means for the timeline.
+#[derive(Debug, PartialEq)]
+pub enum Piece {
+    Text(String),
+    /// Code the provider started in the container (its result comes in a later block).
+    Started(ToolCallOutput),
+    /// The result of the code execution with this id, and the files it made.
+    Finished {
+        id: String,
+        result: ToolResult,
+        files: Vec<String>,
+    },
+    /// A call of one of agentic's tools.
+    Call(ToolCall),
+    /// Nothing to show (thinking, an empty text).
+    Nothing,
 }
 
-/// Reads an answer's blocks. `known` says whether a server tool use id is on the timeline.
-pub fn parse(content: &[Json], container: Option<&str>, known: &dyn Fn(&str) -> bool) -> Parsed {
-    let mut parsed = Parsed::default();
-    let now = Some(SystemTime::now());
-    for block in content {
-        let kind = block["type"].as_str().unwrap_or_default();
-        match kind {
-            "text" => {
-                let text = block["text"].as_str().unwrap_or_default();
-                if text.is_empty() {
-                    continue;
-                }
-                match parsed.outputs.last_mut() {
-                    Some(Output::Text(previous)) => previous.push_str(text),
-                    _ => parsed.outputs.push(Output::Text(text.to_owned())),
-                }
-            }
-            "server_tool_use" => {
-                let name = block["name"].as_str().unwrap_or_default();
-                parsed.outputs.push(Output::Tool(ToolCallOutput {
-                    id: block["id"].as_str().unwrap_or_default().to_owned(),
-                    function: CODE_TOOL.to_owned(),
-                    input: json!({
-                        "code": code_of(name, &block["input"]),
-                        "server_tool": {"name": name, "input": block["input"]},
-                    }),
-                    result: ToolResult::Pending {
-                        reason: "running in the container".into(),
-                        progress: None,
-                    },
-                    start: now,
-                    end: None,
-                    approval: Approval::new(ApprovalState::NotRequired),
-                    parent: None,
-                    record: None,
-                }));
-            }
-            "tool_use" => parsed.calls.push(ToolCall {
+/// Reads one finished block.
+pub fn read(block: &Json) -> Piece {
+    let kind = block["type"].as_str().unwrap_or_default();
+    match kind {
+        "text" => match block["text"].as_str() {
+            Some(text) if !text.is_empty() => Piece::Text(text.to_owned()),
+            _ => Piece::Nothing,
+        },
+        "server_tool_use" => {
+            let name = block["name"].as_str().unwrap_or_default();
+            let raw = &block["input"];
+            let input = if name == BASH {
+                json!({ "code": raw["command"].as_str().unwrap_or_default() })
+            } else {
+                json!({ "code": code_of(raw), "tool": name, "input": raw })
+            };
+            Piece::Started(ToolCallOutput {
                 id: block["id"].as_str().unwrap_or_default().to_owned(),
-                name: block["name"].as_str().unwrap_or_default().to_owned(),
-                arguments: block["input"].to_string(),
-            }),
-            kind if kind.ends_with("_tool_result") => {
-                let id = block["tool_use_id"].as_str().unwrap_or_default();
-                let (result, files) = result_of(&block["content"], kind, container);
-                parsed.files.extend(files);
-                let open = parsed
-                    .outputs
-                    .iter_mut()
-                    .rev()
-                    .find_map(|output| match output {
-                        Output::Tool(call) if call.id == id => Some(call),
-                        _ => None,
-                    });
-                match open {
-                    Some(call) => {
-                        call.result = result;
-                        call.end = now;
-                    }
-                    None if known(id) => parsed.finished.push((id.to_owned(), result)),
-                    None => {}
-                }
-            }
-            // Thinking and other blocks are not shown.
-            _ => {}
+                function: CODE_TOOL.to_owned(),
+                input,
+                result: ToolResult::Pending {
+                    reason: "running in the container".into(),
+                    progress: None,
+                },
+                start: Some(SystemTime::now()),
+                end: None,
+                approval: Approval::new(ApprovalState::NotRequired),
+                parent: None,
+                record: None,
+            })
         }
+        "tool_use" => Piece::Call(ToolCall {
+            id: block["id"].as_str().unwrap_or_default().to_owned(),
+            name: block["name"].as_str().unwrap_or_default().to_owned(),
+            arguments: block["input"].to_string(),
+        }),
+        kind if kind.ends_with("_tool_result") => {
+            let (result, files) = result_of(&block["content"], kind);
+            Piece::Finished {
+                id: block["tool_use_id"].as_str().unwrap_or_default().to_owned(),
+                result,
+                files,
+            }
+        }
+        _ => Piece::Nothing,
     }
-    parsed
 }
 
-/// What a server tool ran, to show: the command, or the file edit.
-fn code_of(name: &str, input: &Json) -> String {
-    if let Some(command) = input["command"].as_str()
-        && name == "bash_code_execution"
-    {
-        return command.to_owned();
-    }
+/// The server tool that runs shell commands; its blocks are rebuilt from what the timeline
+/// shows, other server tools' from the provider's own input and result kept with it.
+const BASH: &str = "bash_code_execution";
+
+/// What a server tool other than bash ran, to show: a file edit's command, path and text.
+fn code_of(input: &Json) -> String {
     if let Some(code) = input["code"].as_str() {
         return code.to_owned();
     }
@@ -129,9 +110,21 @@ fn code_of(name: &str, input: &Json) -> String {
     text
 }
 
-/// A server tool's result as the timeline shows it (the provider's block kept for the
-/// messages), and the ids of the files it made.
-fn result_of(content: &Json, kind: &str, container: Option<&str>) -> (ToolResult, Vec<String>) {
+const ERROR_PREFIX: &str = "the code could not run in the container: ";
+
+/// The longest stdout or stderr kept on the timeline, in bytes.
+const MAX_STREAM_BYTES: usize = 64 * 1024;
+
+fn cut(text: &str) -> String {
+    if text.len() <= MAX_STREAM_BYTES {
+        return text.to_owned();
+    }
+    let end = text.floor_char_boundary(MAX_STREAM_BYTES);
+    format!("{}\n[cut at {MAX_STREAM_BYTES} bytes]", &text[..end])
+}
+
+/// A server tool's result as the timeline shows it, and the ids of the files it made.
+fn result_of(content: &Json, kind: &str) -> (ToolResult, Vec<String>) {
     let result_type = content["type"].as_str().unwrap_or_default();
     if result_type.ends_with("_error") {
         let code = content["error_code"].as_str().unwrap_or("unknown");
@@ -150,29 +143,16 @@ fn result_of(content: &Json, kind: &str, container: Option<&str>) -> (ToolResult
         .filter_map(|output| output["file_id"].as_str())
         .map(str::to_owned)
         .collect();
-    let stdout = content["stdout"]
-        .as_str()
-        .or_else(|| content["content"].as_str())
-        .unwrap_or_default();
-    let output = json!({
-        "stdout": cut(stdout),
+    let mut output = json!({
+        "stdout": cut(content["stdout"].as_str().unwrap_or_default()),
         "stderr": cut(content["stderr"].as_str().unwrap_or_default()),
         "return_code": content["return_code"].as_i64().unwrap_or(0),
         "files": files,
-        "container": container,
-        "server_result": {"type": kind, "content": content},
     });
-    (ToolResult::Success { output }, files)
-}
-
-const ERROR_PREFIX: &str = "the code could not run in the container: ";
-
-fn cut(text: &str) -> String {
-    if text.len() <= MAX_STREAM_BYTES {
-        return text.to_owned();
+    if kind != format!("{BASH}_tool_result") {
+        output["result"] = json!({"type": kind, "content": content});
     }
-    let end = text.floor_char_boundary(MAX_STREAM_BYTES);
-    format!("{}\n[cut at {MAX_STREAM_BYTES} bytes]", &text[..end])
+    (ToolResult::Success { output }, files)
 }
 
 /// The conversation as the provider reads it: history prompts as their input and text, then
@@ -286,25 +266,44 @@ fn timeline(
 }
 
 /// A code execution as the provider sent it: its `server_tool_use` block and, once it has
-/// one, its result block.
+/// one, its result block. Bash runs are rebuilt from what the timeline shows (output past
+/// the kept length stays cut); other server tools' blocks were kept as they came.
 fn server_blocks(call: &ToolCallOutput) -> Vec<Json> {
-    let server = &call.input["server_tool"];
-    let name = server["name"].as_str().unwrap_or("bash_code_execution");
+    let name = call.input["tool"].as_str().unwrap_or(BASH);
+    let input = if name == BASH {
+        json!({ "command": call.input["code"] })
+    } else {
+        call.input["input"].clone()
+    };
     let mut blocks = vec![json!({
         "type": "server_tool_use",
         "id": call.id,
         "name": name,
-        "input": server["input"],
+        "input": input,
     })];
     let result = match &call.result {
-        ToolResult::Success { output } => {
-            let kept = &output["server_result"];
-            Some(json!({
-                "type": kept["type"],
-                "tool_use_id": call.id,
-                "content": kept["content"],
-            }))
-        }
+        ToolResult::Success { output } if name == BASH => Some(json!({
+            "type": format!("{BASH}_tool_result"),
+            "tool_use_id": call.id,
+            "content": {
+                "type": format!("{BASH}_result"),
+                "stdout": output["stdout"],
+                "stderr": output["stderr"],
+                "return_code": output["return_code"],
+                "content": output["files"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|file_id| json!({"type": format!("{BASH}_output"), "file_id": file_id}))
+                    .collect::<Vec<_>>(),
+            },
+        })),
+        ToolResult::Success { output } => Some(json!({
+            "type": output["result"]["type"],
+            "tool_use_id": call.id,
+            "content": output["result"]["content"],
+        })),
         ToolResult::Error { error } => Some(json!({
             "type": format!("{name}_tool_result"),
             "tool_use_id": call.id,
@@ -346,32 +345,68 @@ mod tests {
             json!({"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_1", "content": {
                 "type": "bash_code_execution_result", "stdout": "a.txt\n", "stderr": "", "return_code": 0,
                 "content": [{"type": "bash_code_execution_output", "file_id": "file_1"}]}}),
-            json!({"type": "server_tool_use", "id": "srvtoolu_2", "name": "bash_code_execution", "input": {"command": "false"}}),
-            json!({"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_2", "content": {
+            json!({"type": "server_tool_use", "id": "srvtoolu_2", "name": "text_editor_code_execution", "input": {"command": "create", "path": "b.py", "file_text": "print(1)"}}),
+            json!({"type": "text_editor_code_execution_tool_result", "tool_use_id": "srvtoolu_2", "content": {
+                "type": "text_editor_code_execution_create_result", "is_file_update": false}}),
+            json!({"type": "server_tool_use", "id": "srvtoolu_3", "name": "bash_code_execution", "input": {"command": "false"}}),
+            json!({"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_3", "content": {
                 "type": "bash_code_execution_tool_result_error", "error_code": "execution_time_exceeded"}}),
             json!({"type": "tool_use", "id": "toolu_1", "name": "demo__echo", "input": {"n": 1}}),
         ]
     }
 
+    /// The timeline an answer makes, as the executor builds it block by block.
+    fn timeline_of(blocks: &[Json]) -> (Vec<Output>, Vec<String>, Vec<ToolCall>) {
+        let (mut outputs, mut files, mut calls) = (Vec::new(), Vec::new(), Vec::new());
+        for block in blocks {
+            match read(block) {
+                Piece::Text(text) => outputs.push(Output::Text(text)),
+                Piece::Started(call) => outputs.push(Output::Tool(call)),
+                Piece::Finished {
+                    id,
+                    result,
+                    files: made,
+                } => {
+                    for output in &mut outputs {
+                        if let Output::Tool(call) = output
+                            && call.id == id
+                        {
+                            call.result = result.clone();
+                        }
+                    }
+                    files.extend(made);
+                }
+                Piece::Call(call) => calls.push(call),
+                Piece::Nothing => {}
+            }
+        }
+        (outputs, files, calls)
+    }
+
     #[test]
     fn an_answer_becomes_text_code_executions_files_and_calls() {
-        let parsed = parse(&answer(), Some("container_1"), &|_| false);
-        assert_eq!(parsed.files, ["file_1"]);
-        assert_eq!(parsed.calls.len(), 1);
-        assert_eq!(parsed.calls[0].name, "demo__echo");
-        assert_eq!(parsed.outputs.len(), 3);
-        assert_eq!(parsed.outputs[0], Output::Text("Looking.".into()));
-        let Output::Tool(ran) = &parsed.outputs[1] else {
+        let (outputs, files, calls) = timeline_of(&answer());
+        assert_eq!(files, ["file_1"]);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "demo__echo");
+        assert_eq!(outputs.len(), 4);
+        assert_eq!(outputs[0], Output::Text("Looking.".into()));
+        let Output::Tool(ran) = &outputs[1] else {
             panic!("a code execution")
         };
         assert_eq!(ran.function, CODE_TOOL);
-        assert_eq!(ran.input["code"], "ls");
-        let ToolResult::Success { output } = &ran.result else {
-            panic!("succeeded")
+        assert_eq!(ran.input, json!({"code": "ls"}));
+        assert_eq!(
+            ran.result,
+            ToolResult::Success {
+                output: json!({"stdout": "a.txt\n", "stderr": "", "return_code": 0, "files": ["file_1"]})
+            }
+        );
+        let Output::Tool(edit) = &outputs[2] else {
+            panic!("a file edit")
         };
-        assert_eq!(output["stdout"], "a.txt\n");
-        assert_eq!(output["container"], "container_1");
-        let Output::Tool(failed) = &parsed.outputs[2] else {
+        assert_eq!(edit.input["code"], "create b.py\nprint(1)");
+        let Output::Tool(failed) = &outputs[3] else {
             panic!("a code execution")
         };
         assert_eq!(
@@ -384,9 +419,8 @@ mod tests {
 
     #[test]
     fn the_timeline_reads_back_as_the_blocks_the_provider_sent() {
-        let parsed = parse(&answer(), None, &|_| false);
+        let (mut outputs, _, _) = timeline_of(&answer());
         let names = FunctionNames::new(["demo.echo"]);
-        let mut outputs = parsed.outputs;
         outputs.push(Output::Tool(ToolCallOutput {
             id: "toolu_1".into(),
             function: "demo.echo".into(),
@@ -411,17 +445,5 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": "{\"echo\":1}"}
             ]})
         );
-    }
-
-    #[test]
-    fn a_result_that_comes_in_a_later_answer_finishes_the_execution_already_shown() {
-        let later = [
-            json!({"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_9",
-            "content": {"type": "bash_code_execution_result", "stdout": "done", "stderr": "", "return_code": 0, "content": []}}),
-        ];
-        let parsed = parse(&later, None, &|id| id == "srvtoolu_9");
-        assert!(parsed.outputs.is_empty());
-        assert_eq!(parsed.finished.len(), 1);
-        assert_eq!(parsed.finished[0].0, "srvtoolu_9");
     }
 }

@@ -21,9 +21,10 @@ use agentic_llm::{Tier, Usage};
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
+use crate::blocks::Piece;
 use crate::blocks::{self, CONTAINER_TOOL};
 use crate::container::{self, CONTAINER_KEY, Seal};
-use crate::provider::{Answer, Provider, ProviderError, code_execution_tool};
+use crate::provider::{Answer, Provider, ProviderError, Streamed, code_execution_tool};
 
 pub const MODE_ID: &str = "hosted";
 pub const MODE_NAME: &str = "Hosted code execution (the provider's container)";
@@ -147,6 +148,8 @@ impl Executor {
             owner,
             container,
             files: files_so_far,
+            made: Vec::new(),
+            asked: Vec::new(),
             calls: Calls::new(
                 MODE_ID,
                 self.limits,
@@ -175,6 +178,10 @@ struct Run<'a> {
     container: Option<String>,
     /// Files on the timeline so far.
     files: usize,
+    /// Files the current answer's code made, to download once it ends.
+    made: Vec<String>,
+    /// Calls of agentic's tools the current answer asks for.
+    asked: Vec<agentic_llm::ToolCall>,
     calls: Calls<'a>,
 }
 
@@ -206,7 +213,10 @@ impl Run<'_> {
                 }))
                 .await?;
             self.keep_container(answer.container.as_deref()).await?;
-            let calls = self.record(&answer).await?;
+            for file_id in std::mem::take(&mut self.made) {
+                self.download(&file_id).await?;
+            }
+            let calls = std::mem::take(&mut self.asked);
             match answer.stop_reason.as_str() {
                 // The provider paused a long turn: the same turn goes on.
                 "pause_turn" => {}
@@ -252,7 +262,10 @@ impl Run<'_> {
         }
     }
 
-    async fn send(&self) -> Result<Answer, ProviderError> {
+    /// One request. Each block goes on the timeline as it ends (text fragments stream as
+    /// they come); the files code made and the calls of agentic's tools wait in `made` and
+    /// `asked` for the answer's end.
+    async fn send(&mut self) -> Result<Answer, ProviderError> {
         let mut tools = vec![code_execution_tool()];
         tools.extend(
             functions::definitions(&self.calls.tools, &self.calls.names)
@@ -276,8 +289,9 @@ impl Run<'_> {
         if let Some(container) = container::request_field(self.container.as_deref(), &self.skills) {
             body["container"] = container;
         }
-        let (sender, mut deltas) = mpsc::unbounded_channel();
-        let mut reply = std::pin::pin!(self.executor.provider.send(
+        let executor = self.executor;
+        let (sender, mut streamed) = mpsc::unbounded_channel();
+        let mut reply = std::pin::pin!(executor.provider.send(
             &body,
             !self.skills.is_empty(),
             &sender
@@ -285,18 +299,46 @@ impl Run<'_> {
         let result = loop {
             tokio::select! {
                 biased;
-                Some(text) = deltas.recv() => {
-                    if self.events.send(Event::TextDelta(text)).await.is_err() {
-                        return Err(ProviderError::Invalid("the event stream closed".into()));
-                    }
-                }
+                Some(piece) = streamed.recv() => self.take(piece).await?,
                 result = &mut reply => break result,
             }
         };
-        while let Ok(text) = deltas.try_recv() {
-            let _ = self.events.send(Event::TextDelta(text)).await;
+        while let Ok(piece) = streamed.try_recv() {
+            self.take(piece).await?;
         }
         result
+    }
+
+    /// Shows what arrived: a text fragment at once, a finished block on the timeline.
+    async fn take(&mut self, streamed: Streamed) -> Result<(), ProviderError> {
+        let closed = |_| ProviderError::Invalid("the event stream closed".into());
+        let block = match streamed {
+            Streamed::Text(text) => {
+                return self
+                    .events
+                    .send(Event::TextDelta(text))
+                    .await
+                    .map_err(closed);
+            }
+            Streamed::Block(block) => block,
+        };
+        let shown = match blocks::read(&block) {
+            Piece::Text(text) => self.calls.add(Output::Text(text)).await.map(drop),
+            Piece::Started(call) => self.calls.add(Output::Tool(call)).await.map(drop),
+            Piece::Finished { id, result, files } => {
+                self.made.extend(files);
+                match self.calls.index_of_call(&id) {
+                    Some(index) => self.calls.finish_call(index, result, None).await,
+                    None => Ok(()),
+                }
+            }
+            Piece::Call(call) => {
+                self.asked.push(call);
+                Ok(())
+            }
+            Piece::Nothing => Ok(()),
+        };
+        shown.map_err(|_| ProviderError::Invalid("the event stream closed".into()))
     }
 
     /// Keeps the container the answer ran in for the conversation's next prompt.
@@ -315,30 +357,6 @@ impl Run<'_> {
         );
         self.events.send(Event::StateSet(state)).await?;
         Ok(())
-    }
-
-    /// Puts an answer's text and code executions on the timeline, downloads the files the
-    /// code made, and answers the client tool calls it asks for.
-    async fn record(&mut self, answer: &Answer) -> Result<Vec<agentic_llm::ToolCall>, RunError> {
-        let outputs = &self.calls.outputs;
-        let known = |id: &str| {
-            outputs
-                .iter()
-                .any(|output| matches!(output, Output::Tool(call) if call.id == id))
-        };
-        let parsed = blocks::parse(&answer.content, self.container.as_deref(), &known);
-        for (id, result) in parsed.finished {
-            if let Some(index) = self.calls.index_of_call(&id) {
-                self.calls.finish_call(index, result, None).await?;
-            }
-        }
-        for output in parsed.outputs {
-            self.calls.add(output).await?;
-        }
-        for file_id in parsed.files {
-            self.download(&file_id).await?;
-        }
-        Ok(parsed.calls)
     }
 
     /// Downloads one file the container made into the artifact store, as a file of the

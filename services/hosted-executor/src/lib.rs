@@ -48,10 +48,10 @@ pub struct Config {
     pub anthropic_base_url: String,
     /// Model for prompts of the normal tier.
     #[arg(long, env = "HOSTED_MODEL_NORMAL", default_value = "claude-sonnet-4-5")]
-    pub model_normal: String,
+    pub hosted_model_normal: String,
     /// Model for prompts of the high tier.
     #[arg(long, env = "HOSTED_MODEL_HIGH", default_value = "claude-opus-4-1")]
-    pub model_high: String,
+    pub hosted_model_high: String,
     /// The most tokens one answer may have.
     #[arg(long, env = "HOSTED_MAX_TOKENS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=128_000))]
     pub max_tokens: u32,
@@ -66,10 +66,10 @@ pub struct Config {
     pub skills: String,
     /// Time limit of one request to the provider, streaming included, in seconds.
     #[arg(long, env = "HOSTED_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub timeout_secs: u64,
+    pub hosted_timeout_secs: u64,
     /// Retries after the first attempt, on 429, 529, 5xx, timeouts and connection errors.
     #[arg(long, env = "HOSTED_MAX_RETRIES", default_value_t = 3)]
-    pub max_retries: u32,
+    pub hosted_max_retries: u32,
     /// Files of one prompt downloaded from the container, at most.
     #[arg(long, env = "HOSTED_MAX_FILES", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub max_files: u32,
@@ -90,6 +90,24 @@ pub struct Config {
 impl ExecutorConfig for Config {
     fn executor_args(&self) -> &ExecutorArgs {
         &self.executor
+    }
+
+    fn check_mode(&self) -> Result<(), String> {
+        self.default_skills()
+            .map_err(|error| format!("{error:#}"))?;
+        if !self.anthropic_base_url.starts_with("https://")
+            && !self.anthropic_base_url.starts_with("http://")
+        {
+            return Err(format!(
+                "ANTHROPIC_BASE_URL must be an http:// or https:// URL, got {:?}",
+                self.anthropic_base_url
+            ));
+        }
+        Ok(())
+    }
+
+    fn uses_openai(&self) -> bool {
+        false
     }
 }
 
@@ -112,8 +130,8 @@ pub async fn run(
     let provider = Provider::new(ProviderConfig {
         base_url: config.anthropic_base_url.clone(),
         api_key: config.anthropic_api_key.clone(),
-        timeout: Duration::from_secs(config.timeout_secs),
-        max_retries: config.max_retries,
+        timeout: Duration::from_secs(config.hosted_timeout_secs),
+        max_retries: config.hosted_max_retries,
         retry_base_ms: config.executor.llm.llm_retry_base_ms,
     })
     .context("setting up the Anthropic client")?;
@@ -128,8 +146,8 @@ pub async fn run(
         },
         settings: Settings {
             max_rounds: config.max_rounds,
-            model_normal: config.model_normal.clone(),
-            model_high: config.model_high.clone(),
+            model_normal: config.hosted_model_normal.clone(),
+            model_high: config.hosted_model_high.clone(),
             max_tokens: config.max_tokens,
             default_skills: config.default_skills()?,
             max_files: config.max_files as usize,
@@ -148,4 +166,36 @@ pub async fn run(
     .await
     .context("serving the hosted executor")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, Parser as _};
+
+    use super::*;
+
+    #[test]
+    fn the_settings_are_consistent_and_bad_skills_or_urls_are_refused() {
+        Config::command().debug_assert();
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["hosted-executor", "--listen", "127.0.0.1:0"];
+            args.extend_from_slice(extra);
+            Config::try_parse_from(args).unwrap()
+        };
+        assert_eq!(parse(&[]).check_mode(), Ok(()));
+        let skills = r#"[{"type": "anthropic", "skill_id": "pptx"}]"#;
+        assert_eq!(parse(&["--skills", skills]).check_mode(), Ok(()));
+        assert!(parse(&["--skills", "pptx"]).check_mode().is_err());
+        assert!(
+            parse(&["--skills", r#"[{"type": "anthropic", "skill_id": "a/b"}]"#])
+                .check_mode()
+                .unwrap_err()
+                .contains("skill_id")
+        );
+        assert!(
+            parse(&["--anthropic-base-url", "ftp://x"])
+                .check_mode()
+                .is_err()
+        );
+    }
 }

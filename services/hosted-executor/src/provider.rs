@@ -40,11 +40,18 @@ pub struct Provider {
     config: ProviderConfig,
 }
 
+/// What arrives while an answer streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Streamed {
+    /// A fragment of text, to show at once.
+    Text(String),
+    /// A content block, whole, as soon as it ends.
+    Block(Json),
+}
+
 /// One answer of the Messages API.
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
-    /// The content blocks, whole (text joined, tool input parsed).
-    pub content: Vec<Json>,
     pub stop_reason: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -175,14 +182,14 @@ impl Provider {
         request
     }
 
-    /// Sends one Messages request, streamed; each text fragment goes to `deltas` as it
-    /// arrives. Retries (before any fragment went out) on rate limits, overloads, server
-    /// errors, timeouts and lost connections.
+    /// Sends one Messages request, streamed; each text fragment and each finished block
+    /// goes to `deltas` as it arrives. Retries (before anything went out) on rate limits,
+    /// overloads, server errors, timeouts and lost connections.
     pub async fn send(
         &self,
         body: &Json,
         skills: bool,
-        deltas: &UnboundedSender<String>,
+        deltas: &UnboundedSender<Streamed>,
     ) -> Result<Answer, ProviderError> {
         let mut retry = 0;
         loop {
@@ -212,7 +219,7 @@ impl Provider {
         &self,
         body: &Json,
         skills: bool,
-        deltas: &UnboundedSender<String>,
+        deltas: &UnboundedSender<Streamed>,
         forwarded: &mut bool,
     ) -> Result<Answer, ProviderError> {
         let response = self
@@ -240,8 +247,8 @@ impl Provider {
                 )));
             }
             for payload in parser.push(&chunk) {
-                if let Some(text) = reader.event(&payload)? {
-                    *forwarded |= deltas.send(text).is_ok();
+                if let Some(streamed) = reader.event(&payload)? {
+                    *forwarded |= deltas.send(streamed).is_ok();
                 }
             }
         }
@@ -343,8 +350,8 @@ struct AnswerReader {
 }
 
 impl AnswerReader {
-    /// Takes one event; a text fragment to forward comes back.
-    fn event(&mut self, payload: &str) -> Result<Option<String>, ProviderError> {
+    /// Takes one event; a text fragment or a finished block to forward comes back.
+    fn event(&mut self, payload: &str) -> Result<Option<Streamed>, ProviderError> {
         let event: Json = serde_json::from_str(payload)
             .map_err(|_| ProviderError::Invalid("an event is not JSON".into()))?;
         match event["type"].as_str().unwrap_or_default() {
@@ -372,13 +379,16 @@ impl AnswerReader {
                 match delta["type"].as_str().unwrap_or_default() {
                     "text_delta" => {
                         let text = delta["text"].as_str().unwrap_or_default();
-                        let whole = format!("{}{text}", block["text"].as_str().unwrap_or_default());
-                        block["text"] = Json::String(whole);
-                        return Ok((!text.is_empty()).then(|| text.to_owned()));
+                        match &mut block["text"] {
+                            Json::String(whole) => whole.push_str(text),
+                            other => *other = Json::String(text.to_owned()),
+                        }
+                        return Ok((!text.is_empty()).then(|| Streamed::Text(text.to_owned())));
                     }
                     "input_json_delta" => {
-                        self.inputs[index]
-                            .push_str(delta["partial_json"].as_str().unwrap_or_default());
+                        if let Some(input) = self.inputs.get_mut(index) {
+                            input.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                        }
                     }
                     // Thinking, signatures and citations are not shown.
                     _ => {}
@@ -386,13 +396,20 @@ impl AnswerReader {
             }
             "content_block_stop" => {
                 let index = self.index(&event)?;
-                let input = std::mem::take(&mut self.inputs[index]);
-                if let Some(block) = self.blocks.get_mut(index)
-                    && !input.is_empty()
-                {
+                let input = self
+                    .inputs
+                    .get_mut(index)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
+                let block = self
+                    .blocks
+                    .get_mut(index)
+                    .ok_or_else(|| ProviderError::Invalid("the end of no block".into()))?;
+                if !input.is_empty() {
                     block["input"] = serde_json::from_str(&input)
                         .map_err(|_| ProviderError::Invalid("a tool input is not JSON".into()))?;
                 }
+                return Ok(Some(Streamed::Block(block.clone())));
             }
             "message_delta" => {
                 if let Some(reason) = event["delta"]["stop_reason"].as_str() {
@@ -448,13 +465,12 @@ impl AnswerReader {
         }
     }
 
-    fn finish(mut self) -> Result<Answer, ProviderError> {
+    fn finish(self) -> Result<Answer, ProviderError> {
         if !self.stopped {
             return Err(ProviderError::Invalid(
                 "the stream ended before message_stop".into(),
             ));
         }
-        self.answer.content = self.blocks;
         Ok(self.answer)
     }
 }
@@ -462,4 +478,96 @@ impl AnswerReader {
 /// A tool offered to the model as the provider's code execution tool.
 pub fn code_execution_tool() -> Json {
     json!({"type": "code_execution_20250825", "name": "code_execution"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(events: &[Json]) -> (Result<Answer, ProviderError>, Vec<Streamed>) {
+        let mut reader = AnswerReader::default();
+        let mut streamed = Vec::new();
+        for event in events {
+            match reader.event(&event.to_string()) {
+                Ok(Some(piece)) => streamed.push(piece),
+                Ok(None) => {}
+                Err(error) => return (Err(error), streamed),
+            }
+        }
+        (reader.finish(), streamed)
+    }
+
+    #[test]
+    fn a_stream_gives_fragments_whole_blocks_usage_and_the_container() {
+        let (answer, streamed) = read(&[
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 12, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "x", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "1}"}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "container": {"id": "container_1"}}, "usage": {"output_tokens": 9}}),
+            json!({"type": "message_stop"}),
+        ]);
+        let answer = answer.unwrap();
+        assert_eq!(answer.stop_reason, "tool_use");
+        assert_eq!((answer.input_tokens, answer.output_tokens), (12, 9));
+        assert_eq!(answer.container.as_deref(), Some("container_1"));
+        assert_eq!(
+            streamed,
+            [
+                Streamed::Text("Hel".into()),
+                Streamed::Text("lo".into()),
+                Streamed::Block(json!({"type": "text", "text": "Hello"})),
+                Streamed::Block(
+                    json!({"type": "tool_use", "id": "t", "name": "x", "input": {"a": 1}})
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_hostile_or_broken_stream_is_an_error_and_never_a_panic() {
+        let start = json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}});
+        for events in [
+            vec![json!({"type": "content_block_stop", "index": 3})],
+            vec![
+                json!({"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}),
+            ],
+            vec![json!({"type": "content_block_start", "index": 5, "content_block": {}})],
+            vec![json!({"type": "content_block_start", "index": MAX_BLOCKS, "content_block": {}})],
+            vec![json!({"type": "content_block_start", "index": -1, "content_block": {}})],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{"}}),
+                json!({"type": "content_block_stop", "index": 0}),
+            ],
+            vec![start.clone()],
+            vec![json!({"type": "error", "error": {"type": "overloaded_error", "message": "x"}})],
+        ] {
+            assert!(read(&events).0.is_err(), "{events:?}");
+        }
+        let mut reader = AnswerReader::default();
+        assert!(reader.event("not json").is_err());
+    }
+
+    #[test]
+    fn an_expired_container_is_told_apart_from_other_refusals() {
+        let refused = |status: u16, detail: &str| ProviderError::Status {
+            status: StatusCode::from_u16(status).unwrap(),
+            kind: Some("invalid_request_error".into()),
+            detail: detail.into(),
+        };
+        assert!(refused(400, "Container 'container_1' expired").is_lost_container());
+        assert!(refused(404, "container not found").is_lost_container());
+        assert!(!refused(400, "max_tokens: field required").is_lost_container());
+        assert!(!refused(500, "container expired").is_lost_container());
+        assert_eq!(
+            refused(400, "secret words").to_string(),
+            "the hosted model provider answered 400 Bad Request (invalid_request_error)"
+        );
+    }
 }

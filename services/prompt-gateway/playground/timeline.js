@@ -366,7 +366,9 @@ export class PromptView {
         this.onError(error, "download");
       }
     });
-    row.append(text("📎 "), link, text(` ${file.mimeType || ""}, ${formatSize(Number(file.size || 0))}`));
+    const source = file.source === "FILE_SOURCE_HOSTED" ? ", made in the provider's container" : "";
+    row.dataset.source = file.source === "FILE_SOURCE_HOSTED" ? "hosted" : "local";
+    row.append(text("📎 "), link, text(` ${file.mimeType || ""}, ${formatSize(Number(file.size || 0))}${source}`));
     return row;
   }
 }

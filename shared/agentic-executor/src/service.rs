@@ -84,6 +84,17 @@ pub struct ExecutorArgs {
 /// An executor binary's clap `Config`: [`ExecutorArgs`] flattened, plus its mode's settings.
 pub trait ExecutorConfig: clap::Parser {
     fn executor_args(&self) -> &ExecutorArgs;
+
+    /// What `--check-config` checks of the mode's own settings; the reason when unusable.
+    fn check_mode(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Whether the mode talks to the OpenAI-compatible endpoint of `ExecutorArgs::llm` (a
+    /// missing key is then worth a warning).
+    fn uses_openai(&self) -> bool {
+        true
+    }
 }
 
 impl ExecutorArgs {
@@ -135,6 +146,9 @@ where
     if args.service.check_config {
         agentic_rpc::config::check_environment(&C::command()).map_err(MainError::from)?;
         args.check().map_err(MainError::from)?;
+        config
+            .check_mode()
+            .map_err(|reason| MainError::from(CheckError::Mode(reason)))?;
         println!("configuration ok");
         return Ok(());
     }
@@ -145,7 +159,7 @@ where
         return Ok(());
     }
     let _telemetry = agentic_telemetry::init(C::command().get_name());
-    if args.llm.openai_api_key.is_none() {
+    if config.uses_openai() && args.llm.openai_api_key.is_none() {
         tracing::warn!(
             base_url = %args.llm.openai_base_url,
             "OPENAI_API_KEY is not set: LLM requests carry no credentials and most endpoints will refuse them"
@@ -235,6 +249,8 @@ pub enum CheckError {
     InternalToken(#[from] agentic_rpc::InvalidToken),
     #[error(transparent)]
     Registration(#[from] RegistrationError),
+    #[error("{0}")]
+    Mode(String),
 }
 
 /// The executor's clients cannot be set up from its settings.

@@ -1,9 +1,10 @@
-//! `stand-in-model`: the scripted OpenAI-compatible server, for demos and manual runs.
+//! `stand-in-model`: the scripted OpenAI-compatible server (and, on the same port, the
+//! Anthropic Messages and Files APIs for hosted mode), for demos and manual runs.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use agentic_testkit::model::{Rule, StandInModel, demo_rules};
+use agentic_testkit::model::{HostedRule, Rule, StandInModel, demo_hosted_rules, demo_rules};
 use anyhow::Context;
 use clap::{CommandFactory as _, Parser};
 
@@ -23,6 +24,9 @@ struct Config {
     /// A recording (`agentic recordings export`): answer as its model did, in order.
     #[arg(long, env = "STAND_IN_MODEL_RECORDING")]
     recording: Option<PathBuf>,
+    /// A JSON array of hosted rules (the Anthropic side); the built-in demo without it.
+    #[arg(long, env = "STAND_IN_MODEL_HOSTED_SCRIPT")]
+    hosted_script: Option<PathBuf>,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     check_config: bool,
@@ -36,6 +40,15 @@ async fn main() -> anyhow::Result<()> {
         (None, Some(path)) => load_recording(path)?,
         (None, None) => demo_rules(),
     };
+    let hosted_rules: Vec<HostedRule> = match &config.hosted_script {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading hosted script {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("parsing hosted script {}", path.display()))?
+        }
+        None => demo_hosted_rules(),
+    };
     if config.check_config {
         agentic_rpc::config::check_environment_prefixed(&Config::command(), &[ENV_PREFIX])?;
         println!("configuration ok");
@@ -47,6 +60,9 @@ async fn main() -> anyhow::Result<()> {
     let model = StandInModel::serve(listener, rules)
         .await
         .context("starting the stand-in model")?;
+    for rule in hosted_rules {
+        model.add_hosted_rule(rule);
+    }
     eprintln!(
         "stand-in model listening on {} (scripted answers, not a real LLM)",
         model.base_url()

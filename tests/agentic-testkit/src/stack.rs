@@ -614,13 +614,13 @@ impl Stack {
                 .llm_base_url
                 .clone()
                 .unwrap_or_else(|| model.anthropic_base_url()),
-            model_normal: "stand-in-hosted".into(),
-            model_high: "stand-in-hosted-high".into(),
+            hosted_model_normal: "stand-in-hosted".into(),
+            hosted_model_high: "stand-in-hosted-high".into(),
             max_tokens: 4096,
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             skills: options.hosted_skills.clone(),
-            timeout_secs: options.llm_timeout_secs,
-            max_retries: options.llm_max_retries,
+            hosted_timeout_secs: options.llm_timeout_secs,
+            hosted_max_retries: options.llm_max_retries,
             max_files: options.hosted_max_files,
             max_file_bytes: 1024 * 1024,
             max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,

@@ -325,7 +325,7 @@ pub async fn files(
         None => None,
     };
     if !as_json {
-        let columns = ["ID", "FILENAME", "TYPE", "BYTES", "PROMPT"];
+        let columns = ["ID", "FILENAME", "TYPE", "BYTES", "PROMPT", "SOURCE"];
         header_row(console, &columns, files.len(), "files")?;
     }
     for entry in &files {
@@ -345,12 +345,16 @@ pub async fn files(
         if !as_json {
             writeln!(
                 console.out,
-                "{}\t{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{}",
                 name(&file.id),
                 name(&file.filename),
                 name(&file.mime_type),
                 file.size,
-                name(&entry.prompt_id)
+                name(&entry.prompt_id),
+                match file.source() {
+                    agentic_proto::v1::FileSource::Hosted => "hosted",
+                    _ => "local",
+                }
             )?;
         }
     }

@@ -26,8 +26,12 @@ pub fn text(text: &str) -> Clean<'_> {
 /// A file of a prompt's timeline on one line, as the stream and `show` print it:
 /// `name (type, N bytes) id`.
 pub fn file_summary(file: &agentic_proto::v1::FileOutput) -> String {
+    let source = match file.source() {
+        agentic_proto::v1::FileSource::Hosted => ", made in the provider's container",
+        _ => "",
+    };
     format!(
-        "{} ({}, {} bytes) {}",
+        "{} ({}, {} bytes{source}) {}",
         name(&file.filename),
         name(&file.mime_type),
         file.size,

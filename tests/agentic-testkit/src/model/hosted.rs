@@ -97,6 +97,27 @@ impl HostedRule {
     }
 }
 
+/// The hosted demo: code in the container writes a file, then the answer names it.
+pub fn demo_hosted_rules() -> Vec<HostedRule> {
+    vec![HostedRule::turn(
+        HostedMatch::Any,
+        vec![
+            HostedBlock::text("I'll write it in the container."),
+            HostedBlock::bash_making(
+                "printf 'agentic ran this in the provider container\\n' > /tmp/outputs/hosted-demo.txt && cat /tmp/outputs/hosted-demo.txt",
+                "agentic ran this in the provider container\n",
+                vec![HostedFile::new(
+                    "hosted-demo.txt",
+                    "text/plain",
+                    "agentic ran this in the provider container\n",
+                )],
+            ),
+            HostedBlock::text(" Done: hosted-demo.txt is one of your files now."),
+        ],
+        "end_turn",
+    )]
+}
+
 /// A condition on a Messages request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 
 pub use hosted::{
     CODE_EXECUTION_BETA, FILES_BETA, HostedBlock, HostedFile, HostedMatch, HostedReply,
-    HostedRequest, HostedRule, SKILLS_BETA,
+    HostedRequest, HostedRule, SKILLS_BETA, demo_hosted_rules,
 };
 pub use request::RecordedRequest;
 pub use script::{
