@@ -815,3 +815,30 @@ async fn the_hosted_executor_registers_its_mode_like_every_executor() {
     let prompt = completed(&client, hosted("hi")).await;
     assert_eq!(texts(&prompt), ["Registered."]);
 }
+
+#[tokio::test]
+async fn a_hosted_prompt_is_not_replayed_and_says_why() {
+    let stack = hosted_stack().await;
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::Any,
+        vec![
+            HostedBlock::bash("date", "today\n"),
+            HostedBlock::text("Today."),
+        ],
+        "end_turn",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = completed(&client, hosted("what day is it")).await;
+    let refused = client
+        .replay_prompt(&prompt.id, false, false)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("was not recorded"), "{refused}");
+    assert!(refused.contains("hosted mode"), "{refused}");
+    assert_eq!(
+        stack.model.hosted_requests().len(),
+        1,
+        "the provider is not asked again"
+    );
+}
