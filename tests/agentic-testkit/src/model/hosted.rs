@@ -339,7 +339,7 @@ impl Hosted {
     fn claim(&self, body: &Value) -> Option<HostedRule> {
         let mut rules = super::server::lock(&self.rules);
         let (rule, uses) = rules.iter_mut().find(|(rule, uses)| {
-            !rule.times.is_some_and(|limit| *uses >= limit) && rule.when.matches(body)
+            rule.times.is_none_or(|limit| *uses < limit) && rule.when.matches(body)
         })?;
         *uses += 1;
         Some(rule.clone())
@@ -733,7 +733,7 @@ pub(crate) async fn list_files(
     RawQuery(query): RawQuery,
 ) -> Response {
     if let Err(refused) = files_allowed(&headers) {
-        return refused;
+        return *refused;
     }
     let files = super::server::lock(&state.hosted.files);
     let parameter = |name: &str| {
@@ -771,7 +771,7 @@ pub(crate) async fn file_metadata(
     Path(id): Path<String>,
 ) -> Response {
     if let Err(refused) = files_allowed(&headers) {
-        return refused;
+        return *refused;
     }
     let files = super::server::lock(&state.hosted.files);
     match files.iter().find(|file| file.id == id) {
@@ -787,7 +787,7 @@ pub(crate) async fn file_content(
     Path(id): Path<String>,
 ) -> Response {
     if let Err(refused) = files_allowed(&headers) {
-        return refused;
+        return *refused;
     }
     let files = super::server::lock(&state.hosted.files);
     match files.iter().find(|file| file.id == id) {
@@ -801,21 +801,21 @@ pub(crate) async fn file_content(
     }
 }
 
-fn files_allowed(headers: &HeaderMap) -> Result<(), Response> {
+fn files_allowed(headers: &HeaderMap) -> Result<(), Box<Response>> {
     if header_text(headers, "x-api-key").is_none() {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             StatusCode::UNAUTHORIZED,
             "authentication_error",
             "x-api-key header is required",
-        ));
+        )));
     }
     let betas = header_text(headers, "anthropic-beta").unwrap_or_default();
     if !betas.split(',').any(|beta| beta.trim() == FILES_BETA) {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
             &format!("the Files API needs the {FILES_BETA} beta"),
-        ));
+        )));
     }
     Ok(())
 }
