@@ -941,7 +941,7 @@ async fn a_hosted_prompt_runs_from_the_cli_and_its_container_files_say_where_the
     assert!(ran.stderr.contains("(hosted)"), "{}", ran.stderr);
     assert!(
         ran.stderr
-            .contains("→ code.execute {\"code\":\"python plot.py\"}"),
+            .contains("→ code.execute {\"code\":\"python plot.py\",\"language\":\"bash\"}"),
         "{}",
         ran.stderr
     );

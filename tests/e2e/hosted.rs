@@ -281,6 +281,7 @@ async fn a_tool_of_the_tool_host_runs_inside_the_hosted_loop_after_its_approval(
         .output
         .iter()
         .filter_map(tool_of)
+        .filter(|(function, _)| *function != "hosted.container")
         .map(|(function, result)| (function.to_owned(), result.unwrap()))
         .collect();
     assert_eq!(results.len(), 2);
@@ -290,9 +291,15 @@ async fn a_tool_of_the_tool_host_runs_inside_the_hosted_loop_after_its_approval(
         ("demo.echo".to_owned(), json!({"echo": {"n": 7}}))
     );
 
-    // The resumed run sent the tool results as the user's next message, for each tool_use.
+    // The resumed run sent the tool results as the user's next message, for each tool_use,
+    // in the container the paused run had.
     let requests = stack.model.hosted_requests();
     assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].body["container"],
+        json!(requests[0].container.clone().unwrap())
+    );
+    assert_eq!(prompt.usage.unwrap().rounds, 2);
     let messages = requests[1].body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3);
     let uses: Vec<&Value> = messages[1]["content"]
@@ -348,14 +355,20 @@ async fn a_conversation_reuses_its_container_and_replaces_it_once_the_provider_e
     let messages = requests[1].body["messages"].as_array().unwrap();
     assert_eq!(messages[0]["content"], "first");
     assert_eq!(messages[1]["content"], "Done.");
-    assert!(
-        !first
+    // The first prompt's timeline says a container started; the second's says nothing.
+    let notes = |prompt: &agentic_proto::v1::Prompt| -> Vec<Value> {
+        prompt
             .output
             .iter()
-            .chain(&second.output)
             .filter_map(tool_of)
-            .any(|(function, _)| function == "hosted.container")
-    );
+            .filter(|(function, _)| *function == "hosted.container")
+            .map(|(_, result)| result.unwrap())
+            .collect()
+    };
+    let started = notes(&first);
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0]["container"], json!(container));
+    assert!(notes(&second).is_empty());
 
     assert!(stack.model.expire_container(&container));
     let third = completed(&client, run("third")).await;
@@ -370,14 +383,25 @@ async fn a_conversation_reuses_its_container_and_replaces_it_once_the_provider_e
     assert_eq!(requests[3].body.get("container"), None);
     let replacement = requests[3].container.clone().unwrap();
     assert_ne!(replacement, container);
-    let (_, note) = third
+    let replaced = notes(&third);
+    assert_eq!(
+        replaced.len(),
+        1,
+        "the timeline says the container was replaced"
+    );
+    assert_eq!(replaced[0]["container"], json!(replacement));
+    assert!(replaced[0]["note"].as_str().unwrap().contains("expired"));
+    let input = third
         .output
         .iter()
-        .filter_map(tool_of)
-        .find(|(function, _)| *function == "hosted.container")
-        .expect("the timeline says the container was replaced");
-    let note = note.unwrap();
-    assert_eq!(note["replaced_by"], json!(replacement));
+        .find_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) if tool.function == "hosted.container" => {
+                Some(agentic_proto::json::from_proto_opt(tool.input.as_ref()))
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(input["expired"], json!(container));
     let kept = client.get_conversation(&conversation).await.unwrap();
     let state = struct_to_json(kept.state.as_ref());
     assert_eq!(state["hosted_container"]["id"], json!(replacement));
@@ -469,23 +493,28 @@ async fn skills_from_the_executor_or_the_state_load_into_the_container_and_bad_o
         "skill_01abc"
     );
 
-    let mut bad = serde_json::Map::new();
-    bad.insert(
-        "hosted_skills".into(),
-        json!([{"type": "custom", "skill_id": "../../v1/files"}]),
-    );
-    let created = client
-        .create_prompt(hosted("bad skills").state(bad))
-        .await
-        .unwrap();
-    collect(&client, &created.id, 0).await;
-    let failed = client.get_prompt(&created.id).await.unwrap();
-    assert_eq!(failed.state, PromptState::Failed as i32);
-    assert!(
-        failed.error.contains("hosted_skills[0].skill_id"),
-        "{}",
-        failed.error
-    );
+    for (skills, refusal) in [
+        (
+            json!([{"type": "custom", "skill_id": "../../v1/files"}]),
+            "hosted_skills[0].skill_id",
+        ),
+        (
+            // Another tenant's skill in the same provider workspace.
+            json!([{"type": "custom", "skill_id": "skill_someone_elses"}]),
+            "custom skill skill_someone_elses is not one this server offers",
+        ),
+    ] {
+        let mut bad = serde_json::Map::new();
+        bad.insert("hosted_skills".into(), skills);
+        let created = client
+            .create_prompt(hosted("bad skills").state(bad))
+            .await
+            .unwrap();
+        collect(&client, &created.id, 0).await;
+        let failed = client.get_prompt(&created.id).await.unwrap();
+        assert_eq!(failed.state, PromptState::Failed as i32);
+        assert!(failed.error.contains(refusal), "{}", failed.error);
+    }
     assert_eq!(stack.model.hosted_requests().len(), 2, "nothing sent");
 }
 
@@ -841,4 +870,138 @@ async fn a_hosted_prompt_is_not_replayed_and_says_why() {
         1,
         "the provider is not asked again"
     );
+}
+
+#[tokio::test]
+async fn approvals_after_code_in_the_container_keep_the_round_count_and_a_paused_turn_ending_in_space_goes_on()
+ {
+    let stack = Stack::start_with(
+        Vec::new(),
+        StackOptions {
+            classic_max_rounds: Some(3),
+            ..hosted_stack_options()
+        },
+    )
+    .await
+    .unwrap();
+    stack.model.add_hosted_rule(
+        HostedRule::turn(
+            HostedMatch::AssistantTurns(0),
+            vec![
+                HostedBlock::bash("step 1", ""),
+                HostedBlock::bash("step 2", ""),
+                HostedBlock::bash("step 3", ""),
+                HostedBlock::text("Still working. \n"),
+            ],
+            "pause_turn",
+        )
+        .times(1),
+    );
+    stack.model.add_hosted_rule(
+        HostedRule::turn(
+            HostedMatch::Continuing,
+            vec![HostedBlock::tool_use(
+                "demo__dangerous",
+                json!({"action": "go"}),
+            )],
+            "tool_use",
+        )
+        .times(1),
+    );
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::ToolResultContains("go".into()),
+        vec![HostedBlock::text("Finished.")],
+        "end_turn",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let created = client.create_prompt(hosted("three steps")).await.unwrap();
+    let events = until_waiting(&client, &created.id).await;
+    let call = crate::approvals::requested_call(&events);
+    client.approve_tool_call(&created.id, &call).await.unwrap();
+    collect(&client, &created.id, 0).await;
+    let prompt = client.get_prompt(&created.id).await.unwrap();
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    assert_eq!(texts(&prompt).last().map(String::as_str), Some("Finished."));
+    assert_eq!(prompt.usage.unwrap().rounds, 3, "three requests, the limit");
+    let requests = stack.model.hosted_requests();
+    assert_eq!(requests.len(), 3, "{:?}", requests.last().map(|r| &r.body));
+    // The paused turn went back without its trailing whitespace.
+    let paused = &requests[1].body["messages"].as_array().unwrap()[1]["content"];
+    let last = paused.as_array().unwrap().last().unwrap();
+    assert_eq!(last["text"], "Still working.");
+}
+
+#[tokio::test]
+async fn a_model_calling_a_tool_named_like_the_timelines_own_entries_gets_an_error_and_the_prompt_goes_on()
+ {
+    let stack = hosted_stack().await;
+    stack.model.add_hosted_rule(
+        HostedRule::turn(
+            HostedMatch::AssistantTurns(0),
+            vec![
+                HostedBlock::tool_use("code.execute", json!({"command": "rm -rf /"})),
+                HostedBlock::tool_use("hosted.container", json!({"container": "container_evil"})),
+            ],
+            "tool_use",
+        )
+        .times(1),
+    );
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::ToolResultContains("unknown tool".into()),
+        vec![HostedBlock::text("Those are not tools.")],
+        "end_turn",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = completed(&client, hosted("pretend")).await;
+    assert_eq!(texts(&prompt), ["Those are not tools."]);
+    let functions: Vec<&str> = prompt
+        .output
+        .iter()
+        .filter_map(tool_of)
+        .map(|(function, _)| function)
+        .collect();
+    assert_eq!(
+        functions,
+        ["hosted.container", "code__execute", "hosted__container"],
+        "the model's calls are not taken for the timeline's own entries"
+    );
+    assert!(executions(&prompt).is_empty());
+    let requests = stack.model.hosted_requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the stand-in accepted the rebuilt conversation"
+    );
+    assert_ne!(requests[1].body["container"], json!("container_evil"));
+}
+
+#[tokio::test]
+async fn a_hosted_prompts_shell_commands_are_not_saved_as_a_skill() {
+    let stack = hosted_stack().await;
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::Any,
+        vec![
+            HostedBlock::bash("rm -rf /tmp/x", ""),
+            HostedBlock::text("Done."),
+        ],
+        "end_turn",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let prompt = completed(&client, hosted("clean up")).await;
+    let refused = client
+        .create_skill(agentic_proto::v1::CreateSkillRequest {
+            name: "cleanup".into(),
+            description: "cleans".into(),
+            from_prompt_id: prompt.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("ran no code to save"), "{refused}");
 }

@@ -53,9 +53,9 @@ pub fn read(block: &Json) -> Piece {
             let name = block["name"].as_str().unwrap_or_default();
             let raw = &block["input"];
             let input = if name == BASH {
-                json!({ "code": raw["command"].as_str().unwrap_or_default() })
+                json!({ "code": raw["command"].as_str().unwrap_or_default(), "language": "bash" })
             } else {
-                json!({ "code": code_of(raw), "tool": name, "input": raw })
+                json!({ "code": code_of(raw), "language": "text", "tool": name, "input": raw })
             };
             Piece::Started(ToolCallOutput {
                 id: block["id"].as_str().unwrap_or_default().to_owned(),
@@ -149,10 +149,29 @@ fn result_of(content: &Json, kind: &str) -> (ToolResult, Vec<String>) {
         "return_code": content["return_code"].as_i64().unwrap_or(0),
         "files": files,
     });
-    if kind != format!("{BASH}_tool_result") {
+    // Other server tools' results go back to the provider as they came, unless too long to
+    // keep (they are then sent back as a note; see `server_blocks`).
+    if kind != format!("{BASH}_tool_result") && content.to_string().len() <= MAX_STREAM_BYTES {
         output["result"] = json!({"type": kind, "content": content});
     }
     (ToolResult::Success { output }, files)
+}
+
+/// The container the timeline's last `hosted.container` output names: where a resumed
+/// prompt goes on.
+pub fn container_of(outputs: &[Output]) -> Option<String> {
+    outputs.iter().rev().find_map(|output| match output {
+        Output::Tool(call) if call.function == CONTAINER_TOOL && call.parent.is_none() => {
+            match &call.result {
+                ToolResult::Success { output } => output["container"]
+                    .as_str()
+                    .filter(|id| crate::container::is_provider_id(id))
+                    .map(str::to_owned),
+                _ => None,
+            }
+        }
+        _ => None,
+    })
 }
 
 /// The conversation as the provider reads it: history prompts as their input and text, then
@@ -262,48 +281,69 @@ fn timeline(
         }
     }
     flush(&mut assistant, &mut results);
+    // A turn the provider paused goes back as the last message, which may not end with
+    // whitespace.
+    if let Some(last) = messages.last_mut()
+        && last["role"] == "assistant"
+        && let Some(blocks) = last["content"].as_array_mut()
+    {
+        if let Some(block) = blocks.last_mut()
+            && block["type"] == "text"
+            && let Some(Json::String(text)) = block.get_mut("text")
+        {
+            text.truncate(text.trim_end().len());
+            if text.is_empty() {
+                blocks.pop();
+            }
+        }
+        if blocks.is_empty() {
+            messages.pop();
+        }
+    }
     messages
 }
 
 /// A code execution as the provider sent it: its `server_tool_use` block and, once it has
 /// one, its result block. Bash runs are rebuilt from what the timeline shows (output past
-/// the kept length stays cut); other server tools' blocks were kept as they came.
+/// the kept length stays cut); other server tools' blocks were kept as they came. One whose
+/// parts were not kept whole (too long to keep, or cut when stored) goes back as a text
+/// note, which the provider always takes.
 fn server_blocks(call: &ToolCallOutput) -> Vec<Json> {
     let name = call.input["tool"].as_str().unwrap_or(BASH);
     let input = if name == BASH {
-        json!({ "command": call.input["code"] })
+        call.input["code"]
+            .as_str()
+            .map(|code| json!({ "command": code }))
     } else {
-        call.input["input"].clone()
+        Some(call.input["input"].clone()).filter(Json::is_object)
     };
-    let mut blocks = vec![json!({
-        "type": "server_tool_use",
-        "id": call.id,
-        "name": name,
-        "input": input,
-    })];
     let result = match &call.result {
-        ToolResult::Success { output } if name == BASH => Some(json!({
-            "type": format!("{BASH}_tool_result"),
-            "tool_use_id": call.id,
-            "content": {
-                "type": format!("{BASH}_result"),
-                "stdout": output["stdout"],
-                "stderr": output["stderr"],
-                "return_code": output["return_code"],
-                "content": output["files"]
-                    .as_array()
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(|file_id| json!({"type": format!("{BASH}_output"), "file_id": file_id}))
-                    .collect::<Vec<_>>(),
-            },
-        })),
-        ToolResult::Success { output } => Some(json!({
-            "type": output["result"]["type"],
-            "tool_use_id": call.id,
-            "content": output["result"]["content"],
-        })),
+        ToolResult::Success { output } if name == BASH => output["stdout"].is_string().then(|| {
+            json!({
+                "type": format!("{BASH}_tool_result"),
+                "tool_use_id": call.id,
+                "content": {
+                    "type": format!("{BASH}_result"),
+                    "stdout": output["stdout"],
+                    "stderr": output["stderr"],
+                    "return_code": output["return_code"],
+                    "content": output["files"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[])
+                        .iter()
+                        .map(|file_id| json!({"type": format!("{BASH}_output"), "file_id": file_id}))
+                        .collect::<Vec<_>>(),
+                },
+            })
+        }),
+        ToolResult::Success { output } => output["result"]["type"].is_string().then(|| {
+            json!({
+                "type": output["result"]["type"],
+                "tool_use_id": call.id,
+                "content": output["result"]["content"],
+            })
+        }),
         ToolResult::Error { error } => Some(json!({
             "type": format!("{name}_tool_result"),
             "tool_use_id": call.id,
@@ -314,24 +354,30 @@ fn server_blocks(call: &ToolCallOutput) -> Vec<Json> {
         })),
         ToolResult::Pending { .. } => None,
     };
-    blocks.extend(result);
-    blocks
-}
-
-/// Client tool rounds the timeline holds (calls of one reply share their start time), so a
-/// resumed prompt keeps counting where it paused.
-pub fn rounds_so_far(outputs: &[Output]) -> u32 {
-    let mut starts: Vec<Option<SystemTime>> = outputs
-        .iter()
-        .filter_map(|output| match output {
-            Output::Tool(call) if call.parent.is_none() && call.function != CONTAINER_TOOL => {
-                Some(call.start)
-            }
-            _ => None,
-        })
-        .collect();
-    starts.dedup();
-    u32::try_from(starts.len()).unwrap_or(u32::MAX)
+    match (input, result, &call.result) {
+        (Some(input), result, ToolResult::Pending { .. }) if result.is_none() => vec![json!({
+            "type": "server_tool_use",
+            "id": call.id,
+            "name": name,
+            "input": input,
+        })],
+        (Some(input), Some(result), _) => vec![
+            json!({"type": "server_tool_use", "id": call.id, "name": name, "input": input}),
+            result,
+        ],
+        _ => vec![json!({
+            "type": "text",
+            "text": format!(
+                "[I ran {name} in the container; its input or result is too long to repeat here: {}]",
+                functions::shown(
+                    &functions::tool_message(&call.result),
+                    "result",
+                    4096,
+                    None
+                )
+            ),
+        })],
+    }
 }
 
 #[cfg(test)]
@@ -395,7 +441,7 @@ mod tests {
             panic!("a code execution")
         };
         assert_eq!(ran.function, CODE_TOOL);
-        assert_eq!(ran.input, json!({"code": "ls"}));
+        assert_eq!(ran.input, json!({"code": "ls", "language": "bash"}));
         assert_eq!(
             ran.result,
             ToolResult::Success {
@@ -414,6 +460,31 @@ mod tests {
             ToolResult::Error {
                 error: format!("{ERROR_PREFIX}execution_time_exceeded")
             }
+        );
+    }
+
+    #[test]
+    fn an_execution_whose_parts_were_cut_when_stored_goes_back_as_a_note() {
+        let (mut outputs, _, _) = timeline_of(&answer()[..3]);
+        let Output::Tool(ran) = &mut outputs[1] else {
+            panic!("a code execution")
+        };
+        // What the edge's bounds leave of a value too large to store.
+        ran.input = json!("[cut: 300000 bytes]");
+        let messages = timeline(
+            &outputs,
+            &FunctionNames::default(),
+            1024,
+            &Default::default(),
+        );
+        let blocks = messages[0]["content"].as_array().unwrap();
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks[1]["type"], "text");
+        assert!(
+            blocks[1]["text"]
+                .as_str()
+                .unwrap()
+                .contains("bash_code_execution")
         );
     }
 

@@ -17,6 +17,9 @@ pub const CONTAINER_KEY: &str = "hosted_container";
 /// The state key of the skills the container loads.
 pub const SKILLS_KEY: &str = "hosted_skills";
 
+/// What the seal's key is derived under.
+const SEAL_LABEL: &[u8] = b"agentic hosted-executor container seal v1";
+
 /// The most skills one container may load (the provider's own limit).
 pub const MAX_SKILLS: usize = 8;
 /// Container and file ids: the provider's are short and of these characters only.
@@ -31,7 +34,13 @@ impl Seal {
     /// or with a random key of this process when there is none (development).
     pub fn new(secret: Option<&str>) -> Seal {
         let key = match secret {
-            Some(secret) => hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes()),
+            // A key of its own, derived from the token under this use's label, so a seal
+            // is never a MAC anything else computes with the token.
+            Some(secret) => {
+                let token = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+                let derived = hmac::sign(&token, SEAL_LABEL);
+                hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())
+            }
             None => {
                 let random = ring::rand::SystemRandom::new();
                 hmac::Key::generate(hmac::HMAC_SHA256, &random).unwrap_or_else(|_| {
@@ -71,14 +80,33 @@ pub fn is_provider_id(id: &str) -> bool {
 }
 
 /// The skills the run's container loads: the state's, else `default`. Each is checked: at
-/// most [`MAX_SKILLS`], each `{"type": "anthropic" | "custom", "skill_id", "version"?}`.
-pub fn skills(state: &Map<String, Json>, default: &[Json]) -> Result<Vec<Json>, String> {
+/// most [`MAX_SKILLS`], each `{"type": "anthropic" | "custom", "skill_id", "version"?}`. A
+/// custom skill lives in the operator's provider workspace, uploaded for whoever: the state
+/// may name only those in `allowed_custom` (the operator's list) or in `default`.
+pub fn skills(
+    state: &Map<String, Json>,
+    default: &[Json],
+    allowed_custom: &[String],
+) -> Result<Vec<Json>, String> {
     let skills = match state.get(SKILLS_KEY) {
         None | Some(Json::Null) => return Ok(default.to_vec()),
         Some(Json::Array(skills)) => skills,
         Some(_) => return Err(format!("{SKILLS_KEY} must be a list of skills")),
     };
     check_skills(skills)?;
+    for (index, skill) in skills.iter().enumerate() {
+        let id = skill["skill_id"].as_str().unwrap_or_default();
+        let allowed = skill["type"] == "anthropic"
+            || allowed_custom.iter().any(|allowed| allowed == id)
+            || default
+                .iter()
+                .any(|offered| offered["type"] == "custom" && offered["skill_id"] == id);
+        if !allowed {
+            return Err(format!(
+                "{SKILLS_KEY}[{index}]: custom skill {id} is not one this server offers (HOSTED_ALLOWED_CUSTOM_SKILLS)"
+            ));
+        }
+    }
     Ok(skills.clone())
 }
 
@@ -172,13 +200,28 @@ mod tests {
     #[test]
     fn skills_are_checked_and_default_when_the_state_names_none() {
         let default = vec![json!({"type": "anthropic", "skill_id": "xlsx", "version": "latest"})];
-        assert_eq!(skills(&Map::new(), &default).unwrap(), default);
+        let allowed = vec!["skill_01ab".to_owned()];
+        assert_eq!(skills(&Map::new(), &default, &allowed).unwrap(), default);
         let mut state = Map::new();
         state.insert(
             SKILLS_KEY.into(),
             json!([{"type": "custom", "skill_id": "skill_01ab"}]),
         );
-        assert_eq!(skills(&state, &default).unwrap().len(), 1);
+        assert_eq!(skills(&state, &default, &allowed).unwrap().len(), 1);
+        state.insert(
+            SKILLS_KEY.into(),
+            json!([{"type": "custom", "skill_id": "skill_other"}]),
+        );
+        assert!(
+            skills(&state, &default, &allowed)
+                .unwrap_err()
+                .contains("not one this server offers")
+        );
+        state.insert(
+            SKILLS_KEY.into(),
+            json!([{"type": "anthropic", "skill_id": "pdf"}]),
+        );
+        assert!(skills(&state, &default, &[]).is_ok());
         for bad in [
             json!("xlsx"),
             json!([{"type": "other", "skill_id": "x"}]),
@@ -188,7 +231,10 @@ mod tests {
             Json::Array(vec![json!({"type": "custom", "skill_id": "x"}); 9]),
         ] {
             state.insert(SKILLS_KEY.into(), bad.clone());
-            assert!(skills(&state, &default).is_err(), "{bad} was accepted");
+            assert!(
+                skills(&state, &default, &allowed).is_err(),
+                "{bad} was accepted"
+            );
         }
     }
 

@@ -22,7 +22,7 @@ use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
 use crate::blocks::Piece;
-use crate::blocks::{self, CONTAINER_TOOL};
+use crate::blocks::{self, CODE_TOOL, CONTAINER_TOOL};
 use crate::container::{self, CONTAINER_KEY, Seal};
 use crate::provider::{Answer, Provider, ProviderError, Streamed, code_execution_tool};
 
@@ -56,6 +56,8 @@ pub struct Settings {
     pub max_tokens: u32,
     /// Skills every container loads unless the state names its own.
     pub default_skills: Vec<Json>,
+    /// Custom skills (of the provider workspace) the state may name besides the defaults.
+    pub allowed_custom_skills: Vec<String>,
     /// Files of one prompt downloaded into the artifact store, at most.
     pub max_files: usize,
     /// The largest file downloaded, in bytes.
@@ -99,8 +101,12 @@ impl Executor {
                     .into(),
             ));
         }
-        let skills = container::skills(&request.state, &self.settings.default_skills)
-            .map_err(RunError::Failed)?;
+        let skills = container::skills(
+            &request.state,
+            &self.settings.default_skills,
+            &self.settings.allowed_custom_skills,
+        )
+        .map_err(RunError::Failed)?;
         let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
         let owner = format!(
             "{}/{}",
@@ -110,10 +116,15 @@ impl Executor {
                 ToString::to_string
             )
         );
-        let container = request
-            .state
-            .get(CONTAINER_KEY)
-            .and_then(|kept| self.seal.open(&owner, kept));
+        // A resumed prompt goes on in the container its timeline names; a new one in the
+        // conversation's, when the state holds one this executor sealed for it.
+        let container = blocks::container_of(&request.outputs).or_else(|| {
+            request
+                .state
+                .get(CONTAINER_KEY)
+                .and_then(|kept| self.seal.open(&owner, kept))
+        });
+        let rounds_so_far = request.spent.rounds;
         let prepared = self
             .tool_host
             .prepare(&scope)
@@ -147,6 +158,7 @@ impl Executor {
             skills,
             owner,
             container,
+            expired: None,
             files: files_so_far,
             made: Vec::new(),
             asked: Vec::new(),
@@ -161,7 +173,7 @@ impl Executor {
                 approvals,
             ),
         };
-        run.go(max_rounds, &request.decisions).await
+        run.go(max_rounds, rounds_so_far, &request.decisions).await
     }
 }
 
@@ -176,6 +188,8 @@ struct Run<'a> {
     /// Who the container is sealed for: the user and the conversation.
     owner: String,
     container: Option<String>,
+    /// The container the provider refused as expired, until its replacement is known.
+    expired: Option<String>,
     /// Files on the timeline so far.
     files: usize,
     /// Files the current answer's code made, to download once it ends.
@@ -186,11 +200,17 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    async fn go(&mut self, max_rounds: u32, decisions: &[Decision]) -> Result<Finish, RunError> {
+    /// Runs the loop; `rounds` were taken before this run (a prompt resumed after an
+    /// approval), so approvals cannot extend the limit.
+    async fn go(
+        &mut self,
+        max_rounds: u32,
+        mut rounds: u32,
+        decisions: &[Decision],
+    ) -> Result<Finish, RunError> {
         if self.calls.settle_approvals(decisions).await? == Settled::StillWaiting {
             return Ok(Finish::WaitingForApproval);
         }
-        let mut rounds = blocks::rounds_so_far(&self.calls.outputs);
         loop {
             if rounds >= max_rounds {
                 let text = format!(
@@ -234,29 +254,11 @@ impl Run<'_> {
     /// Sends the conversation; text fragments stream as `text_delta` events. A container
     /// the provider lost is replaced by a new one (once), and the timeline says so.
     async fn ask(&mut self) -> Result<Answer, RunError> {
-        match self.send().await {
+        match self.send().await? {
             Err(error) if error.is_lost_container() && self.container.is_some() => {
-                let expired = self.container.take().unwrap_or_default();
-                tracing::info!(container = %expired, "hosted container lost, starting a new one");
-                let answer = self.send().await.map_err(failed)?;
-                let note = ToolCallOutput {
-                    id: format!("container_{}", uuid::Uuid::now_v7().simple()),
-                    function: CONTAINER_TOOL.to_owned(),
-                    input: json!({ "expired": expired }),
-                    result: ToolResult::Success {
-                        output: json!({
-                            "replaced_by": answer.container,
-                            "note": "the provider expired the conversation's container; files it held are gone",
-                        }),
-                    },
-                    start: Some(std::time::SystemTime::now()),
-                    end: Some(std::time::SystemTime::now()),
-                    approval: Approval::new(ApprovalState::NotRequired),
-                    parent: None,
-                    record: None,
-                };
-                self.calls.add(Output::Tool(note)).await?;
-                Ok(answer)
+                self.expired = self.container.take();
+                tracing::info!(container = ?self.expired, "hosted container lost, starting a new one");
+                self.send().await?.map_err(failed)
             }
             other => other.map_err(failed),
         }
@@ -265,7 +267,7 @@ impl Run<'_> {
     /// One request. Each block goes on the timeline as it ends (text fragments stream as
     /// they come); the files code made and the calls of agentic's tools wait in `made` and
     /// `asked` for the answer's end.
-    async fn send(&mut self) -> Result<Answer, ProviderError> {
+    async fn send(&mut self) -> Result<Result<Answer, ProviderError>, RunError> {
         let mut tools = vec![code_execution_tool()];
         tools.extend(
             functions::definitions(&self.calls.tools, &self.calls.names)
@@ -306,42 +308,59 @@ impl Run<'_> {
         while let Ok(piece) = streamed.try_recv() {
             self.take(piece).await?;
         }
-        result
+        Ok(result)
     }
 
     /// Shows what arrived: a text fragment at once, a finished block on the timeline.
-    async fn take(&mut self, streamed: Streamed) -> Result<(), ProviderError> {
-        let closed = |_| ProviderError::Invalid("the event stream closed".into());
+    async fn take(&mut self, streamed: Streamed) -> Result<(), RunError> {
         let block = match streamed {
-            Streamed::Text(text) => {
-                return self
-                    .events
-                    .send(Event::TextDelta(text))
-                    .await
-                    .map_err(closed);
-            }
+            Streamed::Text(text) => return Ok(self.events.send(Event::TextDelta(text)).await?),
             Streamed::Block(block) => block,
         };
-        let shown = match blocks::read(&block) {
-            Piece::Text(text) => self.calls.add(Output::Text(text)).await.map(drop),
-            Piece::Started(call) => self.calls.add(Output::Tool(call)).await.map(drop),
-            Piece::Finished { id, result, files } => {
-                self.made.extend(files);
-                match self.calls.index_of_call(&id) {
-                    Some(index) => self.calls.finish_call(index, result, None).await,
-                    None => Ok(()),
+        match blocks::read(&block) {
+            Piece::Text(text) => {
+                self.calls.add(Output::Text(text)).await?;
+            }
+            // A server tool use whose id is already on the timeline is the provider's
+            // mistake: the first one stands.
+            Piece::Started(call) => {
+                if !call.id.is_empty() && self.calls.index_of_call(&call.id).is_none() {
+                    self.calls.add(Output::Tool(call)).await?;
                 }
             }
-            Piece::Call(call) => {
-                self.asked.push(call);
-                Ok(())
+            Piece::Finished { id, result, files } => {
+                let running = self.calls.index_of_call(&id).filter(|index| {
+                    matches!(
+                        &self.calls.outputs[*index],
+                        Output::Tool(call) if call.function == CODE_TOOL
+                            && matches!(call.result, ToolResult::Pending { .. })
+                    )
+                });
+                if let Some(index) = running {
+                    for file in files {
+                        if !self.made.contains(&file) {
+                            self.made.push(file);
+                        }
+                    }
+                    self.calls.finish_call(index, result, None).await?;
+                }
             }
-            Piece::Nothing => Ok(()),
-        };
-        shown.map_err(|_| ProviderError::Invalid("the event stream closed".into()))
+            Piece::Call(mut call) => {
+                // No tool's function name has a dot: a call named like the timeline's own
+                // entries (`code.execute`) must not read back as one of them.
+                if call.name.contains('.') {
+                    call.name = functions::sanitize(&call.name);
+                }
+                self.asked.push(call);
+            }
+            Piece::Nothing => {}
+        }
+        Ok(())
     }
 
-    /// Keeps the container the answer ran in for the conversation's next prompt.
+    /// Keeps the container the answer ran in for the conversation's next prompt (sealed,
+    /// in its state) and for this prompt's resume (a `hosted.container` output, which also
+    /// tells the user a new container started, or that one replaced an expired one).
     async fn keep_container(&mut self, id: Option<&str>) -> Result<(), RunError> {
         let Some(id) = id.filter(|id| container::is_provider_id(id)) else {
             return Ok(());
@@ -350,6 +369,28 @@ impl Run<'_> {
             return Ok(());
         }
         self.container = Some(id.to_owned());
+        let expired = self.expired.take();
+        let note = match &expired {
+            Some(_) => {
+                "the provider expired the container this conversation ran in, and the files it held with it; this one is new"
+            }
+            None => "a new container",
+        };
+        let now = Some(std::time::SystemTime::now());
+        let shown = ToolCallOutput {
+            id: format!("container_{}", uuid::Uuid::now_v7().simple()),
+            function: CONTAINER_TOOL.to_owned(),
+            input: json!({ "expired": expired }),
+            result: ToolResult::Success {
+                output: json!({ "container": id, "note": note }),
+            },
+            start: now,
+            end: now,
+            approval: Approval::new(ApprovalState::NotRequired),
+            parent: None,
+            record: None,
+        };
+        self.calls.add(Output::Tool(shown)).await?;
         let mut state = Map::new();
         state.insert(
             CONTAINER_KEY.to_owned(),
@@ -380,9 +421,14 @@ impl Run<'_> {
             }
             Err(why) => {
                 tracing::info!(file_id, %why, "a file of the hosted container was not kept");
+                let named = if container::is_provider_id(file_id) {
+                    format!("file {file_id}")
+                } else {
+                    "a file".to_owned()
+                };
                 self.events
                     .send(Event::Log(format!(
-                        "file {file_id} of the container was not kept: {why}"
+                        "{named} of the container was not kept: {why}"
                     )))
                     .await?;
             }
@@ -407,6 +453,9 @@ impl Run<'_> {
             .download(file_id, settings.max_file_bytes)
             .await
             .map_err(|error| error.to_string())?;
+        if content.is_empty() {
+            return Err("it is empty".to_owned());
+        }
         let filename = file_name(&info.filename);
         let (artifact_id, size) = self
             .calls

@@ -64,6 +64,10 @@ pub struct Config {
     /// "version"}`.
     #[arg(long, env = "HOSTED_SKILLS", default_value = "[]")]
     pub skills: String,
+    /// Custom skills (ids in the provider workspace) a prompt's or conversation's state may
+    /// name besides those of `--skills`; Anthropic's own skills are always allowed.
+    #[arg(long, env = "HOSTED_ALLOWED_CUSTOM_SKILLS", value_delimiter = ',')]
+    pub allowed_custom_skills: Vec<String>,
     /// Time limit of one request to the provider, streaming included, in seconds.
     #[arg(long, env = "HOSTED_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub hosted_timeout_secs: u64,
@@ -135,6 +139,16 @@ pub async fn run(
         retry_base_ms: config.executor.llm.llm_retry_base_ms,
     })
     .context("setting up the Anthropic client")?;
+    if config.anthropic_base_url.starts_with("http://")
+        && !["http://127.0.0.1", "http://localhost", "http://[::1]"]
+            .iter()
+            .any(|local| config.anthropic_base_url.starts_with(local))
+    {
+        tracing::warn!(
+            base_url = %config.anthropic_base_url,
+            "ANTHROPIC_BASE_URL is plain http: the API key travels unencrypted"
+        );
+    }
     let executor = Executor {
         provider,
         tool_host: config.executor.tool_host()?,
@@ -150,6 +164,7 @@ pub async fn run(
             model_high: config.hosted_model_high.clone(),
             max_tokens: config.max_tokens,
             default_skills: config.default_skills()?,
+            allowed_custom_skills: config.allowed_custom_skills.clone(),
             max_files: config.max_files as usize,
             max_file_bytes: config.max_file_bytes,
         },

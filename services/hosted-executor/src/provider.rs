@@ -230,8 +230,7 @@ impl Provider {
             .map_err(|error| connection(&error))?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(status_error(status, &text));
+            return Err(refused(status, response).await);
         }
         let mut reader = AnswerReader::default();
         let mut parser = SseParser::default();
@@ -267,10 +266,10 @@ impl Provider {
             .await
             .map_err(|error| connection(&error))?;
         let status = response.status();
-        let text = response.text().await.map_err(|error| connection(&error))?;
         if !status.is_success() {
-            return Err(status_error(status, &text));
+            return Err(refused(status, response).await);
         }
+        let text = capped_text(response, MAX_METADATA_BYTES).await?;
         let info: Json = serde_json::from_str(&text)
             .map_err(|_| ProviderError::Invalid("file metadata is not JSON".into()))?;
         Ok(FileInfo {
@@ -297,8 +296,7 @@ impl Provider {
             .map_err(|error| connection(&error))?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(status_error(status, &text));
+            return Err(refused(status, response).await);
         }
         let mut content = Vec::new();
         let mut bytes = response.bytes_stream();
@@ -313,6 +311,35 @@ impl Provider {
         }
         Ok(content)
     }
+}
+
+/// The most of an error answer's body read (its message is for the log only).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The most of a file's metadata read.
+const MAX_METADATA_BYTES: usize = 1024 * 1024;
+
+/// A response's body as text, refused past `max` bytes (counted as they arrive).
+async fn capped_text(response: reqwest::Response, max: usize) -> Result<String, ProviderError> {
+    let mut body = Vec::new();
+    let mut bytes = response.bytes_stream();
+    while let Some(chunk) = bytes.next().await {
+        let chunk = chunk.map_err(|error| connection(&error))?;
+        if body.len() + chunk.len() > max {
+            return Err(ProviderError::Invalid(format!(
+                "an answer body is larger than {max} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// An error status and what its (capped) body says.
+async fn refused(status: StatusCode, response: reqwest::Response) -> ProviderError {
+    let text = capped_text(response, MAX_ERROR_BODY_BYTES)
+        .await
+        .unwrap_or_default();
+    status_error(status, &text)
 }
 
 fn connection(error: &reqwest::Error) -> ProviderError {
@@ -339,12 +366,14 @@ fn status_error(status: StatusCode, body: &str) -> ProviderError {
     }
 }
 
-/// Builds an answer from its stream's events.
+/// Builds an answer from its stream's events. Blocks come one at a time: a block is
+/// started, takes deltas, and is stopped once; anything else is a broken stream.
 #[derive(Default)]
 struct AnswerReader {
-    blocks: Vec<Json>,
-    /// The partial JSON of each block's input, by block index.
-    inputs: Vec<String>,
+    /// The block being streamed, with its index and the partial JSON of its input.
+    open: Option<(usize, Json, String)>,
+    /// Blocks started so far.
+    started: usize,
     answer: Answer,
     stopped: bool,
 }
@@ -363,19 +392,20 @@ impl AnswerReader {
             }
             "content_block_start" => {
                 let index = self.index(&event)?;
-                if index != self.blocks.len() {
+                if index != self.started || self.open.is_some() {
                     return Err(ProviderError::Invalid("content blocks out of order".into()));
                 }
-                self.blocks.push(event["content_block"].clone());
-                self.inputs.push(String::new());
+                self.started += 1;
+                self.open = Some((index, event["content_block"].clone(), String::new()));
             }
             "content_block_delta" => {
                 let index = self.index(&event)?;
                 let delta = &event["delta"];
-                let block = self
-                    .blocks
-                    .get_mut(index)
-                    .ok_or_else(|| ProviderError::Invalid("a delta for no block".into()))?;
+                let Some((_, block, input)) =
+                    self.open.as_mut().filter(|(open, ..)| *open == index)
+                else {
+                    return Err(ProviderError::Invalid("a delta for no open block".into()));
+                };
                 match delta["type"].as_str().unwrap_or_default() {
                     "text_delta" => {
                         let text = delta["text"].as_str().unwrap_or_default();
@@ -386,9 +416,7 @@ impl AnswerReader {
                         return Ok((!text.is_empty()).then(|| Streamed::Text(text.to_owned())));
                     }
                     "input_json_delta" => {
-                        if let Some(input) = self.inputs.get_mut(index) {
-                            input.push_str(delta["partial_json"].as_str().unwrap_or_default());
-                        }
+                        input.push_str(delta["partial_json"].as_str().unwrap_or_default());
                     }
                     // Thinking, signatures and citations are not shown.
                     _ => {}
@@ -396,20 +424,15 @@ impl AnswerReader {
             }
             "content_block_stop" => {
                 let index = self.index(&event)?;
-                let input = self
-                    .inputs
-                    .get_mut(index)
-                    .map(std::mem::take)
-                    .unwrap_or_default();
-                let block = self
-                    .blocks
-                    .get_mut(index)
-                    .ok_or_else(|| ProviderError::Invalid("the end of no block".into()))?;
+                let Some((_, mut block, input)) = self.open.take_if(|(open, ..)| *open == index)
+                else {
+                    return Err(ProviderError::Invalid("the end of no open block".into()));
+                };
                 if !input.is_empty() {
                     block["input"] = serde_json::from_str(&input)
                         .map_err(|_| ProviderError::Invalid("a tool input is not JSON".into()))?;
                 }
-                return Ok(Some(Streamed::Block(block.clone())));
+                return Ok(Some(Streamed::Block(block)));
             }
             "message_delta" => {
                 if let Some(reason) = event["delta"]["stop_reason"].as_str() {
@@ -466,7 +489,7 @@ impl AnswerReader {
     }
 
     fn finish(self) -> Result<Answer, ProviderError> {
-        if !self.stopped {
+        if !self.stopped || self.open.is_some() {
             return Err(ProviderError::Invalid(
                 "the stream ended before message_stop".into(),
             ));
@@ -546,6 +569,21 @@ mod tests {
                 json!({"type": "content_block_stop", "index": 0}),
             ],
             vec![start.clone()],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "content_block_stop", "index": 0}),
+            ],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}}),
+            ],
+            vec![
+                start.clone(),
+                json!({"type": "content_block_start", "index": 1, "content_block": {}}),
+            ],
+            vec![start.clone(), json!({"type": "message_stop"})],
             vec![json!({"type": "error", "error": {"type": "overloaded_error", "message": "x"}})],
         ] {
             assert!(read(&events).0.is_err(), "{events:?}");

@@ -144,6 +144,14 @@ fn code_of(prompt: &Prompt, round: u32) -> Result<String, GatewayError> {
                 if tool.parent_id.is_empty() && CODE_TOOLS.contains(&tool.function.as_str()) =>
             {
                 let input = json::from_proto_opt(tool.input.as_ref());
+                // Code in another language (hosted mode's shell commands) is no skill.
+                if input
+                    .get("language")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|language| language != "javascript")
+                {
+                    return None;
+                }
                 let code = input.get("code")?.as_str()?.to_owned();
                 let worked = matches!(
                     tool.result

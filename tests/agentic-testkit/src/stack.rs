@@ -619,6 +619,7 @@ impl Stack {
             max_tokens: 4096,
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             skills: options.hosted_skills.clone(),
+            allowed_custom_skills: vec!["skill_01abc".to_owned()],
             hosted_timeout_secs: options.llm_timeout_secs,
             hosted_max_retries: options.llm_max_retries,
             max_files: options.hosted_max_files,

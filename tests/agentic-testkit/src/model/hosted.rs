@@ -519,6 +519,15 @@ fn check_request(body: &Value, betas: &[String]) -> Result<(), String> {
             Some(other) => return Err(format!("tools.{index}.type: unknown tool type {other}")),
         }
     }
+    if let Some(last) = messages.last()
+        && last["role"] == "assistant"
+        && blocks(&last["content"])
+            .last()
+            .and_then(|block| block["text"].as_str())
+            .is_some_and(|text| text != text.trim_end())
+    {
+        return Err("final assistant content cannot end with trailing whitespace".into());
+    }
     // Every client tool_use must be answered by a tool_result in the next (user) message.
     for (index, message) in messages.iter().enumerate() {
         if message["role"] != "assistant" {
