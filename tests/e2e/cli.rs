@@ -914,15 +914,7 @@ async fn skills_are_saved_from_a_prompts_round_or_a_file_shown_listed_and_delete
 #[tokio::test]
 async fn a_hosted_prompt_runs_from_the_cli_and_its_container_files_say_where_they_were_made() {
     use agentic_testkit::model::{HostedBlock, HostedFile, HostedMatch, HostedRule};
-    let stack = Stack::start_with(
-        Vec::new(),
-        agentic_testkit::StackOptions {
-            hosted: true,
-            ..agentic_testkit::StackOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let stack = crate::hosted::hosted_stack().await;
     stack.model.add_hosted_rule(HostedRule::turn(
         HostedMatch::Any,
         vec![

@@ -15,17 +15,23 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-fn hosted_stack_options() -> StackOptions {
+/// The usual test stack with the hosted executor too.
+pub(crate) fn hosted_stack_options() -> StackOptions {
     StackOptions {
         hosted: true,
         ..StackOptions::default()
     }
 }
 
-async fn hosted_stack() -> Stack {
+pub(crate) async fn hosted_stack() -> Stack {
     Stack::start_with(Vec::new(), hosted_stack_options())
         .await
         .unwrap()
+}
+
+/// A turn that answers any request with `blocks` and ends.
+fn answering(blocks: Vec<HostedBlock>) -> HostedRule {
+    HostedRule::turn(HostedMatch::Any, blocks, "end_turn")
 }
 
 fn hosted(input: &str) -> NewPrompt {
@@ -265,14 +271,7 @@ async fn a_tool_of_the_tool_host_runs_inside_the_hosted_loop_after_its_approval(
         .approve_tool_call(&created.id, &dangerous)
         .await
         .unwrap();
-    collect(&client, &created.id, 0).await;
-    let prompt = client.get_prompt(&created.id).await.unwrap();
-    assert_eq!(
-        prompt.state,
-        PromptState::Completed as i32,
-        "{}",
-        prompt.error
-    );
+    let prompt = ends_completed(&client, &created.id).await;
     assert_eq!(
         texts(&prompt),
         ["I need to launch it.", "Launched, and the echo said 7."]
@@ -334,14 +333,10 @@ async fn a_tool_of_the_tool_host_runs_inside_the_hosted_loop_after_its_approval(
 #[tokio::test]
 async fn a_conversation_reuses_its_container_and_replaces_it_once_the_provider_expired_it() {
     let stack = hosted_stack().await;
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![
-            HostedBlock::bash("cat notes.txt", "remembered\n"),
-            HostedBlock::text("Done."),
-        ],
-        "end_turn",
-    ));
+    stack.model.add_hosted_rule(answering(vec![
+        HostedBlock::bash("cat notes.txt", "remembered\n"),
+        HostedBlock::text("Done."),
+    ]));
     let client = stack.client("alice").await.unwrap();
     let conversation = conversation(&client, "reuse").await;
     let run = |input: &str| hosted(input).conversation(&conversation);
@@ -415,11 +410,9 @@ async fn a_conversation_reuses_its_container_and_replaces_it_once_the_provider_e
 #[tokio::test]
 async fn a_container_id_written_into_state_by_a_user_is_never_sent() {
     let stack = hosted_stack().await;
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![HostedBlock::text("Hi.")],
-        "end_turn",
-    ));
+    stack
+        .model
+        .add_hosted_rule(answering(vec![HostedBlock::text("Hi.")]));
     let alice = stack.client("alice").await.unwrap();
     let conversation = conversation(&alice, "alice's").await;
     completed(&alice, hosted("hello").conversation(&conversation)).await;
@@ -462,11 +455,9 @@ async fn skills_from_the_executor_or_the_state_load_into_the_container_and_bad_o
     )
     .await
     .unwrap();
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![HostedBlock::text("Ready.")],
-        "end_turn",
-    ));
+    stack
+        .model
+        .add_hosted_rule(answering(vec![HostedBlock::text("Ready.")]));
     let client = stack.client("alice").await.unwrap();
     completed(&client, hosted("default skills")).await;
     let mut state = serde_json::Map::new();
@@ -646,21 +637,17 @@ async fn files_past_the_prompts_share_are_not_kept_and_say_so() {
     )
     .await
     .unwrap();
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![
-            HostedBlock::bash_making(
-                "make two",
-                "",
-                vec![
-                    HostedFile::new("../../etc/passwd", "text/plain", "one"),
-                    HostedFile::new("two.txt", "text/plain", "two"),
-                ],
-            ),
-            HostedBlock::text("Made two files."),
-        ],
-        "end_turn",
-    ));
+    stack.model.add_hosted_rule(answering(vec![
+        HostedBlock::bash_making(
+            "make two",
+            "",
+            vec![
+                HostedFile::new("../../etc/passwd", "text/plain", "one"),
+                HostedFile::new("two.txt", "text/plain", "two"),
+            ],
+        ),
+        HostedBlock::text("Made two files."),
+    ]));
     let client = stack.client("alice").await.unwrap();
     let created = client.create_prompt(hosted("two files")).await.unwrap();
     let events = collect(&client, &created.id, 0).await;
@@ -826,11 +813,9 @@ async fn the_hosted_executor_registers_its_mode_like_every_executor() {
     )
     .await
     .unwrap();
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![HostedBlock::text("Registered.")],
-        "end_turn",
-    ));
+    stack
+        .model
+        .add_hosted_rule(answering(vec![HostedBlock::text("Registered.")]));
     let client = stack.client("alice").await.unwrap();
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
@@ -848,14 +833,10 @@ async fn the_hosted_executor_registers_its_mode_like_every_executor() {
 #[tokio::test]
 async fn a_hosted_prompt_is_not_replayed_and_says_why() {
     let stack = hosted_stack().await;
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![
-            HostedBlock::bash("date", "today\n"),
-            HostedBlock::text("Today."),
-        ],
-        "end_turn",
-    ));
+    stack.model.add_hosted_rule(answering(vec![
+        HostedBlock::bash("date", "today\n"),
+        HostedBlock::text("Today."),
+    ]));
     let client = stack.client("alice").await.unwrap();
     let prompt = completed(&client, hosted("what day is it")).await;
     let refused = client
@@ -918,14 +899,7 @@ async fn approvals_after_code_in_the_container_keep_the_round_count_and_a_paused
     let events = until_waiting(&client, &created.id).await;
     let call = crate::approvals::requested_call(&events);
     client.approve_tool_call(&created.id, &call).await.unwrap();
-    collect(&client, &created.id, 0).await;
-    let prompt = client.get_prompt(&created.id).await.unwrap();
-    assert_eq!(
-        prompt.state,
-        PromptState::Completed as i32,
-        "{}",
-        prompt.error
-    );
+    let prompt = ends_completed(&client, &created.id).await;
     assert_eq!(texts(&prompt).last().map(String::as_str), Some("Finished."));
     assert_eq!(prompt.usage.unwrap().rounds, 3, "three requests, the limit");
     let requests = stack.model.hosted_requests();
@@ -983,14 +957,10 @@ async fn a_model_calling_a_tool_named_like_the_timelines_own_entries_gets_an_err
 #[tokio::test]
 async fn a_hosted_prompts_shell_commands_are_not_saved_as_a_skill() {
     let stack = hosted_stack().await;
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![
-            HostedBlock::bash("rm -rf /tmp/x", ""),
-            HostedBlock::text("Done."),
-        ],
-        "end_turn",
-    ));
+    stack.model.add_hosted_rule(answering(vec![
+        HostedBlock::bash("rm -rf /tmp/x", ""),
+        HostedBlock::text("Done."),
+    ]));
     let client = stack.client("alice").await.unwrap();
     let prompt = completed(&client, hosted("clean up")).await;
     let refused = client

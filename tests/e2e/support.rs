@@ -339,8 +339,13 @@ pub fn code_for(input: &str, round: usize, code: &str) -> Rule {
 /// Runs `prompt` to its end, which must be COMPLETED: the ended prompt.
 pub async fn completed(client: &Client, prompt: agentic_client::NewPrompt) -> Prompt {
     let created = client.create_prompt(prompt).await.unwrap();
-    collect(client, &created.id, 0).await;
-    let prompt = client.get_prompt(&created.id).await.unwrap();
+    ends_completed(client, &created.id).await
+}
+
+/// Follows the prompt to its end, which must be COMPLETED: the ended prompt.
+pub async fn ends_completed(client: &Client, prompt_id: &str) -> Prompt {
+    collect(client, prompt_id, 0).await;
+    let prompt = client.get_prompt(prompt_id).await.unwrap();
     assert_eq!(
         prompt.state,
         agentic_proto::v1::PromptState::Completed as i32,

@@ -51,11 +51,10 @@ impl Mode for Executor {
         events: EventSink,
         decisions: mpsc::Receiver<Decision>,
     ) -> Result<Finish, RunError> {
-        let approvals = Arc::new(Approvals::default());
-        tokio::select! {
-            ended = self.run_with(request, events, Arc::clone(&approvals)) => ended,
-            never = approvals.route(decisions) => match never {},
-        }
+        Approvals::routing(decisions, |approvals| {
+            self.run_with(request, events, approvals)
+        })
+        .await
     }
 }
 

@@ -62,11 +62,10 @@ impl Mode for CodeMode {
         events: EventSink,
         decisions: mpsc::Receiver<Decision>,
     ) -> Result<Finish, RunError> {
-        let approvals = Arc::new(Approvals::default());
-        tokio::select! {
-            ended = self.try_run(request, &events, &approvals) => ended,
-            never = approvals.route(decisions) => match never {},
-        }
+        Approvals::routing(decisions, |approvals| async move {
+            self.try_run(request, &events, &approvals).await
+        })
+        .await
     }
 }
 

@@ -222,16 +222,11 @@ impl Provider {
         deltas: &UnboundedSender<Streamed>,
         forwarded: &mut bool,
     ) -> Result<Answer, ProviderError> {
-        let response = self
-            .request(reqwest::Method::POST, "/v1/messages", skills)
-            .json(body)
-            .send()
-            .await
-            .map_err(|error| connection(&error))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(refused(status, response).await);
-        }
+        let response = answered(
+            self.request(reqwest::Method::POST, "/v1/messages", skills)
+                .json(body),
+        )
+        .await?;
         let mut reader = AnswerReader::default();
         let mut parser = SseParser::default();
         let mut bytes = response.bytes_stream();
@@ -259,18 +254,13 @@ impl Provider {
 
     /// A file's metadata.
     pub async fn file_info(&self, file_id: &str) -> Result<FileInfo, ProviderError> {
-        let response = self
-            .request(reqwest::Method::GET, &format!("/v1/files/{file_id}"), false)
-            .timeout(self.config.timeout)
-            .send()
-            .await
-            .map_err(|error| connection(&error))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(refused(status, response).await);
-        }
-        let text = capped_text(response, MAX_METADATA_BYTES).await?;
-        let info: Json = serde_json::from_str(&text)
+        let response = answered(
+            self.request(reqwest::Method::GET, &format!("/v1/files/{file_id}"), false)
+                .timeout(self.config.timeout),
+        )
+        .await?;
+        let info = capped(response, MAX_METADATA_BYTES as u64, "file metadata").await?;
+        let info: Json = serde_json::from_slice(&info)
             .map_err(|_| ProviderError::Invalid("file metadata is not JSON".into()))?;
         Ok(FileInfo {
             filename: info["filename"].as_str().unwrap_or("file").to_owned(),
@@ -284,32 +274,16 @@ impl Provider {
 
     /// A file's bytes, refused past `max_bytes` (counted as they arrive).
     pub async fn download(&self, file_id: &str, max_bytes: u64) -> Result<Vec<u8>, ProviderError> {
-        let response = self
-            .request(
+        let response = answered(
+            self.request(
                 reqwest::Method::GET,
                 &format!("/v1/files/{file_id}/content"),
                 false,
             )
-            .timeout(self.config.timeout)
-            .send()
-            .await
-            .map_err(|error| connection(&error))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(refused(status, response).await);
-        }
-        let mut content = Vec::new();
-        let mut bytes = response.bytes_stream();
-        while let Some(chunk) = bytes.next().await {
-            let chunk = chunk.map_err(|error| connection(&error))?;
-            if (content.len() + chunk.len()) as u64 > max_bytes {
-                return Err(ProviderError::Invalid(format!(
-                    "the file is larger than {max_bytes} bytes"
-                )));
-            }
-            content.extend_from_slice(&chunk);
-        }
-        Ok(content)
+            .timeout(self.config.timeout),
+        )
+        .await?;
+        capped(response, max_bytes, "the file").await
     }
 }
 
@@ -318,28 +292,38 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The most of a file's metadata read.
 const MAX_METADATA_BYTES: usize = 1024 * 1024;
 
-/// A response's body as text, refused past `max` bytes (counted as they arrive).
-async fn capped_text(response: reqwest::Response, max: usize) -> Result<String, ProviderError> {
+/// Sends a request: the response when it answered with success, else the error its status
+/// and (capped) body say.
+async fn answered(request: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {
+    let response = request.send().await.map_err(|error| connection(&error))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body = capped(response, MAX_ERROR_BODY_BYTES as u64, "an error answer")
+        .await
+        .unwrap_or_default();
+    Err(status_error(status, &String::from_utf8_lossy(&body)))
+}
+
+/// A response's body, refused past `max` bytes (counted as they arrive); `what` it is.
+async fn capped(
+    response: reqwest::Response,
+    max: u64,
+    what: &str,
+) -> Result<Vec<u8>, ProviderError> {
     let mut body = Vec::new();
     let mut bytes = response.bytes_stream();
     while let Some(chunk) = bytes.next().await {
         let chunk = chunk.map_err(|error| connection(&error))?;
-        if body.len() + chunk.len() > max {
+        if (body.len() + chunk.len()) as u64 > max {
             return Err(ProviderError::Invalid(format!(
-                "an answer body is larger than {max} bytes"
+                "{what} is larger than {max} bytes"
             )));
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(String::from_utf8_lossy(&body).into_owned())
-}
-
-/// An error status and what its (capped) body says.
-async fn refused(status: StatusCode, response: reqwest::Response) -> ProviderError {
-    let text = capped_text(response, MAX_ERROR_BODY_BYTES)
-        .await
-        .unwrap_or_default();
-    status_error(status, &text)
+    Ok(body)
 }
 
 fn connection(error: &reqwest::Error) -> ProviderError {

@@ -56,6 +56,22 @@ impl Approvals {
         std::future::pending().await
     }
 
+    /// Runs a mode's `run` (given the run's `Approvals`) while the decisions that arrive
+    /// live are routed to the calls waiting for them; what `run` ends with.
+    pub async fn routing<T, Run>(
+        decisions: mpsc::Receiver<Decision>,
+        run: impl FnOnce(Arc<Approvals>) -> Run,
+    ) -> T
+    where
+        Run: std::future::Future<Output = T>,
+    {
+        let approvals = Arc::new(Approvals::default());
+        tokio::select! {
+            ended = run(Arc::clone(&approvals)) => ended,
+            never = approvals.route(decisions) => match never {},
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }

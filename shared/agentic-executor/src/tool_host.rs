@@ -574,26 +574,17 @@ impl ToolHost {
         description: &str,
         data: &Json,
     ) -> Result<String, ToolHostError> {
-        let mut request = tonic::Request::new(StoreArtifactRequest {
-            user_id: scope.user_id.to_string(),
-            conversation_id: scope.conversation_text(),
-            description: description.to_owned(),
-            data: Some(json::to_proto(data)),
-            ..StoreArtifactRequest::default()
-        });
         if self.tape.as_ref().is_some_and(|tape| !tape.tools_live()) {
             return Err(ToolHostError::Unavailable(
                 "a replay stores no artifacts".into(),
             ));
         }
-        request.set_timeout(STORE_TIMEOUT);
         let stored = self
-            .artifacts
-            .clone()
-            .store_artifact(request)
-            .await
-            .map_err(|status| invoke_error(status, STORE_TIMEOUT))?;
-        Ok(stored.into_inner().id)
+            .store(scope, description, |request| {
+                request.data = Some(json::to_proto(data));
+            })
+            .await?;
+        Ok(stored.id)
     }
 
     /// Stores `content` as a file artifact of the run's user, in its conversation (so it is
@@ -607,24 +598,39 @@ impl ToolHost {
         description: &str,
         content: Vec<u8>,
     ) -> Result<(String, u64), ToolHostError> {
-        let mut request = tonic::Request::new(StoreArtifactRequest {
+        let stored = self
+            .store(scope, description, |request| {
+                request.filename = filename.to_owned();
+                request.mime_type = mime_type.to_owned();
+                request.content = content;
+            })
+            .await?;
+        Ok((stored.id, stored.size))
+    }
+
+    /// Stores an artifact of the run's user in its conversation; `fill` sets what it holds.
+    async fn store(
+        &self,
+        scope: &RunScope,
+        description: &str,
+        fill: impl FnOnce(&mut StoreArtifactRequest),
+    ) -> Result<agentic_proto::v1::Artifact, ToolHostError> {
+        let mut stored = StoreArtifactRequest {
             user_id: scope.user_id.to_string(),
             conversation_id: scope.conversation_text(),
             description: description.to_owned(),
-            filename: filename.to_owned(),
-            mime_type: mime_type.to_owned(),
-            content,
             ..StoreArtifactRequest::default()
-        });
+        };
+        fill(&mut stored);
+        let mut request = tonic::Request::new(stored);
         request.set_timeout(STORE_TIMEOUT);
-        let stored = self
+        Ok(self
             .artifacts
             .clone()
             .store_artifact(request)
             .await
             .map_err(|status| invoke_error(status, STORE_TIMEOUT))?
-            .into_inner();
-        Ok((stored.id, stored.size))
+            .into_inner())
     }
 
     /// Keeps the time limits of this `Prepare` answer, and which tools report progress, for

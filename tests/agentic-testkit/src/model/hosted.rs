@@ -779,14 +779,9 @@ pub(crate) async fn file_metadata(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(refused) = files_allowed(&headers) {
-        return *refused;
-    }
-    let files = super::server::lock(&state.hosted.files);
-    match files.iter().find(|file| file.id == id) {
-        Some(file) => axum::Json(metadata(file)).into_response(),
-        None => file_not_found(&id),
-    }
+    with_file(&state, &headers, &id, |file| {
+        axum::Json(metadata(file)).into_response()
+    })
 }
 
 /// `GET /v1/files/{id}/content`: one file's bytes.
@@ -795,18 +790,31 @@ pub(crate) async fn file_content(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(refused) = files_allowed(&headers) {
-        return *refused;
-    }
-    let files = super::server::lock(&state.hosted.files);
-    match files.iter().find(|file| file.id == id) {
-        Some(file) => Response::builder()
+    with_file(&state, &headers, &id, |file| {
+        Response::builder()
             .header(header::CONTENT_TYPE, file.mime_type.as_str())
             .body(Body::from(file.content.clone()))
             .unwrap_or_else(|_| {
                 error_response(StatusCode::INTERNAL_SERVER_ERROR, "api_error", "no body")
-            }),
-        None => file_not_found(&id),
+            })
+    })
+}
+
+/// The answer about file `id` that `answer` gives, once the request may use the Files API
+/// and the file exists.
+fn with_file(
+    state: &ServerState,
+    headers: &HeaderMap,
+    id: &str,
+    answer: impl FnOnce(&StoredFile) -> Response,
+) -> Response {
+    if let Err(refused) = files_allowed(headers) {
+        return *refused;
+    }
+    let files = super::server::lock(&state.hosted.files);
+    match files.iter().find(|file| file.id == id) {
+        Some(file) => answer(file),
+        None => file_not_found(id),
     }
 }
 
