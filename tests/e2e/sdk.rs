@@ -299,28 +299,34 @@ pub fn closed_gateway_url() -> String {
 
 #[tokio::test]
 async fn the_sdk_example_runs_against_the_test_stack() {
-    let stack = Stack::start(vec![
-        Rule::new(
-            Match::All(vec![
-                is_code_mode(),
-                Match::LastUserContains("count my notes".into()),
-            ]),
-            Reply::text(
-                r#"storeArtifact({note: "another"}, "another note");
+    let stack = Stack::start_with(
+        vec![
+            Rule::new(
+                Match::All(vec![
+                    is_code_mode(),
+                    Match::LastUserContains("count my notes".into()),
+                ]),
+                Reply::text(
+                    r#"storeArtifact({note: "another"}, "another note");
 complete({response: "You now have " + listArtifacts().length + " notes."});"#,
+                ),
             ),
-        ),
-        calls(
-            Match::All(vec![!is_code_mode(), Match::NoToolResults]),
-            vec![call(
-                "artifact__store",
-                json!({"data": {"note": "{last_user}"}, "description": "a note"}),
-            )],
-        ),
-        text(Match::LastMessageIsToolResult, "Stored your note."),
-    ])
+            calls(
+                Match::All(vec![!is_code_mode(), Match::NoToolResults]),
+                vec![call(
+                    "artifact__store",
+                    json!({"data": {"note": "{last_user}"}, "description": "a note"}),
+                )],
+            ),
+            text(Match::LastMessageIsToolResult, "Stored your note."),
+        ],
+        crate::hosted::hosted_stack_options(),
+    )
     .await
     .unwrap();
+    for rule in agentic_testkit::model::demo_hosted_rules() {
+        stack.model.add_hosted_rule(rule);
+    }
     let server =
         example::server_from_args(["--server".to_owned(), stack.gateway_url()].into_iter());
     let mut printed = Vec::new();
@@ -328,7 +334,7 @@ complete({response: "You now have " + listArtifacts().length + " notes."});"#,
     let printed = String::from_utf8(printed).unwrap();
 
     let modes: Vec<&str> = results.iter().map(|result| result.mode.as_str()).collect();
-    assert_eq!(modes, ["classic", "code"]);
+    assert_eq!(modes, ["classic", "code", "hosted"]);
     for result in &results {
         assert_eq!(result.state, PromptState::Completed, "{printed}");
         assert!(!result.final_response.is_empty(), "{result:#?}");
@@ -337,4 +343,12 @@ complete({response: "You now have " + listArtifacts().length + " notes."});"#,
     assert_eq!(results[0].final_response, "Stored your note.");
     assert_eq!(results[1].final_response, "You now have 2 notes.");
     assert_eq!(results[1].rounds, 1);
+    assert_eq!(
+        results[2].final_response,
+        "I'll write it in the container.\n Done: hosted-demo.txt is one of your files now."
+    );
+    assert!(
+        printed.contains("file hosted-demo.txt (43 bytes, made in the provider's container)"),
+        "{printed}"
+    );
 }

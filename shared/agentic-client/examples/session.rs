@@ -1,4 +1,5 @@
-//! A session that chats twice in one conversation: once in classic mode, once in code mode.
+//! A session that chats three times in one conversation: in classic mode, in code mode, and
+//! in hosted mode (the provider runs the code in its container).
 //!
 //! ```sh
 //! make run    # in another terminal: the stack, with the stand-in model unless OPENAI_API_KEY is set
@@ -10,7 +11,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use agentic_client::v1::PromptState;
+use agentic_client::v1::{FileSource, PromptState};
 use agentic_client::{ChatOptions, ChatResult, Client};
 
 const DEFAULT_SERVER: &str = "http://127.0.0.1:50051";
@@ -49,12 +50,29 @@ pub async fn run_example(
         .await?;
     report(out, &code)?;
 
+    // Hosted mode: the code runs in the provider's container; its files come back too.
+    let hosted = session
+        .chat_with(
+            "Write a file in your container",
+            ChatOptions::default().mode("hosted"),
+        )
+        .await?;
+    report(out, &hosted)?;
+
     for file in session.created_files().await? {
         if let Some(file) = file.file {
-            writeln!(out, "file {} ({} bytes)", file.filename, file.size)?;
+            let source = match file.source() {
+                FileSource::Hosted => "made in the provider's container",
+                _ => "made by agentic's tools",
+            };
+            writeln!(
+                out,
+                "file {} ({} bytes, {source})",
+                file.filename, file.size
+            )?;
         }
     }
-    Ok(vec![classic, code])
+    Ok(vec![classic, code, hosted])
 }
 
 fn report(out: &mut dyn Write, result: &ChatResult) -> std::io::Result<()> {
