@@ -19,8 +19,8 @@ use serde_json::{Value as Json, json};
 
 /// The function of a container's code execution on the timeline, as in code mode.
 pub const CODE_TOOL: &str = "code.execute";
-/// The timeline's note that the provider expired the conversation's container and the run
-/// went on in a new one.
+/// The timeline's note that a new container started (where a resumed prompt goes on), and
+/// whether it replaced one the provider expired.
 pub const CONTAINER_TOOL: &str = "hosted.container";
 
 /// What one finished block of an answer means for the timeline.
