@@ -60,15 +60,20 @@ impl Seal {
     pub fn open(&self, owner: &str, value: &Json) -> Option<String> {
         let id = value["id"].as_str()?;
         let tag = hex::decode(value["seal"].as_str()?).ok()?;
-        let message = format!("{owner}\n{id}");
-        hmac::verify(&self.key, message.as_bytes(), &tag).ok()?;
+        hmac::verify(&self.key, sealed(owner, id).as_bytes(), &tag).ok()?;
         Some(id.to_owned())
     }
 
     fn tag(&self, owner: &str, id: &str) -> Vec<u8> {
-        let message = format!("{owner}\n{id}");
-        hmac::sign(&self.key, message.as_bytes()).as_ref().to_vec()
+        hmac::sign(&self.key, sealed(owner, id).as_bytes())
+            .as_ref()
+            .to_vec()
     }
+}
+
+/// What a seal covers: the owner (user and conversation) and the container id.
+fn sealed(owner: &str, id: &str) -> String {
+    format!("{owner}\n{id}")
 }
 
 /// An id the provider gave (a container's, a file's) that is safe to put in a URL path.

@@ -344,14 +344,9 @@ impl Run<'_> {
                     self.calls.finish_call(index, result, None).await?;
                 }
             }
-            Piece::Call(mut call) => {
-                // No tool's function name has a dot: a call named like the timeline's own
-                // entries (`code.execute`) must not read back as one of them.
-                if call.name.contains('.') {
-                    call.name = functions::sanitize(&call.name);
-                }
-                self.asked.push(call);
-            }
+            // `functions::check` keeps an unknown name as a function name could be, so a
+            // call named `code.execute` never reads back as a code execution.
+            Piece::Call(call) => self.asked.push(call),
             Piece::Nothing => {}
         }
         Ok(())

@@ -82,10 +82,12 @@ pub fn definitions(tools: &RunTools, names: &FunctionNames) -> Vec<ToolDef> {
 pub fn check(tools: &RunTools, names: &FunctionNames, call: &ToolCall) -> CheckedCall {
     let input = parse_arguments(&call.arguments);
     let Some(tool_id) = names.tool_id(&call.name) else {
+        // Kept as a function name could be: a model naming a call `code.execute` (or any
+        // dotted id) does not put an entry on the timeline that reads as that tool's.
         let tool_id = if call.name.is_empty() {
             "(unnamed)".to_owned()
         } else {
-            call.name.clone()
+            sanitize(&call.name)
         };
         let error = format!(
             "unknown tool {:?}; call one of the tools you were given",
@@ -309,6 +311,8 @@ mod tests {
 
         let unknown = checked("nope", "{}");
         assert_eq!(unknown.tool_id, "nope");
+        let dotted = checked("code.execute", "{}");
+        assert_eq!(dotted.tool_id, "code__execute");
         assert!(
             matches!(unknown.verdict, Verdict::Invalid(ref error) if error.contains("unknown tool \"nope\""))
         );

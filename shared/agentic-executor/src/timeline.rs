@@ -69,7 +69,8 @@ pub enum Output {
 pub struct ToolCallOutput {
     /// Unique within the prompt; approvals name the call by it.
     pub id: String,
-    /// The dotted tool id (`artifact.store`), or the model's raw name for an unknown tool.
+    /// The dotted tool id (`artifact.store`), or for an unknown tool the model's name as a
+    /// function name could be (`code.execute` becomes `code__execute`).
     pub function: String,
     pub input: Json,
     pub result: ToolResult,
