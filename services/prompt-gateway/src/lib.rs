@@ -37,6 +37,7 @@ pub use auth::USER_HEADER;
 pub use http::route_paths as http_route_paths;
 pub use modes::ModeSpec;
 pub use prompts::DEFAULT_MODE;
+pub use store::MIGRATIONS;
 pub use triggers::{Clock, system_clock};
 
 use crate::grpc::GatewayService;

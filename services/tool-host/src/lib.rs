@@ -9,6 +9,7 @@
 mod error;
 mod grpc;
 mod mcp;
+pub mod migrations;
 pub mod plugin;
 mod plugins;
 mod registry;

@@ -8,7 +8,7 @@
 //! each, and each part of a skill by the limits below. A skill's tool is listed to the model
 //! in every prompt of its owner, so its name, description and schema are kept short.
 
-use agentic_db::{Db, now_millis};
+use agentic_db::{Columns, Db, now_millis};
 use agentic_ids::UserId;
 use serde_json::{Value, json};
 
@@ -64,7 +64,6 @@ pub struct NewSkill {
     pub source_prompt_id: String,
 }
 
-#[derive(sqlx::FromRow)]
 struct SkillRow {
     name: String,
     version: i64,
@@ -73,6 +72,24 @@ struct SkillRow {
     code: String,
     source_prompt_id: String,
     created_at: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for SkillRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(SkillRow {
+            name: columns.get("name")?,
+            version: columns.get("version")?,
+            description: columns.get("description")?,
+            input_schema: columns.get("input_schema")?,
+            code: columns.get("code")?,
+            source_prompt_id: columns.get("source_prompt_id")?,
+            created_at: columns.get("created_at")?,
+        })
+    }
 }
 
 impl TryFrom<SkillRow> for Skill {

@@ -11,12 +11,13 @@
 //! counter (`artifact_usage`) bumped in the inserting transaction by one statement that
 //! also checks the quota, so concurrent writers (on any replica) never overshoot it.
 
-use agentic_db::{Db, Migrations, Settings, now_millis};
+use agentic_db::{Columns, Db, Settings, now_millis};
 use agentic_ids::{ConversationId, UserId};
 use serde_json::Value;
 
 use crate::StorageLimits;
 use crate::error::Error;
+use crate::migrations::MIGRATIONS;
 
 /// Listing returns at most this many artifacts, whatever the caller asks for.
 pub const MAX_LIST_LIMIT: u32 = 100;
@@ -44,7 +45,6 @@ pub struct Store {
 }
 
 /// The columns of `METADATA_COLUMNS`, as stored.
-#[derive(sqlx::FromRow)]
 struct MetaRow {
     id: String,
     user_id: String,
@@ -57,12 +57,44 @@ struct MetaRow {
     created_at: i64,
 }
 
-#[derive(sqlx::FromRow)]
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for MetaRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(MetaRow {
+            id: columns.get("id")?,
+            user_id: columns.get("user_id")?,
+            conversation_id: columns.get("conversation_id")?,
+            description: columns.get("description")?,
+            kind: columns.get("kind")?,
+            filename: columns.get("filename")?,
+            mime_type: columns.get("mime_type")?,
+            size: columns.get("size")?,
+            created_at: columns.get("created_at")?,
+        })
+    }
+}
+
 struct ArtifactRow {
-    #[sqlx(flatten)]
     meta: MetaRow,
     data: Option<String>,
     content: Option<Vec<u8>>,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for ArtifactRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(ArtifactRow {
+            meta: <MetaRow as sqlx::FromRow<R>>::from_row(row)?,
+            data: columns.get("data")?,
+            content: columns.get("content")?,
+        })
+    }
 }
 
 /// What an artifact holds: a JSON value or raw bytes (a file).
@@ -132,16 +164,12 @@ impl Store {
     /// `postgres://` or `postgresql://` URL (the database must exist), otherwise SQLite (the
     /// file is created if missing). Inserts are held to `limits`.
     pub async fn open(database_url: &str, limits: StorageLimits) -> Result<Self, Error> {
-        let migrations = Migrations {
-            sqlite: sqlx::migrate!("./migrations/sqlite"),
-            postgres: sqlx::migrate!("./migrations/postgres"),
-        };
         let settings = Settings {
             max_connections: MAX_CONNECTIONS,
             sqlite_readers: MAX_CONNECTIONS,
             background_checkpoints: false,
         };
-        let db = Db::connect(database_url, &migrations, settings).await?;
+        let db = Db::connect(database_url, &MIGRATIONS, settings).await?;
         Ok(Store { db, limits })
     }
 

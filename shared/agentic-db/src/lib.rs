@@ -10,19 +10,23 @@
 
 pub mod sql;
 
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::Connection as _;
-use sqlx::migrate::Migrator;
+use sqlx::error::BoxDynError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
 
-pub use sql::{Arg, Conn, Reader, Row, Tx, Value, Writer};
+pub use sql::{Arg, Columns, Conn, Reader, Row, Tx, Value, Writer};
 
 /// How long a SQLite connection waits for the file's lock before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,21 +36,32 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// checkpoints fall far behind, so the log cannot grow without bound.
 const BACKGROUND_CHECKPOINT_PAGES: &str = "16384";
 
-/// A service's migrations, one folder per backend (`sqlx::migrate!` of each). Version N is
-/// the same change on each backend, so both hold the same versions ([`Db::connect`] refuses
-/// them otherwise).
+/// One migration file, embedded in the binary with `include_str!`: its file name
+/// (`<VERSION>_<DESCRIPTION>.sql`, as sqlx names migrations) and its SQL.
+#[derive(Debug, Clone, Copy)]
+pub struct MigrationFile {
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// A service's migrations, one folder per backend, embedded file by file (no sqlx macros,
+/// which would build a second, host-side copy of sqlx). Version N is the same change on each
+/// backend, so both hold the same versions ([`Db::connect`] refuses them otherwise).
+/// Checksums are sqlx's own (SHA-384 of the SQL), so databases migrated by `sqlx::migrate!`
+/// read as up to date.
+#[derive(Debug, Clone, Copy)]
 pub struct Migrations {
-    pub sqlite: Migrator,
-    pub postgres: Migrator,
+    pub sqlite: &'static [MigrationFile],
+    pub postgres: &'static [MigrationFile],
 }
 
 impl Migrations {
     /// The versions one backend has and the other lacks, `(sqlite only, postgres only)`.
-    fn out_of_step(&self) -> Option<(Vec<i64>, Vec<i64>)> {
+    fn out_of_step(sqlite: &Migrator, postgres: &Migrator) -> Option<(Vec<i64>, Vec<i64>)> {
         let versions = |migrator: &Migrator| -> Vec<i64> {
             migrator.iter().map(|migration| migration.version).collect()
         };
-        let (sqlite, postgres) = (versions(&self.sqlite), versions(&self.postgres));
+        let (sqlite, postgres) = (versions(sqlite), versions(postgres));
         let only = |of: &[i64], not_in: &[i64]| -> Vec<i64> {
             of.iter()
                 .copied()
@@ -56,6 +71,65 @@ impl Migrations {
         let (sqlite_only, postgres_only) = (only(&sqlite, &postgres), only(&postgres, &sqlite));
         (!sqlite_only.is_empty() || !postgres_only.is_empty())
             .then_some((sqlite_only, postgres_only))
+    }
+
+    /// Both backends' migrators, refused when a file name is not sqlx's or the two backends
+    /// are out of step.
+    async fn migrators(&self) -> Result<(Migrator, Migrator), sqlx::Error> {
+        let sqlite = Migrator::new(Embedded(self.sqlite)).await?;
+        let postgres = Migrator::new(Embedded(self.postgres)).await?;
+        if let Some((sqlite_only, postgres_only)) = Migrations::out_of_step(&sqlite, &postgres) {
+            return Err(sqlx::Error::Configuration(
+                format!(
+                    "the migrations of the two backends are out of step: versions {sqlite_only:?} \
+                     only for SQLite, {postgres_only:?} only for PostgreSQL"
+                )
+                .into(),
+            ));
+        }
+        Ok((sqlite, postgres))
+    }
+}
+
+/// What [`MigrationSource::resolve`] returns (futures' `BoxFuture`, spelled out).
+type Resolved = Pin<Box<dyn Future<Output = Result<Vec<Migration>, BoxDynError>> + Send>>;
+
+/// Embedded files as a source of migrations, read as sqlx reads a migrations folder.
+#[derive(Debug)]
+struct Embedded(&'static [MigrationFile]);
+
+impl MigrationSource<'static> for Embedded {
+    fn resolve(self) -> Resolved {
+        Box::pin(async move {
+            let mut migrations = self
+                .0
+                .iter()
+                .map(|file| {
+                    let (version, description) = file
+                        .name
+                        .strip_suffix(".sql")
+                        .and_then(|stem| stem.split_once('_'))
+                        .and_then(|(version, description)| {
+                            Some((version.parse::<i64>().ok()?, description))
+                        })
+                        .ok_or_else(|| {
+                            format!(
+                                "the migration file name {:?} is not <VERSION>_<DESCRIPTION>.sql",
+                                file.name
+                            )
+                        })?;
+                    Ok(Migration::new(
+                        version,
+                        Cow::Owned(description.replace('_', " ")),
+                        MigrationType::Simple,
+                        Cow::Borrowed(file.sql),
+                        file.sql.starts_with("-- no-transaction"),
+                    ))
+                })
+                .collect::<Result<Vec<_>, BoxDynError>>()?;
+            migrations.sort_by_key(|migration| migration.version);
+            Ok(migrations)
+        })
     }
 }
 
@@ -103,21 +177,13 @@ impl Db {
         migrations: &Migrations,
         settings: Settings,
     ) -> Result<Db, sqlx::Error> {
-        if let Some((sqlite_only, postgres_only)) = migrations.out_of_step() {
-            return Err(sqlx::Error::Configuration(
-                format!(
-                    "the migrations of the two backends are out of step: versions {sqlite_only:?} \
-                     only for SQLite, {postgres_only:?} only for PostgreSQL"
-                )
-                .into(),
-            ));
-        }
+        let (sqlite_migrator, postgres_migrator) = migrations.migrators().await?;
         if is_postgres_url(url) {
             let pool = PgPoolOptions::new()
                 .max_connections(settings.max_connections)
                 .connect_with(PgConnectOptions::from_str(url)?)
                 .await?;
-            migrations.postgres.run(&pool).await?;
+            postgres_migrator.run(&pool).await?;
             return Ok(Db {
                 pool: Pool::Postgres(pool),
             });
@@ -138,7 +204,7 @@ impl Db {
             .test_before_acquire(false)
             .connect_with(options.clone())
             .await?;
-        migrations.sqlite.run(&read).await?;
+        sqlite_migrator.run(&read).await?;
         let write = SqliteWriter::new(SqliteConnection::connect_with(&options).await?);
         Ok(Db {
             pool: Pool::Sqlite { read, write },
@@ -315,43 +381,32 @@ pub fn now_millis() -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
-    use sqlx::migrate::{Migration, MigrationType};
-
     use super::*;
 
-    fn migrator(versions: &[i64]) -> Migrator {
-        let migrations = versions
-            .iter()
-            .map(|version| {
-                Migration::new(
-                    *version,
-                    Cow::Owned(format!("m{version}")),
-                    MigrationType::Simple,
-                    Cow::Borrowed("SELECT 1"),
-                    false,
-                )
-            })
-            .collect::<Vec<_>>();
-        Migrator {
-            migrations: Cow::Owned(migrations),
-            ..Migrator::DEFAULT
+    const fn file(name: &'static str) -> MigrationFile {
+        MigrationFile {
+            name,
+            sql: "SELECT 1",
         }
     }
 
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    const SETTINGS: Settings = Settings {
+        max_connections: 1,
+        sqlite_readers: 1,
+        background_checkpoints: false,
+    };
+
     #[tokio::test]
     async fn migrations_out_of_step_are_refused_before_anything_is_opened() {
-        let migrations = Migrations {
-            sqlite: migrator(&[1, 2, 3]),
-            postgres: migrator(&[1, 3, 4]),
+        const MIGRATIONS: Migrations = Migrations {
+            sqlite: &[file("1_a.sql"), file("2_b.sql"), file("3_c.sql")],
+            postgres: &[file("1_a.sql"), file("3_c.sql"), file("4_d.sql")],
         };
-        let settings = Settings {
-            max_connections: 1,
-            sqlite_readers: 1,
-            background_checkpoints: false,
-        };
-        let refused = Db::connect("sqlite::memory:", &migrations, settings)
+        let refused = Db::connect("sqlite::memory:", &MIGRATIONS, SETTINGS)
             .await
             .err()
             .expect("refused");
@@ -361,11 +416,48 @@ mod tests {
                 .contains("[2] only for SQLite, [4] only for PostgreSQL"),
             "{refused}"
         );
-        let in_step = Migrations {
-            sqlite: migrator(&[1, 2]),
-            postgres: migrator(&[1, 2]),
+        const IN_STEP: Migrations = Migrations {
+            sqlite: &[file("2_b.sql"), file("1_a.sql")],
+            postgres: &[file("1_a.sql"), file("2_b.sql")],
         };
-        assert!(in_step.out_of_step().is_none());
+        assert!(IN_STEP.migrators().await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_migration_file_not_named_as_sqlx_names_them_is_refused() {
+        const MIGRATIONS: Migrations = Migrations {
+            sqlite: &[file("first.sql")],
+            postgres: &[file("1_a.sql")],
+        };
+        let refused = Db::connect("sqlite::memory:", &MIGRATIONS, SETTINGS)
+            .await
+            .err()
+            .expect("refused");
+        assert!(
+            refused
+                .to_string()
+                .contains(r#"the migration file name "first.sql" is not"#),
+            "{refused}"
+        );
+    }
+
+    #[tokio::test]
+    async fn embedded_migrations_keep_sqlx_versions_descriptions_and_checksums() {
+        const MIGRATIONS: Migrations = Migrations {
+            sqlite: &[MigrationFile {
+                name: "0007_daily_tokens.sql",
+                sql: "CREATE TABLE t (x INTEGER);",
+            }],
+            postgres: &[file("0007_x.sql")],
+        };
+        let (sqlite, _) = MIGRATIONS.migrators().await.unwrap();
+        let migration = sqlite.iter().next().unwrap();
+        // What `sqlx::migrate!` stored for the same file: SHA-384 of its SQL.
+        let checksum = "674cc539071fcb2fb391f182e2ac9a5147a92a7349d09f50ce17a3c16a3a3430\
+                        2181366b2eff20ec519231e60dd95247";
+        assert_eq!(migration.version, 7);
+        assert_eq!(migration.description, "daily tokens");
+        assert_eq!(hex(&migration.checksum), checksum);
     }
 
     #[test]

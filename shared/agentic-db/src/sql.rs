@@ -1,7 +1,8 @@
 //! One SQL text on either backend: a query is written once (`$N` placeholders, which SQLite
 //! understands too) with its arguments as [`Arg`]s, and runs on a [`Conn`], a connection of
 //! whichever backend the database is. Rows decode into types both
-//! backends' rows decode into (tuples, `sqlx::FromRow` structs).
+//! backends' rows decode into: tuples, and structs whose `sqlx::FromRow` reads the columns
+//! by name through [`Columns`] (sqlx's derive would build a second, host-side sqlx).
 
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgRow};
@@ -112,6 +113,45 @@ pub enum Conn<'c> {
 pub trait Row: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin {}
 impl<T> Row for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
 {}
+
+/// A row of either backend, read column by column by name. A struct decodes from both
+/// backends with one `FromRow` impl for any row `Columns` can be made from:
+///
+/// ```ignore
+/// impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Named where Columns<'r>: From<&'r R> {
+///     fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+///         let row = Columns::from(row);
+///         Ok(Named { name: row.get("name")? })
+///     }
+/// }
+/// ```
+#[derive(Clone, Copy)]
+pub enum Columns<'r> {
+    Sqlite(&'r SqliteRow),
+    Postgres(&'r PgRow),
+}
+
+impl<'r> From<&'r SqliteRow> for Columns<'r> {
+    fn from(row: &'r SqliteRow) -> Self {
+        Columns::Sqlite(row)
+    }
+}
+
+impl<'r> From<&'r PgRow> for Columns<'r> {
+    fn from(row: &'r PgRow) -> Self {
+        Columns::Postgres(row)
+    }
+}
+
+impl<'r> Columns<'r> {
+    /// The column `name`, decoded.
+    pub fn get<T: Value>(&self, name: &str) -> Result<T, sqlx::Error> {
+        match *self {
+            Columns::Sqlite(row) => sqlx::Row::try_get(row, name),
+            Columns::Postgres(row) => sqlx::Row::try_get(row, name),
+        }
+    }
+}
 
 /// A column type both backends decode.
 pub trait Value:

@@ -379,6 +379,7 @@ mod files;
 mod leases;
 #[cfg(test)]
 mod log_properties;
+mod migrations;
 mod modes;
 mod notifications;
 mod postgres;
@@ -390,8 +391,9 @@ mod run_log;
 mod sqlite;
 mod triggers;
 
-use agentic_db::{Arg, Backend, Conn, Db, Migrations, Reader, Settings, Writer};
+use agentic_db::{Arg, Backend, Columns, Conn, Db, Reader, Settings, Writer};
 use closing::closing;
+pub use migrations::MIGRATIONS;
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
 pub use queue::Admitted;
@@ -416,16 +418,12 @@ impl Store {
     /// `postgresql://` URL (the database must exist), otherwise SQLite (the file is created if
     /// missing).
     pub async fn connect(url: &str, owner: Owner) -> Result<Store, GatewayError> {
-        let migrations = Migrations {
-            sqlite: sqlx::migrate!("./migrations/sqlite"),
-            postgres: sqlx::migrate!("./migrations/postgres"),
-        };
         let settings = Settings {
             max_connections: MAX_CONNECTIONS,
             sqlite_readers: SQLITE_READERS,
             background_checkpoints: true,
         };
-        let db = Db::connect(url, &migrations, settings)
+        let db = Db::connect(url, &MIGRATIONS, settings)
             .await
             .map_err(|error| match error {
                 sqlx::Error::Configuration(error) => {

@@ -3,11 +3,25 @@
 use super::*;
 
 /// A mode an executor registered at run time (see [`Store::register_mode`]).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModeRegistration {
     pub id: String,
     pub name: String,
     pub endpoint: String,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for ModeRegistration
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(ModeRegistration {
+            id: columns.get("id")?,
+            name: columns.get("name")?,
+            endpoint: columns.get("endpoint")?,
+        })
+    }
 }
 
 impl Store {

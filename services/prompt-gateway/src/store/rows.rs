@@ -3,15 +3,25 @@
 use super::*;
 
 /// A prompt row with its timeline's payloads, hex-encoded in a JSON array (SQLite).
-#[derive(sqlx::FromRow)]
 pub(super) struct PromptWithOutputs {
-    #[sqlx(flatten)]
     pub(super) row: PromptRow,
     pub(super) outputs: String,
 }
 
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptWithOutputs
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(PromptWithOutputs {
+            row: <PromptRow as sqlx::FromRow<R>>::from_row(row)?,
+            outputs: columns.get("outputs")?,
+        })
+    }
+}
+
 /// The columns of `PROMPT_COLUMNS`, as stored.
-#[derive(sqlx::FromRow)]
 pub(super) struct PromptRow {
     pub(super) id: String,
     pub(super) user_id: String,
@@ -33,6 +43,37 @@ pub(super) struct PromptRow {
     pub(super) llm_calls: i64,
     pub(super) tool_calls: i64,
     pub(super) budget: Vec<u8>,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(PromptRow {
+            id: columns.get("id")?,
+            user_id: columns.get("user_id")?,
+            conversation_id: columns.get("conversation_id")?,
+            mode: columns.get("mode")?,
+            model: columns.get("model")?,
+            visible: columns.get("visible")?,
+            state: columns.get("state")?,
+            input: columns.get("input")?,
+            input_tokens: columns.get("input_tokens")?,
+            output_tokens: columns.get("output_tokens")?,
+            total_tokens: columns.get("total_tokens")?,
+            rounds: columns.get("rounds")?,
+            error: columns.get("error")?,
+            max_rounds: columns.get("max_rounds")?,
+            state_data: columns.get("state_data")?,
+            created_at: columns.get("created_at")?,
+            updated_at: columns.get("updated_at")?,
+            llm_calls: columns.get("llm_calls")?,
+            tool_calls: columns.get("tool_calls")?,
+            budget: columns.get("budget")?,
+        })
+    }
 }
 
 impl PromptRow {
@@ -73,7 +114,6 @@ impl PromptRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
 pub(super) struct ConversationRow {
     pub(super) id: String,
     pub(super) user_id: String,
@@ -83,6 +123,25 @@ pub(super) struct ConversationRow {
     pub(super) created_at: i64,
     pub(super) updated_at: i64,
     pub(super) on_busy: i32,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for ConversationRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(ConversationRow {
+            id: columns.get("id")?,
+            user_id: columns.get("user_id")?,
+            title: columns.get("title")?,
+            default_mode: columns.get("default_mode")?,
+            state: columns.get("state")?,
+            created_at: columns.get("created_at")?,
+            updated_at: columns.get("updated_at")?,
+            on_busy: columns.get("on_busy")?,
+        })
+    }
 }
 
 impl From<ConversationRow> for Conversation {
@@ -101,9 +160,22 @@ impl From<ConversationRow> for Conversation {
     }
 }
 
-#[derive(sqlx::FromRow)]
 pub(super) struct DecisionRow {
     pub(super) tool_call_id: String,
     pub(super) approved: bool,
     pub(super) reason: String,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for DecisionRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(DecisionRow {
+            tool_call_id: columns.get("tool_call_id")?,
+            approved: columns.get("approved")?,
+            reason: columns.get("reason")?,
+        })
+    }
 }

@@ -13,7 +13,6 @@ const TRIGGER_COLUMNS: &str = "id, user_id, name, schedule, prompt, paused, catc
      next_fire_at, last_fired_at, last_prompt_id, last_error, fired_count, created_at, updated_at";
 
 /// A trigger as stored.
-#[derive(sqlx::FromRow)]
 pub struct TriggerRow {
     id: String,
     user_id: String,
@@ -29,6 +28,31 @@ pub struct TriggerRow {
     fired_count: i64,
     created_at: i64,
     updated_at: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for TriggerRow
+where
+    Columns<'r>: From<&'r R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        let columns = Columns::from(row);
+        Ok(TriggerRow {
+            id: columns.get("id")?,
+            user_id: columns.get("user_id")?,
+            name: columns.get("name")?,
+            schedule: columns.get("schedule")?,
+            prompt: columns.get("prompt")?,
+            paused: columns.get("paused")?,
+            catch_up: columns.get("catch_up")?,
+            next_fire_at: columns.get("next_fire_at")?,
+            last_fired_at: columns.get("last_fired_at")?,
+            last_prompt_id: columns.get("last_prompt_id")?,
+            last_error: columns.get("last_error")?,
+            fired_count: columns.get("fired_count")?,
+            created_at: columns.get("created_at")?,
+            updated_at: columns.get("updated_at")?,
+        })
+    }
 }
 
 impl TriggerRow {

@@ -1,0 +1,124 @@
+//! The prompt-gateway's migrations, embedded in the binary: one folder per backend under
+//! `migrations/`, numbered in step. A new file there goes into this list too (a test says
+//! when one is missing).
+
+use agentic_db::{MigrationFile, Migrations};
+
+/// Both backends' migrations, in version order.
+pub const MIGRATIONS: Migrations = Migrations {
+    sqlite: SQLITE,
+    postgres: POSTGRES,
+};
+
+const SQLITE: &[MigrationFile] = &[
+    MigrationFile {
+        name: "0001_prompts.sql",
+        sql: include_str!("../../migrations/sqlite/0001_prompts.sql"),
+    },
+    MigrationFile {
+        name: "0002_conversations.sql",
+        sql: include_str!("../../migrations/sqlite/0002_conversations.sql"),
+    },
+    MigrationFile {
+        name: "0003_leases.sql",
+        sql: include_str!("../../migrations/sqlite/0003_leases.sql"),
+    },
+    MigrationFile {
+        name: "0004_modes.sql",
+        sql: include_str!("../../migrations/sqlite/0004_modes.sql"),
+    },
+    MigrationFile {
+        name: "0005_rounds.sql",
+        sql: include_str!("../../migrations/sqlite/0005_rounds.sql"),
+    },
+    MigrationFile {
+        name: "0006_queues.sql",
+        sql: include_str!("../../migrations/sqlite/0006_queues.sql"),
+    },
+    MigrationFile {
+        name: "0007_budgets.sql",
+        sql: include_str!("../../migrations/sqlite/0007_budgets.sql"),
+    },
+    MigrationFile {
+        name: "0008_triggers.sql",
+        sql: include_str!("../../migrations/sqlite/0008_triggers.sql"),
+    },
+    MigrationFile {
+        name: "0009_daily_tokens.sql",
+        sql: include_str!("../../migrations/sqlite/0009_daily_tokens.sql"),
+    },
+    MigrationFile {
+        name: "0010_recordings.sql",
+        sql: include_str!("../../migrations/sqlite/0010_recordings.sql"),
+    },
+];
+
+const POSTGRES: &[MigrationFile] = &[
+    MigrationFile {
+        name: "0001_gateway.sql",
+        sql: include_str!("../../migrations/postgres/0001_gateway.sql"),
+    },
+    MigrationFile {
+        name: "0002_conversations.sql",
+        sql: include_str!("../../migrations/postgres/0002_conversations.sql"),
+    },
+    MigrationFile {
+        name: "0003_leases.sql",
+        sql: include_str!("../../migrations/postgres/0003_leases.sql"),
+    },
+    MigrationFile {
+        name: "0004_modes.sql",
+        sql: include_str!("../../migrations/postgres/0004_modes.sql"),
+    },
+    MigrationFile {
+        name: "0005_rounds.sql",
+        sql: include_str!("../../migrations/postgres/0005_rounds.sql"),
+    },
+    MigrationFile {
+        name: "0006_queues.sql",
+        sql: include_str!("../../migrations/postgres/0006_queues.sql"),
+    },
+    MigrationFile {
+        name: "0007_budgets.sql",
+        sql: include_str!("../../migrations/postgres/0007_budgets.sql"),
+    },
+    MigrationFile {
+        name: "0008_triggers.sql",
+        sql: include_str!("../../migrations/postgres/0008_triggers.sql"),
+    },
+    MigrationFile {
+        name: "0009_daily_tokens.sql",
+        sql: include_str!("../../migrations/postgres/0009_daily_tokens.sql"),
+    },
+    MigrationFile {
+        name: "0010_recordings.sql",
+        sql: include_str!("../../migrations/postgres/0010_recordings.sql"),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_in(folder: &str) -> Vec<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("migrations")
+            .join(folder);
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn names_of(files: &[MigrationFile]) -> Vec<String> {
+        files.iter().map(|file| file.name.to_owned()).collect()
+    }
+
+    #[test]
+    fn every_migration_file_of_each_backend_is_embedded_in_order() {
+        assert_eq!(names_of(MIGRATIONS.sqlite), names_in("sqlite"));
+        assert_eq!(names_of(MIGRATIONS.postgres), names_in("postgres"));
+    }
+}
