@@ -18,6 +18,7 @@ use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
 use crate::bounds;
+use crate::deltas::{RuntimeClock, coalesced};
 use crate::error::{ExecuteError, RunError};
 use crate::metrics;
 use crate::sink::EventSink;
@@ -107,7 +108,7 @@ impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
         );
         tokio::spawn(supervised.instrument(span));
         let mut bounds = RunBounds::default();
-        let events = coalesced(receiver)
+        let events = coalesced(receiver, RuntimeClock::new())
             .filter_map(move |event| bounds.storable(event))
             .map(|event| Ok(pb::ExecuteEvent::from(event)));
         Ok(Response::new(Box::pin(events)))
@@ -122,67 +123,6 @@ impl<M: Mode> pb::executor_server::Executor for ExecutorService<M> {
             name: self.mode.name().into(),
         }))
     }
-}
-
-/// Most text one coalesced delta carries.
-const MAX_COALESCED_DELTA_BYTES: usize = 16 * 1024;
-
-/// Least time between two text deltas of one run: a delta that follows another sooner waits
-/// out the rest of the gap, taking in the deltas that arrive meanwhile.
-const MIN_DELTA_GAP: Duration = Duration::from_millis(5);
-
-/// The run's events as they leave for the gateway, with text deltas merged: those already
-/// waiting always, and those that come within [`MIN_DELTA_GAP`] of the previous delta. A lone
-/// delta after a quiet spell leaves at once, and any other event sends the merged text ahead
-/// of itself, so nothing is reordered. A model streaming many tiny chunks thus crosses the
-/// connection in at most ~200 messages a second per run, however fast it streams and however
-/// slowly the gateway reads, instead of a flood of tiny HTTP/2 frames that the gateway's end
-/// of the connection counts against a budget shared by every prompt on it (h2 closes the
-/// connection, and every stream on it, once too many small frames wait unread).
-fn coalesced(receiver: mpsc::Receiver<Event>) -> impl Stream<Item = Event> + Send {
-    use tokio::sync::mpsc::error::TryRecvError;
-    use tokio::time::Instant;
-
-    futures::stream::unfold(
-        (receiver, None::<Event>, None::<Instant>),
-        |(mut receiver, held, last_delta)| async move {
-            let first = match held {
-                Some(event) => event,
-                None => receiver.recv().await?,
-            };
-            let Event::TextDelta(mut text) = first else {
-                return Some((first, (receiver, None, last_delta)));
-            };
-            let not_before = last_delta.map(|sent| sent + MIN_DELTA_GAP);
-            while text.len() < MAX_COALESCED_DELTA_BYTES {
-                let next = match receiver.try_recv() {
-                    Ok(event) => Some(event),
-                    Err(TryRecvError::Disconnected) => None,
-                    Err(TryRecvError::Empty) => match not_before {
-                        Some(deadline) if Instant::now() < deadline => {
-                            tokio::time::timeout_at(deadline, receiver.recv())
-                                .await
-                                .ok()
-                                .flatten()
-                        }
-                        _ => None,
-                    },
-                };
-                match next {
-                    Some(Event::TextDelta(more)) => text.push_str(&more),
-                    Some(other) => {
-                        let sent = Some(Instant::now());
-                        return Some((Event::TextDelta(text), (receiver, Some(other), sent)));
-                    }
-                    None => break,
-                }
-            }
-            Some((
-                Event::TextDelta(text),
-                (receiver, None, Some(Instant::now())),
-            ))
-        },
-    )
 }
 
 /// What one run has put into the prompt's log, against [`bounds::MAX_TIMELINE_BYTES`].
@@ -431,92 +371,5 @@ async fn deadline(limit: Option<Duration>) {
     match limit {
         Some(limit) => tokio::time::sleep(limit).await,
         None => std::future::pending().await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use futures::StreamExt as _;
-    use tokio::sync::mpsc;
-
-    use super::{MIN_DELTA_GAP, coalesced};
-    use crate::timeline::Event;
-
-    fn delta(text: &str) -> Event {
-        Event::TextDelta(text.to_owned())
-    }
-
-    fn text_of(event: &Event) -> &str {
-        match event {
-            Event::TextDelta(text) => text,
-            other => panic!("not a delta: {other:?}"),
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn deltas_within_the_gap_leave_merged_and_any_other_event_sends_them_ahead_of_it() {
-        let (sender, receiver) = mpsc::channel(64);
-        let mut events = Box::pin(coalesced(receiver));
-
-        // The first delta leaves at once, alone.
-        sender.send(delta("a")).await.unwrap();
-        assert_eq!(text_of(&events.next().await.unwrap()), "a");
-
-        // The next ones within the gap wait for it and leave as one.
-        let start = tokio::time::Instant::now();
-        let feeding = tokio::spawn({
-            let sender = sender.clone();
-            async move {
-                sender.send(delta("b")).await.unwrap();
-                tokio::time::sleep(Duration::from_millis(2)).await;
-                sender.send(delta("c")).await.unwrap();
-            }
-        });
-        assert_eq!(text_of(&events.next().await.unwrap()), "bc");
-        assert!(start.elapsed() >= Duration::from_millis(2));
-        assert!(start.elapsed() <= MIN_DELTA_GAP);
-        feeding.await.unwrap();
-
-        // Another event does not wait: the held text leaves first, then it.
-        sender.send(delta("d")).await.unwrap();
-        sender.send(Event::Round).await.unwrap();
-        let before = tokio::time::Instant::now();
-        assert_eq!(text_of(&events.next().await.unwrap()), "d");
-        assert!(matches!(events.next().await.unwrap(), Event::Round));
-        assert!(before.elapsed() < MIN_DELTA_GAP);
-
-        // After a quiet spell a delta leaves at once again.
-        tokio::time::sleep(MIN_DELTA_GAP * 2).await;
-        sender.send(delta("e")).await.unwrap();
-        let before = tokio::time::Instant::now();
-        assert_eq!(text_of(&events.next().await.unwrap()), "e");
-        assert_eq!(before.elapsed(), Duration::ZERO);
-
-        drop(sender);
-        assert!(events.next().await.is_none());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_flood_of_tiny_deltas_leaves_as_few_messages_with_every_byte_in_order() {
-        let (sender, receiver) = mpsc::channel(64);
-        let feeding = tokio::spawn(async move {
-            for n in 0..10_000 {
-                sender.send(delta(&format!("{} ", n % 10))).await.unwrap();
-                if n % 100 == 0 {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            }
-        });
-        let messages: Vec<String> = coalesced(receiver)
-            .map(|event| text_of(&event).to_owned())
-            .collect()
-            .await;
-        feeding.await.unwrap();
-        let expected: String = (0..10_000).map(|n| format!("{} ", n % 10)).collect();
-        assert_eq!(messages.concat(), expected);
-        // 100 ms of streaming: about one message per gap, not 10,000.
-        assert!(messages.len() <= 30, "{} messages", messages.len());
     }
 }

@@ -10,6 +10,7 @@ pub mod bounds;
 pub mod budget;
 pub mod calls;
 mod convert;
+mod deltas;
 mod edge;
 mod error;
 pub mod functions;
