@@ -131,7 +131,6 @@ async fn without_a_gateway_the_server_starts_lists_its_tools_and_answers_calls_w
 
 #[tokio::test]
 async fn run_prompt_answers_with_the_text_and_ids_reports_progress_and_lists_the_conversation() {
-    agentic_binary();
     let stack = Stack::start(echo_then_answer("The echo came back."))
         .await
         .unwrap();
@@ -185,7 +184,6 @@ async fn run_prompt_answers_with_the_text_and_ids_reports_progress_and_lists_the
 
 #[tokio::test]
 async fn get_file_returns_text_as_text_an_image_as_an_image_and_other_bytes_as_a_blob() {
-    agentic_binary();
     let store = |filename: &str, data: &str, mime_type: &str| {
         call(
             "artifact__store",
@@ -255,7 +253,6 @@ async fn get_file_returns_text_as_text_an_image_as_an_image_and_other_bytes_as_a
 
 #[tokio::test]
 async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_approves_it() {
-    agentic_binary();
     let stack = Stack::start(vec![
         calls(
             Match::NoToolResults,
@@ -295,7 +292,6 @@ async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_
 
 #[tokio::test]
 async fn a_failed_prompt_is_an_error_result_with_the_reason() {
-    agentic_binary();
     let stack = Stack::start(vec![Rule::new(
         Match::Any,
         Reply::Error {
@@ -324,7 +320,6 @@ async fn a_failed_prompt_is_an_error_result_with_the_reason() {
 
 #[tokio::test]
 async fn bad_arguments_and_unknown_tools_are_errors_and_the_server_keeps_serving() {
-    agentic_binary();
     let stack = Stack::start(vec![text(Match::Any, "Still here.")])
         .await
         .unwrap();

@@ -337,9 +337,9 @@ impl Drop for ProcessStack {
     }
 }
 
-/// The service binary next to the running executable or in its parent folder (tests run
-/// from `target/debug/deps`, benchmarks from `target/release/deps`).
-fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
+/// The workspace binary `name` next to the running executable or in its parent folder (tests
+/// run from `target/debug/deps`, benchmarks from `target/release/deps`).
+pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
     let executable = std::env::current_exe().context("finding the running executable")?;
     let candidates: Vec<PathBuf> = executable
         .ancestors()

@@ -1,5 +1,5 @@
-//! The real `agentic` binary for the CLI tests: built once per run, run to its end, or run in
-//! a pseudo-terminal and typed at.
+//! The real `agentic` binary for the CLI tests (built by `make test` before any test runs):
+//! run to its end, or run in a pseudo-terminal and typed at.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -19,53 +19,11 @@ pub async fn output_of(mut command: Command) -> std::process::Output {
         .unwrap()
 }
 
-/// The `agentic` binary of this build, built once per test run (`cargo test -p agentic-tests`
-/// does not build other packages' binaries). The whole workspace's targets are asked for, so
-/// features unify exactly as in `cargo test --workspace`: after `make test`'s own build this
-/// is a no-op instead of a second build of tokio and tonic.
+/// The `agentic` binary of this build, beside the service binaries. `make test` builds every
+/// target before it runs a test; no test builds anything itself.
 pub fn agentic_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        // target/<profile>/deps/e2e-<hash>
-        let test_binary = std::env::current_exe().unwrap();
-        let profile_dir = test_binary.parent().unwrap().parent().unwrap().to_owned();
-        let target_dir = profile_dir.parent().unwrap();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let mut build = Command::new(cargo);
-        // The test runs with cargo's per-package variables set (CARGO_PKG_*, CARGO_MANIFEST_DIR,
-        // …); passed on, they make the inner build fingerprint differently and rebuild the
-        // workspace. Only what locates the toolchain goes through.
-        build.env_clear();
-        for name in [
-            "PATH",
-            "HOME",
-            "RUSTUP_HOME",
-            "CARGO_HOME",
-            "RUSTUP_TOOLCHAIN",
-        ] {
-            if let Some(value) = std::env::var_os(name) {
-                build.env(name, value);
-            }
-        }
-        build
-            .args(["build", "--quiet", "--workspace", "--all-targets"])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile_dir
-            .file_name()
-            .is_some_and(|name| name == "release")
-        {
-            build.arg("--release");
-        }
-        let output = build.output().expect("cargo runs");
-        assert!(
-            output.status.success(),
-            "building the agentic binary failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        profile_dir.join("agentic")
-    })
+    BINARY.get_or_init(|| agentic_testkit::processes::find_binary("agentic").unwrap())
 }
 
 /// A program running in a pseudo-terminal: what it shows accumulates in `screen`, and
