@@ -4,11 +4,21 @@
 //!
 //! Without that variable PostgreSQL tests cannot run: [`postgres_server`] says so on stderr,
 //! loudly, and callers skip. `make test` sets the variable when a server answers.
+//!
+//! A PostgreSQL test database is a copy of a template that was migrated once
+//! (`CREATE DATABASE … TEMPLATE`), not migrated again for every test. A template is named
+//! after a hash of the migrations it holds, so a changed migration makes a new one; and the
+//! service checks what it finds against its own migrations' checksums when it starts, so a
+//! template that does not match fails the test loudly instead of passing it.
 
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
 use std::io::Write;
 
+use agentic_db::{Db, Migrations, Settings};
 use anyhow::Context;
 use sqlx::{Connection, Executor, PgConnection};
+use tokio::sync::Mutex;
 
 /// The server PostgreSQL test databases are created on.
 pub const POSTGRES_URL_VARIABLE: &str = "AGENTIC_TEST_POSTGRES_URL";
@@ -51,18 +61,20 @@ impl TestDatabase {
         }
     }
 
-    /// A new database named after `prefix` on `server` (see [`postgres_server`]).
-    pub async fn postgres(server: &str, prefix: &str) -> anyhow::Result<Self> {
+    /// A new database named after `prefix` on `server` (see [`postgres_server`]), already
+    /// holding `migrations`: a copy of their template.
+    pub async fn postgres(
+        server: &str,
+        prefix: &str,
+        migrations: &Migrations,
+    ) -> anyhow::Result<Self> {
+        let template = template(server, prefix, migrations).await?;
         let name = format!("{prefix}_{}", uuid::Uuid::now_v7().simple());
-        let mut admin = PgConnection::connect(&format!("{server}/postgres"))
-            .await
-            .with_context(|| {
-                format!("connecting to {server}/postgres ({POSTGRES_URL_VARIABLE})")
-            })?;
+        let mut admin = admin(server).await?;
         admin
-            .execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
+            .execute(format!(r#"CREATE DATABASE "{name}" TEMPLATE "{template}""#).as_str())
             .await
-            .with_context(|| format!("creating the database {name}"))?;
+            .with_context(|| format!("creating the database {name} from {template}"))?;
         admin.close().await?;
         Ok(TestDatabase {
             url: format!("{server}/{name}"),
@@ -77,6 +89,91 @@ impl TestDatabase {
     pub fn url(&self) -> &str {
         &self.url
     }
+}
+
+/// The admin connection to `server`'s `postgres` database.
+async fn admin(server: &str) -> anyhow::Result<PgConnection> {
+    PgConnection::connect(&format!("{server}/postgres"))
+        .await
+        .with_context(|| format!("connecting to {server}/postgres ({POSTGRES_URL_VARIABLE})"))
+}
+
+/// The name of the template database holding `migrations` on `server`, made once per
+/// migration set: other tests of this process wait for it, other processes (a second test
+/// run at once) for PostgreSQL's advisory lock. It is marked a template that takes no
+/// connections, which is what lets many tests copy it at once.
+async fn template(server: &str, prefix: &str, migrations: &Migrations) -> anyhow::Result<String> {
+    static MADE: Mutex<Vec<String>> = Mutex::const_new(Vec::new());
+    let mut hasher = DefaultHasher::new();
+    for file in migrations.postgres {
+        (file.name, file.sql).hash(&mut hasher);
+    }
+    let name = format!("agentic_template_{prefix}_{:016x}", hasher.finish());
+    let mut made = MADE.lock().await;
+    if made.contains(&name) {
+        return Ok(name);
+    }
+    let mut admin = admin(server).await?;
+    // The lock's key: any number the tests' other locks do not use.
+    let key = i64::from_ne_bytes(hasher.finish().to_ne_bytes());
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(key)
+        .execute(&mut admin)
+        .await?;
+    let made_here = make_template(&mut admin, server, &name, migrations).await;
+    sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(key)
+        .execute(&mut admin)
+        .await?;
+    admin.close().await?;
+    made_here?;
+    made.push(name.clone());
+    Ok(name)
+}
+
+/// Makes the template `name` unless it exists: migrated under another name first, so that
+/// `name` only ever names a whole template, even if this process dies half-way.
+async fn make_template(
+    admin: &mut PgConnection,
+    server: &str,
+    name: &str,
+    migrations: &Migrations,
+) -> anyhow::Result<()> {
+    let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+        .bind(name)
+        .fetch_optional(&mut *admin)
+        .await?;
+    if exists.is_some() {
+        return Ok(());
+    }
+    let building = format!("{name}_building");
+    for statement in [
+        format!(r#"DROP DATABASE IF EXISTS "{building}" WITH (FORCE)"#),
+        format!(r#"CREATE DATABASE "{building}""#),
+    ] {
+        admin.execute(statement.as_str()).await?;
+    }
+    let settings = Settings {
+        max_connections: 1,
+        sqlite_readers: 1,
+        background_checkpoints: false,
+    };
+    let db = Db::connect(&format!("{server}/{building}"), migrations, settings)
+        .await
+        .with_context(|| format!("migrating the template {building}"))?;
+    db.close().await;
+    // A closed connection's server process may still be on its way out; a rename needs none.
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
+        .bind(&building)
+        .execute(&mut *admin)
+        .await?;
+    for statement in [
+        format!(r#"ALTER DATABASE "{building}" RENAME TO "{name}""#),
+        format!(r#"ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"#),
+    ] {
+        admin.execute(statement.as_str()).await?;
+    }
+    Ok(())
 }
 
 impl Drop for TestDatabase {

@@ -58,8 +58,14 @@ impl StackDatabase {
                 let server = postgres_server(what).ok_or_else(|| {
                     anyhow::anyhow!("{what} needs {}", crate::database::POSTGRES_URL_VARIABLE)
                 })?;
-                let gateway = TestDatabase::postgres(&server, "gateway").await?;
-                let tool_host = TestDatabase::postgres(&server, "tool_host").await?;
+                let gateway =
+                    TestDatabase::postgres(&server, "gateway", &prompt_gateway::MIGRATIONS).await?;
+                let tool_host = TestDatabase::postgres(
+                    &server,
+                    "tool_host",
+                    &tool_host::migrations::MIGRATIONS,
+                )
+                .await?;
                 let (gateway_url, tool_host_url) =
                     (gateway.url().to_owned(), tool_host.url().to_owned());
                 Ok((gateway_url, tool_host_url, vec![gateway, tool_host]))

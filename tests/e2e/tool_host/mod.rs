@@ -47,7 +47,12 @@ macro_rules! on_both_backends {
                     let Some(server) = agentic_testkit::database::postgres_server(test) else {
                         return Ok(());
                     };
-                    let database = super::TestDatabase::postgres(&server, "tool_host").await?;
+                    let database = super::TestDatabase::postgres(
+                        &server,
+                        "tool_host",
+                        &tool_host::migrations::MIGRATIONS,
+                    )
+                    .await?;
                     super::$name(&database).await
                 }
             )*
