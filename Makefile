@@ -1,47 +1,41 @@
-# The two commands: `make run` (or `make demo`) and `make test`. See README.md.
+# The two commands: `make demo` and `make test`. See README.md.
+SHELL := bash
 CARGO ?= cargo
+export CARGO
+# One build serves lint, binaries and tests: every debug build compiles the workspace's own
+# crates with clippy-driver (rustc plus clippy's lints), so `make build`, `make lint` and
+# `make test` share their artifacts, and clippy needs no check build of its own. Release
+# builds (`make bench`, the Dockerfile) use plain rustc.
+export RUSTC_WORKSPACE_WRAPPER := clippy-driver
+# Where cargo builds (CARGO_TARGET_DIR moves it, as .ci/run does).
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+# End-to-end tests at once: they mostly wait for services, not for a CPU.
+export E2E_THREADS ?= 4
 
 .PHONY: all build run demo test bench validate lint deps fmt clean
 
 all: build
 
 build:
-	$(CARGO) build --workspace --bins
+	$(CARGO) build --workspace --bins --locked
 
-## Start the four services (and the stand-in model when OPENAI_API_KEY is unset); Ctrl-C stops them.
+## Start the five services (and the stand-in model when OPENAI_API_KEY is unset); Ctrl-C stops them.
 run: build
 	scripts/stack.sh run
 
-## Run one prompt through the stack and show its stream (starts the stack if it is not running).
+## Run one prompt per mode through the stack and show their streams (starts the stack if it is not running).
 demo: build
 	scripts/stack.sh demo
 
-## Every test: unit tests of each crate, the end-to-end suite against the real services (and
-## against MCP servers from npm and PyPI, installed into .mcp-servers/ on first run; the web
-## playground in headless Chromium, Debian's chromium and chromium-driver installed on first
-## run), and
-## offline checks of the delivery files (compose, Kubernetes) against what the binaries read.
-## With PostgreSQL (AGENTIC_TEST_POSTGRES_URL, which this target sets when a server answers on
-## 127.0.0.1:5432, user postgres, trust auth) the store and replica tests run on it, and the
-## whole end-to-end suite runs a second time with every stack on PostgreSQL.
+## Every test (scripts/test.sh): unit and doc tests of each crate, the end-to-end suite against
+## the real services (and against MCP servers from npm and PyPI, and the web playground in
+## headless Chromium, installed on first run) with its 10 slowest tests, the storage modules of
+## it again on PostgreSQL, and offline checks of the delivery files (compose, Kubernetes)
+## against what the binaries read. PostgreSQL: AGENTIC_TEST_POSTGRES_URL, which this target
+## sets when a server answers on 127.0.0.1:5432 (user postgres, trust auth).
 test: export AGENTIC_TEST_POSTGRES_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo postgres://postgres@127.0.0.1:5432)
 test:
-	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
-		echo "== PostgreSQL tests run against $$AGENTIC_TEST_POSTGRES_URL"; \
-	else \
-		echo "!! NO PostgreSQL (pg_isready -h 127.0.0.1 -p 5432 failed and AGENTIC_TEST_POSTGRES_URL is unset): the PostgreSQL test variants will be SKIPPED" >&2; \
-	fi
-	scripts/mcp-servers.sh >/dev/null
-	scripts/browser.sh
-	$(CARGO) build --workspace --all-targets --locked
-	$(CARGO) test --workspace --locked --no-fail-fast
-	@if [ -n "$$AGENTIC_TEST_POSTGRES_URL" ]; then \
-		echo "== the end-to-end suite again, every stack on PostgreSQL"; \
-		AGENTIC_TEST_STACK_DATABASE=postgres $(CARGO) test --workspace --locked --test e2e; \
-	else \
-		echo "!! SKIPPED: the end-to-end suite on PostgreSQL (no server)" >&2; \
-	fi
-	scripts/validate-delivery.sh
+	scripts/test.sh
 
 ## Benchmarks on a release build: prints a table (p50/p99 of each latency beside a loopback
 ## tonic round trip measured in the same run, target, PASS/MISS) and writes
@@ -49,27 +43,28 @@ test:
 ## on a miss. Sets AGENTIC_TEST_POSTGRES_URL like `make test`, else the PostgreSQL row is SKIPPED.
 ## Raises the open-files limit: items 9 and 9b hold ~10,000 connections to the stand-in model.
 bench: export AGENTIC_TEST_POSTGRES_URL ?= $(shell pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && echo postgres://postgres@127.0.0.1:5432)
+bench: export RUSTC_WORKSPACE_WRAPPER :=
 bench:
 	$(CARGO) build --release --locked --workspace --bins
-	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; target/release/agentic-bench $(BENCH_ARGS)
+	ulimit -n 65536 2>/dev/null || ulimit -n "$$(ulimit -Hn)"; $(TARGET_DIR)/release/agentic-bench $(BENCH_ARGS)
 
 ## Only the delivery checks (needs the debug binaries: `make build`).
 validate:
 	scripts/validate-delivery.sh
 
-## rustfmt check, clippy with warnings as errors, and no unused dependencies (`make deps`).
-lint: deps
-	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+## rustfmt, unused dependencies, one build for binaries and tests, clippy with warnings as
+## errors on every target (inside that build), and buf lint, format and breaking (scripts/lint.sh).
+lint:
+	scripts/lint.sh
 
-## Dependencies a crate declares but never uses (cargo-machete, installed into .cargo-tools
-## on first use).
+## Dependencies a crate declares but never uses (cargo-machete, installed on first use).
 deps:
 	scripts/unused-deps.sh
 
 fmt:
 	$(CARGO) fmt --all
 
+## The build and the stack's data; the tools the checks installed stay in ~/.cache/agentic/tools.
 clean:
 	$(CARGO) clean
-	rm -rf .run .venv-validate .buf-tools .cargo-tools .mcp-servers
+	rm -rf .run

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the MCP servers the end-to-end tests run against, none of them written here:
 # @modelcontextprotocol/server-everything (npm; stdio and Streamable HTTP) and mcp-server-time
-# (PyPI; stdio), into .mcp-servers/ (ignored). Pinned versions; a second run does nothing.
+# (PyPI; stdio), into the machine's tools folder (scripts/tools-dir.sh), one folder per pinned
+# version; a second run, from any clone, does nothing.
 # Prints nothing on success but the paths the tests read (AGENTIC_TEST_MCP_*); fails loudly.
 set -euo pipefail
+source "$(dirname "$0")/tools-dir.sh"
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-dir="$root/.mcp-servers"
 everything_version="2026.8.31"
 time_version="2026.10.19"
+dir="$tools_dir/mcp-servers-$everything_version-$time_version"
 
 everything="$dir/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 time_bin="$dir/venv/bin/mcp-server-time"

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=target/debug
+bin="${CARGO_TARGET_DIR:-target}/debug"
 data=.run
 mkdir -p "$data"
 gateway_url="${AGENTIC_SERVER:-http://127.0.0.1:50051}"

@@ -3,16 +3,25 @@
 # (cargo-machete: a text search of each crate's sources for the dependency's name). A false
 # positive, e.g. a crate reached only through a macro or a feature, goes in that crate's
 # `[package.metadata.cargo-machete] ignored = [...]`, with a comment saying why.
-# cargo-machete is installed once into .cargo-tools from crates.io; after that nothing needs
-# the network.
+# cargo-machete is used from PATH when it is there in the pinned version; otherwise it is
+# installed once from crates.io into the machine's tools folder (scripts/tools-dir.sh), so no
+# clone after the first compiles it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/tools-dir.sh
 
 version=0.9.2
-tools=.cargo-tools
-if [[ "$("$tools/bin/cargo-machete" --version 2>/dev/null)" != "$version" ]]; then
-    echo "== installing cargo-machete $version into $tools"
-    cargo install --quiet --locked --root "$tools" --version "$version" cargo-machete
+machete=cargo-machete
+if [[ "$("$machete" --version 2>/dev/null)" != "$version" ]]; then
+    root="$tools_dir/cargo-machete-$version"
+    machete="$root/bin/cargo-machete"
+    if [[ "$("$machete" --version 2>/dev/null)" != "$version" ]]; then
+        echo "== installing cargo-machete $version into $root"
+        # Its own target folder: the workspace's build must not share its features.
+        cargo install --quiet --locked --root "$root" --target-dir "$root/build" \
+            --version "$version" cargo-machete
+        rm -rf "$root/build"
+    fi
 fi
 echo "== unused dependencies (cargo-machete $version)"
-"$tools/bin/cargo-machete" --skip-target-dir
+"$machete" --skip-target-dir

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Offline checks of the delivery files and contracts (part of `make test`): the compose file against the
+# Offline checks of the delivery files (part of `make test`): the compose file against the
 # compose-spec schema, the Kubernetes manifests with kubernetes-validate --strict, and the
-# settings both pass against what the binaries read (`--check-config`), and `buf lint` on proto/. The validators are
-# installed once into .venv-validate from PyPI; after that nothing needs the network.
+# settings both pass against what the binaries read (`--check-config`). The validators
+# are installed once into the machine's tools folder (scripts/tools-dir.sh) from PyPI;
+# after that nothing needs the network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/tools-dir.sh
 
-venv=.venv-validate
-if [[ ! -x "$venv/bin/kubernetes-validate" || ! -x "$venv/bin/check-jsonschema" ]]; then
+venv="$tools_dir/validate-venv-1"
+if [[ ! -f "$venv/.installed" ]]; then
+    rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate check-jsonschema pyyaml
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
+        kubernetes-validate check-jsonschema pyyaml
+    touch "$venv/.installed"
 fi
 
 echo "== compose file against the compose-spec schema"
@@ -35,12 +40,4 @@ fi
 echo "== settings in compose and manifests are ones the binaries read"
 "$venv/bin/python" scripts/check_delivery_env.py
 
-echo "== protobuf contracts: buf lint and format"
-tools=.buf-tools
-if [[ ! -x "$tools/node_modules/.bin/buf" ]]; then
-    mkdir -p "$tools"
-    npm install --silent --no-fund --no-audit --prefix "$tools" @bufbuild/buf@1 >/dev/null
-fi
-"$tools/node_modules/.bin/buf" lint
-"$tools/node_modules/.bin/buf" format --diff --exit-code
-echo "delivery and contract checks passed"
+echo "delivery checks passed"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `make test`: every test, on the build `make build` and `make lint` share.
+#  1. the tools the tests drive: MCP servers (npm, PyPI), headless Chromium (Debian);
+#  2. one build of every target (a no-op after `make lint`; only the test harnesses after
+#     `make build`);
+#  3. unit and doc tests of each crate;
+#  4. the end-to-end suite, E2E_THREADS tests at a time, then its slowest tests;
+#  5. the end-to-end modules whose behaviour depends on the storage backend again, with every
+#     stack on PostgreSQL (PG_MODULES; the tool-host's store and the replicas run on
+#     PostgreSQL in step 4 already);
+#  6. the offline checks of the delivery files.
+# Every step runs even when one before it failed; the script fails at the end, naming them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+cargo=${CARGO:-cargo}
+threads=${E2E_THREADS:-4}
+# Substrings of test names, as libtest filters; `--skip` drops modules whose names contain one
+# of them but do not depend on the backend (walls::gateway, llm_faults).
+pg_modules=(queue:: triggers:: approvals:: processes:: budgets:: recordings:: streams::
+    conversations:: tidy:: cancel:: faults:: gateway:: --skip walls:: --skip llm_faults::)
+failed=()
+
+step() {
+    local name=$1
+    shift
+    echo "== $name"
+    if ! "$@"; then
+        echo "!! FAILED: $name" >&2
+        failed+=("$name")
+    fi
+}
+
+quietly() {
+    "$@" >/dev/null
+}
+
+e2e() {
+    "$cargo" test --workspace --locked --test e2e -- --test-threads "$threads" "$@" 2>&1 |
+        scripts/test-times.py "$threads" 10
+}
+
+if [[ -n "${AGENTIC_TEST_POSTGRES_URL:-}" ]]; then
+    echo "== PostgreSQL tests run against $AGENTIC_TEST_POSTGRES_URL"
+else
+    echo "!! NO PostgreSQL (pg_isready -h 127.0.0.1 -p 5432 failed and AGENTIC_TEST_POSTGRES_URL is unset): the PostgreSQL test variants will be SKIPPED" >&2
+fi
+step "MCP servers for the tests" quietly scripts/mcp-servers.sh
+step "Chromium for the browser tests" scripts/browser.sh
+if ! step "build of every target" "$cargo" build --workspace --all-targets --locked; then
+    echo "!! nothing to test without a build" >&2
+    exit 1
+fi
+step "unit tests" "$cargo" test --workspace --locked --no-fail-fast --lib --bins
+step "doc tests" "$cargo" test --workspace --locked --doc
+step "end-to-end tests" e2e
+if [[ -n "${AGENTIC_TEST_POSTGRES_URL:-}" ]]; then
+    AGENTIC_TEST_STACK_DATABASE=postgres step "end-to-end tests of storage on PostgreSQL" \
+        e2e "${pg_modules[@]}"
+else
+    echo "!! SKIPPED: the end-to-end tests of storage on PostgreSQL (no server)" >&2
+fi
+step "delivery checks" scripts/validate-delivery.sh
+
+if ((${#failed[@]})); then
+    printf '!! FAILED: %s\n' "${failed[@]}" >&2
+    exit 1
+fi
+echo "== all tests passed"
