@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / "target" / "debug"
+BIN = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "debug"
 SERVICES = {"prompt-gateway", "classic-executor", "code-executor", "hosted-executor", "tool-host"}
 # The stand-in model (tests/agentic-testkit) checks the settings with its own prefix.
 STAND_IN_MODEL = "stand-in-model"
@@ -56,6 +56,43 @@ def check_compose():
         env = {key: compose_value(value) for key, value in (service.get("environment") or {}).items()}
         env = {key: value for key, value in env.items() if value != ""}
         check(f"compose {name}", command[0], env, command[1:])
+
+
+def dockerfile_images():
+    """The binaries in each image the Dockerfile makes, by stage name: what its build stages
+    copy out of target/release into /out, for the stages that take /out from them."""
+    stages, current = {}, None
+    for line in (ROOT / "Dockerfile").read_text().splitlines():
+        if match := re.match(r"FROM \S+ AS (\S+)", line):
+            current = stages.setdefault(match.group(1), {"built": set(), "from": None})
+        elif current is not None:
+            current["built"].update(re.findall(r"target/release/([a-z-]+)", line))
+            if match := re.match(r"COPY --from=(\S+) /out/", line):
+                current["from"] = match.group(1)
+    return {name: stages[stage["from"]]["built"] for name, stage in stages.items() if stage["from"]}
+
+
+def check_images():
+    """The production image holds the services and the CLI, never the stand-in model; every
+    compose service runs a binary its image has."""
+    images = dockerfile_images()
+    production = images.get("production", set())
+    expected = SERVICES | {"agentic"}
+    if production != expected:
+        failures.append(f"Dockerfile: the production image holds {sorted(production)}, not {sorted(expected)}")
+    if images.get("stand-in-model") != {STAND_IN_MODEL}:
+        failures.append(f"Dockerfile: the stand-in-model image holds {sorted(images.get('stand-in-model', []))}")
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    for name, service in compose["services"].items():
+        build = service.get("build")
+        command = service.get("command") or []
+        if not build or not command:
+            continue
+        target = build.get("target") if isinstance(build, dict) else None
+        if command[0] not in images.get(target, set()):
+            failures.append(f"compose {name}: runs {command[0]}, which the image of target {target} does not hold")
+        else:
+            print(f"ok  compose {name}: {command[0]} is in the {target} image")
 
 
 def manifest_documents():
@@ -137,6 +174,7 @@ def check_gateway_egress():
 
 
 check_compose()
+check_images()
 check_manifests()
 check_gateway_egress()
 if failures:
