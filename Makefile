@@ -12,7 +12,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 # End-to-end tests at once: they mostly wait for services, not for a CPU.
 export E2E_THREADS ?= 4
 
-.PHONY: all build run demo test bench validate lint deps fmt clean
+.PHONY: all build run demo test bench validate lint deps fmt proto clean
 
 all: build
 
@@ -63,6 +63,10 @@ deps:
 
 fmt:
 	$(CARGO) fmt --all
+
+## After changing a .proto file: regenerate agentic-proto's code and descriptor set (commit them).
+proto:
+	scripts/proto-gen.sh
 
 ## The build and the stack's data; the tools the checks installed stay in ~/.cache/agentic/tools.
 clean:

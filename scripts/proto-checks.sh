@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The protobuf contracts' checks (part of `make lint`): `buf lint`, `buf format`, and
+# The protobuf contracts' checks (part of `make lint`): the generated code is up to date with
+# proto/ (what `make proto` recorded it was made from is what is there now), `buf lint`,
+# `buf format`, and
 # `buf breaking` against the last commit of main, since the proto is also the storage format
 # (stored events and triggers are encoded protobuf). On main itself that is the commit before
 # HEAD, so each landed change is held to what was there before it. buf is installed once from
@@ -17,7 +19,12 @@ if [[ "$("$buf" --version 2>/dev/null)" != "$version" ]]; then
     npm install --silent --no-fund --no-audit --prefix "$root" "@bufbuild/buf@$version" >/dev/null
 fi
 
-echo "== protobuf contracts: buf lint, format and breaking"
+echo "== protobuf contracts: generated code, buf lint, format and breaking"
+recorded=shared/agentic-proto/src/generated/SOURCES.sha256
+if ! scripts/proto-sources.sh | diff -u "$recorded" - >&2; then
+    echo "!! FAIL: proto/ or tools/proto-gen changed since agentic-proto's code was generated: run \`make proto\` and commit what it writes" >&2
+    exit 1
+fi
 "$buf" lint
 "$buf" format --diff --exit-code
 

@@ -1,4 +1,6 @@
-//! The gRPC contracts of agentic (`proto/agentic/v1`), generated at build time.
+//! The gRPC contracts of agentic (`proto/agentic/v1`): the code and descriptor set `make proto`
+//! generated from them (`src/generated/`, checked in; `make lint` fails when the protos have
+//! changed since), and JSON <-> protobuf helpers.
 
 pub mod budget;
 pub mod canonical;
@@ -8,8 +10,8 @@ pub mod json;
 
 #[allow(clippy::all)]
 pub mod v1 {
-    tonic::include_proto!("agentic.v1");
+    include!("generated/agentic.v1.rs");
 }
 
 /// Encoded `FileDescriptorSet` of every agentic proto, for server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("agentic_descriptor");
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/agentic_descriptor.bin");
