@@ -9,6 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/tools-dir.sh
+# With CARGO set (make exports it) cargo-machete takes its first argument for the name cargo
+# ran it by, and `--version` would start an analysis instead.
+unset CARGO
 
 version=0.9.2
 machete=cargo-machete
