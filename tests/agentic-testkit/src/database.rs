@@ -14,6 +14,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
+use std::time::Duration;
 
 use agentic_db::{Db, Migrations, Settings};
 use anyhow::Context;
@@ -162,16 +163,21 @@ async fn make_template(
         .await
         .with_context(|| format!("migrating the template {building}"))?;
     db.close().await;
-    // A closed connection's server process may still be on its way out; a rename needs none.
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1")
-        .bind(&building)
-        .execute(&mut *admin)
+    admin
+        .execute(
+            format!(r#"ALTER DATABASE "{building}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"#)
+                .as_str(),
+        )
         .await?;
-    for statement in [
-        format!(r#"ALTER DATABASE "{building}" RENAME TO "{name}""#),
-        format!(r#"ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"#),
-    ] {
-        admin.execute(statement.as_str()).await?;
+    // The server process of a connection just closed may still be on its way out, and a
+    // rename needs none left: a few tries, then the error.
+    let rename = format!(r#"ALTER DATABASE "{building}" RENAME TO "{name}""#);
+    for attempt in 1.. {
+        match admin.execute(rename.as_str()).await {
+            Ok(_) => break,
+            Err(_) if attempt < 50 => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(error) => return Err(error).context(format!("renaming {building}")),
+        }
     }
     Ok(())
 }
