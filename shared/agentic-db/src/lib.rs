@@ -73,6 +73,29 @@ impl Migrations {
             .then_some((sqlite_only, postgres_only))
     }
 
+    /// Whether these are the files of `folders`' `sqlite/` and `postgres/` folders, in order
+    /// (for a test beside the list: a file added to a folder and not to the list, or the
+    /// other way round, is named).
+    pub fn matches_folders(&self, folders: &std::path::Path) -> Result<(), String> {
+        for (backend, files) in [("sqlite", self.sqlite), ("postgres", self.postgres)] {
+            let folder = folders.join(backend);
+            let mut present = std::fs::read_dir(&folder)
+                .map_err(|error| format!("reading {}: {error}", folder.display()))?
+                .map(|entry| entry.map(|entry| entry.file_name().to_string_lossy().into_owned()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| format!("reading {}: {error}", folder.display()))?;
+            present.sort();
+            let listed: Vec<&str> = files.iter().map(|file| file.name).collect();
+            if listed != present {
+                return Err(format!(
+                    "{backend}: the list embeds {listed:?}, the folder {} holds {present:?}",
+                    folder.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Both backends' migrators, refused when a file name is not sqlx's or the two backends
     /// are out of step.
     async fn migrators(&self) -> Result<(Migrator, Migrator), sqlx::Error> {
@@ -458,6 +481,35 @@ mod tests {
         assert_eq!(migration.version, 7);
         assert_eq!(migration.description, "daily tokens");
         assert_eq!(hex(&migration.checksum), checksum);
+    }
+
+    #[test]
+    fn a_migration_file_missing_from_the_list_is_named() {
+        let folders = std::env::temp_dir().join(format!(
+            "agentic-db-migrations-{}-{}",
+            std::process::id(),
+            now_millis()
+        ));
+        for (backend, files) in [
+            ("sqlite", ["1_a.sql", "2_b.sql"]),
+            ("postgres", ["1_a.sql", "2_b.sql"]),
+        ] {
+            std::fs::create_dir_all(folders.join(backend)).unwrap();
+            for name in files {
+                std::fs::write(folders.join(backend).join(name), "SELECT 1").unwrap();
+            }
+        }
+        const LISTED: Migrations = Migrations {
+            sqlite: &[file("1_a.sql"), file("2_b.sql")],
+            postgres: &[file("1_a.sql")],
+        };
+        let missing = LISTED.matches_folders(&folders).unwrap_err();
+        std::fs::remove_dir_all(&folders).unwrap();
+        assert!(
+            missing.starts_with(r#"postgres: the list embeds ["1_a.sql"]"#)
+                && missing.contains(r#"["1_a.sql", "2_b.sql"]"#),
+            "{missing}"
+        );
     }
 
     #[test]
