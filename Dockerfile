@@ -8,8 +8,11 @@
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
+# The binaries are removed from the cached target folder first, so that one this build does not
+# make can never be copied from an earlier build.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
+    find target/release -maxdepth 1 -type f -executable -delete 2>/dev/null; \
     cargo build --release --locked \
         -p prompt-gateway -p classic-executor -p code-executor -p hosted-executor -p tool-host \
         -p agentic-client --bins \
@@ -22,6 +25,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
+    find target/release -maxdepth 1 -type f -executable -delete 2>/dev/null; \
     cargo build --release --locked -p agentic-testkit --bin stand-in-model \
     && mkdir -p /out \
     && cp target/release/stand-in-model /out/

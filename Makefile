@@ -68,7 +68,8 @@ fmt:
 proto:
 	scripts/proto-gen.sh
 
-## The build and the stack's data; the tools the checks installed stay in ~/.cache/agentic/tools.
+## The build and the stack's data (and the tool folders older clones kept inside); the tools
+## the checks install stay in ~/.cache/agentic/tools.
 clean:
 	$(CARGO) clean
-	rm -rf .run
+	rm -rf .run .venv-validate .buf-tools .cargo-tools .mcp-servers

@@ -14,20 +14,23 @@ dir="$tools_dir/mcp-servers-$everything_version-$time_version"
 everything="$dir/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 time_bin="$dir/venv/bin/mcp-server-time"
 
-mkdir -p "$dir"
-if ! [ -f "$dir/npm/.installed-$everything_version" ]; then
-	command -v npm >/dev/null || { echo "mcp-servers: npm is needed to install server-everything" >&2; exit 1; }
-	mkdir -p "$dir/npm"
-	(cd "$dir/npm" && [ -f package.json ] || echo '{"private": true}' > package.json)
-	(cd "$dir/npm" && npm install --silent --no-audit --no-fund \
-		"@modelcontextprotocol/server-everything@$everything_version" >&2)
-	touch "$dir/npm/.installed-$everything_version"
-fi
-if ! [ -f "$dir/venv/.installed-$time_version" ]; then
-	python3 -m venv "$dir/venv"
-	"$dir/venv/bin/pip" install --quiet --disable-pip-version-check "mcp-server-time==$time_version" >&2
-	touch "$dir/venv/.installed-$time_version"
-fi
+install_servers() {
+	mkdir -p "$dir"
+	if ! [ -f "$dir/npm/.installed-$everything_version" ]; then
+		command -v npm >/dev/null || { echo "mcp-servers: npm is needed to install server-everything" >&2; exit 1; }
+		mkdir -p "$dir/npm"
+		(cd "$dir/npm" && [ -f package.json ] || echo '{"private": true}' > package.json)
+		(cd "$dir/npm" && npm install --silent --no-audit --no-fund \
+			"@modelcontextprotocol/server-everything@$everything_version" >&2)
+		touch "$dir/npm/.installed-$everything_version"
+	fi
+	if ! [ -f "$dir/venv/.installed-$time_version" ]; then
+		python3 -m venv "$dir/venv"
+		"$dir/venv/bin/pip" install --quiet --disable-pip-version-check "mcp-server-time==$time_version" >&2
+		touch "$dir/venv/.installed-$time_version"
+	fi
+}
+with_tools_lock install_servers
 [ -f "$everything" ] || { echo "mcp-servers: $everything is missing after the install" >&2; exit 1; }
 [ -x "$time_bin" ] || { echo "mcp-servers: $time_bin is missing after the install" >&2; exit 1; }
 echo "AGENTIC_TEST_MCP_EVERYTHING=$everything"

@@ -10,13 +10,14 @@ have the same features; crates only tests use may come in new.
 """
 
 import collections
+import os
 import subprocess
 import sys
 
 
 def features(edges):
     run = subprocess.run(
-        ["cargo", "tree", "--workspace", "--locked", "-e", edges, "--prefix", "none",
+        [os.environ.get("CARGO", "cargo"), "tree", "--workspace", "--locked", "-e", edges, "--prefix", "none",
          "--format", "{p}|{f}"],
         capture_output=True, text=True)
     if run.returncode != 0:
@@ -36,6 +37,8 @@ def features(edges):
 
 binaries = features("normal,build")
 tests = features("normal,build,dev")
+if not binaries or not tests:
+    sys.exit("!! FAIL: cargo tree listed no crates; nothing was checked")
 changed = [
     f"{package}: {sorted(binaries[package])} for the binaries, {sorted(tests[package])} with tests"
     for package in sorted(binaries)

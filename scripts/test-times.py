@@ -15,10 +15,10 @@ import re
 import sys
 import time
 
-RESULT = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)")
+RESULT = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. (ok|FAILED|ignored)")
 
 
-def read(threads):
+def read():
     """Echoes stdin; returns the run's start and its tests' ends, in order."""
     start, ends = None, []
     for line in sys.stdin:
@@ -57,7 +57,7 @@ def replay(threads, start, ends):
 def main():
     threads = int(sys.argv[1])
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    start, ends = read(threads)
+    start, ends = read()
     if start is None or not ends:
         return
     times = replay(threads, start, ends)

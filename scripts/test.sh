@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `make test`: every test, on the build `make build` and `make lint` share.
 #  1. the tools the tests drive: MCP servers (npm, PyPI), headless Chromium (Debian);
-#  2. one build of every target (a no-op after `make lint`; only the test harnesses after
-#     `make build`);
+#  2. one build of every target (a no-op after `make lint`; after `make build`, only the test
+#     harnesses and the crates only tests use);
 #  3. unit and doc tests of each crate;
 #  4. the end-to-end suite, E2E_THREADS tests at a time, then its slowest tests;
 #  5. the end-to-end modules whose behaviour depends on the storage backend again, with every
-#     stack on PostgreSQL (PG_MODULES; the tool-host's store and the replicas run on
-#     PostgreSQL in step 4 already);
+#     stack on PostgreSQL (`pg_modules` below; each must match tests; the tool-host's store
+#     and the replicas run on PostgreSQL in step 4 already);
 #  6. the offline checks of the delivery files.
 # Every step runs even when one before it failed; the script fails at the end, naming them.
 set -uo pipefail
@@ -28,6 +28,7 @@ step() {
     if ! "$@"; then
         echo "!! FAILED: $name" >&2
         failed+=("$name")
+        return 1
     fi
 }
 
@@ -38,6 +39,20 @@ quietly() {
 e2e() {
     "$cargo" test --workspace --locked --test e2e -- --test-threads "$threads" "$@" 2>&1 |
         scripts/test-times.py "$threads" 10
+}
+
+# Each module of the PostgreSQL pass names tests: a renamed module fails here instead of
+# leaving its tests out of the pass unnoticed.
+pg_modules_exist() {
+    local names module
+    names=$("$cargo" test --workspace --locked --test e2e -- --list 2>/dev/null) || return 1
+    for module in "${pg_modules[@]}"; do
+        [[ $module == --skip || $module == walls:: || $module == llm_faults:: ]] && continue
+        if ! grep -q "^$module" <<<"$names"; then
+            echo "!! no end-to-end test is in module $module" >&2
+            return 1
+        fi
+    done
 }
 
 if [[ -n "${AGENTIC_TEST_POSTGRES_URL:-}" ]]; then
@@ -55,6 +70,7 @@ step "unit tests" "$cargo" test --workspace --locked --no-fail-fast --lib --bins
 step "doc tests" "$cargo" test --workspace --locked --doc
 step "end-to-end tests" e2e
 if [[ -n "${AGENTIC_TEST_POSTGRES_URL:-}" ]]; then
+    step "the PostgreSQL pass's modules exist" pg_modules_exist
     AGENTIC_TEST_STACK_DATABASE=postgres step "end-to-end tests of storage on PostgreSQL" \
         e2e "${pg_modules[@]}"
 else

@@ -18,13 +18,15 @@ machete=cargo-machete
 if [[ "$("$machete" --version 2>/dev/null)" != "$version" ]]; then
     root="$tools_dir/cargo-machete-$version"
     machete="$root/bin/cargo-machete"
-    if [[ "$("$machete" --version 2>/dev/null)" != "$version" ]]; then
+    install_machete() {
+        [[ "$("$machete" --version 2>/dev/null)" == "$version" ]] && return
         echo "== installing cargo-machete $version into $root"
         # Its own target folder: the workspace's build must not share its features.
         cargo install --quiet --locked --root "$root" --target-dir "$root/build" \
             --version "$version" cargo-machete
         rm -rf "$root/build"
-    fi
+    }
+    with_tools_lock install_machete
 fi
 echo "== unused dependencies (cargo-machete $version)"
 "$machete" --skip-target-dir

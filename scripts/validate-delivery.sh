@@ -8,14 +8,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/tools-dir.sh
 
-venv="$tools_dir/validate-venv-1"
-if [[ ! -f "$venv/.installed" ]]; then
+validators="kubernetes-validate==1.37.0 check-jsonschema==0.39.0 pyyaml==6.0.4"
+venv="$tools_dir/validate-venv-k8s1.37.0-jsonschema0.39.0-yaml6.0.4"
+install_validators() {
+    [[ -f "$venv/.installed" ]] && return
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check \
-        kubernetes-validate check-jsonschema pyyaml
+    # shellcheck disable=SC2086
+    "$venv/bin/pip" install --quiet --disable-pip-version-check $validators
     touch "$venv/.installed"
-fi
+}
+with_tools_lock install_validators
 
 echo "== compose file against the compose-spec schema"
 "$venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec docker-compose.yml

@@ -74,8 +74,8 @@ impl Migrations {
     }
 
     /// Whether these are the files of `folders`' `sqlite/` and `postgres/` folders, in order
-    /// (for a test beside the list: a file added to a folder and not to the list, or the
-    /// other way round, is named).
+    /// and with their SQL (for a test beside the list: a file added to a folder and not to
+    /// the list, or the other way round, or a name embedding another file's SQL, is named).
     pub fn matches_folders(&self, folders: &std::path::Path) -> Result<(), String> {
         for (backend, files) in [("sqlite", self.sqlite), ("postgres", self.postgres)] {
             let folder = folders.join(backend);
@@ -91,6 +91,18 @@ impl Migrations {
                     "{backend}: the list embeds {listed:?}, the folder {} holds {present:?}",
                     folder.display()
                 ));
+            }
+            for file in files {
+                let path = folder.join(file.name);
+                let sql = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("reading {}: {error}", path.display()))?;
+                if sql != file.sql {
+                    return Err(format!(
+                        "{backend}: {} embeds other SQL than {}",
+                        file.name,
+                        path.display()
+                    ));
+                }
             }
         }
         Ok(())
@@ -484,7 +496,7 @@ mod tests {
     }
 
     #[test]
-    fn a_migration_file_missing_from_the_list_is_named() {
+    fn a_migration_file_missing_from_the_list_or_embedding_other_sql_is_named() {
         let folders = std::env::temp_dir().join(format!(
             "agentic-db-migrations-{}-{}",
             std::process::id(),
@@ -503,8 +515,25 @@ mod tests {
             sqlite: &[file("1_a.sql"), file("2_b.sql")],
             postgres: &[file("1_a.sql")],
         };
-        let missing = LISTED.matches_folders(&folders).unwrap_err();
+        let missing = LISTED.matches_folders(&folders);
+        const OTHER_SQL: Migrations = Migrations {
+            sqlite: &[file("1_a.sql"), file("2_b.sql")],
+            postgres: &[
+                file("1_a.sql"),
+                MigrationFile {
+                    name: "2_b.sql",
+                    sql: "SELECT 2",
+                },
+            ],
+        };
+        let other_sql = OTHER_SQL.matches_folders(&folders);
         std::fs::remove_dir_all(&folders).unwrap();
+        let missing = missing.unwrap_err();
+        assert!(
+            other_sql
+                .unwrap_err()
+                .starts_with("postgres: 2_b.sql embeds other SQL than"),
+        );
         assert!(
             missing.starts_with(r#"postgres: the list embeds ["1_a.sql"]"#)
                 && missing.contains(r#"["1_a.sql", "2_b.sql"]"#),

@@ -117,7 +117,7 @@ impl<T> Row for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, 
 /// A row of either backend, read column by column by name. A struct decodes from both
 /// backends with one `FromRow` impl for any row `Columns` can be made from:
 ///
-/// ```ignore
+/// ```text
 /// impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Named where Columns<'r>: From<&'r R> {
 ///     fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
 ///         let row = Columns::from(row);

@@ -7,12 +7,10 @@
 //!
 //! A PostgreSQL test database is a copy of a template that was migrated once
 //! (`CREATE DATABASE … TEMPLATE`), not migrated again for every test. A template is named
-//! after a hash of the migrations it holds, so a changed migration makes a new one; and the
+//! after a hash (FNV-1a) of the migrations it holds, so a changed migration makes a new one; and the
 //! service checks what it finds against its own migrations' checksums when it starts, so a
 //! template that does not match fails the test loudly instead of passing it.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::time::Duration;
 
@@ -105,18 +103,15 @@ async fn admin(server: &str) -> anyhow::Result<PgConnection> {
 /// connections, which is what lets many tests copy it at once.
 async fn template(server: &str, prefix: &str, migrations: &Migrations) -> anyhow::Result<String> {
     static MADE: Mutex<Vec<String>> = Mutex::const_new(Vec::new());
-    let mut hasher = DefaultHasher::new();
-    for file in migrations.postgres {
-        (file.name, file.sql).hash(&mut hasher);
-    }
-    let name = format!("agentic_template_{prefix}_{:016x}", hasher.finish());
+    let hash = migrations_hash(migrations);
+    let name = format!("agentic_template_{prefix}_{hash:016x}");
     let mut made = MADE.lock().await;
     if made.contains(&name) {
         return Ok(name);
     }
     let mut admin = admin(server).await?;
     // The lock's key: any number the tests' other locks do not use.
-    let key = i64::from_ne_bytes(hasher.finish().to_ne_bytes());
+    let key = i64::from_ne_bytes(hash.to_ne_bytes());
     sqlx::query("SELECT pg_advisory_lock($1)")
         .bind(key)
         .execute(&mut admin)
@@ -132,8 +127,27 @@ async fn template(server: &str, prefix: &str, migrations: &Migrations) -> anyhow
     Ok(name)
 }
 
+/// FNV-1a over the PostgreSQL migrations' names and SQL: the same for the same migrations on
+/// every machine and toolchain, so a template is made once per migration set.
+fn migrations_hash(migrations: &Migrations) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for file in migrations.postgres {
+        for byte in file
+            .name
+            .bytes()
+            .chain([0])
+            .chain(file.sql.bytes())
+            .chain([0])
+        {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
 /// Makes the template `name` unless it exists: migrated under another name first, so that
-/// `name` only ever names a whole template, even if this process dies half-way.
+/// `name` only ever names a whole database, even if this process dies half-way (a database
+/// named so but not yet marked a template copies as well).
 async fn make_template(
     admin: &mut PgConnection,
     server: &str,
@@ -163,12 +177,6 @@ async fn make_template(
         .await
         .with_context(|| format!("migrating the template {building}"))?;
     db.close().await;
-    admin
-        .execute(
-            format!(r#"ALTER DATABASE "{building}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"#)
-                .as_str(),
-        )
-        .await?;
     // The server process of a connection just closed may still be on its way out, and a
     // rename needs none left: a few tries, then the error.
     let rename = format!(r#"ALTER DATABASE "{building}" RENAME TO "{name}""#);
@@ -179,6 +187,14 @@ async fn make_template(
             Err(error) => return Err(error).context(format!("renaming {building}")),
         }
     }
+    // A template is never dropped by accident, and takes no connection that would stop the
+    // tests copying it.
+    admin
+        .execute(
+            format!(r#"ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false"#)
+                .as_str(),
+        )
+        .await?;
     Ok(())
 }
 
