@@ -2,12 +2,16 @@
 """Checks that docker-compose.yml and the Kubernetes manifests pass only settings the
 binaries read: each service's environment (and command) is handed to its binary's
 `--check-config`, which parses it and refuses unknown agentic settings, and no service is
-given the stand-in model's settings (the services know nothing of it). Also checks that
+given the stand-in model's settings (the services know nothing of it). The files ship no
+secret: compose requires the operator's tokens, the Kubernetes Secret holds placeholders
+that every service refuses (checked both ways: refused as shipped, accepted once an
+operator's secrets replace them), and compose publishes ports on loopback by default. Also checks that
 compose `depends_on` and kustomize `resources` name things that exist, and that the
 Kubernetes gateway may reach only DNS, the executors, the tool-host and PostgreSQL."""
 
 import os
 import re
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +25,40 @@ SERVICES = {"prompt-gateway", "classic-executor", "code-executor", "hosted-execu
 STAND_IN_MODEL = "stand-in-model"
 STAND_IN_MODEL_PREFIX = "STAND_IN_MODEL_"
 failures = []
+# What an operator sets for compose's required variables, and puts into the Kubernetes
+# Secret instead of its placeholders: random secrets, as the files' comments ask.
+OPERATOR = {
+    "AGENTIC_INTERNAL_TOKEN": secrets.token_hex(32),
+    "AGENTIC_AUTH_TOKENS": f"{secrets.token_hex(32)}=alice",
+}
+REQUIRED_IN_COMPOSE = {"AGENTIC_INTERNAL_TOKEN", "AGENTIC_AUTH_TOKENS"}
+PUBLISHED_ON = "${AGENTIC_PUBLISH_ADDRESS:-127.0.0.1}:"
 
 
-def compose_value(value):
-    """`${VAR:-default}` becomes its default, as compose would without the variable set."""
-    return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", str(value))
+def compose_value(value, overrides=None):
+    """A value as compose makes it: `${VAR:-default}` is VAR from `overrides` (an env file)
+    or its default, `${VAR:?message}` is what the operator sets for VAR."""
+    overrides = overrides or {}
+
+    def required(match):
+        name = match.group(1)
+        if name not in OPERATOR:
+            failures.append(f"compose requires {name}, which this check has no operator value for")
+        return OPERATOR.get(name, "")
+
+    value = re.sub(r"\$\{([A-Z0-9_]+):-([^}]*)\}",
+                   lambda match: overrides.get(match.group(1), match.group(2)), str(value))
+    return re.sub(r"\$\{([A-Z0-9_]+):\?[^}]*\}", required, value)
+
+
+def check_config(binary, env, args):
+    """Runs `binary --check-config` with `env`; its result."""
+    run_env = {"PATH": os.environ.get("PATH", ""), **env}
+    return subprocess.run([str(BIN / binary), *args, "--check-config"], env=run_env, capture_output=True, text=True)
+
+
+def first_line(result):
+    return result.stderr.strip().splitlines()[0] if result.stderr.strip() else str(result.returncode)
 
 
 def check(origin, binary, env, args):
@@ -35,27 +68,42 @@ def check(origin, binary, env, args):
     if binary in SERVICES and misplaced:
         failures.append(f"{origin}: {binary} is given the stand-in model's settings: {', '.join(misplaced)}")
         return
-    run_env = {"PATH": os.environ.get("PATH", ""), **env}
-    result = subprocess.run([str(BIN / binary), *args, "--check-config"], env=run_env, capture_output=True, text=True)
+    result = check_config(binary, env, args)
     if result.returncode != 0:
-        failures.append(f"{origin}: {binary} refuses its configuration: {result.stderr.strip().splitlines()[0] if result.stderr.strip() else result.returncode}")
+        failures.append(f"{origin}: {binary} refuses its configuration: {first_line(result)}")
     else:
         print(f"ok  {origin}: {binary} accepts {len(env)} settings")
+
+
+def env_file(path):
+    """The variables of a compose env file."""
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines()
+             if line.strip() and not line.startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
 
 
 def check_compose():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
+    demo = env_file(ROOT / "deploy" / "compose" / "demo.env")
     for name, service in services.items():
         for dependency in service.get("depends_on", {}) or {}:
             if dependency not in services:
                 failures.append(f"compose: {name} depends on unknown service {dependency}")
+        for port in service.get("ports", []) or []:
+            if not str(port).startswith(PUBLISHED_ON):
+                failures.append(f"compose {name}: publishes {port} on every interface, not on {PUBLISHED_ON}")
         command = service.get("command") or []
         if not command:
             continue
-        env = {key: compose_value(value) for key, value in (service.get("environment") or {}).items()}
-        env = {key: value for key, value in env.items() if value != ""}
-        check(f"compose {name}", command[0], env, command[1:])
+        raw = service.get("environment") or {}
+        for variable in REQUIRED_IN_COMPOSE:
+            if variable in raw and not str(raw[variable]).startswith(f"${{{variable}:?"):
+                failures.append(f"compose {name}: {variable} has a default ({raw[variable]}); the operator must set it")
+        for origin, overrides in [(f"compose {name}", {}), (f"compose {name} (demo.env)", demo)]:
+            env = {key: compose_value(value, overrides) for key, value in raw.items()}
+            env = {key: value for key, value in env.items() if value != ""}
+            check(origin, command[0], env, command[1:])
 
 
 def dockerfile_images():
@@ -114,18 +162,22 @@ def manifest_documents():
 
 
 def check_manifests():
-    config, secrets = {}, {}
+    """Each Deployment's container with the base's ConfigMap and Secret: refused as shipped
+    (the Secret's tokens are placeholders), accepted with an operator's secrets in place."""
+    config, shipped = {}, {}
     documents = list(manifest_documents())
     for path, document in documents:
         if document["kind"] == "ConfigMap" and "base" in path.parts:
             config.update(document.get("data", {}))
         if document["kind"] == "Secret":
-            secrets.update(document.get("stringData", {}))
+            shipped.update(document.get("stringData", {}))
+    operator = {**shipped, "internal-token": OPERATOR["AGENTIC_INTERNAL_TOKEN"],
+                "auth-tokens": OPERATOR["AGENTIC_AUTH_TOKENS"]}
     for path, document in documents:
         if document["kind"] != "Deployment":
             continue
         for container in document["spec"]["template"]["spec"]["containers"]:
-            env = {}
+            env, placeholders = {}, {}
             for variable in container.get("env", []):
                 source = variable.get("valueFrom", {})
                 if "value" in variable:
@@ -137,11 +189,22 @@ def check_manifests():
                     env[variable["name"]] = config.get(key, "")
                 elif "secretKeyRef" in source:
                     key = source["secretKeyRef"]["key"]
-                    if key not in secrets:
+                    if key not in shipped:
                         failures.append(f"{path.name}: {variable['name']} reads missing secret key {key}")
-                    env[variable["name"]] = secrets.get(key, "")
+                    env[variable["name"]] = operator.get(key, "")
+                    if key in ("internal-token", "auth-tokens"):
+                        placeholders[variable["name"]] = shipped.get(key, "")
             command = container.get("command", [])
-            check(f"{path.relative_to(ROOT)} {container['name']}", command[0], env, command[1:] + container.get("args", []))
+            origin = f"{path.relative_to(ROOT)} {container['name']}"
+            args = command[1:] + container.get("args", [])
+            check(origin, command[0], env, args)
+            # Each token as shipped, alone among an operator's secrets, is refused.
+            for name, placeholder in placeholders.items():
+                as_shipped = check_config(command[0], {**env, name: placeholder}, args)
+                if as_shipped.returncode == 0:
+                    failures.append(f"{origin}: {command[0]} accepts {name} as shipped ({placeholder})")
+                else:
+                    print(f"ok  {origin}: {command[0]} refuses {name} as shipped: {first_line(as_shipped)}")
 
 
 def check_gateway_egress():

@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin="${CARGO_TARGET_DIR:-target}/debug"
+# A development stack on this machine: every service on loopback, no internal token needed,
+# and the gateway trusts the user name a client sends (`--dev`).
+export AGENTIC_DEV="${AGENTIC_DEV:-true}"
 data=.run
 mkdir -p "$data"
 gateway_url="${AGENTIC_SERVER:-http://127.0.0.1:50051}"

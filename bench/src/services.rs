@@ -35,6 +35,7 @@ fn start_tool_host(
         mcp_config,
         guardrails: None,
         internal_token: None,
+        dev: agentic_rpc::exposure::DevFlag { dev: true },
         check_config: false,
         probe: false,
     };

@@ -793,6 +793,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 mcp_config: None,
                 guardrails: None,
                 internal_token: None,
+                dev: agentic_rpc::exposure::DevFlag { dev: true },
                 check_config: false,
                 probe: false,
             };

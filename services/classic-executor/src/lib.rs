@@ -21,7 +21,7 @@ pub use crate::executor::{MODE_ID, MODE_NAME};
     name = "classic-executor",
     version,
     about = "The classic execution mode of agentic",
-    mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "0.0.0.0:50052"))
+    mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "127.0.0.1:50052"))
 )]
 pub struct Config {
     /// What every executor takes: `--listen`, the internal token, the tool-host, the LLM,

@@ -32,7 +32,7 @@ use crate::runner::CodeRunnerService;
     name = "code-executor",
     version,
     about = "The code execution mode of agentic",
-    mut_arg("listen", listen_setting("CODE_EXECUTOR_LISTEN", "0.0.0.0:50053"))
+    mut_arg("listen", listen_setting("CODE_EXECUTOR_LISTEN", "127.0.0.1:50053"))
 )]
 pub struct Config {
     /// What every executor takes: `--listen`, the internal token, the tool-host, the LLM,

@@ -29,7 +29,7 @@ pub use crate::executor::{MODE_ID, MODE_NAME};
     name = "hosted-executor",
     version,
     about = "The hosted execution mode of agentic: code runs in the model provider's container",
-    mut_arg("listen", listen_setting("HOSTED_EXECUTOR_LISTEN", "0.0.0.0:50056"))
+    mut_arg("listen", listen_setting("HOSTED_EXECUTOR_LISTEN", "127.0.0.1:50056"))
 )]
 pub struct Config {
     /// What every executor takes: `--listen`, the internal token, the tool-host,

@@ -87,9 +87,11 @@ pub fn route_paths() -> Vec<&'static str> {
     routes().into_iter().map(|(path, _)| path).collect()
 }
 
-/// The API's routes behind its guard, and the playground's pages beside them.
+/// The API's routes behind its guard, and the playground's pages beside them; in dev mode
+/// (no users' tokens), all of it only for requests addressed to a loopback name.
 pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
-    routes()
+    let dev_mode = matches!(api.auth.auth, crate::auth::Auth::DevMode);
+    let router = routes()
         .into_iter()
         .fold(Router::new(), |router, (path, handlers)| {
             router.route(path, handlers)
@@ -112,7 +114,39 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
             cors,
         ))
         .with_state(api)
-        .merge(crate::playground::router())
+        .merge(crate::playground::router());
+    if dev_mode {
+        router.layer(axum::middleware::from_fn(loopback_hosts_only))
+    } else {
+        router
+    }
+}
+
+/// A dev gateway trusts whoever reaches it to say who they are, which is safe only on this
+/// machine: it answers only requests whose `Host` is a loopback name. A web page on another
+/// origin whose name its owner re-resolves to 127.0.0.1 (DNS rebinding) sends its own name.
+async fn loopback_hosts_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| {
+            request
+                .uri()
+                .authority()
+                .map(|authority| authority.as_str())
+        });
+    if host.is_some_and(agentic_rpc::exposure::is_loopback_host) {
+        return next.run(request).await;
+    }
+    error(
+        StatusCode::FORBIDDEN,
+        "PERMISSION_DENIED",
+        "this development gateway answers only requests addressed to localhost",
+    )
 }
 
 /// How long a request body may take to arrive.

@@ -7,6 +7,7 @@ mod auth;
 mod budget;
 mod conversations;
 mod error;
+mod exposure;
 mod follow;
 mod grpc;
 mod http;
@@ -51,7 +52,7 @@ use crate::store::{Owner, Store, Wake};
 #[command(name = "prompt-gateway", about = "The public gRPC API of agentic")]
 pub struct Config {
     /// Address to listen on.
-    #[arg(long, env = "GATEWAY_LISTEN", default_value = "0.0.0.0:50051")]
+    #[arg(long, env = "GATEWAY_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
     /// Address of the HTTP/JSON API (the gRPC API's routes, server-sent events for prompt
     /// events); unset: none. Used by the binary; `run_with_http` takes a bound listener.
@@ -138,11 +139,15 @@ pub struct Config {
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
-    /// Token internal services require from each other (unset: no check, for local use).
+    /// Token internal services require from each other: a random secret, required unless
+    /// `--dev`.
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
-    /// Users' bearer tokens as TOKEN=USER pairs, comma separated. Unset (and no file): dev
-    /// mode, which trusts the `x-user-id` header.
+    #[command(flatten)]
+    pub dev: agentic_rpc::exposure::DevFlag,
+    /// Users' bearer tokens as TOKEN=USER pairs, comma separated, each token a random
+    /// secret. Unset (and no file): dev mode, which trusts the `x-user-id` header, and which
+    /// needs `--dev` (on loopback only).
     #[arg(
         long,
         env = "AGENTIC_AUTH_TOKENS",
@@ -178,11 +183,18 @@ pub enum RecordPrompts {
     Off,
 }
 
-/// What `--check-config` checks beyond parsing: the auth tokens, the internal token, the TLS
-/// certificate and key (both read and parse, and the key is the certificate's) and the modes
-/// are usable.
+/// What `--check-config` checks beyond parsing: the auth tokens, the internal token (both
+/// secrets unless `--dev`, which listens on loopback only), the TLS certificate and key (both
+/// read and parse, and the key is the certificate's) and the modes are usable.
 pub fn check(config: &Config) -> anyhow::Result<()> {
-    Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
+    let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
+    exposure::check(
+        &auth,
+        config.internal_token.as_deref(),
+        config.dev,
+        config.listen,
+        config.http_listen,
+    )?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
     guardrails(config)?;
@@ -259,12 +271,19 @@ pub async fn run_with_clock(
     clock: Clock,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
+    exposure::check(
+        &auth,
+        config.internal_token.as_deref(),
+        config.dev,
+        listener.local_addr()?,
+        http.as_ref().map(TcpListener::local_addr).transpose()?,
+    )?;
     let owner = Owner {
         replica: uuid::Uuid::now_v7().to_string(),
         lease: Duration::from_millis(config.lease_ms),
     };
     let store = Store::connect(&config.database_url, owner.clone()).await?;
-    let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     let store_is_shared = store.is_shared();
     let (queues, queue_moves) = tokio::sync::mpsc::unbounded_channel();

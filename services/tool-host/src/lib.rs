@@ -34,7 +34,7 @@ use crate::registry::Registry;
 #[command(name = "tool-host", version, about)]
 pub struct Config {
     /// Address to listen on (used by the binary; `run` takes a bound listener).
-    #[arg(long, env = "TOOL_HOST_LISTEN", default_value = "0.0.0.0:50054")]
+    #[arg(long, env = "TOOL_HOST_LISTEN", default_value = "127.0.0.1:50054")]
     pub listen: SocketAddr,
 
     /// Database holding the plugins' data: a `postgres://` or `postgresql://` URL selects
@@ -83,9 +83,12 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_URL", default_value = "http://127.0.0.1:50051")]
     pub gateway_url: String,
 
-    /// Token internal services require from each other (unset: no check, for local use).
+    /// Token internal services require from each other: a random secret, required unless
+    /// `--dev`.
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
+    #[command(flatten)]
+    pub dev: agentic_rpc::exposure::DevFlag,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -128,13 +131,23 @@ impl Default for StorageLimits {
     }
 }
 
-/// What `--check-config` checks beyond parsing: the plugin names, the internal token and the
-/// MCP servers file.
+/// What `--check-config` checks beyond parsing: the plugin names, the internal token (a
+/// secret unless `--dev`, and `--dev` on loopback only) and the MCP servers file.
 pub fn check(config: &Config) -> anyhow::Result<()> {
     BuiltIn::parse_list(&config.plugins)?;
+    exposure(config, config.listen)?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
     mcp_servers(config)?;
     guardrails(config)?;
+    Ok(())
+}
+
+/// The settings that would leave the tool-host open (see `agentic_rpc::exposure`), for a
+/// listener on `address`.
+fn exposure(config: &Config, address: SocketAddr) -> anyhow::Result<()> {
+    use agentic_rpc::exposure::{check_internal_token, check_listen};
+    check_internal_token(config.internal_token.as_deref(), config.dev)?;
+    check_listen("TOOL_HOST_LISTEN", address, config.dev)?;
     Ok(())
 }
 
@@ -164,6 +177,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    exposure(&config, listener.local_addr()?)?;
     let enabled = BuiltIn::parse_list(&config.plugins)?;
     let skills_enabled = enabled.contains(&BuiltIn::Skill);
     let mcp_servers = mcp_servers(&config)?;

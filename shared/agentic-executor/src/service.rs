@@ -26,9 +26,12 @@ pub struct ServiceArgs {
     /// Address the gRPC server listens on.
     #[arg(long)]
     pub listen: SocketAddr,
-    /// Token internal services require from each other (unset: no check, for local use).
+    /// Token internal services require from each other: a random secret, required unless
+    /// `--dev`.
     #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
     pub internal_token: Option<String>,
+    #[command(flatten)]
+    pub dev: agentic_rpc::exposure::DevFlag,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -39,7 +42,7 @@ pub struct ServiceArgs {
 }
 
 /// The environment variable and default of a service's `--listen`, for its `Config`:
-/// `#[command(mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "0.0.0.0:50052")))]`.
+/// `#[command(mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "127.0.0.1:50052")))]`.
 pub fn listen_setting(
     env: &'static str,
     default: &'static str,
@@ -99,8 +102,10 @@ pub trait ExecutorConfig: clap::Parser {
 
 impl ExecutorArgs {
     /// What `--check-config` checks beyond parsing: the LLM client can be built, the internal
-    /// token can travel as metadata and the registration settings are usable.
+    /// token is a secret (unless `--dev`, which must listen on loopback) and can travel as
+    /// metadata, and the registration settings are usable.
     pub fn check(&self) -> Result<(), CheckError> {
+        self.exposure(self.service.listen)?;
         agentic_llm::OpenAiChatModel::new(self.llm.clone())?;
         SendInternalToken::new(self.internal_token())?;
         self.registration
@@ -124,6 +129,14 @@ impl ExecutorArgs {
 
     fn internal_token(&self) -> Option<&str> {
         self.service.internal_token.as_deref()
+    }
+
+    /// The settings that would leave the executor open (see `agentic_rpc::exposure`), for a
+    /// listener on `address`.
+    fn exposure(&self, address: SocketAddr) -> Result<(), agentic_rpc::exposure::Exposure> {
+        use agentic_rpc::exposure::{check_internal_token, check_listen};
+        check_internal_token(self.internal_token(), self.service.dev)?;
+        check_listen("--listen", address, self.service.dev)
     }
 }
 
@@ -191,6 +204,7 @@ pub async fn serve<M: Mode>(
     extra_services: &[&str],
     add_extra: impl FnOnce(Router, &RequireInternalToken) -> Router,
 ) -> Result<(), ServeError> {
+    args.exposure(listener.local_addr()?)?;
     let internal_token = args.internal_token();
     let announce = args
         .registration
@@ -248,6 +262,8 @@ pub enum CheckError {
     #[error(transparent)]
     InternalToken(#[from] agentic_rpc::InvalidToken),
     #[error(transparent)]
+    Exposure(#[from] agentic_rpc::exposure::Exposure),
+    #[error(transparent)]
     Registration(#[from] RegistrationError),
     #[error("{0}")]
     Mode(String),
@@ -268,6 +284,8 @@ pub enum SetupError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    #[error(transparent)]
+    Exposure(#[from] agentic_rpc::exposure::Exposure),
     #[error(transparent)]
     Registration(#[from] RegistrationError),
     #[error("building the reflection service failed")]

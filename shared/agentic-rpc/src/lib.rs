@@ -5,6 +5,7 @@
 pub mod asking;
 pub mod config;
 mod error;
+pub mod exposure;
 mod internal;
 mod listener;
 mod tls;

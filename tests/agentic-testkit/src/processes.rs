@@ -281,8 +281,10 @@ impl ProcessStack {
         if let Some(path) = std::env::var_os("PATH") {
             command.env("PATH", path);
         }
+        // A development stack on loopback (`--dev`): no internal token or users' tokens.
         command
             .env("RUST_LOG", "warn")
+            .env("AGENTIC_DEV", "true")
             .envs(self.environments[&service].iter().cloned())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -142,6 +142,9 @@ pub struct StackOptions {
     pub tool_host_mcp_config: Option<PathBuf>,
     /// The token internal services require from each other.
     pub internal_token: Option<String>,
+    /// Every service's `--dev` (on by default: the stack listens on loopback): without it
+    /// the internal token and users' tokens must be secrets.
+    pub dev: bool,
     /// Users' bearer tokens as TOKEN=USER; empty: the gateway's dev mode (`x-user-id`).
     pub auth_tokens: Vec<String>,
     /// Retries after a failed LLM call.
@@ -217,6 +220,7 @@ impl Default for StackOptions {
             tool_host_mcp_config: None,
             gateway_http_cors_origins: Vec::new(),
             internal_token: None,
+            dev: true,
             auth_tokens: Vec::new(),
             llm_max_retries: 2,
             llm_timeout_secs: 30,
@@ -527,6 +531,7 @@ impl Stack {
             mcp_config: options.tool_host_mcp_config.clone(),
             guardrails: options.guardrails.clone(),
             internal_token: options.internal_token.clone(),
+            dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
             check_config: false,
             probe: false,
         };
@@ -548,6 +553,7 @@ impl Stack {
             service: agentic_executor::ServiceArgs {
                 listen: listener.local_addr()?,
                 internal_token: options.internal_token.clone(),
+                dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
                 check_config: false,
                 probe: false,
             },
@@ -668,6 +674,7 @@ impl Stack {
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
             internal_token: options.internal_token.clone(),
+            dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
             check_config: false,
             probe: false,
             auth_tokens: options.auth_tokens.clone(),

@@ -364,8 +364,9 @@ async fn over_tls_a_client_that_does_not_trust_the_ca_or_speaks_plain_http_is_re
     );
 }
 
+/// The gateway's configuration from `args`, as a development stack's (`--dev`: no tokens).
 fn gateway_config(args: &[&str]) -> Result<prompt_gateway::Config, clap::Error> {
-    let mut argv = vec!["prompt-gateway"];
+    let mut argv = vec!["prompt-gateway", "--dev"];
     argv.extend_from_slice(args);
     prompt_gateway::Config::try_parse_from(argv)
 }

@@ -6,5 +6,6 @@ mod auth_matrix;
 mod clients;
 mod downloads;
 pub(crate) mod errors;
+mod exposure;
 mod isolation;
 mod modes;

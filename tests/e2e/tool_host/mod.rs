@@ -85,6 +85,7 @@ impl TestToolHost {
             mcp_config: None,
             guardrails: None,
             internal_token: None,
+            dev: agentic_rpc::exposure::DevFlag { dev: true },
             check_config: false,
             probe: false,
         };

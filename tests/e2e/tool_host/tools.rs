@@ -297,6 +297,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         mcp_config: None,
         guardrails: None,
         internal_token: None,
+        dev: agentic_rpc::exposure::DevFlag { dev: true },
         check_config: false,
         probe: false,
     };

@@ -1,0 +1,220 @@
+//! Safe defaults: outside development (`--dev`) every service refuses to start without a real
+//! internal token, and the gateway without users' tokens that are secrets; in development
+//! every listener must be on loopback, and the dev gateway's HTTP API answers only requests
+//! addressed to a loopback name (a page on another origin that rebinds its name to
+//! 127.0.0.1 gets nothing).
+
+use std::future::Future;
+use std::time::Duration;
+
+use agentic_testkit::model::Match;
+use agentic_testkit::{Stack, StackOptions};
+
+use crate::support::text;
+use clap::Parser as _;
+use tokio::net::TcpListener;
+
+const SECRET: &str = "4f1a9c2e7b3d8a6f0e5c1b9d2a7e3f8c";
+
+async fn loopback() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").await.unwrap()
+}
+
+/// What `run` ends with within a few seconds, or `None` while it still serves.
+async fn start_outcome(run: impl Future<Output = anyhow::Result<()>>) -> Option<String> {
+    // A refusal comes before anything else a service does at start.
+    match tokio::time::timeout(Duration::from_secs(2), run).await {
+        Ok(Ok(())) => Some("stopped without an error".into()),
+        Ok(Err(error)) => Some(format!("{error:#}")),
+        Err(_) => None,
+    }
+}
+
+async fn tool_host(args: &[&str], listener: TcpListener) -> Option<String> {
+    let database = std::env::temp_dir().join(format!("exposure-{}.db", uuid::Uuid::now_v7()));
+    let url = format!("sqlite://{}?mode=rwc", database.display());
+    let mut argv = vec!["tool-host", "--database-url", &url];
+    argv.extend_from_slice(args);
+    let config = tool_host::Config::try_parse_from(argv).unwrap();
+    let outcome = start_outcome(tool_host::run(config, listener, std::future::pending())).await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", database.display()));
+    }
+    outcome
+}
+
+async fn classic_executor(args: &[&str], listener: TcpListener) -> Option<String> {
+    let mut argv = vec!["classic-executor"];
+    argv.extend_from_slice(args);
+    let config = classic_executor::Config::try_parse_from(argv).unwrap();
+    start_outcome(classic_executor::run(
+        config,
+        listener,
+        std::future::pending(),
+    ))
+    .await
+}
+
+async fn gateway(
+    args: &[&str],
+    listener: TcpListener,
+    http: Option<TcpListener>,
+) -> Option<String> {
+    let database = std::env::temp_dir().join(format!("exposure-{}.db", uuid::Uuid::now_v7()));
+    let url = format!("sqlite://{}?mode=rwc", database.display());
+    let mut argv = vec!["prompt-gateway", "--database-url", &url];
+    argv.extend_from_slice(args);
+    let config = prompt_gateway::Config::try_parse_from(argv).unwrap();
+    let outcome = start_outcome(prompt_gateway::run_with_http(
+        config,
+        listener,
+        http,
+        std::future::pending(),
+    ))
+    .await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", database.display()));
+    }
+    outcome
+}
+
+#[tokio::test]
+async fn outside_development_no_service_starts_without_a_real_internal_token() {
+    let missing = "no internal token (AGENTIC_INTERNAL_TOKEN)";
+    let refused = tool_host(&[], loopback().await).await.unwrap();
+    assert!(refused.contains(missing), "{refused}");
+    let refused = classic_executor(&[], loopback().await).await.unwrap();
+    assert!(refused.contains(missing), "{refused}");
+    let refused = gateway(&[], loopback().await, None).await.unwrap();
+    assert!(refused.contains(missing), "{refused}");
+
+    for placeholder in ["change-me-internal", "REPLACE-ME-internal-token"] {
+        let token = format!("--internal-token={placeholder}");
+        let refused = tool_host(&[&token], loopback().await).await.unwrap();
+        assert!(
+            refused.contains("AGENTIC_INTERNAL_TOKEN is no secret"),
+            "{refused}"
+        );
+        let refused = classic_executor(&[&token], loopback().await).await.unwrap();
+        assert!(
+            refused.contains("AGENTIC_INTERNAL_TOKEN is no secret"),
+            "{refused}"
+        );
+    }
+
+    // With a secret, each serves.
+    let token = format!("--internal-token={SECRET}");
+    assert_eq!(tool_host(&[&token], loopback().await).await, None);
+    assert_eq!(classic_executor(&[&token], loopback().await).await, None);
+}
+
+#[tokio::test]
+async fn outside_development_the_gateway_needs_users_tokens_that_are_secrets() {
+    let token = format!("--internal-token={SECRET}");
+    let refused = gateway(&[&token], loopback().await, None).await.unwrap();
+    assert!(refused.contains("no users' tokens"), "{refused}");
+    let refused = gateway(
+        &[&token, "--auth-tokens=REPLACE-ME-token=alice"],
+        loopback().await,
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(
+        refused.contains("the token of user alice is no secret"),
+        "{refused}"
+    );
+    let users = format!("--auth-tokens={SECRET}=alice");
+    assert_eq!(
+        gateway(&[&token, &users], loopback().await, None).await,
+        None
+    );
+}
+
+#[tokio::test]
+async fn in_development_a_service_refuses_to_listen_off_loopback() {
+    let anywhere = || async { TcpListener::bind("0.0.0.0:0").await.unwrap() };
+    let refused = tool_host(&["--dev"], anywhere().await).await.unwrap();
+    assert!(
+        refused.contains("TOOL_HOST_LISTEN listens on 0.0.0.0:"),
+        "{refused}"
+    );
+    let refused = classic_executor(&["--dev"], anywhere().await)
+        .await
+        .unwrap();
+    assert!(
+        refused.contains("--listen listens on 0.0.0.0:"),
+        "{refused}"
+    );
+    let refused = gateway(&["--dev"], loopback().await, Some(anywhere().await))
+        .await
+        .unwrap();
+    assert!(
+        refused.contains("GATEWAY_HTTP_LISTEN listens on 0.0.0.0:"),
+        "{refused}"
+    );
+    // On loopback, without any token, the development stack serves.
+    assert_eq!(tool_host(&["--dev"], loopback().await).await, None);
+    assert_eq!(
+        gateway(&["--dev"], loopback().await, Some(loopback().await)).await,
+        None
+    );
+}
+
+/// A GET of `path` on the stack's HTTP API as alice, with `host` as the `Host` header.
+async fn get_with_host(stack: &Stack, path: &str, host: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .get(format!("{}{path}", stack.gateway_http_url()))
+        .header(reqwest::header::HOST, host)
+        .header("x-user-id", "alice")
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_dev_gateway_answers_http_only_to_requests_addressed_to_localhost() {
+    let stack = Stack::start(vec![text(Match::Any, "hi")]).await.unwrap();
+    let port = stack.gateway_http_address.port();
+    for path in ["/v1/conversations", "/", "/v1/openapi.json"] {
+        for host in ["attacker.example", &format!("attacker.example:{port}")] {
+            let (status, body) = get_with_host(&stack, path, host).await;
+            assert_eq!(status, 403, "{path} for {host}: {body}");
+            assert!(body.contains("PERMISSION_DENIED"), "{body}");
+        }
+        for host in [
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            "localhost".to_owned(),
+        ] {
+            let (status, body) = get_with_host(&stack, path, &host).await;
+            assert_eq!(status, 200, "{path} for {host}: {body}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn outside_development_a_stack_with_secret_tokens_serves_its_users_whatever_the_host() {
+    let options = StackOptions {
+        dev: false,
+        internal_token: Some(SECRET.into()),
+        auth_tokens: vec![format!("{SECRET}0=alice")],
+        ..Default::default()
+    };
+    let stack = Stack::start_with(vec![text(Match::Any, "hi")], options)
+        .await
+        .unwrap();
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/prompts", stack.gateway_http_url()))
+        .header(reqwest::header::HOST, "agentic.example.com")
+        .bearer_auth(format!("{SECRET}0"))
+        .json(&serde_json::json!({"input": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""userId":"alice""#), "{body}");
+}
