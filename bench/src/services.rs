@@ -36,6 +36,7 @@ fn start_tool_host(
         guardrails: None,
         internal_token: None,
         dev: agentic_rpc::exposure::DevFlag { dev: true },
+        allow_root: false,
         check_config: false,
         probe: false,
     };

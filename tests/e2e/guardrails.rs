@@ -166,6 +166,63 @@ async fn an_input_guard_redacts_what_the_model_sees_and_says_so_in_both_modes() 
 }
 
 #[tokio::test]
+async fn the_input_guards_see_conversation_titles_before_they_are_stored() {
+    let (stack, _dir) =
+        guarded_stack(GUARDRAILS, vec![Rule::new(Match::Any, Reply::text("fine"))]).await;
+    let alice = stack.client("alice").await.unwrap();
+    let titled = |title: &str| agentic_client::NewConversation {
+        title: title.to_owned(),
+        ..Default::default()
+    };
+    let blocked = alice
+        .create_conversation(titled("my Password is hunter2"))
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.code(), Some(Code::FailedPrecondition), "{blocked}");
+    assert!(
+        blocked
+            .to_string()
+            .contains(r#"the title was blocked by guardrail "secrets" (input)"#),
+        "{blocked}"
+    );
+    assert!(alice.list_conversations(0).await.unwrap().is_empty());
+
+    let redacted = alice
+        .create_conversation(titled("mail jane@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(redacted.title, "mail [redacted: pii]");
+    let renamed = alice
+        .rename_conversation(&redacted.id, "the Password list")
+        .await
+        .unwrap_err();
+    assert_eq!(renamed.code(), Some(Code::FailedPrecondition), "{renamed}");
+    let stored = alice.get_conversation(&redacted.id).await.unwrap();
+    assert_eq!(
+        stored.title, "mail [redacted: pii]",
+        "the title is unchanged"
+    );
+
+    // The CLI titles a new conversation with the prompt's input: a blocked input stores
+    // neither the conversation nor its title.
+    let mut cli = std::process::Command::new(crate::cli::terminal::agentic_binary());
+    cli.args([
+        "--server",
+        &stack.gateway_url(),
+        "--user",
+        "alice",
+        "prompt",
+    ])
+    .arg("my Password is hunter2");
+    let output = crate::cli::terminal::output_of(cli).await;
+    assert!(!output.status.success());
+    let conversations = alice.list_conversations(0).await.unwrap();
+    assert_eq!(conversations.len(), 1, "{conversations:?}");
+    assert_eq!(conversations[0].id, redacted.id);
+    assert_eq!(stack.model.request_count(), 0);
+}
+
+#[tokio::test]
 async fn output_guards_redact_text_before_it_is_stored_or_streamed_in_both_modes() {
     let (stack, _dir) = guarded_stack(
         GUARDRAILS,

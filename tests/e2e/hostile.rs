@@ -794,6 +794,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 guardrails: None,
                 internal_token: None,
                 dev: agentic_rpc::exposure::DevFlag { dev: true },
+                allow_root: false,
                 check_config: false,
                 probe: false,
             };

@@ -1,8 +1,8 @@
 //! `interpreter.run-code` is whole: what the code it runs does shows on the calling prompt
 //! (files, nested tool calls, tokens spent, on the prompt's own model tier), its description
 //! names what the code can call, a call of the code that needs approval pauses the prompt
-//! until a person decides, and a runner that fails mid-run is not reported as one that
-//! never ran the code.
+//! until a person decides, a runner that fails mid-run is not reported as one that never
+//! ran the code, and a result nested past the limit is an error naming it.
 
 use agentic_client::NewPrompt;
 use agentic_proto::v1::{
@@ -165,6 +165,39 @@ async fn llm_calls_of_the_code_count_into_the_prompt_on_its_own_model_tier() {
         vec![json!("stand-in-high"); 3],
         "every call, the code's too, on the prompt's tier"
     );
+}
+
+#[tokio::test]
+async fn a_result_nested_past_the_limit_is_an_error_naming_it_and_what_the_code_did_stays() {
+    for depth in [47, 80] {
+        let code = format!(
+            "storeArtifact({{note: 'kept'}}, 'made before returning'); \
+             let v = 1; for (let i = 0; i < {depth}; i++) {{ v = [v]; }} v"
+        );
+        let stack = Stack::start(run_code_rules(&code)).await.unwrap();
+        let prompt = run(&stack, NewPrompt::new("run it")).await;
+        assert_eq!(
+            prompt.state,
+            PromptState::Completed as i32,
+            "depth {depth}: {}",
+            prompt.error
+        );
+        let error = prompt
+            .output
+            .iter()
+            .filter_map(tool_of)
+            .find(|(function, _)| *function == "interpreter.run-code")
+            .map(|(_, result)| result)
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            error.contains("nested deeper than 24 levels"),
+            "depth {depth}: {error}"
+        );
+        assert!(!error.contains("stopped answering"), "{error}");
+        // The artifact the code stored before it returned is there.
+        assert_eq!(artifacts_of(&stack, "alice").await, 1, "depth {depth}");
+    }
 }
 
 #[tokio::test]

@@ -7,9 +7,8 @@
 
 use agentic_client::NewPrompt;
 use agentic_client::compare::{diff, timeline_lines};
-use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::exchange::Kind;
-use agentic_proto::v1::{ListArtifactsRequest, PromptState};
+use agentic_proto::v1::PromptState;
 use agentic_testkit::model::{Match, Reply, Rule, rules_from_recording};
 use agentic_testkit::{Stack, StackOptions};
 use serde_json::json;
@@ -65,22 +64,6 @@ fn code_rules() -> Vec<Rule> {
             Reply::text(CODE),
         ),
     ]
-}
-
-async fn artifacts_of(stack: &Stack, user: &str) -> usize {
-    let mut artifacts = ArtifactStoreClient::connect(format!("http://{}", stack.tool_host_address))
-        .await
-        .unwrap();
-    artifacts
-        .list_artifacts(ListArtifactsRequest {
-            user_id: user.into(),
-            ..ListArtifactsRequest::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .artifacts
-        .len()
 }
 
 /// Runs `agentic --user alice <args>` against `stack`.

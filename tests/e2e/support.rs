@@ -354,3 +354,22 @@ pub async fn ends_completed(client: &Client, prompt_id: &str) -> Prompt {
     );
     prompt
 }
+
+/// How many artifacts `user` keeps in the stack's tool-host.
+pub async fn artifacts_of(stack: &agentic_testkit::Stack, user: &str) -> usize {
+    let mut artifacts = agentic_proto::v1::artifact_store_client::ArtifactStoreClient::connect(
+        format!("http://{}", stack.tool_host_address),
+    )
+    .await
+    .unwrap();
+    artifacts
+        .list_artifacts(agentic_proto::v1::ListArtifactsRequest {
+            user_id: user.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .artifacts
+        .len()
+}

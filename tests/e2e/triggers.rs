@@ -2,7 +2,8 @@
 //! clock the tests move (no test sleeps for minutes). A due time fires once, also with two
 //! gateways on one PostgreSQL; a paused trigger does not fire, a deleted one stops; missed
 //! times fire once or are skipped as the trigger says; a prompt in code mode schedules one
-//! with `triggerCreate`, and its prompt runs.
+//! with `triggerCreate`, and its prompt runs; deleting one from a prompt waits for the
+//! user's approval too.
 
 use std::time::Duration;
 
@@ -316,6 +317,53 @@ complete({response: "scheduled " + made.id})"#;
         "time to stretch"
     );
     assert!(prompts_with(&bob, "remind me to stretch").await.is_empty());
+}
+
+#[tokio::test]
+async fn deleting_a_trigger_from_a_prompt_waits_for_the_users_approval() {
+    let code = r#"const [first] = triggerList({});
+triggerDelete({id: first.id});
+complete({response: "deleted " + first.id})"#;
+    let stack = Stack::start(vec![Rule::new(
+        Match::LastUserContains("delete my trigger".into()),
+        Reply::Text(code.into()),
+    )])
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let kept = client
+        .create_trigger(every(10, "report please"))
+        .await
+        .unwrap();
+    for decision in ["reject", "approve"] {
+        let prompt = client
+            .create_prompt(agentic_client::NewPrompt::new("delete my trigger").mode("code"))
+            .await
+            .unwrap();
+        let paused = collect(&client, &prompt.id, 0).await;
+        assert_eq!(kinds(&paused).last(), Some(&"waiting"), "{paused:?}");
+        assert_eq!(
+            client.list_triggers(0).await.unwrap().len(),
+            1,
+            "nothing deleted yet"
+        );
+        let call = crate::approvals::requested_call(&paused);
+        if decision == "reject" {
+            client
+                .reject_tool_call(&prompt.id, &call, "keep it")
+                .await
+                .unwrap();
+            collect(&client, &prompt.id, 0).await;
+            let triggers = client.list_triggers(0).await.unwrap();
+            assert_eq!(triggers.len(), 1, "a rejected deletion deletes nothing");
+            assert_eq!(triggers[0].id, kept.id);
+        } else {
+            client.approve_tool_call(&prompt.id, &call).await.unwrap();
+            let events = collect(&client, &prompt.id, 0).await;
+            assert_eq!(kind(events.last().unwrap()), "completed", "{events:?}");
+            assert!(client.list_triggers(0).await.unwrap().is_empty());
+        }
+    }
 }
 
 #[tokio::test]

@@ -228,6 +228,9 @@ impl CodeRunnerService {
             std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
         logs.extend(outcome.logs);
         let outcome = match outcome.result {
+            Ok(value) if bounds::too_deep(&value) => {
+                run_code_response::Outcome::Error(bounds::too_deep_error())
+            }
             Ok(value) => run_code_response::Outcome::Result(json::to_proto(&value)),
             Err(error) => run_code_response::Outcome::Error(PbCodeError {
                 message: error.message,

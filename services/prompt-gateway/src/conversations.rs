@@ -31,9 +31,13 @@ pub struct NewConversation {
 impl Prompts {
     pub async fn create_conversation(
         &self,
-        request: NewConversation,
+        mut request: NewConversation,
     ) -> Result<Conversation, GatewayError> {
         check_title(&request.title)?;
+        // A title is often the conversation's first input: the input guards see it first.
+        (request.title, _) = self
+            .guard_input(&request.user_id, &request.title, "the title")
+            .await?;
         crate::prompts::check_state(request.state.as_ref())?;
         if let Some(mode) = &request.default_mode
             && self.modes.get(mode).await?.is_none()
@@ -76,9 +80,13 @@ impl Prompts {
         title: Option<String>,
         on_busy: BusyPolicy,
     ) -> Result<Conversation, GatewayError> {
-        if let Some(title) = &title {
-            check_title(title)?;
-        }
+        let title = match title {
+            Some(title) => {
+                check_title(&title)?;
+                Some(self.guard_input(user_id, &title, "the title").await?.0)
+            }
+            None => None,
+        };
         let updated_at = timestamp_millis(&now());
         if !self
             .store

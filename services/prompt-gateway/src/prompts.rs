@@ -202,31 +202,17 @@ impl Prompts {
             ));
         }
         // The input guards, before anything is stored or any model sees it.
-        let mut tripped = Vec::new();
-        if let Some(group) = self.guardrails.group_of(request.user_id.as_str()) {
-            use agentic_guard::{Checked, Stage};
-            match group
-                .check_text(Stage::Input, request.user_id.as_str(), &request.input)
-                .await
-            {
-                Checked::Blocked(blocked) => {
-                    return Err(GatewayError::FailedPrecondition(format!(
-                        "the prompt was {blocked}"
-                    )));
-                }
-                Checked::Pass { text, redacted } if text.trim().is_empty() => {
-                    let guards: Vec<&str> = redacted.iter().map(|t| t.guard.as_str()).collect();
-                    return Err(GatewayError::FailedPrecondition(format!(
-                        "the input guards ({}) left nothing of the input",
-                        guards.join(", ")
-                    )));
-                }
-                Checked::Pass { text, redacted } => {
-                    request.input = text;
-                    tripped = redacted;
-                }
-            }
+        let (input, tripped) = self
+            .guard_input(&request.user_id, &request.input, "the prompt")
+            .await?;
+        if input.trim().is_empty() {
+            let guards: Vec<&str> = tripped.iter().map(|t| t.guard.as_str()).collect();
+            return Err(GatewayError::FailedPrecondition(format!(
+                "the input guards ({}) left nothing of the input",
+                guards.join(", ")
+            )));
         }
+        request.input = input;
         self.limits
             .check_daily(&self.store, &request.user_id)
             .await?;
@@ -347,6 +333,28 @@ impl Prompts {
     }
 
     /// Stores `prompt` in its conversation as `policy` decides given what else runs there,
+    /// `text` from `user_id` (`what` names it in a refusal) as the input guards of the user's
+    /// group leave it, with the guards that redacted it; a guard that blocks it refuses it.
+    /// Whatever a user writes that is stored or reaches a model passes here first: prompts'
+    /// input and conversations' titles.
+    pub async fn guard_input(
+        &self,
+        user_id: &UserId,
+        text: &str,
+        what: &str,
+    ) -> Result<(String, Vec<agentic_guard::Tripped>), GatewayError> {
+        use agentic_guard::{Checked, Stage};
+        let Some(group) = self.guardrails.group_of(user_id.as_str()) else {
+            return Ok((text.to_owned(), Vec::new()));
+        };
+        match group.check_text(Stage::Input, user_id.as_str(), text).await {
+            Checked::Blocked(blocked) => Err(GatewayError::FailedPrecondition(format!(
+                "{what} was {blocked}"
+            ))),
+            Checked::Pass { text, redacted } => Ok((text, redacted)),
+        }
+    }
+
     /// then starts it (or abandons it when its run cannot start), or queues it (interrupting
     /// what runs, for INTERRUPT).
     async fn admit_and_start(

@@ -89,6 +89,12 @@ pub struct Config {
     pub internal_token: Option<String>,
     #[command(flatten)]
     pub dev: agentic_rpc::exposure::DevFlag,
+    /// Run as root with stdio MCP servers configured. A root process's children can read its
+    /// environment, the internal token included, whatever it does to hide it: run the
+    /// tool-host as another user instead (the image does). Without this flag (or `--dev`)
+    /// the tool-host refuses.
+    #[arg(long, env = "TOOL_HOST_ALLOW_ROOT")]
+    pub allow_root: bool,
     /// Parse and check the configuration, then exit (0 when it is usable).
     #[arg(long)]
     pub check_config: bool,
@@ -137,7 +143,7 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     BuiltIn::parse_list(&config.plugins)?;
     exposure(config, config.listen)?;
     agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
-    mcp_servers(config)?;
+    stdio_servers_as_root(config, &mcp_servers(config)?)?;
     guardrails(config)?;
     Ok(())
 }
@@ -148,6 +154,24 @@ fn exposure(config: &Config, address: SocketAddr) -> anyhow::Result<()> {
     use agentic_rpc::exposure::{check_internal_token, check_listen};
     check_internal_token(config.internal_token.as_deref(), config.dev)?;
     check_listen("TOOL_HOST_LISTEN", address, config.dev)?;
+    Ok(())
+}
+
+/// Refuses stdio MCP servers under a root tool-host, unless `--allow-root` or `--dev`.
+fn stdio_servers_as_root(config: &Config, servers: &[mcp::ServerConfig]) -> anyhow::Result<()> {
+    let stdio = servers
+        .iter()
+        .find(|server| matches!(server.transport, mcp::config::Transport::Stdio { .. }));
+    if let Some(server) = stdio
+        && rustix::process::geteuid().is_root()
+        && !config.allow_root
+        && !config.dev.dev
+    {
+        anyhow::bail!(
+            "the tool-host runs as root and would start the stdio MCP server {:?} as its child, which could read the tool-host's environment (the internal token included): run it as another user, or pass --allow-root (TOOL_HOST_ALLOW_ROOT=true) to accept that",
+            server.name
+        );
+    }
     Ok(())
 }
 
@@ -181,6 +205,7 @@ pub async fn run(
     let enabled = BuiltIn::parse_list(&config.plugins)?;
     let skills_enabled = enabled.contains(&BuiltIn::Skill);
     let mcp_servers = mcp_servers(&config)?;
+    stdio_servers_as_root(&config, &mcp_servers)?;
     // Streamable HTTP MCP servers are reached with rustls on ring, the tree's one provider.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let store = store::Store::open(&config.database_url, config.storage)

@@ -532,6 +532,7 @@ impl Stack {
             guardrails: options.guardrails.clone(),
             internal_token: options.internal_token.clone(),
             dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
+            allow_root: false,
             check_config: false,
             probe: false,
         };

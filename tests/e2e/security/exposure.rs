@@ -1,5 +1,6 @@
 //! Safe defaults: outside development (`--dev`) every service refuses to start without a real
-//! internal token, and the gateway without users' tokens that are secrets; in development
+//! internal token, the gateway without users' tokens that are secrets, and a root tool-host
+//! with stdio MCP servers (its children could read its environment); in development
 //! every listener must be on loopback, and the dev gateway's HTTP API answers only requests
 //! addressed to a loopback name (a page on another origin that rebinds its name to
 //! 127.0.0.1 gets nothing).
@@ -159,6 +160,33 @@ async fn in_development_a_service_refuses_to_listen_off_loopback() {
         gateway(&["--dev"], loopback().await, Some(loopback().await)).await,
         None
     );
+}
+
+#[tokio::test]
+async fn a_tool_host_running_as_root_refuses_stdio_mcp_servers_unless_told_to_accept_that() {
+    let file = std::env::temp_dir().join(format!("exposure-mcp-{}.json", uuid::Uuid::now_v7()));
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"local": {"command": "true", "start": "lazy"}}}"#,
+    )
+    .unwrap();
+    let mcp = format!("--mcp-config={}", file.display());
+    let token = format!("--internal-token={SECRET}");
+    let as_is = tool_host(&[&token, &mcp], loopback().await).await;
+    let allowed = tool_host(&[&token, &mcp, "--allow-root"], loopback().await).await;
+    let dev = tool_host(&["--dev", &mcp], loopback().await).await;
+    std::fs::remove_file(&file).unwrap();
+    if rustix::process::geteuid().is_root() {
+        let refused = as_is.unwrap();
+        assert!(
+            refused.contains(r#"runs as root and would start the stdio MCP server "local""#),
+            "{refused}"
+        );
+    } else {
+        assert_eq!(as_is, None, "not root: nothing to refuse");
+    }
+    assert_eq!(allowed, None);
+    assert_eq!(dev, None);
 }
 
 /// A GET of `path` on the stack's HTTP API as alice, with `host` as the `Host` header.

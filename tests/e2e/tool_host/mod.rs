@@ -86,6 +86,7 @@ impl TestToolHost {
             guardrails: None,
             internal_token: None,
             dev: agentic_rpc::exposure::DevFlag { dev: true },
+            allow_root: false,
             check_config: false,
             probe: false,
         };

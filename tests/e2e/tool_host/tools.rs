@@ -298,6 +298,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         guardrails: None,
         internal_token: None,
         dev: agentic_rpc::exposure::DevFlag { dev: true },
+        allow_root: false,
         check_config: false,
         probe: false,
     };

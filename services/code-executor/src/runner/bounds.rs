@@ -1,5 +1,6 @@
 //! What a `RunCode` answer carries: tool inputs, outputs and errors repeated only when they
-//! are small, and the whole answer cut to fit one message as every caller receives it.
+//! are small and shallow, a result no deeper than every reader decodes, and the whole answer
+//! cut to fit one message as every caller receives it.
 
 use agentic_proto::json;
 use agentic_proto::v1::{CodeError, RunCodeResponse, run_code_response};
@@ -16,9 +17,34 @@ const MAX_ERROR_BYTES: usize = 1024;
 /// Of the answer, what logs may take when it has to be cut.
 const MAX_LOG_BYTES_WHEN_CUT: usize = MAX_ANSWER_BYTES / 2;
 
+/// Deepest result (and repeated input or output) an answer carries: what the executors store
+/// (a protobuf decoder stops at 100 message levels, and each JSON level costs up to three).
+pub const MAX_RESULT_DEPTH: usize = agentic_executor::bounds::MAX_STORED_DEPTH;
+
+/// Whether `value` is nested deeper than an answer carries.
+pub fn too_deep(value: &Json) -> bool {
+    agentic_executor::bounds::deeper_than(value, MAX_RESULT_DEPTH)
+}
+
+/// What the caller gets instead of a result nested too deep: an error naming the limit.
+pub fn too_deep_error() -> CodeError {
+    CodeError {
+        message: format!(
+            "The result is nested deeper than {MAX_RESULT_DEPTH} levels, the most an answer carries (return a flatter value)"
+        ),
+        ..CodeError::default()
+    }
+}
+
 /// A tool input or output as the answer repeats it: whole when its JSON is at most
-/// [`MAX_ECHO_BYTES`], otherwise a string saying how large it was.
+/// [`MAX_ECHO_BYTES`] and [`MAX_RESULT_DEPTH`] levels deep, otherwise a string saying what
+/// it was.
 pub fn echo(value: &Json) -> prost_types::Value {
+    if too_deep(value) {
+        return json::to_proto(&Json::String(format!(
+            "[not repeated: nested deeper than {MAX_RESULT_DEPTH} levels]"
+        )));
+    }
     match json_len_up_to(value, MAX_ECHO_BYTES) {
         Some(_) => json::to_proto(value),
         None => json::to_proto(&Json::String(format!(
@@ -153,6 +179,23 @@ mod tests {
             result: Some(code_tool_call::Result::Output(echo(output))),
             ..CodeToolCall::default()
         }
+    }
+
+    #[test]
+    fn tool_inputs_and_outputs_nested_past_the_limit_are_not_repeated() {
+        let mut deep = json!(1);
+        for _ in 0..=MAX_RESULT_DEPTH {
+            deep = json!([deep]);
+        }
+        let call = call_with(&deep, &json!({ "id": "a1" }));
+        assert_eq!(
+            call.input,
+            Some(json::to_proto(&json!(
+                "[not repeated: nested deeper than 24 levels]"
+            )))
+        );
+        assert!(too_deep(&deep));
+        assert!(!too_deep(&json!([[[1]]])));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! trigger RPCs with the internal token, for the user of the calling prompt (never one the
 //! input names), naming that prompt, which the gateway checks is running. Creating one needs
 //! the user's approval: a trigger outlives the prompt, and what a prompt-injected model
-//! schedules would otherwise run again and again.
+//! schedules would otherwise run again and again. Deleting one does too: a model must not
+//! quietly remove what the user scheduled.
 
 use std::str::FromStr as _;
 
@@ -157,7 +158,7 @@ impl Plugin for TriggerPlugin {
             id: id.into(),
             description: description.into(),
             input_schema,
-            requires_approval: id == CREATE,
+            requires_approval: id == CREATE || id == DELETE,
             timeout: None,
             reports_progress: false,
             asks_approval: false,
