@@ -7,8 +7,8 @@
 
 use agentic_client::NewPrompt;
 use agentic_client::compare::{diff, timeline_lines};
-use agentic_proto::v1::exchange::Kind;
 use agentic_proto::v1::PromptState;
+use agentic_proto::v1::exchange::Kind;
 use agentic_testkit::model::{Match, Reply, Rule, rules_from_recording};
 use agentic_testkit::{Stack, StackOptions};
 use serde_json::json;
