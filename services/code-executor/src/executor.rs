@@ -105,7 +105,12 @@ impl CodeMode {
             model: Arc::clone(&model),
             tier: request.tier,
             approvals: Arc::clone(approvals),
-            approval_timeout: self.approval_timeout,
+            // The prompt's approval timeout, within how long this executor holds a run.
+            approval_timeout: request
+                .approval_timeout
+                .map_or(self.approval_timeout, |asked| {
+                    asked.min(self.approval_timeout)
+                }),
             paused: self.paused_runs.for_run(),
             round: Default::default(),
             recorded: 0.into(),

@@ -54,9 +54,11 @@ pub struct Config {
     /// Tool calls allowed in one sandbox run.
     #[arg(long, env = "CODE_MAX_TOOL_CALLS", default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tool_calls: u32,
-    /// How long a tool call that requires approval waits for the user's decision; the wait
-    /// does not count against the run's wall-clock budget.
-    #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    /// The longest a run holds its sandbox waiting for a person's decision on a call (the
+    /// wait does not count against the run's wall-clock budget). The prompt's own approval
+    /// timeout, the gateway's policy sent with each run, applies when it is shorter; past
+    /// either the call is not run.
+    #[arg(long, env = "CODE_APPROVAL_TIMEOUT_SECS", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
     pub approval_timeout_secs: u64,
     /// Runs in sandboxes at once (running code, or waiting inside a tool call or for
     /// approval), for code mode's rounds and, apart, for `RunCode`'s runs (skills,

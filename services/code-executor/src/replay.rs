@@ -337,13 +337,13 @@ pub fn not_run_output(
     error: String,
 ) -> Output {
     if let Some(decision) = decision {
-        call.approval = agentic_executor::timeline::Approval {
-            state: if decision.approved {
-                ApprovalState::Approved
-            } else {
-                ApprovalState::Rejected
-            },
-            reason: decision.reason.clone(),
+        call.approval = if decision.approved {
+            agentic_executor::timeline::Approval {
+                state: ApprovalState::Approved,
+                reason: decision.reason.clone(),
+            }
+        } else {
+            decision.refusal().1
         };
     }
     call.result = ToolResult::Error { error };

@@ -123,14 +123,9 @@ impl agentic_rpc::asking::Asking for LiveRun {
 
     fn answer(input: RunCodeInput) -> Option<(String, Decision)> {
         match input.kind? {
-            run_code_input::Kind::Decision(decision) => Some((
-                decision.tool_call_id.clone(),
-                Decision {
-                    tool_call_id: decision.tool_call_id,
-                    approved: decision.approved,
-                    reason: decision.reason,
-                },
-            )),
+            run_code_input::Kind::Decision(decision) => {
+                Some((decision.tool_call_id.clone(), Decision::from(decision)))
+            }
             run_code_input::Kind::Start(_) => None,
         }
     }
@@ -355,6 +350,11 @@ impl RecordingHost {
             Some(decision) if decision.approved => {
                 call.approval = Some(approval(ApprovalState::Approved, &decision.reason));
                 self.invoke(&call.tool_id, input, &call.id).await
+            }
+            Some(decision) if decision.expired => {
+                let (error, refused) = decision.refusal();
+                call.approval = Some(approval(ApprovalState::Expired, &refused.reason));
+                Err(ToolFailure::Failed(error))
             }
             Some(decision) => {
                 let reason = decision.reason.trim().to_owned();

@@ -5,6 +5,11 @@
 //! A *live* pause (code mode) keeps its run open: each decision travels to the executor on
 //! that run's stream (through the database and a wake-up when another gateway replica runs
 //! it). Decisions are stored either way, so deciding twice is refused.
+//!
+//! A pause expires under one policy for every mode and depth: the prompt's approval timeout
+//! (the operator's `GATEWAY_APPROVAL_TIMEOUT_SECS`, or less) after it began. Its expiry is
+//! stored with the prompt, so any replica, after any restart, rejects the calls still
+//! undecided then as expired, through the same path as a person's rejection.
 
 use agentic_ids::{PromptId, UserId};
 use agentic_proto::v1::{ApprovalDecision, ApprovalState, Prompt, PromptState, prompt_output};
@@ -20,6 +25,8 @@ pub struct Decide {
     pub tool_call_id: String,
     pub approved: bool,
     pub reason: String,
+    /// Nobody decided in time: the gateway rejects the call as expired.
+    pub expired: bool,
 }
 
 impl Prompts {
@@ -56,6 +63,7 @@ impl Prompts {
             tool_call_id: request.tool_call_id.clone(),
             approved: request.approved,
             reason: request.reason,
+            expired: request.expired,
         };
         let prompt_id = &request.prompt_id;
         if !self.store.record_decision(prompt_id, &decision).await? {
@@ -229,14 +237,90 @@ impl Prompts {
                     Ok(())
                 }
                 Err(error) => {
-                    // Nothing ran: it waits again, for the caller to try again.
-                    this.store.unclaim_resumed(&prompt_id).await?;
+                    // Nothing ran: it waits again, for the caller to try again, and expires
+                    // as a new pause would.
+                    if this.store.unclaim_resumed(&prompt_id).await? {
+                        let expires_at = agentic_db::now_millis().saturating_add(
+                            i64::try_from(this.limits.approval_timeout_of(&prompt).as_millis())
+                                .unwrap_or(i64::MAX),
+                        );
+                        this.store
+                            .arm_approval_expiry(&prompt_id, expires_at)
+                            .await?;
+                    }
                     Err(error)
                 }
             }
         })
         .await
         .map_err(|error| GatewayError::Internal(format!("resuming the prompt: {error}")))?
+    }
+}
+
+impl Prompts {
+    /// Rejects, as expired, every call the prompt still waits on once its pause expired at
+    /// `expired_at`; the prompt goes on (or resumes) as after a person's rejection. Should
+    /// it still wait afterwards (its mode down, say), it expires again a little later.
+    pub async fn expire_pause(
+        &self,
+        prompt_id: &PromptId,
+        user_id: &UserId,
+        expired_at: i64,
+    ) -> Result<(), GatewayError> {
+        let Some(prompt) = self.store.any_prompt(prompt_id).await? else {
+            return Ok(());
+        };
+        if prompt.state != PromptState::WaitingForApproval as i32 {
+            return Ok(());
+        }
+        let reason = format!(
+            "nobody decided within {}",
+            shown_duration(self.limits.approval_timeout_of(&prompt))
+        );
+        let (decided, _) = self.decided(prompt_id, &pending_calls(&prompt)).await?;
+        for call in pending_calls(&prompt) {
+            if decided.iter().any(|decision| decision.tool_call_id == call) {
+                continue;
+            }
+            let expire = Decide {
+                user_id: user_id.clone(),
+                prompt_id: prompt_id.clone(),
+                tool_call_id: call.to_owned(),
+                approved: false,
+                reason: reason.clone(),
+                expired: true,
+            };
+            match self.decide(expire).await {
+                Ok(_) => crate::metrics::approval_expired(),
+                // Another replica, or a person, was first: nothing to do.
+                Err(GatewayError::FailedPrecondition(_) | GatewayError::CallNotPending { .. }) => {}
+                Err(error) => {
+                    tracing::warn!(%prompt_id, tool_call_id = call, %error, "could not expire a call's approval; trying again soon");
+                }
+            }
+        }
+        let later = agentic_db::now_millis()
+            .saturating_add(i64::try_from(EXPIRY_RETRY.as_millis()).unwrap_or(i64::MAX));
+        self.store
+            .postpone_approval_expiry(prompt_id, expired_at, later)
+            .await
+    }
+}
+
+/// How soon a pause whose expiry could not settle every call expires again.
+const EXPIRY_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A duration as a rejection reason shows it: `24 h`, `10 min`, `30 s`, `1.5 s`.
+fn shown_duration(duration: std::time::Duration) -> String {
+    let seconds = duration.as_secs();
+    if duration.subsec_millis() != 0 {
+        format!("{} s", duration.as_secs_f64())
+    } else if seconds >= 3600 && seconds.is_multiple_of(3600) {
+        format!("{} h", seconds / 3600)
+    } else if seconds >= 60 && seconds.is_multiple_of(60) {
+        format!("{} min", seconds / 60)
+    } else {
+        format!("{seconds} s")
     }
 }
 

@@ -20,6 +20,9 @@ pub struct Limits {
     pub prompt: Budget,
     /// Tokens one user's prompts may spend per UTC day (0: no limit).
     pub daily_tokens: u64,
+    /// How long a person may take to decide on a call, at most: past it the call is
+    /// rejected as expired. A prompt may ask for less.
+    pub approval_timeout: Duration,
 }
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -35,6 +38,25 @@ fn tighter<T: Ord + Default + Copy>(a: T, b: T) -> T {
 }
 
 impl Limits {
+    /// A prompt's approval timeout in ms: what it asked for (0: nothing), within the
+    /// operator's.
+    pub fn approval_timeout_ms(&self, asked: Option<Duration>) -> u32 {
+        let operator = u32::try_from(self.approval_timeout.as_millis()).unwrap_or(u32::MAX);
+        let asked = asked.map_or(0, |asked| {
+            u32::try_from(asked.as_millis()).unwrap_or(u32::MAX)
+        });
+        tighter(asked, operator)
+    }
+
+    /// How long a call of `prompt` may wait for a person: its own approval timeout, or the
+    /// operator's for a prompt stored before prompts had one.
+    pub fn approval_timeout_of(&self, prompt: &agentic_proto::v1::Prompt) -> Duration {
+        match prompt.approval_timeout_ms {
+            0 => self.approval_timeout,
+            ms => Duration::from_millis(u64::from(ms)).min(self.approval_timeout),
+        }
+    }
+
     /// A prompt's budget: what it asked for within the operator's limits (`None` when
     /// neither limits anything).
     pub fn budget_of(&self, asked: Option<&Budget>) -> Option<Budget> {
@@ -118,6 +140,7 @@ mod tests {
                 max_wall_ms: 0,
             },
             daily_tokens: 0,
+            approval_timeout: Duration::from_secs(60),
         };
         let asked = Budget {
             max_total_tokens: 5000,
@@ -141,5 +164,27 @@ mod tests {
     fn days_start_at_midnight_utc() {
         assert_eq!(today_start(DAY_MS * 3 + 5), DAY_MS * 3);
         assert_eq!(today_start(DAY_MS * 3), DAY_MS * 3);
+    }
+
+    #[test]
+    fn a_prompt_may_lower_the_operators_approval_timeout_but_never_raise_it() {
+        let limits = Limits {
+            approval_timeout: Duration::from_secs(60),
+            ..Limits::default()
+        };
+        assert_eq!(limits.approval_timeout_ms(None), 60_000);
+        assert_eq!(
+            limits.approval_timeout_ms(Some(Duration::from_secs(5))),
+            5_000
+        );
+        assert_eq!(
+            limits.approval_timeout_ms(Some(Duration::from_secs(600))),
+            60_000
+        );
+        let stored_before = agentic_proto::v1::Prompt::default();
+        assert_eq!(
+            limits.approval_timeout_of(&stored_before),
+            Duration::from_secs(60)
+        );
     }
 }

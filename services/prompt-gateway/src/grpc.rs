@@ -116,6 +116,8 @@ impl PromptGateway for GatewayService {
                 timeout,
                 on_busy: busy_policy(request.on_busy)?,
                 budget: request.budget,
+                approval_timeout: (request.approval_timeout_ms > 0)
+                    .then(|| Duration::from_millis(u64::from(request.approval_timeout_ms))),
                 replay: None,
             })
             .await
@@ -196,6 +198,7 @@ impl PromptGateway for GatewayService {
             tool_call_id: request.tool_call_id,
             approved: true,
             reason: String::new(),
+            expired: false,
         };
         Ok(Response::new(
             self.prompts.decide(decide).await.map_err(to_status)?,
@@ -224,6 +227,7 @@ impl PromptGateway for GatewayService {
             tool_call_id: request.tool_call_id,
             approved: false,
             reason,
+            expired: false,
         };
         Ok(Response::new(
             self.prompts.decide(decide).await.map_err(to_status)?,

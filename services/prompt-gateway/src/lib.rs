@@ -118,6 +118,11 @@ pub struct Config {
     /// it, new prompts are refused with RESOURCE_EXHAUSTED and running ones stop.
     #[arg(long, env = "GATEWAY_DAILY_TOKENS_PER_USER", default_value_t = 0)]
     pub daily_tokens_per_user: u64,
+    /// How long a person may take to decide on a call a prompt waits on, in seconds, in
+    /// every mode and at every depth; past it the call is rejected as expired and the prompt
+    /// goes on as after a rejection. A prompt may ask for less (`approval_timeout_ms`).
+    #[arg(long, env = "GATEWAY_APPROVAL_TIMEOUT_SECS", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+    pub approval_timeout_secs: u64,
     /// How often this gateway looks for triggers that are due, in milliseconds (replicas
     /// share the work: each due time fires once).
     #[arg(long, env = "GATEWAY_TRIGGER_TICK_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
@@ -311,6 +316,7 @@ pub async fn run_with_clock(
         tokio::spawn(checkpoint(prompts.store.clone())),
         tokio::spawn(dispatch_queues(prompts.clone(), queue_moves)),
         tokio::spawn(resume_kept_pauses(prompts.clone(), kept_pauses)),
+        tokio::spawn(expire_pauses(prompts.clone())),
         tokio::spawn(triggers::fire_triggers(
             triggers.clone(),
             Duration::from_millis(config.trigger_tick_ms),
@@ -517,8 +523,40 @@ fn prompts(
                 max_wall_ms: 0,
             },
             daily_tokens: config.daily_tokens_per_user,
+            approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         },
     })
+}
+
+/// How often a replica looks for pauses that expired.
+const EXPIRY_TICK: Duration = Duration::from_millis(500);
+/// Pauses one look settles at most; the rest wait for the next.
+const EXPIRED_PER_TICK: u32 = 64;
+
+/// Rejects, as expired, the calls of every pause past its expiry, on every replica (a call
+/// is rejected once: the first decision stored wins).
+async fn expire_pauses(prompts: Prompts) {
+    let mut ticks = tokio::time::interval(EXPIRY_TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let expired = match prompts
+            .store
+            .expired_pauses(agentic_db::now_millis(), EXPIRED_PER_TICK)
+            .await
+        {
+            Ok(expired) => expired,
+            Err(error) => {
+                tracing::warn!(%error, "could not look for expired approvals");
+                continue;
+            }
+        };
+        for (prompt_id, user_id, expired_at) in expired {
+            if let Err(error) = prompts.expire_pause(&prompt_id, &user_id, expired_at).await {
+                tracing::warn!(%prompt_id, %error, "could not expire a pause");
+            }
+        }
+    }
 }
 
 /// Renews the leases of the runs this replica follows and fails the prompts of replicas

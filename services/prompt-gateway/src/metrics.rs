@@ -21,6 +21,8 @@ struct Gateway {
     budget_stopped: Counter<u64>,
     /// Live pauses whose run was lost (its executor went away) that were kept as durable ones.
     pauses_kept: Counter<u64>,
+    /// Calls rejected as expired: nobody decided within the prompt's approval timeout.
+    approvals_expired: Counter<u64>,
     /// Triggers' due times, by `outcome`: `fired` (a prompt was created), `failed` (none
     /// could be), `skipped` (a missed due time its catch-up policy skips).
     triggers: Counter<u64>,
@@ -64,6 +66,11 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .with_description("Prompts paused for approval whose executor went away, kept waiting for a new run to take them up")
         .with_unit("{prompt}")
         .build(),
+    approvals_expired: meter
+        .u64_counter("agentic.approvals.expired")
+        .with_description("Tool calls rejected as expired: nobody decided within the prompt's approval timeout")
+        .with_unit("{call}")
+        .build(),
     triggers: meter
         .u64_counter("agentic.triggers.due")
         .with_description("Triggers' due times, by outcome: fired, failed (no prompt could be created), skipped (missed, and the trigger skips missed times)")
@@ -101,6 +108,11 @@ pub fn budget_stopped() {
 /// A live pause whose run was lost was kept as a durable one.
 pub fn pause_kept() {
     INSTRUMENTS.get().pauses_kept.add(1, &[]);
+}
+
+/// A call's approval expired: the gateway rejected it for nobody.
+pub fn approval_expired() {
+    INSTRUMENTS.get().approvals_expired.add(1, &[]);
 }
 
 /// A trigger's due time came: `outcome` is `fired`, `failed` or `skipped`.

@@ -127,6 +127,9 @@ pub struct NewPrompt {
     pub on_busy: BusyPolicy,
     /// What it asked to spend at most (within [`Prompts::limits`]).
     pub budget: Option<Budget>,
+    /// How long a person may take to decide on one of its calls (within the operator's;
+    /// `None`: the operator's).
+    pub approval_timeout: Option<Duration>,
     /// The recording it replays (a replay, which has no conversation and never pauses, so
     /// its one run gets it at its start).
     pub replay: Option<agentic_proto::v1::ExecuteReplay>,
@@ -279,6 +282,7 @@ impl Prompts {
             max_rounds: request.max_rounds,
             state_data: state,
             budget,
+            approval_timeout_ms: self.limits.approval_timeout_ms(request.approval_timeout),
         };
         // Outside a conversation nothing is ever busy.
         let policy = match (&conversation, request.on_busy) {
@@ -520,6 +524,10 @@ impl Prompts {
                 max_rounds: prompt.max_rounds,
                 run_timeout_ms: u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX),
                 daily_tokens_left: self.limits.daily_left(&self.store, &prompt.owner()).await?,
+                approval_timeout_ms: u32::try_from(
+                    self.limits.approval_timeout_of(prompt).as_millis(),
+                )
+                .unwrap_or(u32::MAX),
             }),
             user_id: prompt.user_id.clone(),
             decisions,

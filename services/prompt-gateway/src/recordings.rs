@@ -80,6 +80,7 @@ impl Prompts {
             timeout: None,
             on_busy: agentic_proto::v1::BusyPolicy::Unspecified,
             budget: None,
+            approval_timeout: None,
             replay: Some(replay),
         })
         .await

@@ -503,6 +503,7 @@ impl Triggers {
                 timeout: None,
                 on_busy: BusyPolicy::try_from(prompt.on_busy).unwrap_or_default(),
                 budget: prompt.budget,
+                approval_timeout: None,
                 replay: None,
             })
             .await?;

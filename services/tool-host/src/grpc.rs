@@ -575,6 +575,7 @@ impl agentic_rpc::asking::Asking for LiveCall {
                 Decided {
                     approved: decision.approved,
                     reason: decision.reason,
+                    expired: decision.expired,
                 },
             )),
             pb::invoke_tool_input::Kind::Start(_) => None,

@@ -82,6 +82,8 @@ pub struct ApprovalAsk {
 pub struct Decided {
     pub approved: bool,
     pub reason: String,
+    /// Nobody decided in time: the gateway rejected the call as expired.
+    pub expired: bool,
 }
 
 /// A tool as the model sees it.

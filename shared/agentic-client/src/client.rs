@@ -46,6 +46,9 @@ pub struct NewPrompt {
     /// What it may spend (tokens, model calls, tool calls, time); `None`: the gateway's
     /// defaults. The run stops, and the prompt fails naming the budget, once one runs out.
     pub budget: Option<Budget>,
+    /// How long a person may take to decide on one of its calls before the call is rejected
+    /// as expired; `None`: the gateway's limit (which also caps it).
+    pub approval_timeout: Option<Duration>,
 }
 
 impl NewPrompt {
@@ -93,6 +96,13 @@ impl NewPrompt {
     /// Limits what the prompt may spend (within the gateway's limits).
     pub fn budget(mut self, budget: Budget) -> NewPrompt {
         self.budget = Some(budget);
+        self
+    }
+
+    /// A call it waits on is rejected as expired once nobody decided on it for this long
+    /// (at most the gateway's limit).
+    pub fn approval_timeout(mut self, timeout: Duration) -> NewPrompt {
+        self.approval_timeout = Some(timeout);
         self
     }
 }
@@ -169,6 +179,11 @@ impl Client {
             }),
             on_busy: prompt.on_busy as i32,
             budget: prompt.budget,
+            approval_timeout_ms: prompt.approval_timeout.map_or(0, |timeout| {
+                u32::try_from(timeout.as_millis())
+                    .unwrap_or(u32::MAX)
+                    .max(1)
+            }),
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

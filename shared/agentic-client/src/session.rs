@@ -186,6 +186,7 @@ impl Session {
                 state: options.state,
                 on_busy: options.on_busy,
                 budget: options.budget,
+                approval_timeout: None,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

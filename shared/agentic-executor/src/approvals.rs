@@ -112,6 +112,7 @@ mod tests {
             tool_call_id: tool_call_id.to_owned(),
             approved,
             reason: format!("reason for {tool_call_id}"),
+            ..Decision::default()
         }
     }
 

@@ -250,16 +250,7 @@ impl<'a> Calls<'a> {
                     ));
                 }
                 Some(decision) => {
-                    let reason = decision.reason.trim();
-                    let error = if reason.is_empty() {
-                        "rejected by the user".to_owned()
-                    } else {
-                        format!("rejected by the user: {reason}")
-                    };
-                    let approval = Approval {
-                        state: ApprovalState::Rejected,
-                        reason: reason.to_owned(),
-                    };
+                    let (error, approval) = decision.refusal();
                     self.finish_call(index, ToolResult::Error { error }, Some(approval))
                         .await?;
                 }
@@ -479,18 +470,9 @@ impl<'a> Calls<'a> {
                 };
             }
             Some(decision) => {
-                let reason = decision.reason.trim().to_owned();
-                call.result = ToolResult::Error {
-                    error: if reason.is_empty() {
-                        "rejected by the user".to_owned()
-                    } else {
-                        format!("rejected by the user: {reason}")
-                    },
-                };
-                call.approval = Approval {
-                    state: ApprovalState::Rejected,
-                    reason,
-                };
+                let (error, approval) = decision.refusal();
+                call.result = ToolResult::Error { error };
+                call.approval = approval;
                 call.end = Some(SystemTime::now());
             }
             None => {

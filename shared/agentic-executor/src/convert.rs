@@ -79,15 +79,9 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
             budget: prompt.budget.unwrap_or_default(),
             spent: prompt.usage.unwrap_or_default(),
             daily_tokens_left: limits.daily_tokens_left,
-            decisions: start
-                .decisions
-                .into_iter()
-                .map(|decision| Decision {
-                    tool_call_id: decision.tool_call_id,
-                    approved: decision.approved,
-                    reason: decision.reason,
-                })
-                .collect(),
+            approval_timeout: (limits.approval_timeout_ms > 0)
+                .then(|| Duration::from_millis(u64::from(limits.approval_timeout_ms))),
+            decisions: start.decisions.into_iter().map(Decision::from).collect(),
             record: start.record,
             replay: start.replay,
         })
@@ -200,6 +194,7 @@ fn approval_from_proto(approval: Option<&pb::ToolApproval>) -> Approval {
         Ok(pb::ApprovalState::Pending) => ApprovalState::Pending,
         Ok(pb::ApprovalState::Approved) => ApprovalState::Approved,
         Ok(pb::ApprovalState::Rejected) => ApprovalState::Rejected,
+        Ok(pb::ApprovalState::Expired) => ApprovalState::Expired,
         _ => ApprovalState::NotRequired,
     };
     Approval {
@@ -209,6 +204,28 @@ fn approval_from_proto(approval: Option<&pb::ToolApproval>) -> Approval {
 }
 
 // ---- domain -> protobuf ----
+
+impl From<pb::ApprovalDecision> for Decision {
+    fn from(decision: pb::ApprovalDecision) -> Decision {
+        Decision {
+            tool_call_id: decision.tool_call_id,
+            approved: decision.approved,
+            reason: decision.reason,
+            expired: decision.expired,
+        }
+    }
+}
+
+impl From<Decision> for pb::ApprovalDecision {
+    fn from(decision: Decision) -> pb::ApprovalDecision {
+        pb::ApprovalDecision {
+            tool_call_id: decision.tool_call_id,
+            approved: decision.approved,
+            reason: decision.reason,
+            expired: decision.expired,
+        }
+    }
+}
 
 impl From<Event> for pb::ExecuteEvent {
     fn from(event: Event) -> pb::ExecuteEvent {
@@ -323,6 +340,7 @@ fn approval_to_proto(approval: Approval) -> pb::ToolApproval {
         ApprovalState::Pending => pb::ApprovalState::Pending,
         ApprovalState::Approved => pb::ApprovalState::Approved,
         ApprovalState::Rejected => pb::ApprovalState::Rejected,
+        ApprovalState::Expired => pb::ApprovalState::Expired,
     };
     pb::ToolApproval {
         state: state.into(),

@@ -352,11 +352,7 @@ async fn read_inputs(
             Ok(Some(pb::ExecuteInput {
                 kind: Some(execute_input::Kind::Decision(decision)),
             })) => {
-                let decision = Decision {
-                    tool_call_id: decision.tool_call_id,
-                    approved: decision.approved,
-                    reason: decision.reason,
-                };
+                let decision = Decision::from(decision);
                 // A run that takes no live decisions has dropped its receiver: nothing to do.
                 let _ = decisions.send(decision).await;
             }

@@ -30,6 +30,9 @@ pub struct RunRequest {
     pub spent: agentic_proto::v1::Usage,
     /// Tokens its user may still spend today (`None`: no quota).
     pub daily_tokens_left: Option<u64>,
+    /// How long a call may wait for a person (the prompt's approval timeout; `None`: the
+    /// executor's own limit). The gateway rejects it as expired then.
+    pub approval_timeout: Option<Duration>,
     /// Decisions for calls that waited for approval when the prompt paused.
     pub decisions: Vec<Decision>,
     /// Send the run's exchanges with the world outside (see [`crate::tape`]).
@@ -50,11 +53,33 @@ pub struct PastPrompt {
     pub outputs: Vec<Output>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Decision {
     pub tool_call_id: String,
     pub approved: bool,
     pub reason: String,
+    /// Nobody decided in time: the gateway rejected the call as expired.
+    pub expired: bool,
+}
+
+impl Decision {
+    /// What a call this decision did not approve shows: the error its result is (what the
+    /// model, or the code, sees) and its approval.
+    pub fn refusal(&self) -> (String, Approval) {
+        let reason = self.reason.trim().to_owned();
+        let (error, state) = match (self.expired, reason.is_empty()) {
+            (true, _) => (
+                format!("the approval expired: {reason}"),
+                ApprovalState::Expired,
+            ),
+            (false, true) => ("rejected by the user".to_owned(), ApprovalState::Rejected),
+            (false, false) => (
+                format!("rejected by the user: {reason}"),
+                ApprovalState::Rejected,
+            ),
+        };
+        (error, Approval { state, reason })
+    }
 }
 
 /// One entry of `Prompt.output`.
@@ -143,6 +168,8 @@ pub enum ApprovalState {
     Pending,
     Approved,
     Rejected,
+    /// Nobody decided in time.
+    Expired,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -514,14 +514,10 @@ impl ToolHost {
                     // No decision will come (the run is ending): the call is not run.
                     let decision = decision.unwrap_or_else(|| Decision {
                         tool_call_id: id,
-                        approved: false,
                         reason: "no decision came".into(),
+                        ..Decision::default()
                     });
-                    let decision = agentic_proto::v1::ApprovalDecision {
-                        tool_call_id: decision.tool_call_id,
-                        approved: decision.approved,
-                        reason: decision.reason,
-                    };
+                    let decision = agentic_proto::v1::ApprovalDecision::from(decision);
                     let input = InvokeToolInput {
                         kind: Some(invoke_tool_input::Kind::Decision(decision)),
                     };

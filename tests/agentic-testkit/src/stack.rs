@@ -177,6 +177,8 @@ pub struct StackOptions {
     pub max_prompt_tool_calls: u32,
     /// Tokens one user may spend per day (`GATEWAY_DAILY_TOKENS_PER_USER`; 0: no limit).
     pub daily_tokens_per_user: u64,
+    /// How long a person may take to decide on a call (`GATEWAY_APPROVAL_TIMEOUT_SECS`).
+    pub approval_timeout_secs: u64,
     /// When the gateway records prompts (dev mode by default, as in production).
     pub record_prompts: prompt_gateway::RecordPrompts,
     /// A guardrails file for the gateway and the tool-host (none by default).
@@ -238,6 +240,7 @@ impl Default for StackOptions {
             max_prompt_llm_calls: 0,
             max_prompt_tool_calls: 0,
             daily_tokens_per_user: 0,
+            approval_timeout_secs: 86_400,
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
             executors_register: false,
@@ -669,6 +672,7 @@ impl Stack {
             max_prompt_llm_calls: options.max_prompt_llm_calls,
             max_prompt_tool_calls: options.max_prompt_tool_calls,
             daily_tokens_per_user: options.daily_tokens_per_user,
+            approval_timeout_secs: options.approval_timeout_secs,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
             guardrails: options.guardrails.clone(),

@@ -662,6 +662,11 @@ impl PromptHost {
                 let answer = self.invoke(call, &approval).await;
                 (approval, answer)
             }
+            Some(decision) if decision.expired => {
+                tracing::info!(%tool_call_id, "tool call's approval expired");
+                let (error, approval) = decision.refusal();
+                (approval, Err(ToolFailure::Failed(error)))
+            }
             Some(decision) => {
                 tracing::info!(%tool_call_id, "tool call rejected");
                 let reason = decision.reason.trim().to_owned();

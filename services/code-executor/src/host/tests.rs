@@ -206,6 +206,7 @@ impl Prompt {
             tool_call_id: tool_call_id.to_owned(),
             approved,
             reason: reason.to_owned(),
+            ..Decision::default()
         };
         self.decisions.send(decision).await.unwrap();
     }
@@ -555,6 +556,7 @@ async fn a_paused_round_run_again_from_its_record_repeats_nothing_and_goes_on_fr
         tool_call_id: waiting,
         approved: true,
         reason: "go".into(),
+        ..Decision::default()
     };
     let (outcome, shown, invoked, diverged) = replayed_round(PAUSING_CODE, &outputs, approve).await;
     assert_eq!(diverged, None);
@@ -593,6 +595,7 @@ async fn a_replay_that_takes_another_path_runs_nothing_and_says_where_it_diverge
         tool_call_id: waiting,
         approved: true,
         reason: String::new(),
+        ..Decision::default()
     };
     let other = PAUSING_CODE.replace("filesList({ n: r })", "filesList({ n: 2 })");
     let (outcome, shown, invoked, diverged) = replayed_round(&other, &outputs, approve).await;

@@ -42,6 +42,8 @@ pub struct OpenRun {
     inputs: mpsc::Sender<Input>,
     /// The run was asked to record its exchanges: only then are they kept.
     recording: bool,
+    /// How long a call it pauses on may wait for a person (its start's limits).
+    approval_timeout: std::time::Duration,
     /// Guardrails that tripped before the run (on the input): shown first.
     notices: Vec<agentic_guard::Tripped>,
     events: Streaming<ExecuteEvent>,
@@ -170,6 +172,12 @@ impl Runner {
             mode = %mode.id,
         );
         let recording = start.record;
+        let approval_timeout = std::time::Duration::from_millis(u64::from(
+            start
+                .limits
+                .as_ref()
+                .map_or(0, |limits| limits.approval_timeout_ms),
+        ));
         let (inputs, receiver) = mpsc::channel(16);
         let start = ExecuteInput {
             kind: Some(execute_input::Kind::Start(start)),
@@ -193,6 +201,7 @@ impl Runner {
         Ok(OpenRun {
             inputs,
             recording,
+            approval_timeout,
             notices: Vec::new(),
             events,
             span,
@@ -383,6 +392,7 @@ impl Runner {
             inputs,
             events,
             recording,
+            approval_timeout,
             notices,
             ..
         } = run;
@@ -392,7 +402,7 @@ impl Runner {
             self.store.clone(),
             self.hub.clone(),
             inputs,
-            (outputs, recording),
+            (outputs, recording, approval_timeout),
             spending,
         );
         run.guard_output(&self.guardrails);

@@ -47,6 +47,8 @@ pub(super) struct Run {
     /// The guardrails, when the prompt's user is in a group that checks text output: text
     /// is then not streamed, and each text output is checked before it is stored.
     output_guard: Option<Arc<agentic_guard::Guardrails>>,
+    /// How long a call the run pauses on may wait for a person: each pause expires then.
+    approval_timeout: std::time::Duration,
 }
 
 /// What a prompt may spend and has spent, as its run reports it.
@@ -118,7 +120,7 @@ impl Run {
         store: Store,
         hub: Hub,
         inputs: mpsc::Sender<Input>,
-        (outputs, recording): (usize, bool),
+        (outputs, recording, approval_timeout): (usize, bool, std::time::Duration),
         spending: Spending,
     ) -> Run {
         Run {
@@ -137,6 +139,7 @@ impl Run {
             spending,
             recording,
             output_guard: None,
+            approval_timeout,
         }
     }
 
@@ -169,8 +172,7 @@ impl Run {
                 Box::new(move |_| prompt_event::Kind::Guardrail(guardrail)),
             )
             .await?;
-        self.publish(&events);
-        Ok(())
+        self.publish(&events).await
     }
 
     /// `event` with its text guarded (see `output_guard`): `None` for a text delta (text is
@@ -270,10 +272,25 @@ impl Run {
             })
     }
 
-    fn publish(&self, events: &[PromptEvent]) {
+    /// Hands stored events to the streams that follow the prompt. When the prompt has just
+    /// paused (a `waiting` event), the pause's expiry is set first: any replica rejects the
+    /// calls it waits on as expired once it passes, whatever happens to this run.
+    async fn publish(&self, events: &[PromptEvent]) -> Result<(), GatewayError> {
+        let paused = events
+            .iter()
+            .any(|event| matches!(event.kind, Some(prompt_event::Kind::Waiting(_))));
+        if paused {
+            let expires_at = agentic_db::now_millis().saturating_add(
+                i64::try_from(self.approval_timeout.as_millis()).unwrap_or(i64::MAX),
+            );
+            self.store
+                .arm_approval_expiry(&self.prompt_id, expires_at)
+                .await?;
+        }
         for event in events {
             self.hub.publish(event);
         }
+        Ok(())
     }
 
     /// Reads back what another replica changed. `Some(state)` when the prompt ended; a live
@@ -352,7 +369,7 @@ impl Run {
         let flushed = self.log.flush().await;
         if let Some(status) = lost {
             if let Ok(events) = &flushed {
-                self.publish(events);
+                self.publish(events).await?;
             }
             flushed?;
             return self
@@ -365,7 +382,7 @@ impl Run {
         match (next, flushed) {
             (Err(error), _) | (Ok(_), Err(error)) => Err(error),
             (Ok(next), Ok(events)) => {
-                self.publish(&events);
+                self.publish(&events).await?;
                 if matches!(next, Next::Continue) {
                     // Boxed: the read lasts a moment, this run as long as the prompt runs.
                     Box::pin(self.spending.check(&self.store)).await?;
@@ -428,7 +445,7 @@ impl Run {
                         resumable: self.resumable,
                     };
                     let events = self.log.append(change, waiting).await?;
-                    self.publish(&events);
+                    self.publish(&events).await?;
                 }
                 return Ok(Next::Continue);
             }
@@ -504,7 +521,7 @@ impl Run {
             }
         };
         let events = self.log.append(change, kind).await?;
-        self.publish(&events);
+        self.publish(&events).await?;
         Ok(next)
     }
 
@@ -579,7 +596,7 @@ impl Run {
         if decided && self.awaiting.remove(&tool.id) && self.awaiting.is_empty() && self.paused {
             self.paused = false;
             let events = self.log.resume_live().await?;
-            self.publish(&events);
+            self.publish(&events).await?;
         }
         Ok(())
     }

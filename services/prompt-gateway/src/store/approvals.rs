@@ -9,14 +9,15 @@ impl Store {
         prompt_id: &PromptId,
         decision: &ApprovalDecision,
     ) -> Result<bool, GatewayError> {
-        let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
+        let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at, expired) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
         let args = [
             prompt_id.into(),
             (&decision.tool_call_id).into(),
             decision.approved.into(),
             (&decision.reason).into(),
             now_millis().into(),
+            decision.expired.into(),
         ];
         Ok(self.db.write(sql, &args).await? == 1)
     }
@@ -37,8 +38,8 @@ impl Store {
         &self,
         prompt_id: &PromptId,
     ) -> Result<Vec<ApprovalDecision>, GatewayError> {
-        let sql = "SELECT tool_call_id, approved, reason FROM approval_decisions WHERE prompt_id = $1 \
-                   ORDER BY decided_at";
+        let sql = "SELECT tool_call_id, approved, reason, expired FROM approval_decisions \
+                   WHERE prompt_id = $1 ORDER BY decided_at";
         let rows: Vec<DecisionRow> = self.db.read_all(sql, &[prompt_id.into()]).await?;
         Ok(rows
             .into_iter()
@@ -46,6 +47,7 @@ impl Store {
                 tool_call_id: row.tool_call_id,
                 approved: row.approved,
                 reason: row.reason,
+                expired: row.expired,
             })
             .collect())
     }
@@ -56,7 +58,8 @@ impl Store {
     /// before, a resumable pause is kept and a new run takes it up with them. `false` when it
     /// was no longer waiting.
     pub async fn resume_live(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
-        let sql = "UPDATE prompts SET state = $1, updated_at = $2 WHERE id = $3 AND state = $4";
+        let sql = "UPDATE prompts SET state = $1, updated_at = $2, approval_expires_at = NULL \
+                   WHERE id = $3 AND state = $4";
         let args = [
             RUNNING.into(),
             now_millis().into(),
@@ -68,8 +71,8 @@ impl Store {
 
     /// The live run went on after its pause (it acted on every decision): RUNNING, no pause.
     pub async fn resumed_live(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
-        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2 \
-                   WHERE id = $3 AND (state = $4 OR state = $1)";
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, \
+                   approval_expires_at = NULL WHERE id = $3 AND (state = $4 OR state = $1)";
         let args = [
             RUNNING.into(),
             now_millis().into(),
@@ -139,7 +142,8 @@ impl Store {
     /// replica's lease, for the new run this replica starts. `false` when it was no longer
     /// waiting (another caller resumed or cancelled it first).
     pub async fn claim_resumed(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {
-        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = $3, lease_until = $4 \
+        let sql = "UPDATE prompts SET state = $1, paused_live = 0, updated_at = $2, owner = $3, \
+                   lease_until = $4, approval_expires_at = NULL \
                    WHERE id = $5 AND state = $6 AND paused_live = 0";
         let args = [
             RUNNING.into(),
@@ -150,5 +154,60 @@ impl Store {
             WAITING.into(),
         ];
         Ok(self.db.write(sql, &args).await? == 1)
+    }
+
+    /// The pause a prompt waits in expires at `at` (ms since the epoch). Only a prompt that
+    /// waits has one; leaving the pause clears it.
+    pub async fn arm_approval_expiry(
+        &self,
+        prompt_id: &PromptId,
+        at: i64,
+    ) -> Result<(), GatewayError> {
+        let sql = "UPDATE prompts SET approval_expires_at = $1 WHERE id = $2 AND state = $3";
+        self.db
+            .write(sql, &[at.into(), prompt_id.into(), WAITING.into()])
+            .await?;
+        Ok(())
+    }
+
+    /// A pause that expired at `expired_at` (ms) and still waits expires again at `at`: its
+    /// calls could not all be settled yet (the mode may be down). A pause armed since is left
+    /// as it is.
+    pub async fn postpone_approval_expiry(
+        &self,
+        prompt_id: &PromptId,
+        expired_at: i64,
+        at: i64,
+    ) -> Result<(), GatewayError> {
+        let sql = "UPDATE prompts SET approval_expires_at = $1 \
+                   WHERE id = $2 AND state = $3 AND approval_expires_at <= $4";
+        let args = [
+            at.into(),
+            prompt_id.into(),
+            WAITING.into(),
+            expired_at.into(),
+        ];
+        self.db.write(sql, &args).await?;
+        Ok(())
+    }
+
+    /// Up to `limit` prompts whose pause expired by `now` (ms), oldest expiry first, with
+    /// their users and when each expired.
+    pub async fn expired_pauses(
+        &self,
+        now: i64,
+        limit: u32,
+    ) -> Result<Vec<(PromptId, UserId, i64)>, GatewayError> {
+        let sql = "SELECT id, user_id, approval_expires_at FROM prompts \
+                   WHERE state = $1 AND approval_expires_at <= $2 \
+                   ORDER BY approval_expires_at LIMIT $3";
+        let rows: Vec<(String, String, i64)> = self
+            .db
+            .read_all(sql, &[WAITING.into(), now.into(), i64::from(limit).into()])
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(prompt, user, at)| (PromptId::known(prompt), UserId::known(user), at))
+            .collect())
     }
 }

@@ -51,6 +51,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0010_recordings.sql",
         sql: include_str!("../../migrations/sqlite/0010_recordings.sql"),
     },
+    MigrationFile {
+        name: "0011_approval_expiry.sql",
+        sql: include_str!("../../migrations/sqlite/0011_approval_expiry.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -93,6 +97,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0010_recordings.sql",
         sql: include_str!("../../migrations/postgres/0010_recordings.sql"),
+    },
+    MigrationFile {
+        name: "0011_approval_expiry.sql",
+        sql: include_str!("../../migrations/postgres/0011_approval_expiry.sql"),
     },
 ];
 

@@ -54,7 +54,7 @@ const WAITING: i32 = PromptState::WaitingForApproval as i32;
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
      input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \
-     llm_calls, tool_calls, budget";
+     llm_calls, tool_calls, budget, approval_timeout_ms";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first

@@ -50,7 +50,8 @@ impl Store {
                 .bind(lease_until)
                 .bind(timestamp_millis(&at))
                 .bind(event.encode_to_vec())
-                .bind(&budget);
+                .bind(&budget)
+                .bind(i64::from(prompt.approval_timeout_ms));
             write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);

@@ -147,8 +147,8 @@ impl Store {
         let budget = encoded_budget(&prompt);
         let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
              max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at, \
-             queue_rank, timeout_ms, budget) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
+             queue_rank, timeout_ms, budget, approval_timeout_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
         let args = [
             (&prompt.id).into(),
             (&prompt.user_id).into(),
@@ -168,6 +168,7 @@ impl Store {
             queue_rank.unwrap_or(1).into(),
             timeout_ms.into(),
             (&budget).into(),
+            i64::from(prompt.approval_timeout_ms).into(),
         ];
         conn.execute(insert, &args).await?;
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {

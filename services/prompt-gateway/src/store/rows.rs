@@ -43,6 +43,7 @@ pub(super) struct PromptRow {
     pub(super) llm_calls: i64,
     pub(super) tool_calls: i64,
     pub(super) budget: Vec<u8>,
+    pub(super) approval_timeout_ms: i64,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptRow
@@ -72,6 +73,7 @@ where
             llm_calls: columns.get("llm_calls")?,
             tool_calls: columns.get("tool_calls")?,
             budget: columns.get("budget")?,
+            approval_timeout_ms: columns.get("approval_timeout_ms")?,
         })
     }
 }
@@ -110,6 +112,7 @@ impl PromptRow {
             budget: (!self.budget.is_empty())
                 .then(|| agentic_proto::v1::Budget::decode(self.budget.as_slice()))
                 .transpose()?,
+            approval_timeout_ms: u32::try_from(self.approval_timeout_ms).unwrap_or_default(),
         })
     }
 }
@@ -164,6 +167,7 @@ pub(super) struct DecisionRow {
     pub(super) tool_call_id: String,
     pub(super) approved: bool,
     pub(super) reason: String,
+    pub(super) expired: bool,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for DecisionRow
@@ -176,6 +180,7 @@ where
             tool_call_id: columns.get("tool_call_id")?,
             approved: columns.get("approved")?,
             reason: columns.get("reason")?,
+            expired: columns.get("expired")?,
         })
     }
 }

@@ -189,11 +189,13 @@ impl Runner {
                     let decided = decided.unwrap_or(Decided {
                         approved: false,
                         reason: "no decision came".into(),
+                        expired: false,
                     });
                     let decision = ApprovalDecision {
                         tool_call_id: id,
                         approved: decided.approved,
                         reason: decided.reason,
+                        expired: decided.expired,
                     };
                     let input = RunCodeInput {
                         kind: Some(run_code_input::Kind::Decision(decision)),

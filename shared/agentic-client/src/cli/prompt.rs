@@ -91,6 +91,7 @@ pub async fn one_shot(
             state: request.state,
             on_busy: request.on_busy,
             budget: request.budget,
+            approval_timeout: None,
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;

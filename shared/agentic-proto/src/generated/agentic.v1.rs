@@ -85,6 +85,11 @@ pub struct Prompt {
     /// What it may spend: the request's budget within the operator's limits.
     #[prost(message, optional, tag = "16")]
     pub budget: ::core::option::Option<Budget>,
+    /// How long a person may take to decide on one of its calls: past it, the call is rejected
+    /// as expired and the prompt goes on as after a rejection. The request's, within the
+    /// operator's; 0 on prompts stored before there was one (the operator's applies).
+    #[prost(uint32, tag = "17")]
+    pub approval_timeout_ms: u32,
 }
 /// One entry of the prompt's timeline. Every mode writes the same three kinds.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -782,6 +787,10 @@ pub struct ExecuteLimits {
     /// no model call once its own tokens reach it. The prompt's budget travels with the prompt.
     #[prost(uint64, optional, tag = "3")]
     pub daily_tokens_left: ::core::option::Option<u64>,
+    /// How long a paused call may wait for a person (the prompt's approval timeout); 0: the
+    /// executor's own limit. The gateway rejects the call as expired when it passes.
+    #[prost(uint32, tag = "4")]
+    pub approval_timeout_ms: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ApprovalDecision {
@@ -791,6 +800,10 @@ pub struct ApprovalDecision {
     pub approved: bool,
     #[prost(string, tag = "3")]
     pub reason: ::prost::alloc::string::String,
+    /// Nobody decided in time: the gateway rejected the call as expired (`approved` is false,
+    /// `reason` says after how long). The call shows APPROVAL_STATE_EXPIRED.
+    #[prost(bool, tag = "4")]
+    pub expired: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CancelExecution {
@@ -3728,6 +3741,10 @@ pub struct CreatePromptRequest {
     /// default fills the fields left at 0 and caps the others.
     #[prost(message, optional, tag = "9")]
     pub budget: ::core::option::Option<Budget>,
+    /// How long a person may take to decide on one of its calls before the call is rejected as
+    /// expired; 0 or more than the operator's (GATEWAY_APPROVAL_TIMEOUT_SECS): the operator's.
+    #[prost(uint32, tag = "10")]
+    pub approval_timeout_ms: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StreamPromptRequest {
