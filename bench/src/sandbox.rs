@@ -151,7 +151,7 @@ async fn run_checked(
     host: Arc<BenchHost>,
 ) -> anyhow::Result<Duration> {
     let started = Instant::now();
-    let outcome = sandboxes.run(program, host, limits()).await;
+    let outcome = sandboxes.run("bench", program, host, limits()).await;
     let elapsed = started.elapsed();
     if let Err(error) = outcome.result {
         anyhow::bail!("sandbox run failed: {}", error.message);

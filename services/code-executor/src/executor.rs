@@ -97,6 +97,7 @@ impl CodeMode {
 
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
         let sandbox_tools = tools::sandbox_tools(&tools);
+        let paused = self.paused_runs.for_run(&scope.user_id);
         let host = Arc::new(PromptHost {
             tools,
             tool_host,
@@ -111,7 +112,7 @@ impl CodeMode {
                 .map_or(self.approval_timeout, |asked| {
                     asked.min(self.approval_timeout)
                 }),
-            paused: self.paused_runs.for_run(),
+            paused,
             round: Default::default(),
             recorded: 0.into(),
         });
@@ -228,7 +229,12 @@ impl CodeMode {
         host.begin_round(index, call.clone(), program.entropy.clone(), None);
         let outcome = self
             .sandboxes
-            .run(program, host.clone(), self.limits.clone())
+            .run(
+                host.scope.user_id.as_str(),
+                program,
+                host.clone(),
+                self.limits.clone(),
+            )
             .await;
         crate::metrics::sandbox_run(&outcome);
         let (record, _) = host.end_round(&outcome);
@@ -268,7 +274,12 @@ impl CodeMode {
         );
         let outcome = self
             .sandboxes
-            .run(program, host.clone(), self.limits.clone())
+            .run(
+                host.scope.user_id.as_str(),
+                program,
+                host.clone(),
+                self.limits.clone(),
+            )
             .await;
         crate::metrics::sandbox_run(&outcome);
         let (record, diverged) = host.end_round(&outcome);

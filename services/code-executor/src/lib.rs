@@ -65,11 +65,18 @@ pub struct Config {
     /// `interpreter.run-code`); more wait for a slot, at most for their time limit.
     #[arg(long, env = "CODE_MAX_SANDBOXES", default_value_t = sandbox::DEFAULT_MAX_SANDBOXES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub max_sandboxes: usize,
+    /// Of those, the most one user's runs hold at once (0: a quarter of --max-sandboxes); a
+    /// freed slot goes to the waiting user who holds the fewest.
+    #[arg(long, env = "CODE_MAX_SANDBOXES_PER_USER", default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=4096))]
+    pub max_sandboxes_per_user: usize,
     /// Runs paused for a person's approval at once (they keep their sandbox meanwhile);
     /// past it, a call that needs approval fails with an error the code sees. Keep it below
     /// --max-sandboxes so paused runs never fill the executor.
     #[arg(long, env = "CODE_MAX_PAUSED_RUNS", default_value_t = 32, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub max_paused_runs: usize,
+    /// Of those, the most one user's runs hold at once (0: a quarter of --max-paused-runs).
+    #[arg(long, env = "CODE_MAX_PAUSED_RUNS_PER_USER", default_value_t = 0, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=4096))]
+    pub max_paused_runs_per_user: usize,
     /// What one prompt's code may spend over all its rounds.
     #[command(flatten)]
     pub prompt_limits: PromptLimitsConfig,
@@ -169,9 +176,13 @@ pub async fn run(
     let schemas = Arc::new(SchemaCache::default());
     // One set of warm sandbox threads for code mode and `RunCode`, with slots of their own:
     // a round that calls a skill holds its slot while the skill's `RunCode` needs one.
-    let sandboxes = sandbox::Sandboxes::new(config.max_sandboxes);
+    let sandboxes =
+        sandbox::Sandboxes::new(shares(config.max_sandboxes, config.max_sandboxes_per_user));
     // Runs waiting for a person, code mode's and `RunCodeLive`'s together.
-    let paused_runs = host::PausedRuns::new(config.max_paused_runs);
+    let paused_runs = host::PausedRuns::new(shares(
+        config.max_paused_runs,
+        config.max_paused_runs_per_user,
+    ));
     let runner = CodeRunnerServer::new(CodeRunnerService {
         model: Arc::clone(&model),
         tool_host: tool_host.clone(),
@@ -210,4 +221,12 @@ pub async fn run(
     .await
     .context("serving the code executor")?;
     Ok(())
+}
+
+/// `total` slots with `per_user` of them for one user (0: a quarter).
+fn shares(total: usize, per_user: usize) -> agentic_fair::Shares {
+    match per_user {
+        0 => agentic_fair::Shares::quarter(total),
+        per_user => agentic_fair::Shares::new(total, per_user),
+    }
 }

@@ -198,6 +198,7 @@ impl CodeRunnerService {
             spent: Spent::default(),
             entropy: Default::default(),
         };
+        let paused = self.paused_runs.for_run(&scope.user_id);
         let host = Arc::new(RecordingHost {
             tools,
             tool_host: self.tool_host.clone(),
@@ -209,14 +210,17 @@ impl CodeRunnerService {
             files: Mutex::default(),
             asks,
             approval_timeout: self.approval_timeout,
-            paused: self.paused_runs.for_run(),
+            paused,
             asking: Default::default(),
             budget_left,
             started_calls: Default::default(),
             code,
             skill: request.skill,
         });
-        let outcome = self.sandboxes.run(program, host.clone(), limits).await;
+        let outcome = self
+            .sandboxes
+            .run(host.scope.user_id.as_str(), program, host.clone(), limits)
+            .await;
         crate::metrics::sandbox_run(&outcome);
 
         let mut logs: Vec<String> =
@@ -315,11 +319,7 @@ impl RecordingHost {
         clock: &Clock,
     ) -> Result<Json, ToolFailure> {
         use std::sync::atomic::Ordering;
-        if !self.paused.hold() {
-            return Err(ToolFailure::Failed(
-                "not run: too many runs of this executor already wait for a person's approval; try again later".into(),
-            ));
-        }
+        self.paused.hold().map_err(ToolFailure::Failed)?;
         self.asking.fetch_add(1, Ordering::SeqCst);
         let (sender, decided) = oneshot::channel();
         let asked = asks
@@ -560,6 +560,7 @@ mod tests {
             spent: Spent::default(),
             entropy: Default::default(),
         };
+        let paused = PausedRuns::new(agentic_fair::Shares::new(1, 1)).for_run(&scope.user_id);
         let host = Arc::new(RecordingHost {
             tools,
             tool_host: ToolHost::new(channel),
@@ -571,7 +572,7 @@ mod tests {
             files: Mutex::default(),
             asks: None,
             approval_timeout: Duration::from_secs(1),
-            paused: PausedRuns::new(1).for_run(),
+            paused,
             asking: Default::default(),
             budget_left: None,
             started_calls: Default::default(),
@@ -579,7 +580,7 @@ mod tests {
             skill: String::new(),
         });
         let outcome = Sandboxes::default()
-            .run(program, host.clone(), Limits::default())
+            .run("user", program, host.clone(), Limits::default())
             .await;
         assert_eq!(
             outcome.result,

@@ -1,7 +1,8 @@
 //! Admission control, in two steps. First, how many runs one user may have at once on this
 //! replica (the rest are refused), so that one user's flood holds a bounded share of the
 //! executors, the database and this gateway. Then a slot among the runs this gateway follows
-//! at once: a run waits for one, first come first served, for a bounded time, before its
+//! at once: a run waits for one (a freed slot goes to the waiting user who holds the
+//! fewest, the first to ask among equals), for a bounded time, before its
 //! prompt is stored or its executor called, so a flood of prompts from many users queues
 //! in `CreatePrompt` (a few KiB each) instead of running all at once (tens of KiB each,
 //! here and in the executors). A run holds its [`Ticket`] from before its executor is
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use agentic_fair::{FairPool, Shares, Slot};
 
 use crate::error::GatewayError;
 use crate::metrics;
@@ -24,7 +25,7 @@ pub struct Admission {
     limit: u32,
     running: Arc<Mutex<HashMap<UserId, u32>>>,
     /// Runs this gateway follows at once, whoever they belong to.
-    slots: Arc<Semaphore>,
+    slots: FairPool,
     max_running: usize,
     /// The longest a run waits for a slot before it is refused.
     max_wait: Duration,
@@ -46,16 +47,19 @@ pub struct Limits {
 pub struct Ticket {
     admission: Admission,
     user_id: UserId,
-    _slot: Option<OwnedSemaphorePermit>,
+    _slot: Option<Slot>,
 }
 
 impl Admission {
     pub fn new(limits: Limits) -> Admission {
-        let max_running = limits.max_running.clamp(1, Semaphore::MAX_PERMITS);
+        let max_running = limits.max_running.max(1);
         Admission {
             limit: limits.per_user,
             running: Arc::default(),
-            slots: Arc::new(Semaphore::new(max_running)),
+            slots: FairPool::new(Shares::new(
+                max_running,
+                usize::try_from(limits.per_user).unwrap_or(usize::MAX),
+            )),
             max_running,
             max_wait: limits.max_wait,
         }
@@ -66,16 +70,15 @@ impl Admission {
     /// comes free within the longest wait.
     pub async fn admit(&self, user_id: &UserId) -> Result<Ticket, GatewayError> {
         let mut ticket = self.count(user_id)?;
-        let slot = match Arc::clone(&self.slots).try_acquire_owned() {
+        let slot = match self.slots.try_acquire(user_id.as_str()) {
             Ok(slot) => slot,
             Err(_) => {
                 let _waiting = metrics::Waiting::start();
                 let acquired =
-                    tokio::time::timeout(self.max_wait, Arc::clone(&self.slots).acquire_owned())
-                        .await;
+                    tokio::time::timeout(self.max_wait, self.slots.acquire(user_id.as_str())).await;
                 match acquired {
-                    Ok(Ok(slot)) => slot,
-                    Ok(Err(_)) | Err(_) => {
+                    Ok(slot) => slot,
+                    Err(_) => {
                         metrics::run_refused();
                         return Err(GatewayError::ResourceExhausted(format!(
                             "the gateway runs {} prompts, the most it runs at once, and none \
@@ -184,7 +187,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_run_past_the_gateways_limit_waits_for_a_slot_first_come_first_served() {
+    async fn a_run_past_the_gateways_limit_waits_for_a_slot_first_come_first_served_among_equals() {
         let admission = admission(10, 1, 60_000);
         let first = admission.admit(&user("alice")).await.unwrap();
         let bob = tokio::spawn({
@@ -207,6 +210,26 @@ mod tests {
         );
         drop(bob);
         carol.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_freed_slot_goes_to_the_waiting_user_with_fewer_runs_not_to_the_first_in_line() {
+        let admission = admission(10, 2, 60_000);
+        let first = admission.admit(&user("alice")).await.unwrap();
+        let _second = admission.admit(&user("alice")).await.unwrap();
+        let alice = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.admit(&user("alice")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let bob = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.admit(&user("bob")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(first);
+        let _bob = bob.await.unwrap().unwrap();
+        assert!(!alice.is_finished(), "alice's backlog waits behind bob");
     }
 
     #[tokio::test]

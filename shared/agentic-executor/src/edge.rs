@@ -273,6 +273,7 @@ async fn supervise<M: Mode>(
     sender: mpsc::Sender<Event>,
 ) {
     let run_timeout = run.run_timeout;
+    let user = run.user_id.clone();
     let spend = Arc::new(crate::budget::Spend::new(
         run.budget,
         run.spent,
@@ -281,7 +282,7 @@ async fn supervise<M: Mode>(
     let (decision_sender, decisions) = mpsc::channel(DECISION_BUFFER);
     let admitted = AtomicBool::new(false);
     let work = async {
-        let _slot = slots.take(mode.id(), &admitted).await;
+        let _slot = slots.take(user.as_str(), mode.id(), &admitted).await;
         let events = EventSink::with_spend(sender.clone(), Arc::clone(&spend));
         let ended = mode.run(run, events, decisions).await;
         report_end(ended, &sender).await;
@@ -301,13 +302,10 @@ async fn supervise<M: Mode>(
                 tracing::warn!(limit_ms = %limit, "run exceeded its time limit");
                 format!("the run exceeded its time limit of {limit} ms")
             } else {
-                let max_runs = slots.max_runs();
-                tracing::warn!(limit_ms = %limit, max_runs, "run got no run slot within its time limit");
+                let busy = slots.busy(user.as_str());
+                tracing::warn!(limit_ms = %limit, %busy, "run got no run slot within its time limit");
                 metrics::run_slotless(mode.id());
-                format!(
-                    "the executor was busy: no run slot (it works on {max_runs} at once) came \
-                     free within the run's time limit of {limit} ms; try again later"
-                )
+                format!("{busy} within the run's time limit of {limit} ms; try again later")
             };
             let _ = sender.send(Event::Failed(message)).await;
         }

@@ -61,3 +61,4 @@ pub use crate::limits::{Limits, PromptLimits, Spent};
 pub use crate::outcome::{Admission, CodeError, Completion, RunOutcome};
 pub use crate::program::{Program, SandboxTool};
 pub use crate::sandboxes::{DEFAULT_MAX_SANDBOXES, Sandboxes};
+pub use agentic_fair::Shares;

@@ -6,6 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Instant;
 
+use agentic_fair::{FairPool, Shares};
 use serde_json::{Map, Value as Json};
 
 use crate::host::Host;
@@ -17,16 +18,17 @@ use crate::{engine, globals, session, warm};
 /// Where runs happen: the warm sandbox threads of one executor (see `warm`). Clones share
 /// them; they end when the last clone is dropped.
 ///
-/// At most `max_sandboxes` runs are in sandboxes at once (each holds a thread and up to its
-/// memory limit, for as long as it runs or waits inside a host call); a run beyond that
-/// waits for a slot, at most for its own time budget, and then fails with an error the
-/// model sees. One user's flood thus queues instead of exhausting the process.
+/// At most `shares.total` runs are in sandboxes at once (each holds a thread and up to its
+/// memory limit, for as long as it runs or waits inside a host call), and one user's runs at
+/// most `shares.per_user` of them; a run beyond that waits for a slot, at most for its own
+/// time budget, and then fails with an error the model sees. A freed slot goes to the
+/// waiting user who holds the fewest (`agentic_fair`): one user's flood queues behind
+/// itself, never in front of another user's run.
 #[derive(Clone)]
 pub struct Sandboxes {
     /// Reached by the tests too, which watch and poke the threads.
     pub(crate) pool: warm::Pool,
-    slots: Arc<tokio::sync::Semaphore>,
-    max_sandboxes: usize,
+    slots: FairPool,
 }
 
 /// Runs in sandboxes at once by default.
@@ -34,22 +36,20 @@ pub const DEFAULT_MAX_SANDBOXES: usize = 64;
 
 impl Default for Sandboxes {
     fn default() -> Sandboxes {
-        Sandboxes::new(DEFAULT_MAX_SANDBOXES)
+        Sandboxes::new(Shares::quarter(DEFAULT_MAX_SANDBOXES))
     }
 }
 
 impl Sandboxes {
-    /// Warm threads as configured by default, and at most `max_sandboxes` runs at once.
-    pub fn new(max_sandboxes: usize) -> Sandboxes {
-        Sandboxes::with_config(warm::Config::default(), max_sandboxes)
+    /// Warm threads as configured by default, and slots as `shares` says.
+    pub fn new(shares: Shares) -> Sandboxes {
+        Sandboxes::with_config(warm::Config::default(), shares)
     }
 
-    pub(crate) fn with_config(config: warm::Config, max_sandboxes: usize) -> Sandboxes {
-        let max_sandboxes = max_sandboxes.max(1);
+    pub(crate) fn with_config(config: warm::Config, shares: Shares) -> Sandboxes {
         Sandboxes {
             pool: warm::Pool::new(config),
-            slots: Arc::new(tokio::sync::Semaphore::new(max_sandboxes)),
-            max_sandboxes,
+            slots: FairPool::new(shares),
         }
     }
 
@@ -59,8 +59,7 @@ impl Sandboxes {
     pub fn with_own_slots(&self) -> Sandboxes {
         Sandboxes {
             pool: self.pool.clone(),
-            slots: Arc::new(tokio::sync::Semaphore::new(self.max_sandboxes)),
-            max_sandboxes: self.max_sandboxes,
+            slots: FairPool::new(self.slots.shares()),
         }
     }
 
@@ -75,19 +74,37 @@ impl Sandboxes {
     ///
     /// Cancel-safe: dropping the returned future interrupts the JavaScript at its next check,
     /// drops any host call in flight and lets the sandbox thread finish within milliseconds.
-    pub async fn run(&self, program: Program, host: Arc<dyn Host>, limits: Limits) -> RunOutcome {
+    pub async fn run(
+        &self,
+        user: &str,
+        program: Program,
+        host: Arc<dyn Host>,
+        limits: Limits,
+    ) -> RunOutcome {
         // Held until the run ends; a run that gets no slot within its budget never starts.
-        let Ok(Ok(_slot)) =
-            tokio::time::timeout(limits.timeout, Arc::clone(&self.slots).acquire_owned()).await
-        else {
+        let Ok(_slot) = tokio::time::timeout(limits.timeout, self.slots.acquire(user)).await else {
+            let shares = self.slots.shares();
             tracing::warn!(
-                max_sandboxes = self.max_sandboxes,
+                max_sandboxes = shares.total,
+                per_user = shares.per_user,
                 "no sandbox slot freed within the run's budget"
             );
+            let why = if shares.per_user < shares.total
+                && self.slots.held_by(user) >= shares.per_user
+            {
+                format!(
+                    "your other runs held all {} sandboxes one user may hold at once for the whole time limit",
+                    shares.per_user
+                )
+            } else {
+                format!(
+                    "all {} sandboxes of the code-executor stayed busy for the whole time limit",
+                    shares.total
+                )
+            };
             return RunOutcome {
                 result: Err(CodeError::unpositioned(format!(
-                    "The code could not run: all {} sandboxes of the code-executor stayed busy for the whole time limit; try again later",
-                    self.max_sandboxes
+                    "The code could not run: {why}; try again later"
                 ))),
                 logs: Vec::new(),
                 completion: None,

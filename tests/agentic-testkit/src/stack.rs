@@ -126,6 +126,8 @@ pub struct StackOptions {
     pub executor_max_runs: usize,
     /// Code runs paused for approval at once.
     pub code_max_paused_runs: usize,
+    /// `CODE_MAX_SANDBOXES_PER_USER` and `CODE_MAX_PAUSED_RUNS_PER_USER` (0: a quarter).
+    pub code_shares_per_user: (usize, usize),
     /// Deadline of a tool call in both executors when the tool-host names none (s).
     pub tool_timeout_secs: u64,
     /// Tool calls of one classic reply running at once.
@@ -214,6 +216,7 @@ impl Default for StackOptions {
             code_max_sandboxes: 64,
             executor_max_runs: agentic_executor::DEFAULT_MAX_RUNS,
             code_max_paused_runs: 32,
+            code_shares_per_user: (0, 0),
             tool_timeout_secs: 60,
             classic_max_concurrent_tool_calls: 8,
             classic_max_tool_calls_per_reply: 64,
@@ -569,6 +572,7 @@ impl Stack {
             registration: registration(options, gateway, listener.local_addr()?),
             capacity: agentic_executor::Capacity {
                 max_runs: options.executor_max_runs,
+                ..Default::default()
             },
         })
     }
@@ -610,6 +614,8 @@ impl Stack {
             approval_timeout_secs: options.code_approval_timeout_secs,
             max_sandboxes: options.code_max_sandboxes,
             max_paused_runs: options.code_max_paused_runs,
+            max_sandboxes_per_user: options.code_shares_per_user.0,
+            max_paused_runs_per_user: options.code_shares_per_user.1,
         };
         Background::start("code-executor", listener, move |listener| {
             code_executor::run(config, listener, std::future::pending())

@@ -4,4 +4,5 @@
 mod capacity;
 mod gateway;
 mod sandbox;
+mod shares;
 mod tools;

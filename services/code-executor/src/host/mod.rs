@@ -270,28 +270,29 @@ impl PromptHost {
     }
 }
 
-/// The bound on runs paused for approval at once in one code-executor. A paused run keeps
-/// its sandbox (thread and memory) while a person decides, for up to the approval timeout:
-/// without a bound of their own, paused runs could fill every sandbox slot and stall
-/// everyone else. Past it, a call that needs approval fails with an error the code sees.
+/// The bound on runs paused for approval at once in one code-executor, with a share per
+/// user. A paused run keeps its sandbox (thread and memory) while a person decides, for up to
+/// the approval timeout: without a bound of their own, paused runs could fill every sandbox
+/// slot and stall everyone else. Past the user's share (`CODE_MAX_PAUSED_RUNS_PER_USER`) or
+/// the executor's bound, a call that needs approval fails with an error the code sees, so
+/// one user's pauses never take another user's place.
 #[derive(Clone, Debug)]
 pub struct PausedRuns {
-    slots: Arc<tokio::sync::Semaphore>,
-    max: usize,
+    slots: agentic_fair::FairPool,
 }
 
 impl PausedRuns {
-    pub fn new(max: usize) -> PausedRuns {
+    pub fn new(shares: agentic_fair::Shares) -> PausedRuns {
         PausedRuns {
-            slots: Arc::new(tokio::sync::Semaphore::new(max)),
-            max,
+            slots: agentic_fair::FairPool::new(shares),
         }
     }
 
-    /// One run's place, empty until it asks for approval.
-    pub fn for_run(&self) -> PausedRun {
+    /// One run of `user`'s place, empty until it asks for approval.
+    pub fn for_run(&self, user: &agentic_ids::UserId) -> PausedRun {
         PausedRun {
             runs: self.clone(),
+            user: user.as_str().to_owned(),
             held: std::sync::Mutex::new(None),
         }
     }
@@ -302,20 +303,32 @@ impl PausedRuns {
 #[derive(Debug)]
 pub struct PausedRun {
     runs: PausedRuns,
-    held: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    user: String,
+    held: std::sync::Mutex<Option<agentic_fair::Slot>>,
 }
 
 impl PausedRun {
-    /// Holds a slot (if it does not already); false when every slot is taken.
-    pub fn hold(&self) -> bool {
+    /// Holds a slot (if it does not already); when none is left, why the call cannot wait.
+    pub fn hold(&self) -> Result<(), String> {
         let mut held = self
             .held
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if held.is_none() {
-            *held = Arc::clone(&self.runs.slots).try_acquire_owned().ok();
+        if held.is_some() {
+            return Ok(());
         }
-        held.is_some()
+        match self.runs.slots.try_acquire(&self.user) {
+            Ok(slot) => {
+                *held = Some(slot);
+                Ok(())
+            }
+            Err(agentic_fair::Refusal::UserShare(share)) => Err(format!(
+                "not run: {share} of your runs already wait for a person's approval, the most one user may have waiting on this executor; decide on those first"
+            )),
+            Err(agentic_fair::Refusal::Full(total)) => Err(format!(
+                "not run: {total} runs of this executor already wait for a person's approval; try again later"
+            )),
+        }
     }
 
     pub fn release(&self) {
@@ -563,16 +576,13 @@ impl PromptHost {
         let next = match self.tools.check(&tool_id, &input) {
             // The prompt's budget allows no more tool calls: the run stops.
             Ok(_) if over_budget.is_some() => Next::Refuse(over_budget.unwrap_or_default()),
-            Ok(spec) if spec.requires_approval && !self.paused.hold() => {
-                crate::metrics::sandbox_refused();
-                Next::Refuse(format!(
-                    "not run: {} runs of this executor already wait for a person's approval; try again later",
-                    self.paused.runs.max
-                ))
-            }
-            Ok(spec) if spec.requires_approval => {
-                Next::AwaitApproval(self.approvals.expect(&call_id))
-            }
+            Ok(spec) if spec.requires_approval => match self.paused.hold() {
+                Ok(()) => Next::AwaitApproval(self.approvals.expect(&call_id)),
+                Err(why) => {
+                    crate::metrics::sandbox_refused();
+                    Next::Refuse(why)
+                }
+            },
             Ok(_) => Next::Invoke,
             Err(refused) => Next::Refuse(refused.to_string()),
         };

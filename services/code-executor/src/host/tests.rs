@@ -161,7 +161,8 @@ async fn prompt_after(approval_timeout: Duration, outputs: usize) -> Prompt {
         tier: Tier::Normal,
         approvals,
         approval_timeout,
-        paused: super::PausedRuns::new(8).for_run(),
+        paused: super::PausedRuns::new(agentic_fair::Shares::new(8, 8))
+            .for_run(&agentic_ids::UserId::known("user")),
         round: Default::default(),
         recorded: 0.into(),
     });
@@ -426,7 +427,7 @@ async fn code_waits_for_a_decision_longer_than_its_time_budget_and_goes_on_after
     };
     let sandboxes = Sandboxes::default();
     let host = prompt.host.clone();
-    let run = tokio::spawn(async move { sandboxes.run(program, host, limits).await });
+    let run = tokio::spawn(async move { sandboxes.run("user", program, host, limits).await });
     let (_, ids) = prompt.until_paused().await;
     // The person takes longer than the whole budget of the run.
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -479,7 +480,7 @@ async fn paused_round(code: &str) -> (Vec<Output>, String, bool) {
     let host = prompt.host.clone();
     let run = tokio::spawn(async move {
         Sandboxes::default()
-            .run(program, host, Limits::default())
+            .run("user", program, host, Limits::default())
             .await
     });
     let mut outputs: Vec<Output> = Vec::new();
@@ -531,7 +532,7 @@ async fn replayed_round(
     );
     let program = round_program(&prompt, code, entropy);
     let outcome = Sandboxes::default()
-        .run(program, prompt.host.clone(), Limits::default())
+        .run("user", program, prompt.host.clone(), Limits::default())
         .await;
     let (_, diverged) = prompt.host.end_round(&outcome);
     let mut shown = Vec::new();

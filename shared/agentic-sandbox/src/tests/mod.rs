@@ -199,7 +199,7 @@ fn run(
     host: Arc<dyn Host>,
     limits: Limits,
 ) -> impl Future<Output = RunOutcome> + Send + 'static {
-    sandboxes().run(program, host, limits)
+    sandboxes().run("user", program, host, limits)
 }
 
 async fn run_program(program: Program, limits: Limits) -> (RunOutcome, Arc<TestHost>) {

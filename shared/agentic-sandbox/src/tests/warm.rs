@@ -12,7 +12,10 @@ use crate::warm::{Config, THREAD_NAME};
 use crate::{Limits, Program, RunOutcome, Sandboxes};
 
 fn pool(config: Config) -> Sandboxes {
-    Sandboxes::with_config(config, crate::DEFAULT_MAX_SANDBOXES)
+    Sandboxes::with_config(
+        config,
+        crate::Shares::new(crate::DEFAULT_MAX_SANDBOXES, crate::DEFAULT_MAX_SANDBOXES),
+    )
 }
 
 /// One warm thread, never ended for being idle.
@@ -44,7 +47,7 @@ async fn run_with(
     limits: Limits,
 ) -> (RunOutcome, Arc<TestHost>) {
     let host = Arc::new(TestHost::default());
-    let outcome = pool.run(program, host.clone(), limits).await;
+    let outcome = pool.run("user", program, host.clone(), limits).await;
     (outcome, host)
 }
 
@@ -237,7 +240,12 @@ async fn dropping_a_run_stops_its_code_on_a_warm_sandbox() {
     eventually_counts(&pool, 1, 1).await;
     let host = Arc::new(TestHost::default());
     let limits = without_tool_call_limits(limits_with_timeout(30_000));
-    let running = pool.run(program("while (true) { tick() }"), host.clone(), limits);
+    let running = pool.run(
+        "user",
+        program("while (true) { tick() }"),
+        host.clone(),
+        limits,
+    );
     assert!(
         tokio::time::timeout(Duration::from_millis(100), running)
             .await
@@ -331,7 +339,7 @@ async fn dropping_the_last_handle_ends_the_warm_threads() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runs_beyond_the_sandbox_slots_wait_for_one_and_give_up_at_their_time_limit() {
-    let pool = Sandboxes::with_config(Config::default(), 1);
+    let pool = Sandboxes::with_config(Config::default(), crate::Shares::new(1, 1));
     // Takes the only slot first, and holds it inside a tool call.
     let holding = run_with(
         &pool,
@@ -355,4 +363,46 @@ async fn runs_beyond_the_sandbox_slots_wait_for_one_and_give_up_at_their_time_li
         "{refused:?}"
     );
     assert_eq!(patient.0.result, Ok(json!(3)), "a run waits its turn");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_users_runs_past_their_share_wait_while_another_users_run_goes_at_once() {
+    let pool = Sandboxes::with_config(Config::default(), crate::Shares::new(3, 1));
+    let host = || Arc::new(TestHost::default());
+    // Alice holds her one slot inside a tool call; her second run waits for it.
+    let holding = async {
+        let outcome = pool
+            .run(
+                "alice",
+                program("sleep({ ms: 1500 });\n1"),
+                host(),
+                limits_with_timeout(10_000),
+            )
+            .await;
+        (outcome, std::time::Instant::now())
+    };
+    let alice_again = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        pool.run("alice", program("2"), host(), limits_with_timeout(300))
+            .await
+    };
+    let bob = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let outcome = pool
+            .run("bob", program("3"), host(), limits_with_timeout(10_000))
+            .await;
+        (outcome, std::time::Instant::now())
+    };
+    let ((held, alice_done), alice_again, (bob, bob_done)) =
+        tokio::join!(holding, alice_again, bob);
+    assert_eq!(held.result, Ok(json!(1)));
+    let refused = alice_again.result.unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("your other runs held all 1 sandboxes one user may hold"),
+        "{refused:?}"
+    );
+    assert_eq!(bob.result, Ok(json!(3)));
+    assert!(bob_done < alice_done, "bob did not wait for alice's slot");
 }
