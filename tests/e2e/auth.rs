@@ -306,6 +306,7 @@ async fn every_gateway_call_on_another_users_things_is_not_found_and_changes_not
             bob.list_prompts(ListPromptsRequest {
                 conversation_id: conversation.id.clone(),
                 limit: 0,
+                page_token: String::new(),
             })
             .await
             .unwrap_err()

@@ -106,6 +106,7 @@ async fn classic_code_classic_in_one_conversation_each_see_the_earlier_prompts_a
         .list_prompts(ListPromptsRequest {
             conversation_id: conversation.id.clone(),
             limit: 0,
+            page_token: String::new(),
         })
         .await
         .unwrap()

@@ -632,6 +632,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 let request = ListPromptsRequest {
                     conversation_id: SQL_OR.into(),
                     limit: 0,
+                    page_token: String::new(),
                 };
                 g.list_prompts(request).await.map(|_| Ok(()))
             },

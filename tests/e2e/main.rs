@@ -21,6 +21,7 @@ mod hosted;
 mod hostile;
 mod http_api;
 mod interpreter;
+mod listings;
 mod llm_faults;
 mod mcp_server;
 mod mcp_tools;

@@ -98,7 +98,11 @@ async function openConversation(id) {
     for (const summary of summaries) {
       const view = show(summary);
       if (view.finished) view.load().catch((error) => showError(error));
-      else view.follow();
+      else {
+        // Listings cut long inputs short: read the whole one.
+        if (summary.inputCut) view.loadInput().catch((error) => showError(error));
+        view.follow();
+      }
     }
     scrollToEnd();
   } catch (error) {

@@ -68,6 +68,13 @@ export class PromptView {
     this.render();
   }
 
+  // Reads the whole input of a prompt shown from a listing's summary.
+  async loadInput() {
+    const prompt = await this.api.get(`/v1/prompts/${encodeURIComponent(this.id)}`);
+    this.model.prompt = { ...this.model.prompt, input: prompt.input };
+    this.render();
+  }
+
   // Follows the prompt's events from the last one seen until its stream ends; a dropped
   // connection is resumed (with growing pauses) as long as the prompt is not finished.
   async follow() {

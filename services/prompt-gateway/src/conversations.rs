@@ -7,6 +7,7 @@ use agentic_proto::v1::{BusyPolicy, Conversation, ConversationFile, File, GetArt
 use agentic_rpc::InternalChannel;
 
 use crate::error::GatewayError;
+use crate::paging::{self, Cursor, Page};
 use crate::prompts::Prompts;
 
 pub const MAX_TITLE_CHARS: usize = 500;
@@ -46,12 +47,20 @@ impl Prompts {
         }
         // Stored to the millisecond: answer what a later read returns.
         let created_at = timestamp_from_millis(timestamp_millis(&now()));
+        let state = request.state.unwrap_or_default();
         let conversation = Conversation {
+            // As stored: the state's JSON text.
+            state_bytes: u64::try_from(
+                agentic_proto::json::struct_to_json(Some(&state))
+                    .to_string()
+                    .len(),
+            )
+            .unwrap_or(u64::MAX),
             id: ConversationId::generate().into_string(),
             user_id: request.user_id.into_string(),
             title: request.title,
             default_mode: request.default_mode.unwrap_or_default(),
-            state: Some(request.state.unwrap_or_default()),
+            state: Some(state),
             created_at: Some(created_at),
             updated_at: Some(created_at),
             on_busy: request.on_busy as i32,
@@ -106,14 +115,23 @@ impl Prompts {
         self.conversation(user_id, conversation_id).await
     }
 
+    /// A page of summaries of the caller's conversations (see `paging`).
     pub async fn list_conversations(
         &self,
         user_id: &UserId,
         limit: u32,
-    ) -> Result<Vec<Conversation>, GatewayError> {
-        self.store
-            .list_conversations(user_id, crate::prompts::list_limit(limit))
-            .await
+        page_token: &str,
+    ) -> Result<Page<Conversation>, GatewayError> {
+        let after = Cursor::parse(page_token)?;
+        let limit = crate::prompts::list_limit(limit);
+        let conversations = self
+            .store
+            .list_conversations(user_id, limit, after.as_ref())
+            .await?;
+        Ok(paging::page(conversations, limit, |conversation| Cursor {
+            created_at: conversation.created_at.as_ref().map_or(0, timestamp_millis),
+            id: conversation.id.clone(),
+        }))
     }
 
     /// Every file any prompt of the conversation created, whichever mode ran it.

@@ -164,12 +164,20 @@ impl PromptGateway for GatewayService {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         let conversation = optional_conversation_id(&request.conversation_id)?;
-        let prompts = self
+        let page = self
             .prompts
-            .list(&user_id, conversation.as_ref(), request.limit)
+            .list(
+                &user_id,
+                conversation.as_ref(),
+                request.limit,
+                &request.page_token,
+            )
             .await
             .map_err(to_status)?;
-        Ok(Response::new(ListPromptsResponse { prompts }))
+        Ok(Response::new(ListPromptsResponse {
+            prompts: page.items,
+            next_page_token: page.next,
+        }))
     }
 
     async fn cancel_prompt(&self, request: Request<CancelPromptRequest>) -> GrpcResult<Prompt> {
@@ -448,13 +456,16 @@ impl PromptGateway for GatewayService {
         request: Request<ListConversationsRequest>,
     ) -> GrpcResult<ListConversationsResponse> {
         let user_id = Caller::user_of(&request)?;
-        let limit = request.into_inner().limit;
-        let conversations = self
+        let request = request.into_inner();
+        let page = self
             .prompts
-            .list_conversations(&user_id, limit)
+            .list_conversations(&user_id, request.limit, &request.page_token)
             .await
             .map_err(to_status)?;
-        Ok(Response::new(ListConversationsResponse { conversations }))
+        Ok(Response::new(ListConversationsResponse {
+            conversations: page.items,
+            next_page_token: page.next,
+        }))
     }
 
     async fn list_conversation_files(

@@ -15,6 +15,7 @@ mod hub;
 mod ids;
 mod metrics;
 mod modes;
+mod paging;
 mod playground;
 mod prompts;
 mod recordings;

@@ -15,6 +15,7 @@ use crate::error::GatewayError;
 use crate::hub::Hub;
 use crate::ids::PromptIds as _;
 use crate::modes::ModeRegistry;
+use crate::paging::{self, Cursor, Page};
 use crate::runner::Runner;
 use crate::store::{Admitted, Store};
 
@@ -283,6 +284,7 @@ impl Prompts {
             state_data: state,
             budget,
             approval_timeout_ms: self.limits.approval_timeout_ms(request.approval_timeout),
+            input_cut: false,
         };
         // Outside a conversation nothing is ever busy.
         let policy = match (&conversation, request.on_busy) {
@@ -596,18 +598,27 @@ impl Prompts {
             .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()))
     }
 
+    /// A page of summaries of the caller's prompts (see `paging`).
     pub async fn list(
         &self,
         user_id: &UserId,
         conversation_id: Option<&ConversationId>,
         limit: u32,
-    ) -> Result<Vec<Prompt>, GatewayError> {
+        page_token: &str,
+    ) -> Result<Page<Prompt>, GatewayError> {
+        let after = Cursor::parse(page_token)?;
         if let Some(conversation_id) = conversation_id {
             self.conversation(user_id, conversation_id).await?;
         }
-        self.store
-            .list_prompts(user_id, conversation_id, list_limit(limit))
-            .await
+        let limit = list_limit(limit);
+        let prompts = self
+            .store
+            .list_prompts(user_id, conversation_id, limit, after.as_ref())
+            .await?;
+        Ok(paging::page(prompts, limit, |prompt| Cursor {
+            created_at: prompt.created_at.as_ref().map_or(0, timestamp_millis),
+            id: prompt.id.clone(),
+        }))
     }
 
     /// Ends a running or waiting prompt as CANCELLED. The executor's stream is closed, which

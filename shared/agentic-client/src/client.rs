@@ -8,10 +8,11 @@ use agentic_proto::v1::{
     ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateSkillRequest,
     CreateTriggerRequest, DeleteSkillRequest, DeleteTriggerRequest, File, GetConversationRequest,
     GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest, ImportRecordingRequest,
-    ListConversationFilesRequest, ListConversationsRequest, ListModesRequest, ListPromptsRequest,
-    ListSkillsRequest, ListToolsRequest, ListToolsResponse, ListTriggersRequest, Mode, ModelTier,
-    Prompt, PromptEvent, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
-    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    ListConversationFilesRequest, ListConversationsRequest, ListConversationsResponse,
+    ListModesRequest, ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListToolsRequest,
+    ListToolsResponse, ListTriggersRequest, Mode, ModelTier, Prompt, PromptEvent, Recording,
+    RejectToolCallRequest, ReplayPromptRequest, Skill, StreamPromptRequest, Trigger,
+    UpdateConversationRequest, UpdateTriggerRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -252,20 +253,34 @@ impl Client {
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 
-    /// The caller's prompts, newest first, optionally of one conversation.
+    /// Summaries of the caller's newest prompts (the gateway's default page), optionally of
+    /// one conversation: the input cut to 200 characters, no outputs or state
+    /// ([`Client::get_prompt`] gives those).
     pub async fn list_prompts(
         &self,
         conversation_id: Option<&str>,
     ) -> Result<Vec<Prompt>, ClientError> {
+        Ok(self
+            .list_prompts_page(conversation_id, 0, "")
+            .await?
+            .prompts)
+    }
+
+    /// One page of prompt summaries: at most `limit` (0: the gateway's default), starting at
+    /// `page_token` (empty: the newest); the answer's `next_page_token` names the next page.
+    pub async fn list_prompts_page(
+        &self,
+        conversation_id: Option<&str>,
+        limit: u32,
+        page_token: &str,
+    ) -> Result<ListPromptsResponse, ClientError> {
         let request = ListPromptsRequest {
             conversation_id: conversation_id.unwrap_or_default().to_owned(),
-            limit: 0,
+            limit,
+            page_token: page_token.to_owned(),
         };
         let response = self.gateway().list_prompts(request).await;
-        Ok(response
-            .map_err(|status| self.failed(status))?
-            .into_inner()
-            .prompts)
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 
     /// Stops a running, waiting or queued prompt; it ends CANCELLED with `reason`.
@@ -387,14 +402,25 @@ impl Client {
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 
-    /// The caller's conversations, newest first; `limit` 0 means the gateway's default.
+    /// Summaries of the caller's newest conversations (no state: [`Client::get_conversation`]
+    /// gives it); `limit` 0 means the gateway's default.
     pub async fn list_conversations(&self, limit: u32) -> Result<Vec<Conversation>, ClientError> {
-        let request = ListConversationsRequest { limit };
+        Ok(self.list_conversations_page(limit, "").await?.conversations)
+    }
+
+    /// One page of conversation summaries, starting at `page_token` (empty: the newest); the
+    /// answer's `next_page_token` names the next page.
+    pub async fn list_conversations_page(
+        &self,
+        limit: u32,
+        page_token: &str,
+    ) -> Result<ListConversationsResponse, ClientError> {
+        let request = ListConversationsRequest {
+            limit,
+            page_token: page_token.to_owned(),
+        };
         let response = self.gateway().list_conversations(request).await;
-        Ok(response
-            .map_err(|status| self.failed(status))?
-            .into_inner()
-            .conversations)
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 
     /// Every file the conversation's prompts created, with the prompt that created it.

@@ -51,6 +51,28 @@ fn source<'a>(list: &'a ListToolsResponse, name: &str) -> &'a ToolSource {
         .unwrap_or_else(|| panic!("no source {name} in {:?}", list.sources))
 }
 
+/// Waits until every one of `servers` has listed its tools (a prompt's `Prepare` waits at
+/// most 5 s for a server's first catalogue, which a Python server starting on a loaded
+/// machine can take).
+async fn until_listed(stack: &Stack, servers: &[&str]) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let list = list_tools(stack).await;
+        if servers
+            .iter()
+            .all(|server| list.tools.iter().any(|tool| tool.source == *server))
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the servers never listed their tools: {:?}",
+            list.sources
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The names `server` lists, failing clearly when one the tests rely on is gone.
 fn assert_lists(list: &ListToolsResponse, server: &str, expected: &[&str]) {
     let names: Vec<&str> = list
@@ -209,6 +231,7 @@ async fn a_classic_prompt_calls_tools_of_stdio_and_http_servers_and_reads_their_
         "time": time_stdio(),
     });
     let (stack, _dir) = stack_with_servers(rules, servers).await;
+    until_listed(&stack, &["everything", "web", "time"]).await;
     assert_eq!(source(&list_tools(&stack).await, "web").kind, "mcp-http");
 
     let prompt = run(&stack, NewPrompt::new("use the mcp tools")).await;
@@ -267,6 +290,7 @@ done();
         json!({"everything": everything_stdio(), "time": time_stdio()}),
     )
     .await;
+    until_listed(&stack, &["everything", "time"]).await;
     let prompt = run(&stack, NewPrompt::new("mcp from code").mode("code")).await;
     assert_eq!(prompt.state, PromptState::Completed as i32, "{prompt:?}");
     let system = serde_json::to_string(&stack.model.requests()[0].body).unwrap();
@@ -447,6 +471,7 @@ async fn tool_errors_unknown_tools_and_arguments_failing_the_servers_schema_reac
         json!({"everything": everything_stdio(), "time": time_stdio()}),
     )
     .await;
+    until_listed(&stack, &["everything", "time"]).await;
     let prompt = run(&stack, NewPrompt::new("make mistakes")).await;
     assert_eq!(prompt.state, PromptState::Completed as i32, "{prompt:?}");
     let results = tool_results(&prompt);

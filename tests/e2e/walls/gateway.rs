@@ -98,7 +98,10 @@ async fn a_request_with_oversized_headers_is_refused_and_the_gateway_keeps_servi
     )
     .await;
     let refused = gateway
-        .list_conversations(agentic_proto::v1::ListConversationsRequest { limit: 1 })
+        .list_conversations(agentic_proto::v1::ListConversationsRequest {
+            limit: 1,
+            page_token: String::new(),
+        })
         .await;
     assert!(refused.is_err(), "{refused:?}");
 

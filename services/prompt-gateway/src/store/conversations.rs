@@ -104,17 +104,32 @@ impl Store {
         Ok(true)
     }
 
+    /// Summaries of `user_id`'s conversations, newest first, after `after`: no state (its
+    /// size instead), so a page stays small whatever the conversations hold.
     pub async fn list_conversations(
         &self,
         user_id: &UserId,
         limit: u32,
+        after: Option<&Cursor>,
     ) -> Result<Vec<Conversation>, GatewayError> {
-        let sql = "SELECT id, user_id, title, default_mode, state, created_at, updated_at, on_busy \
-                   FROM conversations WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2";
-        let rows: Vec<ConversationRow> = self
-            .db
-            .read_all(sql, &[user_id.into(), i64::from(limit).into()])
-            .await?;
-        Ok(rows.into_iter().map(Conversation::from).collect())
+        let sql = "SELECT id, user_id, title, default_mode, '{}' AS state, created_at, updated_at, on_busy, \
+                   CAST(octet_length(state) AS BIGINT) AS state_bytes FROM conversations \
+                   WHERE user_id = $1 AND ($2 IS NULL OR created_at < $2 OR (created_at = $2 AND id < $3)) \
+                   ORDER BY created_at DESC, id DESC LIMIT $4";
+        let args = [
+            user_id.into(),
+            after.map(|cursor| cursor.created_at).into(),
+            after.map(|cursor| cursor.id.as_str()).into(),
+            i64::from(limit).into(),
+        ];
+        let rows: Vec<ListedConversationRow> = self.db.read_all(sql, &args).await?;
+        Ok(rows
+            .into_iter()
+            .map(|listed| Conversation {
+                state: None,
+                state_bytes: u64::try_from(listed.state_bytes).unwrap_or_default(),
+                ..Conversation::from(listed.row)
+            })
+            .collect())
     }
 }

@@ -31,6 +31,7 @@ use sqlx::postgres::PgListener;
 
 use crate::error::GatewayError;
 use crate::ids::PromptIds as _;
+use crate::paging::Cursor;
 
 /// The PostgreSQL channel every stored event is announced on.
 const EVENTS_CHANNEL: &str = "agentic_prompt_events";
@@ -55,6 +56,16 @@ const WAITING: i32 = PromptState::WaitingForApproval as i32;
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
      input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \
      llm_calls, tool_calls, budget, approval_timeout_ms";
+
+/// The characters of a prompt's input a listing carries.
+pub const SUMMARY_INPUT_CHARS: i64 = 200;
+
+/// `PROMPT_COLUMNS` for a listing: the input and error cut short, no state, and the input's
+/// length (`input_chars`).
+const SUMMARY_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, \
+     substr(input, 1, 200) AS input, CAST(length(input) AS BIGINT) AS input_chars, \
+     input_tokens, output_tokens, total_tokens, rounds, substr(error, 1, 500) AS error, max_rounds, \
+     '{}' AS state_data, created_at, updated_at, llm_calls, tool_calls, budget, approval_timeout_ms";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first

@@ -82,23 +82,39 @@ impl Store {
     /// The user's prompts, newest first, optionally of one conversation, as summaries:
     /// everything but the output timeline (which [`Store::prompt`] reads), so a listing stays
     /// small however large the prompts are.
+    /// Summaries of `user_id`'s prompts (of one conversation, or all), newest first, after
+    /// `after`: the input's first [`SUMMARY_INPUT_CHARS`] characters, the error's first 500,
+    /// no outputs and no state, so a page stays small whatever the prompts hold.
     pub async fn list_prompts(
         &self,
         user_id: &UserId,
         conversation_id: Option<&ConversationId>,
         limit: u32,
+        after: Option<&Cursor>,
     ) -> Result<Vec<Prompt>, GatewayError> {
         let sql = format!(
-            "SELECT {PROMPT_COLUMNS} FROM prompts WHERE user_id = $1 \
-             AND ($2 IS NULL OR conversation_id = $2) ORDER BY created_at DESC, id DESC LIMIT $3"
+            "SELECT {SUMMARY_COLUMNS} FROM prompts WHERE user_id = $1 \
+             AND ($2 IS NULL OR conversation_id = $2) \
+             AND ($3 IS NULL OR created_at < $3 OR (created_at = $3 AND id < $4)) \
+             ORDER BY created_at DESC, id DESC LIMIT $5"
         );
         let args = [
             user_id.into(),
             conversation_id.into(),
+            after.map(|cursor| cursor.created_at).into(),
+            after.map(|cursor| cursor.id.as_str()).into(),
             i64::from(limit).into(),
         ];
-        let rows: Vec<PromptRow> = self.db.read_all(&sql, &args).await?;
-        rows.into_iter().map(|row| row.into_prompt(&[])).collect()
+        let rows: Vec<ListedPromptRow> = self.db.read_all(&sql, &args).await?;
+        rows.into_iter()
+            .map(|listed| {
+                Ok(Prompt {
+                    state_data: None,
+                    input_cut: listed.input_chars > SUMMARY_INPUT_CHARS,
+                    ..listed.row.into_prompt(&[])?
+                })
+            })
+            .collect()
     }
 
     /// The prompt's state, without ownership checks (callers checked ownership already).

@@ -113,6 +113,7 @@ impl PromptRow {
                 .then(|| agentic_proto::v1::Budget::decode(self.budget.as_slice()))
                 .transpose()?,
             approval_timeout_ms: u32::try_from(self.approval_timeout_ms).unwrap_or_default(),
+            input_cut: false,
         })
     }
 }
@@ -151,6 +152,7 @@ impl From<ConversationRow> for Conversation {
     fn from(row: ConversationRow) -> Self {
         let state: serde_json::Value = serde_json::from_str(&row.state).unwrap_or_default();
         Conversation {
+            state_bytes: u64::try_from(row.state.len()).unwrap_or(u64::MAX),
             id: row.id,
             user_id: row.user_id,
             title: row.title,
@@ -181,6 +183,44 @@ where
             approved: columns.get("approved")?,
             reason: columns.get("reason")?,
             expired: columns.get("expired")?,
+        })
+    }
+}
+
+/// A listed prompt: its row as `SUMMARY_COLUMNS` reads it, and its input's length.
+pub(super) struct ListedPromptRow {
+    pub(super) row: PromptRow,
+    pub(super) input_chars: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for ListedPromptRow
+where
+    Columns<'r>: From<&'r R>,
+    PromptRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        Ok(ListedPromptRow {
+            input_chars: Columns::from(row).get("input_chars")?,
+            row: PromptRow::from_row(row)?,
+        })
+    }
+}
+
+/// A listed conversation: its row without state, and the state's size.
+pub(super) struct ListedConversationRow {
+    pub(super) row: ConversationRow,
+    pub(super) state_bytes: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for ListedConversationRow
+where
+    Columns<'r>: From<&'r R>,
+    ConversationRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<Self, sqlx::Error> {
+        Ok(ListedConversationRow {
+            state_bytes: Columns::from(row).get("state_bytes")?,
+            row: ConversationRow::from_row(row)?,
         })
     }
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use agentic_proto::json::from_proto_opt;
 use agentic_proto::v1::{
-    Conversation, ListConversationFilesResponse, ListConversationsResponse, ListModesResponse,
-    ListPromptsResponse, Prompt, ToolOutput, prompt_output, tool_result,
+    Conversation, ListConversationFilesResponse, ListModesResponse, Prompt, ToolOutput,
+    prompt_output, tool_result,
 };
 
 use super::Console;
@@ -208,11 +208,12 @@ pub async fn list_prompts(
     as_json: bool,
     conversation: Option<&str>,
 ) -> anyhow::Result<u8> {
-    let prompts = client.list_prompts(conversation).await?;
+    let page = client.list_prompts_page(conversation, 0, "").await?;
     if as_json {
-        document(console, &ListPromptsResponse { prompts })?;
+        document(console, &page)?;
         return Ok(0);
     }
+    let prompts = page.prompts;
     header_row(
         console,
         &["ID", "STATE", "MODE", "INPUT"],
@@ -238,11 +239,12 @@ pub async fn conversations(
     as_json: bool,
     limit: u32,
 ) -> anyhow::Result<u8> {
-    let conversations = client.list_conversations(limit).await?;
+    let page = client.list_conversations_page(limit, "").await?;
     if as_json {
-        document(console, &ListConversationsResponse { conversations })?;
+        document(console, &page)?;
         return Ok(0);
     }
+    let conversations = page.conversations;
     header_row(
         console,
         CONVERSATION_HEADER,

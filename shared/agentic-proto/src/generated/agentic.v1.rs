@@ -90,6 +90,9 @@ pub struct Prompt {
     /// operator's; 0 on prompts stored before there was one (the operator's applies).
     #[prost(uint32, tag = "17")]
     pub approval_timeout_ms: u32,
+    /// In listings only: `input` is the first 200 characters of a longer input.
+    #[prost(bool, tag = "18")]
+    pub input_cut: bool,
 }
 /// One entry of the prompt's timeline. Every mode writes the same three kinds.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -3763,13 +3766,23 @@ pub struct ListPromptsRequest {
     /// Empty: every prompt of the caller, newest first.
     #[prost(string, tag = "1")]
     pub conversation_id: ::prost::alloc::string::String,
+    /// At most this many (0: 50; at most 500).
     #[prost(uint32, tag = "2")]
     pub limit: u32,
+    /// Where to go on: a previous answer's `next_page_token` (empty: the newest).
+    #[prost(string, tag = "3")]
+    pub page_token: ::prost::alloc::string::String,
 }
+/// Summaries, never whole prompts: `input` is cut to its first 200 characters
+/// (`input_cut` says when), `error` to 500, and `output` and `state_data` are left out
+/// (GetPrompt gives them). An answer stays under 1 MiB whatever is stored.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListPromptsResponse {
     #[prost(message, repeated, tag = "1")]
     pub prompts: ::prost::alloc::vec::Vec<Prompt>,
+    /// Empty when there is nothing older; else the `page_token` of the next page.
+    #[prost(string, tag = "2")]
+    pub next_page_token: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CancelPromptRequest {
@@ -3846,6 +3859,9 @@ pub struct Conversation {
     /// ENQUEUE).
     #[prost(enumeration = "BusyPolicy", tag = "8")]
     pub on_busy: i32,
+    /// The size of `state` as stored, in bytes (listings leave `state` out and give this).
+    #[prost(uint64, tag = "9")]
+    pub state_bytes: u64,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateConversationRequest {
@@ -3874,15 +3890,24 @@ pub struct UpdateConversationRequest {
     #[prost(enumeration = "BusyPolicy", tag = "3")]
     pub on_busy: i32,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListConversationsRequest {
+    /// At most this many (0: 50; at most 500).
     #[prost(uint32, tag = "1")]
     pub limit: u32,
+    /// Where to go on: a previous answer's `next_page_token` (empty: the newest).
+    #[prost(string, tag = "2")]
+    pub page_token: ::prost::alloc::string::String,
 }
+/// Summaries: titles, ids, sizes and times; `state` is left out (GetConversation gives it).
+/// An answer stays under 1 MiB whatever is stored.
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ListConversationsResponse {
     #[prost(message, repeated, tag = "1")]
     pub conversations: ::prost::alloc::vec::Vec<Conversation>,
+    /// Empty when there is nothing older; else the `page_token` of the next page.
+    #[prost(string, tag = "2")]
+    pub next_page_token: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListConversationFilesRequest {
