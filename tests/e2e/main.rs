@@ -12,6 +12,7 @@ mod classic;
 mod cli;
 mod code;
 mod conversations;
+mod deletion;
 mod expiry;
 mod faults;
 mod gateway;

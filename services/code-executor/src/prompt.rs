@@ -36,7 +36,8 @@ Functions:
 - `discoverTools()` lists tools; `toolSchema(id)` returns a tool's input JSON Schema. Call `toolSchema(id)` before you use a tool for the first time.
 - `parallel([{tool, input}, ...])` runs tool calls concurrently and returns their results in order; a failed call's slot is `{error}`.
 - `llm(text)` asks a language model and returns text; `llmJson(text)` returns parsed JSON.
-- `storeArtifact(data, description?)` returns an id; `getArtifact(id)`; `listArtifacts()`.
+- `storeArtifact(data, description?)` returns an id; `getArtifact(id)`; `listArtifacts()`;
+  `deleteArtifact(id)` (waits for the user's approval).
 - `writeFile(name, content, mimeType?)` creates a file the user can download; returns its id.
 There is no fetch, require, process, filesystem, network or timers.
 Unless you call `complete()` or `done()`, the value of your last expression, any error (with its line) and your logs come back to you next round.";

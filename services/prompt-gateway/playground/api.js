@@ -73,6 +73,10 @@ export class Api {
     return this.request("PATCH", path, body);
   }
 
+  delete(path) {
+    return this.request("DELETE", path);
+  }
+
   // The bytes of a file, as a Blob (the content route needs the caller's headers, so a plain
   // link cannot fetch it).
   async fileBlob(fileId) {

@@ -86,6 +86,7 @@ async function openConversation(id) {
   prompts.replaceChildren();
   setTitle(id ? "" : "New conversation");
   $("rename").hidden = !id;
+  $("delete-conversation").hidden = !id;
   if (!id) return;
   try {
     const conversation = await api.get(`/v1/conversations/${encodeURIComponent(id)}`);
@@ -142,6 +143,7 @@ async function send(event) {
       history.replaceState(null, "", `#/c/${encodeURIComponent(id)}`);
       setTitle(conversation.title);
       $("rename").hidden = false;
+      $("delete-conversation").hidden = false;
       await loadConversations();
     }
     const prompt = await api.post("/v1/prompts", {
@@ -199,6 +201,22 @@ async function saveRename(event) {
   endRename();
 }
 
+// Deletes the open conversation with everything in it, once the user confirms.
+async function deleteConversation() {
+  const id = page.conversationId;
+  if (!id) return;
+  if (!confirm("Delete this conversation, its prompts and its files for good?")) return;
+  try {
+    await api.delete(`/v1/conversations/${encodeURIComponent(id)}`);
+  } catch (error) {
+    showError(error, "delete");
+    return;
+  }
+  await loadConversations();
+  if (location.hash) location.hash = "";
+  else await openConversation(null);
+}
+
 async function saveSettings(event) {
   event.preventDefault();
   api.token = $("token").value.trim();
@@ -228,6 +246,7 @@ function wire() {
   });
   $("new-conversation").addEventListener("click", newConversation);
   $("rename").addEventListener("click", startRename);
+  $("delete-conversation").addEventListener("click", deleteConversation);
   $("rename-form").addEventListener("submit", saveRename);
   $("rename-input").addEventListener("keydown", (event) => {
     if (event.key === "Escape") endRename();

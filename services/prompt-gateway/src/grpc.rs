@@ -357,6 +357,47 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(recording))
     }
 
+    async fn delete_recording(
+        &self,
+        request: Request<agentic_proto::v1::DeleteRecordingRequest>,
+    ) -> GrpcResult<agentic_proto::v1::DeleteRecordingResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let prompt_id = prompt_id(request.into_inner().prompt_id)?;
+        self.prompts
+            .delete_recording(&user_id, &prompt_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(agentic_proto::v1::DeleteRecordingResponse {}))
+    }
+
+    async fn delete_conversation(
+        &self,
+        request: Request<agentic_proto::v1::DeleteConversationRequest>,
+    ) -> GrpcResult<agentic_proto::v1::DeleteConversationResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let conversation_id = conversation_id(request.into_inner().conversation_id)?;
+        Ok(Response::new(
+            self.prompts
+                .delete_conversation(&user_id, &conversation_id, &self.tool_host)
+                .await
+                .map_err(to_status)?,
+        ))
+    }
+
+    async fn delete_file(
+        &self,
+        request: Request<agentic_proto::v1::DeleteFileRequest>,
+    ) -> GrpcResult<agentic_proto::v1::DeleteFileResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let file_id = request.into_inner().file_id;
+        no_nul(&[("file_id", &file_id)])?;
+        self.prompts
+            .delete_file(&user_id, &file_id, &self.tool_host)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(agentic_proto::v1::DeleteFileResponse {}))
+    }
+
     async fn import_recording(
         &self,
         request: Request<agentic_proto::v1::ImportRecordingRequest>,

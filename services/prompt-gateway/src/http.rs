@@ -35,6 +35,8 @@ use tonic::Status;
 use crate::auth::{Authenticate, Caller};
 use crate::grpc::GatewayService;
 
+mod deletes;
+
 /// What every route needs: the gRPC service and its auth layer, and the web origins allowed
 /// to call it from a browser (none by default: no CORS headers are sent).
 #[derive(Clone)]
@@ -52,7 +54,10 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
         ("/v1/prompts", post(create_prompt).get(list_prompts)),
         ("/v1/prompts/{prompt}", get(get_prompt).post(prompt_action)),
         ("/v1/prompts/{prompt}/events", get(prompt_events)),
-        ("/v1/prompts/{prompt}/recording", get(get_recording)),
+        (
+            "/v1/prompts/{prompt}/recording",
+            get(get_recording).delete(deletes::delete_recording),
+        ),
         ("/v1/recordings", post(import_recording)),
         ("/v1/prompts/{prompt}/tool-calls/{call}", post(call_action)),
         ("/v1/modes", get(list_modes)),
@@ -63,13 +68,18 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
         ),
         (
             "/v1/conversations/{conversation}",
-            get(get_conversation).patch(update_conversation),
+            get(get_conversation)
+                .patch(update_conversation)
+                .delete(deletes::delete_conversation),
         ),
         (
             "/v1/conversations/{conversation}/files",
             get(list_conversation_files),
         ),
-        ("/v1/files/{file}", get(get_file)),
+        (
+            "/v1/files/{file}",
+            get(get_file).delete(deletes::delete_file),
+        ),
         ("/v1/triggers", post(create_trigger).get(list_triggers)),
         (
             "/v1/triggers/{trigger}",
@@ -225,7 +235,7 @@ async fn cors(
         let headers = response.headers_mut();
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, POST, PATCH"),
+            HeaderValue::from_static("GET, POST, PATCH, DELETE"),
         );
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_HEADERS,

@@ -6,6 +6,7 @@ mod approvals;
 mod auth;
 mod budget;
 mod conversations;
+mod deletion;
 mod error;
 mod exposure;
 mod follow;

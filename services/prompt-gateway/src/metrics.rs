@@ -23,6 +23,7 @@ struct Gateway {
     pauses_kept: Counter<u64>,
     /// Calls rejected as expired: nobody decided within the prompt's approval timeout.
     approvals_expired: Counter<u64>,
+    deleted: Counter<u64>,
     /// Triggers' due times, by `outcome`: `fired` (a prompt was created), `failed` (none
     /// could be), `skipped` (a missed due time its catch-up policy skips).
     triggers: Counter<u64>,
@@ -71,6 +72,11 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .with_description("Tool calls rejected as expired: nobody decided within the prompt's approval timeout")
         .with_unit("{call}")
         .build(),
+    deleted: meter
+        .u64_counter("agentic.deleted")
+        .with_description("What users deleted, by kind: conversation, prompt, artifact, file, recording")
+        .with_unit("{item}")
+        .build(),
     triggers: meter
         .u64_counter("agentic.triggers.due")
         .with_description("Triggers' due times, by outcome: fired, failed (no prompt could be created), skipped (missed, and the trigger skips missed times)")
@@ -113,6 +119,14 @@ pub fn pause_kept() {
 /// A call's approval expired: the gateway rejected it for nobody.
 pub fn approval_expired() {
     INSTRUMENTS.get().approvals_expired.add(1, &[]);
+}
+
+/// A user deleted `count` items of `kind`.
+pub fn deleted(kind: &'static str, count: u64) {
+    INSTRUMENTS
+        .get()
+        .deleted
+        .add(count, &[KeyValue::new("kind", kind)]);
 }
 
 /// A trigger's due time came: `outcome` is `fired`, `failed` or `skipped`.

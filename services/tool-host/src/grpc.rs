@@ -441,6 +441,39 @@ impl ArtifactStore for ArtifactStoreService {
                 .collect(),
         }))
     }
+
+    async fn delete_artifact(
+        &self,
+        request: Request<pb::DeleteArtifactRequest>,
+    ) -> Result<Response<pb::DeleteArtifactResponse>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let artifact_id = required("artifact_id", request.artifact_id).map_err(to_status)?;
+        self.store
+            .delete(&user_id, &artifact_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::DeleteArtifactResponse {}))
+    }
+
+    async fn delete_conversation_artifacts(
+        &self,
+        request: Request<pb::DeleteConversationArtifactsRequest>,
+    ) -> Result<Response<pb::DeleteConversationArtifactsResponse>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let conversation_id = optional_id(&request.conversation_id)
+            .map_err(to_status)?
+            .ok_or_else(|| Status::invalid_argument("conversation_id is required"))?;
+        let deleted = self
+            .store
+            .delete_conversation(&user_id, &conversation_id)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::DeleteConversationArtifactsResponse {
+            deleted: u32::try_from(deleted).unwrap_or(u32::MAX),
+        }))
+    }
 }
 
 /// An `InvokeTool` request in domain terms.

@@ -19,6 +19,8 @@ use crate::StorageLimits;
 use crate::error::Error;
 use crate::migrations::MIGRATIONS;
 
+mod deletion;
+
 /// Listing returns at most this many artifacts, whatever the caller asks for.
 pub const MAX_LIST_LIMIT: u32 = 100;
 /// Listing returns this many artifacts when the caller does not say.

@@ -154,11 +154,11 @@ impl Client {
         &self.address
     }
 
-    fn gateway(&self) -> Gateway {
+    pub(crate) fn gateway(&self) -> Gateway {
         self.gateway.clone()
     }
 
-    fn failed(&self, status: Status) -> ClientError {
+    pub(crate) fn failed(&self, status: Status) -> ClientError {
         ClientError::from_call(&self.address, status)
     }
 

@@ -43,6 +43,7 @@
 mod client;
 pub mod compare;
 mod connect;
+mod deletion;
 mod error;
 mod events;
 pub mod json;

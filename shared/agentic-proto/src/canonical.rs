@@ -18,13 +18,15 @@ use std::sync::LazyLock;
 use crate::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
     CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
-    DeleteSkillRequest, DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, File,
-    GetConversationRequest, GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest,
-    ImportRecordingRequest, ListConversationFilesRequest, ListConversationFilesResponse,
-    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
-    ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListSkillsResponse,
-    ListToolsRequest, ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
-    PromptEvent, PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
+    DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse,
+    DeleteRecordingRequest, DeleteRecordingResponse, DeleteSkillRequest, DeleteSkillResponse,
+    DeleteTriggerRequest, DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest,
+    GetPromptRequest, GetRecordingRequest, GetSkillRequest, ImportRecordingRequest,
+    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
+    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
+    ListPromptsResponse, ListSkillsRequest, ListSkillsResponse, ListToolsRequest,
+    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
+    PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
     StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
@@ -234,6 +236,12 @@ described!(
     ReplayPromptRequest,
     GetRecordingRequest,
     ImportRecordingRequest,
+    DeleteConversationRequest,
+    DeleteConversationResponse,
+    DeleteFileRequest,
+    DeleteFileResponse,
+    DeleteRecordingRequest,
+    DeleteRecordingResponse,
 );
 
 #[cfg(test)]

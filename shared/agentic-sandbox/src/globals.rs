@@ -27,6 +27,7 @@ pub(crate) const API_NAMES: &[&str] = &[
     "complete",
     "console",
     "discoverTools",
+    "deleteArtifact",
     "done",
     "getArtifact",
     "input",

@@ -293,9 +293,9 @@ fn parallel<'js>(
     Ok(to_js(ctx, &Json::Array(results))?)
 }
 
-/// `storeArtifact`, `getArtifact`, `listArtifacts` and `writeFile`: shorthands for the
-/// `artifact.*` tools that unwrap the one field the code wants. A named artifact is a file, so
-/// `writeFile` becomes a `file` output of the prompt.
+/// `storeArtifact`, `getArtifact`, `deleteArtifact`, `listArtifacts` and `writeFile`:
+/// shorthands for the `artifact.*` tools that unwrap the one field the code wants. A named
+/// artifact is a file, so `writeFile` becomes a `file` output of the prompt.
 fn install_artifact_helpers<'js>(
     ctx: &Ctx<'js>,
     globals: &Object<'js>,
@@ -328,6 +328,20 @@ fn install_artifact_helpers<'js>(
             "data",
         )
     })?;
+    define(
+        ctx,
+        globals,
+        "deleteArtifact",
+        slot,
+        |ctx, session, args| {
+            let id = tool_input(ctx, session, "artifact.delete", argument(ctx, &args, 0))?;
+            field(
+                ctx,
+                call(session, "artifact.delete", json!({ "id": id }))?,
+                "deleted",
+            )
+        },
+    )?;
     define(ctx, globals, "listArtifacts", slot, |ctx, session, _| {
         field(ctx, call(session, "artifact.list", json!({}))?, "artifacts")
     })?;

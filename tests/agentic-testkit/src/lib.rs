@@ -6,6 +6,7 @@ pub mod database;
 pub mod model;
 pub mod processes;
 pub mod stack;
+pub mod stored;
 
 pub use model::{
     HostedBlock, HostedFile, HostedMatch, HostedReply, HostedRule, Match, RecordedRequest, Reply,

@@ -343,6 +343,7 @@ pub struct Stack {
     options: StackOptions,
     modes: Vec<prompt_gateway::ModeSpec>,
     gateway_database_url: String,
+    tool_host_database_url: String,
     /// Kept until the stack is dropped (after its services: fields drop in order).
     _databases: Vec<TestDatabase>,
     _temp_dir: Option<tempfile::TempDir>,
@@ -506,6 +507,7 @@ impl Stack {
             modes,
             options,
             gateway_database_url,
+            tool_host_database_url,
             _databases: databases,
             _temp_dir: temp_dir,
         })
@@ -769,6 +771,19 @@ impl Stack {
             }
         }
         Ok(())
+    }
+
+    /// Rows `user` has in every table of both databases (see [`crate::stored`]).
+    pub async fn rows_of(
+        &self,
+        user: &str,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, i64>> {
+        crate::stored::rows_of(
+            &self.gateway_database_url,
+            &self.tool_host_database_url,
+            user,
+        )
+        .await
     }
 
     /// Kills the gateway and starts a new one on the same database (a new port).

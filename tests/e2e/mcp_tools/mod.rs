@@ -32,7 +32,32 @@ async fn stack_with_servers(rules: Vec<Rule>, servers: Value) -> (Stack, TempDir
         tool_host_mcp_config: Some(config_file(dir.path(), servers)),
         ..StackOptions::default()
     };
-    (Stack::start_with(rules, options).await.unwrap(), dir)
+    let stack = Stack::start_with(rules, options).await.unwrap();
+    until_settled(&stack).await;
+    (stack, dir)
+}
+
+/// Waits until no server is still starting (each listed its tools, or is down): a Python or
+/// npm server starting on a loaded machine can take longer than a prompt's `Prepare` waits
+/// for a first catalogue (5 s), and a test would then race its start.
+async fn until_settled(stack: &Stack) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let list = list_tools(stack).await;
+        if list
+            .sources
+            .iter()
+            .all(|source| source.health != "starting")
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "servers still starting after a minute: {:?}",
+            list.sources
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 async fn list_tools(stack: &Stack) -> ListToolsResponse {

@@ -3,6 +3,7 @@
 //! `target/playground/`.
 
 mod browser;
+mod lifecycle;
 
 use agentic_testkit::model::{Match, Rule};
 use agentic_testkit::{Stack, StackOptions};

@@ -450,6 +450,27 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn delete_recording(
+        &self,
+        _: Request<agentic_proto::v1::DeleteRecordingRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteRecordingResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_conversation(
+        &self,
+        _: Request<agentic_proto::v1::DeleteConversationRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteConversationResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_file(
+        &self,
+        _: Request<agentic_proto::v1::DeleteFileRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteFileResponse>, Status> {
+        unimplemented()
+    }
+
     async fn create_skill(
         &self,
         _: Request<agentic_proto::v1::CreateSkillRequest>,

@@ -141,6 +141,7 @@ async fn prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag(
             "artifact.store",
             "artifact.get",
             "artifact.list",
+            "artifact.delete",
             "demo.echo",
             "demo.sleep",
             "demo.hang",
@@ -152,7 +153,7 @@ async fn prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag(
     for tool in &prepared.tools {
         assert_eq!(
             tool.requires_approval,
-            tool.id == "demo.dangerous",
+            tool.id == "demo.dangerous" || tool.id == "artifact.delete",
             "{}",
             tool.id
         );

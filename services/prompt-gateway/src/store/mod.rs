@@ -385,6 +385,7 @@ const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
 mod approvals;
 mod closing;
 mod conversations;
+mod deletion;
 mod events;
 mod files;
 mod leases;

@@ -143,7 +143,7 @@ impl Store {
             .unwrap_or_default();
         if kept >= MAX_IMPORTED_PER_USER {
             return Err(GatewayError::ResourceExhausted(format!(
-                "this user keeps {kept} imported recordings, as many as one may: they cannot be deleted yet, so import fewer"
+                "this user keeps {kept} imported recordings, as many as one may: delete one (DeleteRecording) first"
             )));
         }
         conn.execute(

@@ -1,4 +1,5 @@
-//! The `artifact` plugin: the model stores, reads and lists the user's artifacts.
+//! The `artifact` plugin: the model stores, reads, lists and (with the user's approval)
+//! deletes the user's artifacts.
 
 use std::num::NonZeroU8;
 
@@ -93,6 +94,18 @@ impl ArtifactPlugin {
         let mut output = summary(&meta);
         output["data"] = data;
         Ok(ToolOutcome::output(output))
+    }
+
+    async fn delete(&self, input: Value, ctx: &CallContext) -> Result<ToolOutcome, ToolFailure> {
+        let id = input.get("id").and_then(Value::as_str).unwrap_or_default();
+        self.store
+            .delete(&ctx.user_id, id)
+            .await
+            .map_err(|error| match error {
+                Error::ArtifactNotFound(_) => ToolFailure::new(error.to_string()),
+                _ => internal(error),
+            })?;
+        Ok(ToolOutcome::output(json!({"id": id, "deleted": true})))
     }
 
     async fn list(&self, input: Value, ctx: &CallContext) -> Result<ToolOutcome, ToolFailure> {
@@ -201,6 +214,26 @@ impl Plugin for ArtifactPlugin {
                 asks_approval: false,
                 wants_code: false,
             },
+            ToolSpec {
+                id: "artifact.delete".into(),
+                description: "Deletes one of the user's artifacts by id, for good (its bytes stop counting \
+                              against the user's storage at once). Waits for the user's approval."
+                    .into(),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "The artifact id."},
+                    },
+                    "required": ["id"],
+                    "additionalProperties": false,
+                }),
+                // Deleting cannot be undone: a person says yes first.
+                requires_approval: true,
+                timeout: None,
+                reports_progress: false,
+                asks_approval: false,
+                wants_code: false,
+            },
         ]
     }
 
@@ -241,6 +274,7 @@ impl Plugin for ArtifactPlugin {
             "artifact.store" => self.store(input, ctx).await,
             "artifact.get" => self.get(input, ctx).await,
             "artifact.list" => self.list(input, ctx).await,
+            "artifact.delete" => self.delete(input, ctx).await,
             _ => Err(ToolFailure::new(format!("artifact has no tool {tool_id}"))),
         }
     }

@@ -3,6 +3,7 @@
 //! stdin and stdout); `src/main.rs` only calls [`main`].
 
 mod chat;
+mod delete;
 mod download;
 mod follow;
 mod inspect;
@@ -192,6 +193,11 @@ enum Command {
     Recordings {
         #[command(subcommand)]
         command: recordings::RecordingsCommand,
+    },
+    /// Delete, for good: a conversation (with all under it), a file, a recording.
+    Delete {
+        #[command(subcommand)]
+        command: delete::DeleteCommand,
     },
     /// Your skills: code kept as tools of your later prompts (skill.NAME).
     Skills {
@@ -568,6 +574,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
         Command::Triggers { command } => triggers::run(&client, console, json, command).await,
         Command::Skills { command } => skills::run(&client, console, json, command).await,
+        Command::Delete { command } => delete::run(&client, console, json, command).await,
         Command::Replay {
             prompt,
             live_tools,

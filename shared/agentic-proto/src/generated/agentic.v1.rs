@@ -2029,6 +2029,27 @@ pub mod invoke_tool_response {
         Error(::prost::alloc::string::String),
     }
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteArtifactRequest {
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub artifact_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteArtifactResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteConversationArtifactsRequest {
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub conversation_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteConversationArtifactsResponse {
+    #[prost(uint32, tag = "1")]
+    pub deleted: u32,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Artifact {
     #[prost(string, tag = "1")]
@@ -3414,6 +3435,62 @@ pub mod artifact_store_client {
                 .insert(GrpcMethod::new("agentic.v1.ArtifactStore", "ListArtifacts"));
             self.inner.unary(req, path, codec).await
         }
+        /// Deletes one of the user's artifacts (NOT_FOUND when it is not theirs); its bytes stop
+        /// counting against their quota at once.
+        pub async fn delete_artifact(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteArtifactRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteArtifactResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.ArtifactStore/DeleteArtifact",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.ArtifactStore", "DeleteArtifact"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Deletes every artifact of the user in one conversation.
+        pub async fn delete_conversation_artifacts(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteConversationArtifactsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteConversationArtifactsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.ArtifactStore/DeleteConversationArtifacts",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new(
+                        "agentic.v1.ArtifactStore",
+                        "DeleteConversationArtifacts",
+                    ),
+                );
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -3443,6 +3520,23 @@ pub mod artifact_store_server {
             request: tonic::Request<super::ListArtifactsRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ListArtifactsResponse>,
+            tonic::Status,
+        >;
+        /// Deletes one of the user's artifacts (NOT_FOUND when it is not theirs); its bytes stop
+        /// counting against their quota at once.
+        async fn delete_artifact(
+            &self,
+            request: tonic::Request<super::DeleteArtifactRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteArtifactResponse>,
+            tonic::Status,
+        >;
+        /// Deletes every artifact of the user in one conversation.
+        async fn delete_conversation_artifacts(
+            &self,
+            request: tonic::Request<super::DeleteConversationArtifactsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteConversationArtifactsResponse>,
             tonic::Status,
         >;
     }
@@ -3658,6 +3752,103 @@ pub mod artifact_store_server {
                     };
                     Box::pin(fut)
                 }
+                "/agentic.v1.ArtifactStore/DeleteArtifact" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteArtifactSvc<T: ArtifactStore>(pub Arc<T>);
+                    impl<
+                        T: ArtifactStore,
+                    > tonic::server::UnaryService<super::DeleteArtifactRequest>
+                    for DeleteArtifactSvc<T> {
+                        type Response = super::DeleteArtifactResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteArtifactRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as ArtifactStore>::delete_artifact(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteArtifactSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.ArtifactStore/DeleteConversationArtifacts" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteConversationArtifactsSvc<T: ArtifactStore>(pub Arc<T>);
+                    impl<
+                        T: ArtifactStore,
+                    > tonic::server::UnaryService<
+                        super::DeleteConversationArtifactsRequest,
+                    > for DeleteConversationArtifactsSvc<T> {
+                        type Response = super::DeleteConversationArtifactsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<
+                                super::DeleteConversationArtifactsRequest,
+                            >,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as ArtifactStore>::delete_conversation_artifacts(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteConversationArtifactsSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
                 _ => {
                     Box::pin(async move {
                         let mut response = http::Response::new(
@@ -3698,6 +3889,13 @@ pub mod artifact_store_server {
         const NAME: &'static str = SERVICE_NAME;
     }
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteRecordingRequest {
+    #[prost(string, tag = "1")]
+    pub prompt_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteRecordingResponse {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ReplayPromptRequest {
     #[prost(string, tag = "1")]
@@ -3931,6 +4129,27 @@ pub struct GetFileRequest {
     #[prost(string, tag = "1")]
     pub file_id: ::prost::alloc::string::String,
 }
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteConversationRequest {
+    #[prost(string, tag = "1")]
+    pub conversation_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteConversationResponse {
+    /// Prompts deleted with it (those cancelled first included).
+    #[prost(uint32, tag = "1")]
+    pub prompts: u32,
+    /// Its artifacts deleted from the artifact store (its files among them).
+    #[prost(uint32, tag = "2")]
+    pub artifacts: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteFileRequest {
+    #[prost(string, tag = "1")]
+    pub file_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteFileResponse {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct File {
     #[prost(message, optional, tag = "1")]
@@ -4562,6 +4781,62 @@ pub mod prompt_gateway_client {
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "GetFile"));
             self.inner.unary(req, path, codec).await
         }
+        /// Deletes a conversation with its prompts, their events, files, artifacts and recordings,
+        /// and its queued prompts; a prompt still running or waiting in it is cancelled first. What
+        /// it stored stops counting against the caller's quotas at once. NOT_FOUND for a
+        /// conversation that is not the caller's (nothing changes).
+        pub async fn delete_conversation(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteConversationRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteConversationResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeleteConversation",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("agentic.v1.PromptGateway", "DeleteConversation"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Deletes one file of the caller's: its bytes in the artifact store and its entry in its
+        /// conversation's files (the prompt's timeline still shows that it was made).
+        pub async fn delete_file(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteFileRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteFileResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeleteFile",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteFile"));
+            self.inner.unary(req, path, codec).await
+        }
         /// Triggers: prompts the caller scheduled. The tool-host's `trigger` plugin calls
         /// Create, List and Delete with the internal token, for the user it names in `x-user-id`,
         /// whose running prompt it names in `x-agentic-prompt-id`.
@@ -4819,6 +5094,31 @@ pub mod prompt_gateway_client {
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "ImportRecording"));
             self.inner.unary(req, path, codec).await
         }
+        /// Deletes a prompt's recording (the prompt stays); NOT_FOUND when it has none.
+        pub async fn delete_recording(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteRecordingRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteRecordingResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeleteRecording",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteRecording"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -4932,6 +5232,26 @@ pub mod prompt_gateway_server {
             &self,
             request: tonic::Request<super::GetFileRequest>,
         ) -> std::result::Result<tonic::Response<super::File>, tonic::Status>;
+        /// Deletes a conversation with its prompts, their events, files, artifacts and recordings,
+        /// and its queued prompts; a prompt still running or waiting in it is cancelled first. What
+        /// it stored stops counting against the caller's quotas at once. NOT_FOUND for a
+        /// conversation that is not the caller's (nothing changes).
+        async fn delete_conversation(
+            &self,
+            request: tonic::Request<super::DeleteConversationRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteConversationResponse>,
+            tonic::Status,
+        >;
+        /// Deletes one file of the caller's: its bytes in the artifact store and its entry in its
+        /// conversation's files (the prompt's timeline still shows that it was made).
+        async fn delete_file(
+            &self,
+            request: tonic::Request<super::DeleteFileRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteFileResponse>,
+            tonic::Status,
+        >;
         /// Triggers: prompts the caller scheduled. The tool-host's `trigger` plugin calls
         /// Create, List and Delete with the internal token, for the user it names in `x-user-id`,
         /// whose running prompt it names in `x-agentic-prompt-id`.
@@ -5002,6 +5322,14 @@ pub mod prompt_gateway_server {
             &self,
             request: tonic::Request<super::ImportRecordingRequest>,
         ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status>;
+        /// Deletes a prompt's recording (the prompt stays); NOT_FOUND when it has none.
+        async fn delete_recording(
+            &self,
+            request: tonic::Request<super::DeleteRecordingRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteRecordingResponse>,
+            tonic::Status,
+        >;
     }
     /// The public API. Every call needs a caller (a bearer token, or `x-user-id` in dev mode;
     /// the internal token for other agentic services) and is scoped to the calling user.
@@ -5812,6 +6140,97 @@ pub mod prompt_gateway_server {
                     };
                     Box::pin(fut)
                 }
+                "/agentic.v1.PromptGateway/DeleteConversation" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteConversationSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeleteConversationRequest>
+                    for DeleteConversationSvc<T> {
+                        type Response = super::DeleteConversationResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteConversationRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_conversation(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteConversationSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/DeleteFile" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteFileSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeleteFileRequest>
+                    for DeleteFileSvc<T> {
+                        type Response = super::DeleteFileResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteFileRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_file(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteFileSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
                 "/agentic.v1.PromptGateway/CreateTrigger" => {
                     #[allow(non_camel_case_types)]
                     struct CreateTriggerSvc<T: PromptGateway>(pub Arc<T>);
@@ -6293,6 +6712,52 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ImportRecordingSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/DeleteRecording" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteRecordingSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeleteRecordingRequest>
+                    for DeleteRecordingSvc<T> {
+                        type Response = super::DeleteRecordingResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteRecordingRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_recording(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteRecordingSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -1,0 +1,125 @@
+//! Deleting a user's data (`DeleteConversation`, `DeleteFile`, `DeleteRecording`). What is
+//! deleted stops counting against the user's quotas at once; another user's id is
+//! NOT_FOUND and changes nothing.
+//!
+//! A conversation goes in three steps: its unfinished prompts are cancelled (queued ones
+//! first, so none starts meanwhile), its artifacts are deleted from the tool-host's store
+//! (idempotent, so a failure after it is retried whole), then its rows in one transaction.
+
+use agentic_ids::{ConversationId, PromptId, UserId};
+use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
+use agentic_proto::v1::{
+    DeleteArtifactRequest, DeleteConversationArtifactsRequest, DeleteConversationResponse,
+};
+use agentic_rpc::InternalChannel;
+
+use crate::error::GatewayError;
+use crate::metrics;
+use crate::prompts::Prompts;
+
+/// Rounds of cancelling a conversation's unfinished prompts (a prompt the user creates in it
+/// meanwhile is cancelled in the next round).
+const CANCEL_ROUNDS: usize = 3;
+
+impl Prompts {
+    pub async fn delete_conversation(
+        &self,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
+        tool_host: &InternalChannel,
+    ) -> Result<DeleteConversationResponse, GatewayError> {
+        self.conversation(user_id, conversation_id).await?;
+        for _ in 0..CANCEL_ROUNDS {
+            let unfinished = self.store.unfinished_in(user_id, conversation_id).await?;
+            if unfinished.is_empty() {
+                break;
+            }
+            for prompt_id in unfinished {
+                match self
+                    .cancel(user_id, &prompt_id, "its conversation was deleted".into())
+                    .await
+                {
+                    // Ended meanwhile, or gone: either way it runs no more.
+                    Ok(_)
+                    | Err(GatewayError::FailedPrecondition(_) | GatewayError::PromptNotFound(_)) => {
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let request = DeleteConversationArtifactsRequest {
+            user_id: user_id.to_string(),
+            conversation_id: conversation_id.to_string(),
+        };
+        let artifacts = ArtifactStoreClient::new(tool_host.clone())
+            .delete_conversation_artifacts(request)
+            .await
+            .map_err(|status| GatewayError::FilesUnavailable(agentic_rpc::relayed(&status)))?
+            .into_inner()
+            .deleted;
+        let prompts = self
+            .store
+            .delete_conversation(user_id, conversation_id)
+            .await?
+            .ok_or_else(|| GatewayError::ConversationNotFound(conversation_id.to_string()))?;
+        metrics::deleted("conversation", 1);
+        metrics::deleted("prompt", prompts);
+        metrics::deleted("artifact", u64::from(artifacts));
+        Ok(DeleteConversationResponse {
+            prompts: u32::try_from(prompts).unwrap_or(u32::MAX),
+            artifacts,
+        })
+    }
+
+    /// Deletes file `file_id`: its bytes from the artifact store, then its entry.
+    pub async fn delete_file(
+        &self,
+        user_id: &UserId,
+        file_id: &str,
+        tool_host: &InternalChannel,
+    ) -> Result<(), GatewayError> {
+        let file = self
+            .store
+            .file(user_id, file_id)
+            .await?
+            .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
+        let request = DeleteArtifactRequest {
+            user_id: user_id.to_string(),
+            artifact_id: file.artifact_id,
+        };
+        match ArtifactStoreClient::new(tool_host.clone())
+            .delete_artifact(request)
+            .await
+        {
+            // Deleted already (by `artifact.delete`, say): only the entry is left.
+            Ok(_) => {}
+            Err(status) if status.code() == tonic::Code::NotFound => {}
+            Err(status) => {
+                return Err(GatewayError::FilesUnavailable(agentic_rpc::relayed(
+                    &status,
+                )));
+            }
+        }
+        self.store
+            .delete_file(user_id, file_id)
+            .await?
+            .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
+        metrics::deleted("file", 1);
+        Ok(())
+    }
+
+    /// Deletes the recording of prompt `prompt_id` (or an imported one by its id).
+    pub async fn delete_recording(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+    ) -> Result<(), GatewayError> {
+        if !self.store.delete_recording(user_id, prompt_id).await? {
+            return Err(GatewayError::PromptNotFound(format!(
+                "{prompt_id} (no recording of the caller's has this id)"
+            )));
+        }
+        metrics::deleted("recording", 1);
+        Ok(())
+    }
+}

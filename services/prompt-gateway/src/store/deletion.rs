@@ -1,0 +1,121 @@
+//! Deleting a user's data: a conversation with everything stored under it, or a file, or a
+//! recording. Each is one transaction, scoped to its owner: another user's id deletes
+//! nothing.
+
+use super::*;
+
+/// The tables that hold rows of a prompt (by `prompt_id`), deleted before the prompts.
+const PROMPT_TABLES: [&str; 7] = [
+    "prompt_outputs",
+    "prompt_events",
+    "prompt_files",
+    "approval_decisions",
+    "prompt_recordings",
+    "prompt_exchanges",
+    "trigger_firings",
+];
+
+impl Store {
+    /// The prompts of `user_id`'s conversation that have not ended: the queued ones first
+    /// (newest first, so none of them starts as the one before it is cancelled), then the
+    /// running and waiting ones.
+    pub async fn unfinished_in(
+        &self,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
+    ) -> Result<Vec<PromptId>, GatewayError> {
+        let sql = "SELECT id FROM prompts WHERE user_id = $1 AND conversation_id = $2 \
+                   AND state IN ($3, $4, $5) ORDER BY CASE WHEN state = $5 THEN 0 ELSE 1 END, \
+                   queue_rank DESC, created_at DESC, id DESC";
+        let args = [
+            user_id.into(),
+            conversation_id.into(),
+            (PromptState::Running as i32).into(),
+            (PromptState::WaitingForApproval as i32).into(),
+            (PromptState::Queued as i32).into(),
+        ];
+        let ids: Vec<String> = self.db.read_scalars(sql, &args).await?;
+        Ok(ids.into_iter().map(PromptId::known).collect())
+    }
+
+    /// Deletes `user_id`'s conversation and every row of its prompts, in one transaction:
+    /// how many prompts, or `None` when the conversation is not theirs.
+    pub async fn delete_conversation(
+        &self,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
+    ) -> Result<Option<u64>, GatewayError> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        let found = conn
+            .execute(
+                "DELETE FROM conversations WHERE id = $1 AND user_id = $2",
+                &[conversation_id.into(), user_id.into()],
+            )
+            .await?;
+        if found == 0 {
+            return Ok(None);
+        }
+        for table in PROMPT_TABLES {
+            let sql = format!(
+                "DELETE FROM {table} WHERE prompt_id IN \
+                 (SELECT id FROM prompts WHERE user_id = $1 AND conversation_id = $2)"
+            );
+            conn.execute(&sql, &[user_id.into(), conversation_id.into()])
+                .await?;
+        }
+        let prompts = conn
+            .execute(
+                "DELETE FROM prompts WHERE user_id = $1 AND conversation_id = $2",
+                &[user_id.into(), conversation_id.into()],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(Some(prompts))
+    }
+
+    /// Deletes `user_id`'s entry of file `file_id`: its artifact's id, or `None` when the
+    /// file is not theirs.
+    pub async fn delete_file(
+        &self,
+        user_id: &UserId,
+        file_id: &str,
+    ) -> Result<Option<String>, GatewayError> {
+        let Some(file) = self.file(user_id, file_id).await? else {
+            return Ok(None);
+        };
+        self.db
+            .write(
+                "DELETE FROM prompt_files WHERE file_id = $1 AND user_id = $2",
+                &[file_id.into(), user_id.into()],
+            )
+            .await?;
+        Ok(Some(file.artifact_id))
+    }
+
+    /// Deletes the recording of `user_id`'s prompt: false when it has none (or is not theirs).
+    pub async fn delete_recording(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+    ) -> Result<bool, GatewayError> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        let owned = "IN (SELECT id FROM prompts WHERE id = $1 AND user_id = $2)";
+        let mut deleted = 0;
+        for sql in [
+            format!("DELETE FROM prompt_exchanges WHERE prompt_id {owned}"),
+            format!("DELETE FROM prompt_recordings WHERE prompt_id {owned}"),
+            // An imported recording is no prompt of its own: it goes by its id.
+            "DELETE FROM imported_recordings WHERE id = $1 AND user_id = $2".to_owned(),
+        ] {
+            deleted += conn
+                .execute(&sql, &[prompt_id.into(), user_id.into()])
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(deleted > 0)
+    }
+}

@@ -1,0 +1,65 @@
+//! Deleting artifacts: one by id, or every one of a conversation. The owner's bytes in
+//! `artifact_usage` go down in the same transaction, so the quota frees at once.
+
+use agentic_ids::{ConversationId, UserId};
+
+use super::Store;
+use crate::error::Error;
+
+/// Takes `bytes` off `user_id`'s stored bytes.
+const RELEASE_BYTES: &str = "UPDATE artifact_usage SET bytes = CASE WHEN bytes > $2 THEN bytes - $2 ELSE 0 END WHERE user_id = $1";
+
+impl Store {
+    /// Deletes the artifact `id` if `user_id` owns it; `ArtifactNotFound` otherwise (another
+    /// user's artifact is not found, and nothing changes).
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "DELETE artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "DELETE",
+        db.collection.name = "artifacts",
+    ))]
+    pub async fn delete(&self, user_id: &UserId, id: &str) -> Result<(), Error> {
+        let mut writer = self.db.writer().await?;
+        let mut transaction = writer.begin().await?;
+        let mut conn = transaction.conn();
+        let size: Option<i64> = conn
+            .scalar(
+                "DELETE FROM artifacts WHERE id = $1 AND user_id = $2 RETURNING size",
+                &[id.into(), user_id.into()],
+            )
+            .await?;
+        let size = size.ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
+        conn.execute(RELEASE_BYTES, &[user_id.into(), size.into()])
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// Deletes every artifact of `user_id` in `conversation_id`: how many.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "DELETE artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "DELETE",
+        db.collection.name = "artifacts",
+    ))]
+    pub async fn delete_conversation(
+        &self,
+        user_id: &UserId,
+        conversation_id: &ConversationId,
+    ) -> Result<u64, Error> {
+        let mut writer = self.db.writer().await?;
+        let mut transaction = writer.begin().await?;
+        let mut conn = transaction.conn();
+        let sizes: Vec<i64> = conn
+            .scalars(
+                "DELETE FROM artifacts WHERE user_id = $1 AND conversation_id = $2 RETURNING size",
+                &[user_id.into(), conversation_id.into()],
+            )
+            .await?;
+        let bytes: i64 = sizes.iter().sum();
+        conn.execute(RELEASE_BYTES, &[user_id.into(), bytes.into()])
+            .await?;
+        transaction.commit().await?;
+        Ok(u64::try_from(sizes.len()).unwrap_or(u64::MAX))
+    }
+}
