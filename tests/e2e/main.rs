@@ -42,4 +42,5 @@ mod telemetry;
 mod tidy;
 mod tool_host;
 mod triggers;
+mod usage;
 mod walls;

@@ -35,6 +35,7 @@ impl Prompts {
         mut request: NewConversation,
     ) -> Result<Conversation, GatewayError> {
         check_title(&request.title)?;
+        self.check_conversation_quota(&request.user_id).await?;
         // A title is often the conversation's first input: the input guards see it first.
         (request.title, _) = self
             .guard_input(&request.user_id, &request.title, "the title")

@@ -357,6 +357,19 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(recording))
     }
 
+    async fn get_storage_usage(
+        &self,
+        request: Request<agentic_proto::v1::GetStorageUsageRequest>,
+    ) -> GrpcResult<agentic_proto::v1::StorageUsage> {
+        let user_id = Caller::user_of(&request)?;
+        Ok(Response::new(
+            self.prompts
+                .storage_usage(&user_id, &self.tool_host)
+                .await
+                .map_err(to_status)?,
+        ))
+    }
+
     async fn delete_recording(
         &self,
         request: Request<agentic_proto::v1::DeleteRecordingRequest>,

@@ -35,7 +35,7 @@ use tonic::Status;
 use crate::auth::{Authenticate, Caller};
 use crate::grpc::GatewayService;
 
-mod deletes;
+mod storage;
 
 /// What every route needs: the gRPC service and its auth layer, and the web origins allowed
 /// to call it from a browser (none by default: no CORS headers are sent).
@@ -56,12 +56,13 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
         ("/v1/prompts/{prompt}/events", get(prompt_events)),
         (
             "/v1/prompts/{prompt}/recording",
-            get(get_recording).delete(deletes::delete_recording),
+            get(get_recording).delete(storage::delete_recording),
         ),
         ("/v1/recordings", post(import_recording)),
         ("/v1/prompts/{prompt}/tool-calls/{call}", post(call_action)),
         ("/v1/modes", get(list_modes)),
         ("/v1/tools", get(list_tools)),
+        ("/v1/usage", get(storage::usage)),
         (
             "/v1/conversations",
             post(create_conversation).get(list_conversations),
@@ -70,7 +71,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
             "/v1/conversations/{conversation}",
             get(get_conversation)
                 .patch(update_conversation)
-                .delete(deletes::delete_conversation),
+                .delete(storage::delete_conversation),
         ),
         (
             "/v1/conversations/{conversation}/files",
@@ -78,7 +79,7 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
         ),
         (
             "/v1/files/{file}",
-            get(get_file).delete(deletes::delete_file),
+            get(get_file).delete(storage::delete_file),
         ),
         ("/v1/triggers", post(create_trigger).get(list_triggers)),
         (

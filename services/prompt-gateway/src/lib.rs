@@ -22,6 +22,7 @@ mod prompts;
 mod recordings;
 mod runner;
 mod skills;
+mod storage;
 mod store;
 mod triggers;
 
@@ -120,6 +121,18 @@ pub struct Config {
     /// it, new prompts are refused with RESOURCE_EXHAUSTED and running ones stop.
     #[arg(long, env = "GATEWAY_DAILY_TOKENS_PER_USER", default_value_t = 0)]
     pub daily_tokens_per_user: u64,
+    /// Conversations one user may keep (0: no limit); past it `CreateConversation` is
+    /// RESOURCE_EXHAUSTED until they delete some.
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_CONVERSATIONS_PER_USER",
+        default_value_t = 10_000
+    )]
+    pub max_conversations_per_user: u64,
+    /// Prompts one user may keep, in conversations or not (0: no limit); past it
+    /// `CreatePrompt` (and a trigger's firing) is RESOURCE_EXHAUSTED.
+    #[arg(long, env = "GATEWAY_MAX_PROMPTS_PER_USER", default_value_t = 100_000)]
+    pub max_prompts_per_user: u64,
     /// How long a person may take to decide on a call a prompt waits on, in seconds, in
     /// every mode and at every depth; past it the call is rejected as expired and the prompt
     /// goes on as after a rejection. A prompt may ask for less (`approval_timeout_ms`).
@@ -526,6 +539,10 @@ fn prompts(
             },
             daily_tokens: config.daily_tokens_per_user,
             approval_timeout: Duration::from_secs(config.approval_timeout_secs),
+        },
+        quotas: storage::Quotas {
+            conversations: config.max_conversations_per_user,
+            prompts: config.max_prompts_per_user,
         },
     })
 }

@@ -24,6 +24,7 @@ struct Gateway {
     /// Calls rejected as expired: nobody decided within the prompt's approval timeout.
     approvals_expired: Counter<u64>,
     deleted: Counter<u64>,
+    storage_refused: Counter<u64>,
     /// Triggers' due times, by `outcome`: `fired` (a prompt was created), `failed` (none
     /// could be), `skipped` (a missed due time its catch-up policy skips).
     triggers: Counter<u64>,
@@ -77,6 +78,11 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .with_description("What users deleted, by kind: conversation, prompt, artifact, file, recording")
         .with_unit("{item}")
         .build(),
+    storage_refused: meter
+        .u64_counter("agentic.storage.refused")
+        .with_description("Writes refused because their user keeps as many items of a kind as one may")
+        .with_unit("{request}")
+        .build(),
     triggers: meter
         .u64_counter("agentic.triggers.due")
         .with_description("Triggers' due times, by outcome: fired, failed (no prompt could be created), skipped (missed, and the trigger skips missed times)")
@@ -127,6 +133,14 @@ pub fn deleted(kind: &'static str, count: u64) {
         .get()
         .deleted
         .add(count, &[KeyValue::new("kind", kind)]);
+}
+
+/// A write was refused: its user keeps their quota of `kind` already.
+pub fn storage_refused(kind: &'static str) {
+    INSTRUMENTS
+        .get()
+        .storage_refused
+        .add(1, &[KeyValue::new("kind", kind)]);
 }
 
 /// A trigger's due time came: `outcome` is `fired`, `failed` or `skipped`.

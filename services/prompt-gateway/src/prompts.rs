@@ -171,6 +171,8 @@ pub struct Prompts {
     pub max_run_time: Duration,
     /// Every prompt's budget and every user's daily tokens, as the operator set them.
     pub limits: crate::budget::Limits,
+    /// How many conversations and prompts one user may keep.
+    pub quotas: crate::storage::Quotas,
     /// Whether runs record their exchanges (`--record-prompts`); replays never do.
     pub recording: bool,
     /// The operator's guardrails: prompts' input is checked here, their text output by the
@@ -220,6 +222,7 @@ impl Prompts {
         self.limits
             .check_daily(&self.store, &request.user_id)
             .await?;
+        self.check_prompt_quota(&request.user_id).await?;
         let budget = self.limits.budget_of(request.budget.as_ref());
         // The budget's time limit bounds the run too.
         let asked_time = match (request.timeout, crate::budget::wall_time(budget.as_ref())) {

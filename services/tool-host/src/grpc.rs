@@ -456,6 +456,16 @@ impl ArtifactStore for ArtifactStoreService {
         Ok(Response::new(pb::DeleteArtifactResponse {}))
     }
 
+    async fn get_artifact_usage(
+        &self,
+        request: Request<pb::GetArtifactUsageRequest>,
+    ) -> Result<Response<pb::ArtifactUsage>, Status> {
+        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
+        Ok(Response::new(
+            self.store.usage(&user_id).await.map_err(to_status)?,
+        ))
+    }
+
     async fn delete_conversation_artifacts(
         &self,
         request: Request<pb::DeleteConversationArtifactsRequest>,

@@ -1,14 +1,25 @@
-//! Deleting what the caller stored: a conversation with everything under it, a file, a
-//! recording. Another user's id is `NotFound` and changes nothing.
+//! What the caller stores: how much (`storage_usage`), and deleting it: a conversation with
+//! everything under it, a file, a recording. Another user's id is `NotFound` and changes
+//! nothing.
 
 use agentic_proto::v1::{
     DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest,
-    DeleteRecordingRequest,
+    DeleteRecordingRequest, GetStorageUsageRequest, StorageUsage,
 };
 
 use crate::{Client, ClientError};
 
 impl Client {
+    /// What the caller stores, kind by kind (conversations, prompts, events, recordings,
+    /// triggers, artifacts, skills), with the limits that bound each.
+    pub async fn storage_usage(&self) -> Result<StorageUsage, ClientError> {
+        let response = self
+            .gateway()
+            .get_storage_usage(GetStorageUsageRequest {})
+            .await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
     /// Deletes a conversation with its prompts, events, files, artifacts, recordings and
     /// queued prompts (a running one is cancelled first): how many prompts and artifacts
     /// went with it.

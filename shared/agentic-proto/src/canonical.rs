@@ -21,13 +21,13 @@ use crate::v1::{
     DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse,
     DeleteRecordingRequest, DeleteRecordingResponse, DeleteSkillRequest, DeleteSkillResponse,
     DeleteTriggerRequest, DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest,
-    GetPromptRequest, GetRecordingRequest, GetSkillRequest, ImportRecordingRequest,
-    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
-    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
-    ListPromptsResponse, ListSkillsRequest, ListSkillsResponse, ListToolsRequest,
-    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
-    PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
-    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    GetPromptRequest, GetRecordingRequest, GetSkillRequest, GetStorageUsageRequest,
+    ImportRecordingRequest, ListConversationFilesRequest, ListConversationFilesResponse,
+    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
+    ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListSkillsResponse,
+    ListToolsRequest, ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
+    PromptEvent, PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
+    StorageUsage, StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -242,6 +242,8 @@ described!(
     DeleteFileResponse,
     DeleteRecordingRequest,
     DeleteRecordingResponse,
+    GetStorageUsageRequest,
+    StorageUsage,
 );
 
 #[cfg(test)]

@@ -181,6 +181,8 @@ pub struct StackOptions {
     pub daily_tokens_per_user: u64,
     /// How long a person may take to decide on a call (`GATEWAY_APPROVAL_TIMEOUT_SECS`).
     pub approval_timeout_secs: u64,
+    /// `GATEWAY_MAX_CONVERSATIONS_PER_USER` and `GATEWAY_MAX_PROMPTS_PER_USER`.
+    pub storage_quotas: (u64, u64),
     /// When the gateway records prompts (dev mode by default, as in production).
     pub record_prompts: prompt_gateway::RecordPrompts,
     /// A guardrails file for the gateway and the tool-host (none by default).
@@ -244,6 +246,7 @@ impl Default for StackOptions {
             max_prompt_tool_calls: 0,
             daily_tokens_per_user: 0,
             approval_timeout_secs: 86_400,
+            storage_quotas: (10_000, 100_000),
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
             executors_register: false,
@@ -681,6 +684,8 @@ impl Stack {
             max_prompt_tool_calls: options.max_prompt_tool_calls,
             daily_tokens_per_user: options.daily_tokens_per_user,
             approval_timeout_secs: options.approval_timeout_secs,
+            max_conversations_per_user: options.storage_quotas.0,
+            max_prompts_per_user: options.storage_quotas.1,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
             guardrails: options.guardrails.clone(),

@@ -450,6 +450,13 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn get_storage_usage(
+        &self,
+        _: Request<agentic_proto::v1::GetStorageUsageRequest>,
+    ) -> Result<Response<agentic_proto::v1::StorageUsage>, Status> {
+        unimplemented()
+    }
+
     async fn delete_recording(
         &self,
         _: Request<agentic_proto::v1::DeleteRecordingRequest>,

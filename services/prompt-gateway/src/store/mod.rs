@@ -402,6 +402,7 @@ mod rows;
 mod run_log;
 mod sqlite;
 mod triggers;
+mod usage;
 
 use agentic_db::{Arg, Backend, Columns, Conn, Db, Reader, Settings, Writer};
 use closing::closing;

@@ -1,5 +1,6 @@
-//! Deleting artifacts: one by id, or every one of a conversation. The owner's bytes in
-//! `artifact_usage` go down in the same transaction, so the quota frees at once.
+//! Deleting artifacts (one by id, or every one of a conversation: the owner's bytes in
+//! `artifact_usage` go down in the same transaction, so the quota frees at once), and what a
+//! user keeps here.
 
 use agentic_ids::{ConversationId, UserId};
 
@@ -61,5 +62,21 @@ impl Store {
             .await?;
         transaction.commit().await?;
         Ok(u64::try_from(sizes.len()).unwrap_or(u64::MAX))
+    }
+
+    /// What `user_id` keeps: artifacts, their bytes (what the quota counts) and the quota,
+    /// and their skills (names).
+    pub async fn usage(&self, user_id: &UserId) -> Result<agentic_proto::v1::ArtifactUsage, Error> {
+        let count = |sql: &'static str| async move {
+            let value: Option<i64> = self.db.read_scalar(sql, &[user_id.into()]).await?;
+            Ok::<u64, Error>(u64::try_from(value.unwrap_or_default()).unwrap_or_default())
+        };
+        Ok(agentic_proto::v1::ArtifactUsage {
+            artifacts: count("SELECT COUNT(*) FROM artifacts WHERE user_id = $1").await?,
+            bytes: count("SELECT bytes FROM artifact_usage WHERE user_id = $1").await?,
+            quota_bytes: self.limits.user_quota_bytes,
+            skills: count("SELECT COUNT(DISTINCT name) FROM skills WHERE user_id = $1").await?,
+            max_skills: u64::try_from(crate::skills::MAX_SKILLS_PER_USER).unwrap_or_default(),
+        })
     }
 }

@@ -1,4 +1,5 @@
-//! `agentic delete …`: a conversation (with everything under it), a file, a recording.
+//! `agentic usage` (what you store) and `agentic delete …`: a conversation (with everything
+//! under it), a file, a recording.
 
 use super::Console;
 use super::inspect::document;
@@ -42,6 +43,34 @@ pub async fn run(
             client.delete_recording(&prompt).await?;
             writeln!(console.err, "deleted the recording of {prompt}")?;
         }
+    }
+    Ok(0)
+}
+
+/// `agentic usage`: one line per kind: count and bytes, each with its limit.
+pub async fn usage(
+    client: &Client,
+    console: &mut Console<'_>,
+    as_json: bool,
+) -> anyhow::Result<u8> {
+    let usage = client.storage_usage().await?;
+    if as_json {
+        document(console, &usage)?;
+        return Ok(0);
+    }
+    let limit = |value: u64, max: u64| match max {
+        0 => value.to_string(),
+        max => format!("{value}/{max}"),
+    };
+    writeln!(console.out, "KIND\tCOUNT\tBYTES")?;
+    for kind in usage.kinds {
+        writeln!(
+            console.out,
+            "{}\t{}\t{}",
+            kind.kind,
+            limit(kind.count, kind.max_count),
+            limit(kind.bytes, kind.max_bytes)
+        )?;
     }
     Ok(0)
 }

@@ -194,6 +194,8 @@ enum Command {
         #[command(subcommand)]
         command: recordings::RecordingsCommand,
     },
+    /// What you store, kind by kind, against the limits (count/limit, bytes/limit).
+    Usage,
     /// Delete, for good: a conversation (with all under it), a file, a recording.
     Delete {
         #[command(subcommand)]
@@ -575,6 +577,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         Command::Triggers { command } => triggers::run(&client, console, json, command).await,
         Command::Skills { command } => skills::run(&client, console, json, command).await,
         Command::Delete { command } => delete::run(&client, console, json, command).await,
+        Command::Usage => delete::usage(&client, console, json).await,
         Command::Replay {
             prompt,
             live_tools,

@@ -2030,6 +2030,24 @@ pub mod invoke_tool_response {
     }
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetArtifactUsageRequest {
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ArtifactUsage {
+    #[prost(uint64, tag = "1")]
+    pub artifacts: u64,
+    #[prost(uint64, tag = "2")]
+    pub bytes: u64,
+    #[prost(uint64, tag = "3")]
+    pub quota_bytes: u64,
+    #[prost(uint64, tag = "4")]
+    pub skills: u64,
+    #[prost(uint64, tag = "5")]
+    pub max_skills: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DeleteArtifactRequest {
     #[prost(string, tag = "1")]
     pub user_id: ::prost::alloc::string::String,
@@ -3491,6 +3509,28 @@ pub mod artifact_store_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// What the user keeps here: artifacts (count, bytes, quota) and skills.
+        pub async fn get_artifact_usage(
+            &mut self,
+            request: impl tonic::IntoRequest<super::GetArtifactUsageRequest>,
+        ) -> std::result::Result<tonic::Response<super::ArtifactUsage>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.ArtifactStore/GetArtifactUsage",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.ArtifactStore", "GetArtifactUsage"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -3539,6 +3579,11 @@ pub mod artifact_store_server {
             tonic::Response<super::DeleteConversationArtifactsResponse>,
             tonic::Status,
         >;
+        /// What the user keeps here: artifacts (count, bytes, quota) and skills.
+        async fn get_artifact_usage(
+            &self,
+            request: tonic::Request<super::GetArtifactUsageRequest>,
+        ) -> std::result::Result<tonic::Response<super::ArtifactUsage>, tonic::Status>;
     }
     /// User-owned stored data.
     #[derive(Debug)]
@@ -3834,6 +3879,52 @@ pub mod artifact_store_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteConversationArtifactsSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.ArtifactStore/GetArtifactUsage" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetArtifactUsageSvc<T: ArtifactStore>(pub Arc<T>);
+                    impl<
+                        T: ArtifactStore,
+                    > tonic::server::UnaryService<super::GetArtifactUsageRequest>
+                    for GetArtifactUsageSvc<T> {
+                        type Response = super::ArtifactUsage;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::GetArtifactUsageRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as ArtifactStore>::get_artifact_usage(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetArtifactUsageSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
@@ -4283,6 +4374,29 @@ pub struct DeleteTriggerRequest {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DeleteTriggerResponse {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetStorageUsageRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StorageUsage {
+    /// conversations, prompts, events, recordings, triggers, artifacts, skills.
+    #[prost(message, repeated, tag = "1")]
+    pub kinds: ::prost::alloc::vec::Vec<StoredKind>,
+}
+/// One kind of stored item: how many and their bytes as stored, and the most one user may
+/// keep (0: no limit of its own; each is still bounded per item and by its parent's limit).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoredKind {
+    #[prost(string, tag = "1")]
+    pub kind: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "2")]
+    pub count: u64,
+    #[prost(uint64, tag = "3")]
+    pub bytes: u64,
+    #[prost(uint64, tag = "4")]
+    pub max_count: u64,
+    #[prost(uint64, tag = "5")]
+    pub max_bytes: u64,
+}
 /// What a trigger does with due times it missed while the gateway was down (met more than a
 /// minute late). Due times that pass while a trigger is paused are dropped when it resumes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
@@ -4638,6 +4752,28 @@ pub mod prompt_gateway_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "ListTools"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// What the caller stores, kind by kind, with the limits that bound it.
+        pub async fn get_storage_usage(
+            &mut self,
+            request: impl tonic::IntoRequest<super::GetStorageUsageRequest>,
+        ) -> std::result::Result<tonic::Response<super::StorageUsage>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/GetStorageUsage",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "GetStorageUsage"));
             self.inner.unary(req, path, codec).await
         }
         pub async fn create_conversation(
@@ -5201,6 +5337,11 @@ pub mod prompt_gateway_server {
             tonic::Response<super::ListToolsResponse>,
             tonic::Status,
         >;
+        /// What the caller stores, kind by kind, with the limits that bound it.
+        async fn get_storage_usage(
+            &self,
+            request: tonic::Request<super::GetStorageUsageRequest>,
+        ) -> std::result::Result<tonic::Response<super::StorageUsage>, tonic::Status>;
         async fn create_conversation(
             &self,
             request: tonic::Request<super::CreateConversationRequest>,
@@ -5847,6 +5988,52 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ListToolsSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/GetStorageUsage" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetStorageUsageSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::GetStorageUsageRequest>
+                    for GetStorageUsageSvc<T> {
+                        type Response = super::StorageUsage;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::GetStorageUsageRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::get_storage_usage(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetStorageUsageSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

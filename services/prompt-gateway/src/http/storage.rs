@@ -1,7 +1,10 @@
-//! `DELETE` of a conversation, a file and a recording: each the gRPC call of that name.
+//! What a user stores: `GET /v1/usage`, and `DELETE` of a conversation, a file and a
+//! recording (each the gRPC call of that name).
 
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
-use agentic_proto::v1::{DeleteConversationRequest, DeleteFileRequest, DeleteRecordingRequest};
+use agentic_proto::v1::{
+    DeleteConversationRequest, DeleteFileRequest, DeleteRecordingRequest, GetStorageUsageRequest,
+};
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -45,5 +48,19 @@ pub(super) async fn delete_recording(
     answer(&api, caller, message, |service, request| async move {
         service.delete_recording(request).await
     })
+    .await
+}
+
+/// `GET /v1/usage`: what the caller stores, kind by kind, with the limits.
+pub(super) async fn usage(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    answer(
+        &api,
+        caller,
+        GetStorageUsageRequest {},
+        |service, request| async move { service.get_storage_usage(request).await },
+    )
     .await
 }
