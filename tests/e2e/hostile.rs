@@ -217,14 +217,22 @@ fn truncated(text: &str) -> String {
 #[tokio::test]
 async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() {
     let started = Instant::now();
-    let stack = Stack::start(vec![
-        Rule::new(
-            Match::LastUserContains("slow".into()),
-            Reply::Text("Slowly.".into()),
-        )
-        .delay_ms(1_500),
-        text(Match::Any, "Noted."),
-    ])
+    // Two cases read one prompt's log on 2,000 streams at once: an operator who allows one
+    // user that many (walls::http shows a user past their share refused).
+    let stack = Stack::start_with(
+        vec![
+            Rule::new(
+                Match::LastUserContains("slow".into()),
+                Reply::Text("Slowly.".into()),
+            )
+            .delay_ms(1_500),
+            text(Match::Any, "Noted."),
+        ],
+        StackOptions {
+            stream_bounds: (4_096, 256, 600),
+            ..StackOptions::default()
+        },
+    )
     .await
     .unwrap();
     let mut alice = gateway_for(&stack, "alice").await;

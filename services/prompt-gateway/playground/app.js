@@ -15,6 +15,29 @@ const page = {
   views: [],
 };
 
+// A browser opens at most 6 HTTP/1.1 connections per origin, and each event stream holds
+// one. The unfinished prompts of an opened conversation (a queue behind a prompt waiting for
+// approval, say) are followed at most MAX_FOLLOWING at a time, in order, so the page always
+// has connections left for what the user does (Approve, Send, Cancel).
+const MAX_FOLLOWING = 2;
+const following = { active: 0, waiting: [] };
+
+function followInTurn(view) {
+  following.waiting.push(view);
+  nextFollow();
+}
+
+function nextFollow() {
+  while (following.active < MAX_FOLLOWING && following.waiting.length) {
+    const view = following.waiting.shift();
+    following.active += 1;
+    view.follow().finally(() => {
+      following.active -= 1;
+      nextFollow();
+    });
+  }
+}
+
 function currentRoute() {
   const match = /^#\/c\/([^/]+)$/.exec(location.hash);
   return match ? decodeURIComponent(match[1]) : null;
@@ -73,11 +96,15 @@ function renderSidebar() {
 }
 
 function stopViews() {
+  following.waiting = [];
   for (const view of page.views) view.stop();
   page.views = [];
 }
 
 async function openConversation(id) {
+  // Only the latest opening shows its prompts (the page may open a conversation twice at
+  // once: at start and on a change of the address).
+  const opening = (page.opening = (page.opening || 0) + 1);
   stopViews();
   clearError();
   page.conversationId = id;
@@ -95,14 +122,14 @@ async function openConversation(id) {
     const answer = await api.get(`/v1/prompts?conversationId=${encodeURIComponent(id)}&limit=100`);
     // Newest first from the API; the page reads top to bottom.
     const summaries = (answer.prompts || []).slice().reverse();
-    if (page.conversationId !== id) return;
+    if (page.conversationId !== id || page.opening !== opening) return;
     for (const summary of summaries) {
       const view = show(summary);
       if (view.finished) view.load().catch((error) => showError(error));
       else {
         // Listings cut long inputs short: read the whole one.
         if (summary.inputCut) view.loadInput().catch((error) => showError(error));
-        view.follow();
+        followInTurn(view);
       }
     }
     scrollToEnd();

@@ -34,6 +34,8 @@ pub struct GatewayService {
     pub tool_host: agentic_rpc::InternalChannel,
     /// The tool-host's skills, for the caller.
     pub skills: crate::skills::Skills,
+    /// Open `StreamPrompt` streams, with a share per user.
+    pub streams: agentic_fair::FairPool,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -134,6 +136,16 @@ impl PromptGateway for GatewayService {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         let prompt_id = prompt_id(request.prompt_id)?;
+        let slot = self.streams.try_acquire(user_id.as_str()).map_err(|refusal| {
+            Status::resource_exhausted(match refusal {
+                agentic_fair::Refusal::UserShare(share) => format!(
+                    "you have {share} event streams open, the most one user may: close one first"
+                ),
+                agentic_fair::Refusal::Full(total) => format!(
+                    "the gateway serves {total} event streams, the most it serves at once; retry later"
+                ),
+            })
+        })?;
         let stream = follow(
             self.prompts.store.clone(),
             self.prompts.hub.clone(),
@@ -143,7 +155,12 @@ impl PromptGateway for GatewayService {
         )
         .await
         .map_err(to_status)?;
-        Ok(Response::new(stream))
+        // The slot is held as long as the stream is.
+        let stream = futures::StreamExt::map(stream, move |event| {
+            let _held = &slot;
+            event
+        });
+        Ok(Response::new(Box::pin(stream)))
     }
 
     async fn get_prompt(&self, request: Request<GetPromptRequest>) -> GrpcResult<Prompt> {

@@ -35,6 +35,7 @@ use tonic::Status;
 use crate::auth::{Authenticate, Caller};
 use crate::grpc::GatewayService;
 
+pub(crate) mod serve;
 mod storage;
 
 /// What every route needs: the gRPC service and its auth layer, and the web origins allowed
@@ -44,6 +45,8 @@ pub struct HttpApi {
     pub service: Arc<GatewayService>,
     pub auth: Authenticate,
     pub cors_origins: Arc<[String]>,
+    /// The longest one event stream lasts (the client resumes with `Last-Event-ID`).
+    pub stream_lifetime: Duration,
 }
 
 /// Every route of the API with its handlers, in one table: the router is built from it and
@@ -828,8 +831,10 @@ async fn prompt_events(
         Err(refusal) => return refusal.into_response(),
     };
     // Each event as JSON, or the error body that ends the stream: a client must not resume
-    // past an event it never received.
+    // past an event it never received. A stream lasts at most its lifetime: the client then
+    // resumes after the last event it saw.
     let events = stream
+        .take_until(tokio::time::sleep(api.stream_lifetime))
         .map(|event| match event {
             Ok(event) => canonical::compact(&event)
                 .map(|json| (event.sequence, json))

@@ -146,6 +146,22 @@ pub struct Config {
     /// milliseconds.
     #[arg(long, env = "GATEWAY_FIRST_BYTES_TIMEOUT_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub first_bytes_timeout_ms: u64,
+    /// `StreamPrompt` streams (gRPC and the HTTP API's event streams) one user may have open
+    /// at once on this gateway; past it one more is RESOURCE_EXHAUSTED.
+    #[arg(long, env = "GATEWAY_MAX_STREAMS_PER_USER", default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_STREAMS as u64))]
+    pub max_streams_per_user: usize,
+    /// HTTP API connections one client address may hold at once, authenticated or not (0:
+    /// no limit: behind a proxy every client has its address). Past it a new one is closed.
+    #[arg(
+        long,
+        env = "GATEWAY_HTTP_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 256
+    )]
+    pub http_connections_per_address: usize,
+    /// The longest one HTTP event stream lasts, in seconds; the client then resumes with
+    /// `Last-Event-ID` (EventSource and the playground do).
+    #[arg(long, env = "GATEWAY_HTTP_STREAM_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub http_stream_secs: u64,
     /// Record what prompts' runs exchange with the world outside their executors (every
     /// model request and answer, every tool call and result), so they can be replayed:
     /// `dev` records in dev mode (no auth tokens configured), `on` always, `off` never.
@@ -354,6 +370,10 @@ pub async fn run_with_clock(
     let service = Arc::new(GatewayService {
         prompts,
         triggers,
+        streams: agentic_fair::FairPool::new(agentic_fair::Shares::new(
+            MAX_STREAMS,
+            config.max_streams_per_user,
+        )),
         skills: skills::Skills::new(tool_host.clone()),
         tool_host,
     });
@@ -374,9 +394,13 @@ pub async fn run_with_clock(
             service,
             auth: authenticate,
             cors_origins: config.http_cors_origins.clone().into(),
+            stream_lifetime: Duration::from_secs(config.http_stream_secs),
         };
-        let first_bytes = Duration::from_millis(config.first_bytes_timeout_ms);
-        tokio::spawn(serve_http(api, http, first_bytes, shutdown.clone()))
+        let bounds = http::serve::Bounds {
+            first_bytes_timeout: Duration::from_millis(config.first_bytes_timeout_ms),
+            per_address: config.http_connections_per_address,
+        };
+        tokio::spawn(http::serve::serve(api, http, bounds, shutdown.clone()))
     });
     tracing::info!(
         address = %listener.local_addr()?,
@@ -420,70 +444,8 @@ fn cors_origin(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
-/// Connections the HTTP API serves at once; more are closed as they arrive.
-const MAX_HTTP_CONNECTIONS: usize = 4096;
-/// How long an HTTP/1 client may take to send a request's headers.
-const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Largest HTTP/1 read buffer (request line and headers together).
-const HTTP_MAX_BUF_BYTES: usize = 64 * 1024;
-
-/// The HTTP API until `shutdown`, with the public listener's bounds: a connection must send
-/// its first bytes within `first_bytes_timeout` and its headers within 10 s, and at most
-/// `MAX_HTTP_CONNECTIONS` are served at once.
-async fn serve_http(
-    api: http::HttpApi,
-    listener: TcpListener,
-    first_bytes_timeout: Duration,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    if let Ok(address) = listener.local_addr() {
-        tracing::info!(
-            %address,
-            playground = %format!("http://{address}/"),
-            "prompt-gateway HTTP API and playground serving"
-        );
-    }
-    let app = http::router(api, MAX_REQUEST_BYTES);
-    // HTTP/1.1 only: the header read timeout is an HTTP/1 bound (gRPC has the HTTP/2 one).
-    let mut builder =
-        hyper_util::server::conn::auto::Builder::new(TokioExecutor::new()).http1_only();
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HTTP_HEADER_READ_TIMEOUT)
-        .max_buf_size(HTTP_MAX_BUF_BYTES);
-    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_HTTP_CONNECTIONS));
-    tokio::pin!(shutdown);
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tracing::warn!(%error, "HTTP API: accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
-            tracing::warn!("HTTP API: {MAX_HTTP_CONNECTIONS} connections open; one more closed");
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(agentic_rpc::FirstBytesDeadline::new(
-            stream,
-            first_bytes_timeout,
-        ));
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let builder = builder.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let _ = builder.serve_connection_with_upgrades(io, service).await;
-        });
-    }
-}
+/// `StreamPrompt` streams a gateway serves at once, all users together.
+const MAX_STREAMS: usize = 16_384;
 
 /// The gateway's use cases over `store`: the runner with its admission limits, and the modes.
 fn prompts(

@@ -183,6 +183,9 @@ pub struct StackOptions {
     pub approval_timeout_secs: u64,
     /// `GATEWAY_MAX_CONVERSATIONS_PER_USER` and `GATEWAY_MAX_PROMPTS_PER_USER`.
     pub storage_quotas: (u64, u64),
+    /// `GATEWAY_MAX_STREAMS_PER_USER`, `GATEWAY_HTTP_CONNECTIONS_PER_ADDRESS` and
+    /// `GATEWAY_HTTP_STREAM_SECS`.
+    pub stream_bounds: (usize, usize, u64),
     /// When the gateway records prompts (dev mode by default, as in production).
     pub record_prompts: prompt_gateway::RecordPrompts,
     /// A guardrails file for the gateway and the tool-host (none by default).
@@ -247,6 +250,7 @@ impl Default for StackOptions {
             daily_tokens_per_user: 0,
             approval_timeout_secs: 86_400,
             storage_quotas: (10_000, 100_000),
+            stream_bounds: (64, 256, 600),
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
             executors_register: false,
@@ -686,6 +690,9 @@ impl Stack {
             approval_timeout_secs: options.approval_timeout_secs,
             max_conversations_per_user: options.storage_quotas.0,
             max_prompts_per_user: options.storage_quotas.1,
+            max_streams_per_user: options.stream_bounds.0,
+            http_connections_per_address: options.stream_bounds.1,
+            http_stream_secs: options.stream_bounds.2,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
             guardrails: options.guardrails.clone(),

@@ -3,6 +3,7 @@
 
 mod capacity;
 mod gateway;
+mod http;
 mod sandbox;
 mod shares;
 mod tools;
