@@ -32,6 +32,7 @@ mod processes;
 mod queue;
 mod recordings;
 mod replicas;
+mod retention;
 mod sdk;
 mod security;
 mod seed;

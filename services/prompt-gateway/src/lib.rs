@@ -20,6 +20,7 @@ mod paging;
 mod playground;
 mod prompts;
 mod recordings;
+mod retention;
 mod runner;
 mod skills;
 mod storage;
@@ -162,6 +163,14 @@ pub struct Config {
     /// `Last-Event-ID` (EventSource and the playground do).
     #[arg(long, env = "GATEWAY_HTTP_STREAM_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub http_stream_secs: u64,
+    /// Retention: finished conversations untouched for this many seconds are deleted with
+    /// everything in them, and imported recordings that old (0: kept until their owner
+    /// deletes them; 2592000 is 30 days). One replica at a time does it, in batches.
+    #[arg(long, env = "GATEWAY_RETENTION_SECS", default_value_t = 0)]
+    pub retention_secs: u64,
+    /// How often retention looks, in milliseconds.
+    #[arg(long, env = "GATEWAY_RETENTION_TICK_MS", default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub retention_tick_ms: u64,
     /// Record what prompts' runs exchange with the world outside their executors (every
     /// model request and answer, every tool call and result), so they can be replayed:
     /// `dev` records in dev mode (no auth tokens configured), `on` always, `off` never.
@@ -377,6 +386,14 @@ pub async fn run_with_clock(
         skills: skills::Skills::new(tool_host.clone()),
         tool_host,
     });
+    let retention = tokio::spawn(retention::retire(
+        service.prompts.clone(),
+        service.tool_host.clone(),
+        retention::Retention {
+            max_age: Duration::from_secs(config.retention_secs),
+            tick: Duration::from_millis(config.retention_tick_ms),
+        },
+    ));
     let gateway = PromptGatewayServer::from_arc(Arc::clone(&service))
         .max_decoding_message_size(MAX_REQUEST_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
@@ -417,6 +434,7 @@ pub async fn run_with_clock(
     for task in background {
         task.abort();
     }
+    retention.abort();
     if let Some(http_server) = http_server {
         http_server.abort();
     }

@@ -25,6 +25,7 @@ struct Gateway {
     approvals_expired: Counter<u64>,
     deleted: Counter<u64>,
     storage_refused: Counter<u64>,
+    retired: Counter<u64>,
     /// Triggers' due times, by `outcome`: `fired` (a prompt was created), `failed` (none
     /// could be), `skipped` (a missed due time its catch-up policy skips).
     triggers: Counter<u64>,
@@ -82,6 +83,11 @@ static INSTRUMENTS: Instruments<Gateway> = Instruments::new(|meter: &Meter| {
         .u64_counter("agentic.storage.refused")
         .with_description("Writes refused because their user keeps as many items of a kind as one may")
         .with_unit("{request}")
+        .build(),
+    retired: meter
+        .u64_counter("agentic.retention.deleted")
+        .with_description("What retention deleted for being past its age, by kind: conversation, recording")
+        .with_unit("{item}")
         .build(),
     triggers: meter
         .u64_counter("agentic.triggers.due")
@@ -141,6 +147,16 @@ pub fn storage_refused(kind: &'static str) {
         .get()
         .storage_refused
         .add(1, &[KeyValue::new("kind", kind)]);
+}
+
+/// Retention deleted `count` items of `kind`.
+pub fn retired(kind: &'static str, count: u64) {
+    if count > 0 {
+        INSTRUMENTS
+            .get()
+            .retired
+            .add(count, &[KeyValue::new("kind", kind)]);
+    }
 }
 
 /// A trigger's due time came: `outcome` is `fired`, `failed` or `skipped`.

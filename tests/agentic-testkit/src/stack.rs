@@ -186,6 +186,8 @@ pub struct StackOptions {
     /// `GATEWAY_MAX_STREAMS_PER_USER`, `GATEWAY_HTTP_CONNECTIONS_PER_ADDRESS` and
     /// `GATEWAY_HTTP_STREAM_SECS`.
     pub stream_bounds: (usize, usize, u64),
+    /// `GATEWAY_RETENTION_SECS` (0: keep everything) and `GATEWAY_RETENTION_TICK_MS`.
+    pub retention: (u64, u64),
     /// When the gateway records prompts (dev mode by default, as in production).
     pub record_prompts: prompt_gateway::RecordPrompts,
     /// A guardrails file for the gateway and the tool-host (none by default).
@@ -251,6 +253,7 @@ impl Default for StackOptions {
             approval_timeout_secs: 86_400,
             storage_quotas: (10_000, 100_000),
             stream_bounds: (64, 256, 600),
+            retention: (0, 60_000),
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
             executors_register: false,
@@ -693,6 +696,8 @@ impl Stack {
             max_streams_per_user: options.stream_bounds.0,
             http_connections_per_address: options.stream_bounds.1,
             http_stream_secs: options.stream_bounds.2,
+            retention_secs: options.retention.0,
+            retention_tick_ms: options.retention.1,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
             guardrails: options.guardrails.clone(),

@@ -55,6 +55,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0011_approval_expiry.sql",
         sql: include_str!("../../migrations/sqlite/0011_approval_expiry.sql"),
     },
+    MigrationFile {
+        name: "0012_retention.sql",
+        sql: include_str!("../../migrations/sqlite/0012_retention.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -101,6 +105,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0011_approval_expiry.sql",
         sql: include_str!("../../migrations/postgres/0011_approval_expiry.sql"),
+    },
+    MigrationFile {
+        name: "0012_retention.sql",
+        sql: include_str!("../../migrations/postgres/0012_retention.sql"),
     },
 ];
 

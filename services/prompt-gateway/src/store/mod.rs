@@ -398,6 +398,7 @@ mod postgres;
 mod prompts;
 mod queue;
 mod recordings;
+mod retention;
 mod rows;
 mod run_log;
 mod sqlite;
