@@ -198,3 +198,46 @@ complete({response: deleted + " / " + after});"#;
     assert_eq!(left["artifacts"], 0);
     assert_eq!(left["artifact_usage.bytes"], 0);
 }
+
+#[tokio::test]
+async fn a_prompt_outside_any_conversation_is_deleted_with_its_files_and_frees_the_prompt_quota() {
+    let stack = Stack::start_with(
+        rules(),
+        agentic_testkit::StackOptions {
+            storage_quotas: (10, 1),
+            ..agentic_testkit::StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let bob = stack.client("bob").await.unwrap();
+    let prompt = alice
+        .create_prompt(NewPrompt::new("make a report"))
+        .await
+        .unwrap();
+    collect(&alice, &prompt.id, 0).await;
+    let refused = alice
+        .create_prompt(NewPrompt::new("another report"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::ResourceExhausted));
+    let before = stack.rows_of("alice").await.unwrap();
+    assert!(before["artifacts"] >= 1);
+
+    let refused = bob.delete_prompt(&prompt.id).await.unwrap_err();
+    assert_eq!(refused.code(), Some(Code::NotFound));
+    assert_eq!(stack.rows_of("alice").await.unwrap(), before);
+
+    alice.delete_prompt(&prompt.id).await.unwrap();
+    let left = stack.rows_of("alice").await.unwrap();
+    assert!(left.values().all(|rows| *rows == 0), "{left:?}");
+    let again = alice
+        .create_prompt(NewPrompt::new("a report again"))
+        .await
+        .unwrap();
+    assert_eq!(
+        kind(collect(&alice, &again.id, 0).await.last().unwrap()),
+        "completed"
+    );
+}

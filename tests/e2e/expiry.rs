@@ -165,6 +165,32 @@ async fn an_undecided_call_in_code_expires_through_a_gateway_restart_and_the_scr
 }
 
 #[tokio::test]
+async fn an_undecided_call_in_code_expires_as_expired_while_its_run_holds_it_live() {
+    let stack = Stack::start(code_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(
+            NewPrompt::new("be careful")
+                .mode("code")
+                .approval_timeout(TIMEOUT),
+        )
+        .await
+        .unwrap();
+    // No restart: the gateway expires the call on the live run's stream (the run's own
+    // bound comes later), so it shows as expired, not as a rejection.
+    let prompt = ended(&client, &prompt.id).await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    let (state, reason, _) = call_of(&prompt, "demo.dangerous");
+    assert_eq!(state, ApprovalState::Expired as i32, "{reason}");
+    assert_eq!(reason, expired_reason());
+}
+
+#[tokio::test]
 async fn an_undecided_call_in_hosted_mode_expires_through_a_gateway_restart() {
     let mut stack = Stack::start_with(Vec::new(), crate::hosted::hosted_stack_options())
         .await

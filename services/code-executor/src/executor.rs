@@ -69,6 +69,9 @@ impl Mode for CodeMode {
     }
 }
 
+/// How much longer than the prompt's approval timeout a run holds a call that waits.
+const APPROVAL_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl CodeMode {
     async fn try_run(
         &self,
@@ -106,11 +109,13 @@ impl CodeMode {
             model: Arc::clone(&model),
             tier: request.tier,
             approvals: Arc::clone(approvals),
-            // The prompt's approval timeout, within how long this executor holds a run.
+            // The prompt's approval timeout and a grace after it (the gateway, which counts
+            // from when the pause was stored, is the one that expires the call; this bound is
+            // for a gateway that went away), within how long this executor holds a run.
             approval_timeout: request
                 .approval_timeout
                 .map_or(self.approval_timeout, |asked| {
-                    asked.min(self.approval_timeout)
+                    (asked + APPROVAL_GRACE).min(self.approval_timeout)
                 }),
             paused,
             round: Default::default(),

@@ -277,7 +277,14 @@ impl Prompts {
             "nobody decided within {}",
             shown_duration(self.limits.approval_timeout_of(&prompt))
         );
-        let (decided, _) = self.decided(prompt_id, &pending_calls(&prompt)).await?;
+        let (decided, all_decided) = self.decided(prompt_id, &pending_calls(&prompt)).await?;
+        if all_decided {
+            // Every call was decided, but the run that should have resumed it never started
+            // (the gateway stopped in between): resume it now.
+            if let Err(error) = self.resume_if_decided(prompt_id).await {
+                tracing::warn!(%prompt_id, %error, "could not resume a decided pause; trying again soon");
+            }
+        }
         for call in pending_calls(&prompt) {
             if decided.iter().any(|decision| decision.tool_call_id == call) {
                 continue;

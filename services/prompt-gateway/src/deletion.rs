@@ -10,6 +10,7 @@ use agentic_ids::{ConversationId, PromptId, UserId};
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::{
     DeleteArtifactRequest, DeleteConversationArtifactsRequest, DeleteConversationResponse,
+    DeletePromptResponse, PromptState,
 };
 use agentic_rpc::InternalChannel;
 
@@ -69,6 +70,57 @@ impl Prompts {
             prompts: u32::try_from(prompts).unwrap_or(u32::MAX),
             artifacts,
         })
+    }
+
+    /// Deletes a prompt: cancelled first when it has not ended, then its files' artifacts,
+    /// then its rows.
+    pub async fn delete_prompt(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+        tool_host: &InternalChannel,
+    ) -> Result<DeletePromptResponse, GatewayError> {
+        let prompt = self.get(user_id, prompt_id).await?;
+        if !matches!(
+            PromptState::try_from(prompt.state),
+            Ok(PromptState::Completed | PromptState::Failed | PromptState::Cancelled)
+        ) {
+            match self
+                .cancel(user_id, prompt_id, "it was deleted".into())
+                .await
+            {
+                Ok(_) | Err(GatewayError::FailedPrecondition(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let artifacts = self.store.prompt_file_artifacts(user_id, prompt_id).await?;
+        let mut files = 0;
+        for artifact_id in artifacts {
+            let request = DeleteArtifactRequest {
+                user_id: user_id.to_string(),
+                artifact_id,
+            };
+            match ArtifactStoreClient::new(tool_host.clone())
+                .delete_artifact(request)
+                .await
+            {
+                Ok(_) => files += 1,
+                Err(status) if status.code() == tonic::Code::NotFound => {}
+                Err(status) => {
+                    return Err(GatewayError::FilesUnavailable(agentic_rpc::relayed(
+                        &status,
+                    )));
+                }
+            }
+        }
+        if !self.store.delete_prompt(user_id, prompt_id).await? {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "prompt {prompt_id} did not end when it was cancelled; delete it again"
+            )));
+        }
+        metrics::deleted("prompt", 1);
+        metrics::deleted("file", u64::from(files));
+        Ok(DeletePromptResponse { files })
     }
 
     /// Deletes file `file_id`: its bytes from the artifact store, then its entry.

@@ -414,6 +414,20 @@ impl PromptGateway for GatewayService {
         ))
     }
 
+    async fn delete_prompt(
+        &self,
+        request: Request<agentic_proto::v1::DeletePromptRequest>,
+    ) -> GrpcResult<agentic_proto::v1::DeletePromptResponse> {
+        let user_id = Caller::user_of(&request)?;
+        let prompt_id = prompt_id(request.into_inner().prompt_id)?;
+        Ok(Response::new(
+            self.prompts
+                .delete_prompt(&user_id, &prompt_id, &self.tool_host)
+                .await
+                .map_err(to_status)?,
+        ))
+    }
+
     async fn delete_file(
         &self,
         request: Request<agentic_proto::v1::DeleteFileRequest>,

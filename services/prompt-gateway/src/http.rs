@@ -55,7 +55,12 @@ pub struct HttpApi {
 fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
     vec![
         ("/v1/prompts", post(create_prompt).get(list_prompts)),
-        ("/v1/prompts/{prompt}", get(get_prompt).post(prompt_action)),
+        (
+            "/v1/prompts/{prompt}",
+            get(get_prompt)
+                .post(prompt_action)
+                .delete(storage::delete_prompt),
+        ),
         ("/v1/prompts/{prompt}/events", get(prompt_events)),
         (
             "/v1/prompts/{prompt}/recording",

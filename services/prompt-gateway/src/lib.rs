@@ -97,7 +97,8 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_MAX_RUNNING_PER_USER", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_running_per_user: u32,
     /// Prompts this gateway runs at once, all users together. A prompt past it waits in
-    /// `CreatePrompt` (first come, first served, before it is stored) for a run to end.
+    /// `CreatePrompt` (before it is stored; a freed run goes to the waiting user who holds
+    /// the fewest) for a run to end.
     #[arg(long, env = "GATEWAY_MAX_RUNNING", default_value_t = 2048, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub max_running: usize,
     /// The longest a prompt waits for one of those, in milliseconds; then it is refused
@@ -529,6 +530,8 @@ fn prompts(
 
 /// How often a replica looks for pauses that expired.
 const EXPIRY_TICK: Duration = Duration::from_millis(500);
+/// Every how many looks a replica arms the pauses that have no expiry.
+const ARM_EVERY: u64 = 20;
 /// Pauses one look settles at most; the rest wait for the next.
 const EXPIRED_PER_TICK: u32 = 64;
 
@@ -537,13 +540,18 @@ const EXPIRED_PER_TICK: u32 = 64;
 async fn expire_pauses(prompts: Prompts) {
     let mut ticks = tokio::time::interval(EXPIRY_TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    let default_ms = i64::try_from(prompts.limits.approval_timeout.as_millis()).unwrap_or(i64::MAX);
+    for tick in 0u64.. {
         ticks.tick().await;
-        let expired = match prompts
-            .store
-            .expired_pauses(agentic_db::now_millis(), EXPIRED_PER_TICK)
-            .await
+        let now = agentic_db::now_millis();
+        // Pauses without an expiry are rare (see `arm_unarmed_pauses`): looked for every
+        // `ARM_EVERY` ticks, and at start.
+        if tick % ARM_EVERY == 0
+            && let Err(error) = prompts.store.arm_unarmed_pauses(now, default_ms).await
         {
+            tracing::warn!(%error, "could not arm the expiry of pauses without one");
+        }
+        let expired = match prompts.store.expired_pauses(now, EXPIRED_PER_TICK).await {
             Ok(expired) => expired,
             Err(error) => {
                 tracing::warn!(%error, "could not look for expired approvals");

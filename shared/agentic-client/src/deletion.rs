@@ -3,7 +3,7 @@
 //! nothing.
 
 use agentic_proto::v1::{
-    DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest,
+    DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeletePromptRequest,
     DeleteRecordingRequest, GetStorageUsageRequest, StorageUsage,
 };
 
@@ -32,6 +32,17 @@ impl Client {
         };
         let response = self.gateway().delete_conversation(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+
+    /// Deletes one prompt (cancelled first if it has not ended) with its events, files and
+    /// recording.
+    pub async fn delete_prompt(&self, prompt_id: &str) -> Result<(), ClientError> {
+        let request = DeletePromptRequest {
+            prompt_id: prompt_id.to_owned(),
+        };
+        let response = self.gateway().delete_prompt(request).await;
+        response.map_err(|status| self.failed(status))?;
+        Ok(())
     }
 
     /// Deletes one file (its bytes in the artifact store too).

@@ -19,15 +19,16 @@ use crate::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
     CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
     DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse,
-    DeleteRecordingRequest, DeleteRecordingResponse, DeleteSkillRequest, DeleteSkillResponse,
-    DeleteTriggerRequest, DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest,
-    GetPromptRequest, GetRecordingRequest, GetSkillRequest, GetStorageUsageRequest,
-    ImportRecordingRequest, ListConversationFilesRequest, ListConversationFilesResponse,
-    ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
-    ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListSkillsResponse,
-    ListToolsRequest, ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
-    PromptEvent, PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill,
-    StorageUsage, StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    DeletePromptRequest, DeletePromptResponse, DeleteRecordingRequest, DeleteRecordingResponse,
+    DeleteSkillRequest, DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, File,
+    GetConversationRequest, GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest,
+    GetStorageUsageRequest, ImportRecordingRequest, ListConversationFilesRequest,
+    ListConversationFilesResponse, ListConversationsRequest, ListConversationsResponse,
+    ListModesRequest, ListModesResponse, ListPromptsRequest, ListPromptsResponse,
+    ListSkillsRequest, ListSkillsResponse, ListToolsRequest, ListToolsResponse,
+    ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent, PromptOutput, Recording,
+    RejectToolCallRequest, ReplayPromptRequest, Skill, StorageUsage, StreamPromptRequest, Trigger,
+    UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -244,6 +245,8 @@ described!(
     DeleteRecordingResponse,
     GetStorageUsageRequest,
     StorageUsage,
+    DeletePromptRequest,
+    DeletePromptResponse,
 );
 
 #[cfg(test)]

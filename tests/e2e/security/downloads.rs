@@ -471,6 +471,13 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn delete_prompt(
+        &self,
+        _: Request<agentic_proto::v1::DeletePromptRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeletePromptResponse>, Status> {
+        unimplemented()
+    }
+
     async fn delete_file(
         &self,
         _: Request<agentic_proto::v1::DeleteFileRequest>,

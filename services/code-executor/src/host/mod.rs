@@ -691,9 +691,9 @@ impl PromptHost {
                 let failure = ToolFailure::ApprovalTimedOut {
                     after: self.approval_timeout,
                 };
-                // Nobody may approve the call any more: it reads as rejected, saying why.
+                // Nobody may approve the call any more: it expired, saying after how long.
                 let approval = Approval {
-                    state: ApprovalState::Rejected,
+                    state: ApprovalState::Expired,
                     reason: output_error(&failure),
                 };
                 (approval, Err(failure))

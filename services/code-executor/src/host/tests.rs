@@ -348,7 +348,7 @@ async fn a_call_nobody_decides_on_times_out_and_late_decisions_are_ignored() {
     );
     assert_eq!(
         prompt.next().await,
-        "updated 0: files.delete error (approval timed out after 0.1 s) Rejected (approval timed out after 0.1 s)"
+        "updated 0: files.delete error (approval timed out after 0.1 s) Expired (approval timed out after 0.1 s)"
     );
     prompt.decide(&ids[0], true, "too late").await;
     tokio::time::sleep(Duration::from_millis(50)).await;

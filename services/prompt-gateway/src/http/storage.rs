@@ -3,7 +3,8 @@
 
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
-    DeleteConversationRequest, DeleteFileRequest, DeleteRecordingRequest, GetStorageUsageRequest,
+    DeleteConversationRequest, DeleteFileRequest, DeletePromptRequest, DeleteRecordingRequest,
+    GetStorageUsageRequest,
 };
 use axum::Extension;
 use axum::extract::{Path, State};
@@ -62,5 +63,18 @@ pub(super) async fn usage(
         GetStorageUsageRequest {},
         |service, request| async move { service.get_storage_usage(request).await },
     )
+    .await
+}
+
+/// `DELETE /v1/prompts/{id}`.
+pub(super) async fn delete_prompt(
+    State(api): State<HttpApi>,
+    Extension(caller): Extension<Caller>,
+    Path(prompt_id): Path<String>,
+) -> Response {
+    let message = DeletePromptRequest { prompt_id };
+    answer(&api, caller, message, |service, request| async move {
+        service.delete_prompt(request).await
+    })
     .await
 }

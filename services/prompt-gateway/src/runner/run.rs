@@ -283,9 +283,15 @@ impl Run {
             let expires_at = agentic_db::now_millis().saturating_add(
                 i64::try_from(self.approval_timeout.as_millis()).unwrap_or(i64::MAX),
             );
-            self.store
+            // Should this fail, the expiry loop arms it (a pause never stays unbounded), so
+            // the run goes on.
+            if let Err(error) = self
+                .store
                 .arm_approval_expiry(&self.prompt_id, expires_at)
-                .await?;
+                .await
+            {
+                tracing::warn!(prompt_id = %self.prompt_id, %error, "could not arm a pause's expiry; the expiry loop will");
+            }
         }
         for event in events {
             self.hub.publish(event);

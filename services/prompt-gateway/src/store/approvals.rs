@@ -170,6 +170,20 @@ impl Store {
         Ok(())
     }
 
+    /// Arms the expiry of every pause that has none (one whose waiting event was stored by a
+    /// gateway that stopped before it armed it, a pause kept or given back after its resume
+    /// cleared it, pauses stored before there were expiries): at `now` plus the prompt's
+    /// approval timeout (`default_ms` when it has none). How many.
+    pub async fn arm_unarmed_pauses(&self, now: i64, default_ms: i64) -> Result<u64, GatewayError> {
+        let sql = "UPDATE prompts SET approval_expires_at = $1 + CASE WHEN approval_timeout_ms > 0 \
+                   THEN approval_timeout_ms ELSE $2 END \
+                   WHERE state = $3 AND approval_expires_at IS NULL";
+        Ok(self
+            .db
+            .write(sql, &[now.into(), default_ms.into(), WAITING.into()])
+            .await?)
+    }
+
     /// A pause that expired at `expired_at` (ms) and still waits expires again at `at`: its
     /// calls could not all be settled yet (the mode may be down). A pause armed since is left
     /// as it is.

@@ -57,6 +57,26 @@ impl Store {
         if found == 0 {
             return Ok(None);
         }
+        // A prompt admitted since its conversation's were cancelled runs on: deleting its
+        // rows under it is refused (the transaction rolls back), and the caller tries again.
+        let unfinished: Option<i64> = conn
+            .scalar(
+                "SELECT COUNT(*) FROM prompts WHERE user_id = $1 AND conversation_id = $2 \
+                 AND state IN ($3, $4, $5)",
+                &[
+                    user_id.into(),
+                    conversation_id.into(),
+                    (PromptState::Running as i32).into(),
+                    (PromptState::WaitingForApproval as i32).into(),
+                    (PromptState::Queued as i32).into(),
+                ],
+            )
+            .await?;
+        if unfinished.unwrap_or_default() > 0 {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "a prompt started in conversation {conversation_id} while it was being deleted; delete it again"
+            )));
+        }
         for table in PROMPT_TABLES {
             let sql = format!(
                 "DELETE FROM {table} WHERE prompt_id IN \
@@ -73,6 +93,55 @@ impl Store {
             .await?;
         tx.commit().await?;
         Ok(Some(prompts))
+    }
+
+    /// The artifacts of `user_id`'s prompt's files.
+    pub async fn prompt_file_artifacts(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+    ) -> Result<Vec<String>, GatewayError> {
+        let payloads: Vec<Vec<u8>> = self
+            .db
+            .read_scalars(
+                "SELECT payload FROM prompt_files WHERE prompt_id = $1 AND user_id = $2",
+                &[prompt_id.into(), user_id.into()],
+            )
+            .await?;
+        payloads
+            .iter()
+            .map(|payload| Ok(FileOutput::decode(payload.as_slice())?.artifact_id))
+            .collect()
+    }
+
+    /// Deletes `user_id`'s ended prompt and every row of it, in one transaction: false when
+    /// it is not theirs or has not ended.
+    pub async fn delete_prompt(
+        &self,
+        user_id: &UserId,
+        prompt_id: &PromptId,
+    ) -> Result<bool, GatewayError> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        let owned =
+            "IN (SELECT id FROM prompts WHERE id = $1 AND user_id = $2 AND state IN ($3, $4, $5))";
+        let args = [
+            prompt_id.into(),
+            user_id.into(),
+            (PromptState::Completed as i32).into(),
+            (PromptState::Failed as i32).into(),
+            (PromptState::Cancelled as i32).into(),
+        ];
+        for table in PROMPT_TABLES {
+            let sql = format!("DELETE FROM {table} WHERE prompt_id {owned}");
+            conn.execute(&sql, &args).await?;
+        }
+        let deleted = conn
+            .execute(&format!("DELETE FROM prompts WHERE id {owned}"), &args)
+            .await?;
+        tx.commit().await?;
+        Ok(deleted > 0)
     }
 
     /// Deletes `user_id`'s entry of file `file_id`: its artifact's id, or `None` when the

@@ -10,6 +10,8 @@ pub enum DeleteCommand {
     /// A conversation with its prompts, events, files, artifacts, recordings and queued
     /// prompts; a prompt still running in it is cancelled first.
     Conversation { id: String },
+    /// One prompt with its events, files and recording (cancelled first if it runs).
+    Prompt { id: String },
     /// One file (its bytes too).
     File { id: String },
     /// A prompt's recording (the prompt stays), or an imported recording.
@@ -34,6 +36,10 @@ pub async fn run(
                     deleted.prompts, deleted.artifacts
                 )?;
             }
+        }
+        DeleteCommand::Prompt { id } => {
+            client.delete_prompt(&id).await?;
+            writeln!(console.err, "deleted prompt {id}")?;
         }
         DeleteCommand::File { id } => {
             client.delete_file(&id).await?;

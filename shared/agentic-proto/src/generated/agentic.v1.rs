@@ -4242,6 +4242,17 @@ pub struct DeleteFileRequest {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DeleteFileResponse {}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeletePromptRequest {
+    #[prost(string, tag = "1")]
+    pub prompt_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeletePromptResponse {
+    /// Its files deleted from the artifact store.
+    #[prost(uint32, tag = "1")]
+    pub files: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct File {
     #[prost(message, optional, tag = "1")]
     pub file: ::core::option::Option<FileOutput>,
@@ -4973,6 +4984,32 @@ pub mod prompt_gateway_client {
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteFile"));
             self.inner.unary(req, path, codec).await
         }
+        /// Deletes one prompt of the caller's (cancelled first if it has not ended) with its
+        /// events, files and recording; the only way to delete a prompt outside any conversation.
+        pub async fn delete_prompt(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeletePromptRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeletePromptResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeletePrompt",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeletePrompt"));
+            self.inner.unary(req, path, codec).await
+        }
         /// Triggers: prompts the caller scheduled. The tool-host's `trigger` plugin calls
         /// Create, List and Delete with the internal token, for the user it names in `x-user-id`,
         /// whose running prompt it names in `x-agentic-prompt-id`.
@@ -5391,6 +5428,15 @@ pub mod prompt_gateway_server {
             request: tonic::Request<super::DeleteFileRequest>,
         ) -> std::result::Result<
             tonic::Response<super::DeleteFileResponse>,
+            tonic::Status,
+        >;
+        /// Deletes one prompt of the caller's (cancelled first if it has not ended) with its
+        /// events, files and recording; the only way to delete a prompt outside any conversation.
+        async fn delete_prompt(
+            &self,
+            request: tonic::Request<super::DeletePromptRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeletePromptResponse>,
             tonic::Status,
         >;
         /// Triggers: prompts the caller scheduled. The tool-host's `trigger` plugin calls
@@ -6403,6 +6449,51 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteFileSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/DeletePrompt" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeletePromptSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeletePromptRequest>
+                    for DeletePromptSvc<T> {
+                        type Response = super::DeletePromptResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeletePromptRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_prompt(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeletePromptSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
