@@ -47,6 +47,27 @@ async fn ended(client: &Client, prompt_id: &str) -> Prompt {
     .await
 }
 
+/// Runs `request` as alice until it waits, restarts the gateway, and answers the prompt once
+/// it ended (completed: the expiry let it go on).
+async fn completed_across_a_restart(stack: &mut Stack, request: NewPrompt) -> Prompt {
+    let prompt_id = {
+        let client = stack.client("alice").await.unwrap();
+        let prompt = client.create_prompt(request).await.unwrap();
+        until_waiting(&client, &prompt.id).await;
+        prompt.id
+    };
+    stack.restart_gateway().unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = ended(&client, &prompt_id).await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    prompt
+}
+
 fn expired_reason() -> &'static str {
     "nobody decided within 1.5 s"
 }
@@ -127,30 +148,11 @@ complete({response: message});"#;
 #[tokio::test]
 async fn an_undecided_call_in_code_expires_through_a_gateway_restart_and_the_script_catches_it() {
     let mut stack = Stack::start(code_rules()).await.unwrap();
-    let prompt = {
-        let client = stack.client("alice").await.unwrap();
-        let prompt = client
-            .create_prompt(
-                NewPrompt::new("be careful")
-                    .mode("code")
-                    .approval_timeout(TIMEOUT),
-            )
-            .await
-            .unwrap();
-        until_waiting(&client, &prompt.id).await;
-        prompt
-    };
-
     // The live pause's run is lost with the gateway; the pause is kept, and expires.
-    stack.restart_gateway().unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let prompt = ended(&client, &prompt.id).await;
-    assert_eq!(
-        prompt.state,
-        PromptState::Completed as i32,
-        "{}",
-        prompt.error
-    );
+    let request = NewPrompt::new("be careful")
+        .mode("code")
+        .approval_timeout(TIMEOUT);
+    let prompt = completed_across_a_restart(&mut stack, request).await;
     let answer: String = prompt.output.iter().filter_map(text_of).collect();
     assert_eq!(
         answer,
@@ -208,29 +210,10 @@ async fn an_undecided_call_in_hosted_mode_expires_through_a_gateway_restart() {
         vec![HostedBlock::text("Not launched: nobody approved it.")],
         "end_turn",
     ));
-    let prompt = {
-        let client = stack.client("alice").await.unwrap();
-        let prompt = client
-            .create_prompt(
-                NewPrompt::new("Launch it")
-                    .mode("hosted")
-                    .approval_timeout(TIMEOUT),
-            )
-            .await
-            .unwrap();
-        until_waiting(&client, &prompt.id).await;
-        prompt
-    };
-
-    stack.restart_gateway().unwrap();
-    let client = stack.client("alice").await.unwrap();
-    let prompt = ended(&client, &prompt.id).await;
-    assert_eq!(
-        prompt.state,
-        PromptState::Completed as i32,
-        "{}",
-        prompt.error
-    );
+    let request = NewPrompt::new("Launch it")
+        .mode("hosted")
+        .approval_timeout(TIMEOUT);
+    let prompt = completed_across_a_restart(&mut stack, request).await;
     let (state, _, result) = call_of(&prompt, "demo.dangerous");
     assert_eq!(state, ApprovalState::Expired as i32);
     assert!(result.unwrap_err().contains("the approval expired"));

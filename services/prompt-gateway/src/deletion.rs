@@ -96,21 +96,8 @@ impl Prompts {
         let artifacts = self.store.prompt_file_artifacts(user_id, prompt_id).await?;
         let mut files = 0;
         for artifact_id in artifacts {
-            let request = DeleteArtifactRequest {
-                user_id: user_id.to_string(),
-                artifact_id,
-            };
-            match ArtifactStoreClient::new(tool_host.clone())
-                .delete_artifact(request)
-                .await
-            {
-                Ok(_) => files += 1,
-                Err(status) if status.code() == tonic::Code::NotFound => {}
-                Err(status) => {
-                    return Err(GatewayError::FilesUnavailable(agentic_rpc::relayed(
-                        &status,
-                    )));
-                }
+            if delete_artifact(tool_host, user_id, artifact_id).await? {
+                files += 1;
             }
         }
         if !self.store.delete_prompt(user_id, prompt_id).await? {
@@ -135,23 +122,7 @@ impl Prompts {
             .file(user_id, file_id)
             .await?
             .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
-        let request = DeleteArtifactRequest {
-            user_id: user_id.to_string(),
-            artifact_id: file.artifact_id,
-        };
-        match ArtifactStoreClient::new(tool_host.clone())
-            .delete_artifact(request)
-            .await
-        {
-            // Deleted already (by `artifact.delete`, say): only the entry is left.
-            Ok(_) => {}
-            Err(status) if status.code() == tonic::Code::NotFound => {}
-            Err(status) => {
-                return Err(GatewayError::FilesUnavailable(agentic_rpc::relayed(
-                    &status,
-                )));
-            }
-        }
+        delete_artifact(tool_host, user_id, file.artifact_id).await?;
         self.store
             .delete_file(user_id, file_id)
             .await?
@@ -173,5 +144,28 @@ impl Prompts {
         }
         metrics::deleted("recording", 1);
         Ok(())
+    }
+}
+
+/// Deletes `user_id`'s artifact in the tool-host: false when it was gone already (deleted by
+/// `artifact.delete`, say).
+async fn delete_artifact(
+    tool_host: &InternalChannel,
+    user_id: &UserId,
+    artifact_id: String,
+) -> Result<bool, GatewayError> {
+    let request = DeleteArtifactRequest {
+        user_id: user_id.to_string(),
+        artifact_id,
+    };
+    match ArtifactStoreClient::new(tool_host.clone())
+        .delete_artifact(request)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(status) if status.code() == tonic::Code::NotFound => Ok(false),
+        Err(status) => Err(GatewayError::FilesUnavailable(agentic_rpc::relayed(
+            &status,
+        ))),
     }
 }

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use agentic_db::{Db, Settings};
 
-/// The gateway's tables with a row per prompt (by `prompt_id`).
+/// The gateway's tables with a row per prompt (by `prompt_id`). Listed here apart from the
+/// gateway's own list on purpose: a table its deletion forgot must still show up here.
 const PROMPT_TABLES: [&str; 7] = [
     "prompt_outputs",
     "prompt_events",
