@@ -25,6 +25,13 @@ pub struct Limits {
     pub approval_timeout: Duration,
 }
 
+/// The most one user may keep of each kind the gateway counts (0: no limit).
+#[derive(Clone, Copy, Debug)]
+pub struct Quotas {
+    pub conversations: u64,
+    pub prompts: u64,
+}
+
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// The smaller of two limits where 0 means none.

@@ -40,7 +40,7 @@ impl Prompts {
         (request.title, _) = self
             .guard_input(&request.user_id, &request.title, "the title")
             .await?;
-        crate::prompts::check_state(request.state.as_ref())?;
+        crate::state::check_state(request.state.as_ref())?;
         if let Some(mode) = &request.default_mode
             && self.modes.get(mode).await?.is_none()
         {

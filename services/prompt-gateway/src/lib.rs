@@ -24,6 +24,7 @@ mod recordings;
 mod retention;
 mod runner;
 mod skills;
+mod state;
 mod storage;
 mod store;
 mod triggers;
@@ -522,7 +523,7 @@ fn prompts(
             daily_tokens: config.daily_tokens_per_user,
             approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         },
-        quotas: storage::Quotas {
+        quotas: budget::Quotas {
             conversations: config.max_conversations_per_user,
             prompts: config.max_prompts_per_user,
         },

@@ -17,6 +17,7 @@ use crate::ids::PromptIds as _;
 use crate::modes::ModeRegistry;
 use crate::paging::{self, Cursor, Page};
 use crate::runner::Runner;
+use crate::state::check_state;
 use crate::store::{Admitted, Store};
 
 /// The mode a prompt runs in when the request names none.
@@ -28,16 +29,6 @@ pub const MAX_INPUT_BYTES: usize = 256 * 1024;
 /// Highest per-prompt round limit a caller may ask for.
 pub const MAX_ROUNDS_LIMIT: u32 = 100;
 
-/// Deepest nesting of structs and lists accepted in a prompt's or conversation's `state`.
-/// Every service decodes protobuf with a recursion limit of 100 messages, and `state` travels
-/// wrapped in several messages (events, `Execute` inputs): deeper state would be stored but
-/// could then not be run or read back.
-pub const MAX_STATE_DEPTH: usize = 16;
-
-/// Largest accepted `state`, encoded. It is stored with the prompt, sent with every tool call
-/// and returned with every read of the prompt, so it must stay far below the message limit.
-pub const MAX_STATE_BYTES: usize = 1024 * 1024;
-
 pub const MAX_LIST_LIMIT: u32 = 500;
 const DEFAULT_LIST_LIMIT: u32 = 50;
 
@@ -48,25 +39,6 @@ pub fn list_limit(limit: u32) -> u32 {
     } else {
         limit.min(MAX_LIST_LIMIT)
     }
-}
-
-/// Checks a caller's `state` against [`MAX_STATE_DEPTH`] and [`MAX_STATE_BYTES`].
-pub fn check_state(state: Option<&prost_types::Struct>) -> Result<(), GatewayError> {
-    let Some(state) = state else {
-        return Ok(());
-    };
-    let bytes = prost::Message::encoded_len(state);
-    if bytes > MAX_STATE_BYTES {
-        return Err(GatewayError::InvalidArgument(format!(
-            "state is larger than {MAX_STATE_BYTES} bytes ({bytes} bytes encoded)"
-        )));
-    }
-    if struct_depth(state, 1) > MAX_STATE_DEPTH {
-        return Err(GatewayError::InvalidArgument(format!(
-            "state is nested deeper than {MAX_STATE_DEPTH} levels"
-        )));
-    }
-    Ok(())
 }
 
 /// A prompt's state: its conversation's, with the keys the prompt brings set on top
@@ -81,33 +53,6 @@ fn merged_state(
             Some(merged)
         }
         (conversation, prompt) => prompt.or(conversation),
-    }
-}
-
-/// How deep `fields` nests, counting itself as `level`; stops counting past the maximum.
-fn struct_depth(fields: &prost_types::Struct, level: usize) -> usize {
-    fields
-        .fields
-        .values()
-        .map(|value| value_depth(value, level))
-        .max()
-        .unwrap_or(level)
-}
-
-fn value_depth(value: &prost_types::Value, level: usize) -> usize {
-    use prost_types::value::Kind;
-    if level > MAX_STATE_DEPTH {
-        return level;
-    }
-    match &value.kind {
-        Some(Kind::StructValue(inner)) => struct_depth(inner, level + 1),
-        Some(Kind::ListValue(list)) => list
-            .values
-            .iter()
-            .map(|item| value_depth(item, level + 1))
-            .max()
-            .unwrap_or(level + 1),
-        _ => level,
     }
 }
 
@@ -172,7 +117,7 @@ pub struct Prompts {
     /// Every prompt's budget and every user's daily tokens, as the operator set them.
     pub limits: crate::budget::Limits,
     /// How many conversations and prompts one user may keep.
-    pub quotas: crate::storage::Quotas,
+    pub quotas: crate::budget::Quotas,
     /// Whether runs record their exchanges (`--record-prompts`); replays never do.
     pub recording: bool,
     /// The operator's guardrails: prompts' input is checked here, their text output by the

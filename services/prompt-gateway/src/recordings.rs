@@ -114,7 +114,7 @@ impl Prompts {
                 crate::prompts::MAX_ROUNDS_LIMIT
             )));
         }
-        crate::prompts::check_state(prompt.state_data.as_ref())?;
+        crate::state::check_state(prompt.state_data.as_ref())?;
         let count = recording.exchanges.len();
         if count as i64 > MAX_RECORDED_EXCHANGES {
             return Err(invalid(format!(

@@ -13,13 +13,6 @@ use agentic_rpc::InternalChannel;
 use crate::error::GatewayError;
 use crate::prompts::Prompts;
 
-/// The most one user may keep of each kind the gateway counts (0: no limit).
-#[derive(Clone, Copy, Debug)]
-pub struct Quotas {
-    pub conversations: u64,
-    pub prompts: u64,
-}
-
 impl Prompts {
     /// Refuses one more conversation of `user_id` when they keep their quota already.
     pub async fn check_conversation_quota(&self, user_id: &UserId) -> Result<(), GatewayError> {

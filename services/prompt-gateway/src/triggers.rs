@@ -285,7 +285,7 @@ impl Triggers {
                 return Err(invalid(format!("{field} must not contain NUL characters")));
             }
         }
-        crate::prompts::check_state(prompt.state.as_ref())?;
+        crate::state::check_state(prompt.state.as_ref())?;
         if ModelTier::try_from(prompt.model).is_err() {
             return Err(invalid(format!("unknown model tier {}", prompt.model)));
         }

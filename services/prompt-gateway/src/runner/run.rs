@@ -479,7 +479,7 @@ impl Run {
             }
             execute_event::Kind::StateSet(set) => {
                 let fields = set.fields.unwrap_or_default();
-                let fits = |state: &prost_types::Struct| crate::prompts::check_state(Some(state));
+                let fits = |state: &prost_types::Struct| crate::state::check_state(Some(state));
                 match self
                     .store
                     .set_conversation_state(&self.prompt_id, fields, fits)
