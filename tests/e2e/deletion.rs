@@ -177,15 +177,7 @@ complete({response: deleted + " / " + after});"#;
         .unwrap();
     let paused = until_waiting(&alice, &prompt.id).await;
     assert_eq!(stack.rows_of("alice").await.unwrap()["artifacts"], 1);
-    let call_id = paused
-        .iter()
-        .find_map(|event| match &event.kind {
-            Some(agentic_proto::v1::prompt_event::Kind::ApprovalRequested(request)) => {
-                Some(request.tool_call_id.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
+    let call_id = crate::approvals::requested_call(&paused);
     alice.approve_tool_call(&prompt.id, &call_id).await.unwrap();
     collect(&alice, &prompt.id, paused.last().unwrap().sequence).await;
     let done = alice.get_prompt(&prompt.id).await.unwrap();

@@ -2,6 +2,7 @@
 //! recording. Each is one transaction, scoped to its owner: another user's id deletes
 //! nothing.
 
+use super::queue::QUEUED;
 use super::*;
 
 /// The tables that hold rows of a prompt (by `prompt_id`), deleted before the prompts.
@@ -30,9 +31,9 @@ impl Store {
         let args = [
             user_id.into(),
             conversation_id.into(),
-            (PromptState::Running as i32).into(),
-            (PromptState::WaitingForApproval as i32).into(),
-            (PromptState::Queued as i32).into(),
+            RUNNING.into(),
+            WAITING.into(),
+            QUEUED.into(),
         ];
         let ids: Vec<String> = self.db.read_scalars(sql, &args).await?;
         Ok(ids.into_iter().map(PromptId::known).collect())
@@ -66,9 +67,9 @@ impl Store {
                 &[
                     user_id.into(),
                     conversation_id.into(),
-                    (PromptState::Running as i32).into(),
-                    (PromptState::WaitingForApproval as i32).into(),
-                    (PromptState::Queued as i32).into(),
+                    RUNNING.into(),
+                    WAITING.into(),
+                    QUEUED.into(),
                 ],
             )
             .await?;
@@ -77,20 +78,12 @@ impl Store {
                 "a prompt started in conversation {conversation_id} while it was being deleted; delete it again"
             )));
         }
-        for table in PROMPT_TABLES {
-            let sql = format!(
-                "DELETE FROM {table} WHERE prompt_id IN \
-                 (SELECT id FROM prompts WHERE user_id = $1 AND conversation_id = $2)"
-            );
-            conn.execute(&sql, &[user_id.into(), conversation_id.into()])
-                .await?;
-        }
-        let prompts = conn
-            .execute(
-                "DELETE FROM prompts WHERE user_id = $1 AND conversation_id = $2",
-                &[user_id.into(), conversation_id.into()],
-            )
-            .await?;
+        let prompts = delete_prompts_where(
+            &mut conn,
+            "user_id = $1 AND conversation_id = $2",
+            &[user_id.into(), conversation_id.into()],
+        )
+        .await?;
         tx.commit().await?;
         Ok(Some(prompts))
     }
@@ -124,22 +117,19 @@ impl Store {
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
-        let owned =
-            "IN (SELECT id FROM prompts WHERE id = $1 AND user_id = $2 AND state IN ($3, $4, $5))";
-        let args = [
-            prompt_id.into(),
-            user_id.into(),
-            (PromptState::Completed as i32).into(),
-            (PromptState::Failed as i32).into(),
-            (PromptState::Cancelled as i32).into(),
-        ];
-        for table in PROMPT_TABLES {
-            let sql = format!("DELETE FROM {table} WHERE prompt_id {owned}");
-            conn.execute(&sql, &args).await?;
-        }
-        let deleted = conn
-            .execute(&format!("DELETE FROM prompts WHERE id {owned}"), &args)
-            .await?;
+        // Only an ended prompt: one still running is cancelled first by the caller.
+        let deleted = delete_prompts_where(
+            &mut conn,
+            "id = $1 AND user_id = $2 AND state IN ($3, $4, $5)",
+            &[
+                prompt_id.into(),
+                user_id.into(),
+                (PromptState::Completed as i32).into(),
+                (PromptState::Failed as i32).into(),
+                (PromptState::Cancelled as i32).into(),
+            ],
+        )
+        .await?;
         tx.commit().await?;
         Ok(deleted > 0)
     }
@@ -187,4 +177,22 @@ impl Store {
         tx.commit().await?;
         Ok(deleted > 0)
     }
+}
+
+/// Deletes the prompts `filter` selects (a condition on `prompts`, over `args`) and every
+/// row of theirs, the rows first: how many prompts.
+async fn delete_prompts_where(
+    conn: &mut Conn<'_>,
+    filter: &str,
+    args: &[Arg<'_>],
+) -> Result<u64, GatewayError> {
+    for table in PROMPT_TABLES {
+        let sql = format!(
+            "DELETE FROM {table} WHERE prompt_id IN (SELECT id FROM prompts WHERE {filter})"
+        );
+        conn.execute(&sql, args).await?;
+    }
+    Ok(conn
+        .execute(&format!("DELETE FROM prompts WHERE {filter}"), args)
+        .await?)
 }

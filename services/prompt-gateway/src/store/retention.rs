@@ -41,9 +41,9 @@ impl Store {
                    ORDER BY updated_at LIMIT $5";
         let args = [
             before.into(),
-            (PromptState::Running as i32).into(),
-            (PromptState::WaitingForApproval as i32).into(),
-            (PromptState::Queued as i32).into(),
+            RUNNING.into(),
+            WAITING.into(),
+            super::queue::QUEUED.into(),
             i64::from(limit).into(),
         ];
         let rows: Vec<(String, String)> = self.db.read_all(sql, &args).await?;
