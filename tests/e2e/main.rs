@@ -14,6 +14,7 @@ mod code;
 mod conversations;
 mod deletion;
 mod expiry;
+mod export;
 mod faults;
 mod gateway;
 mod guardrails;

@@ -1,4 +1,5 @@
-//! Deleting a user's data (`DeleteConversation`, `DeleteFile`, `DeleteRecording`). What is
+//! Deleting a user's data (`DeleteConversation`, `DeletePrompt`, `DeleteFile`,
+//! `DeleteRecording`, and all of it: `DeleteAllData`). What is
 //! deleted stops counting against the user's quotas at once; another user's id is
 //! NOT_FOUND and changes nothing.
 //!
@@ -8,15 +9,20 @@
 
 use agentic_ids::{ConversationId, PromptId, UserId};
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
+use agentic_proto::v1::user_data_client::UserDataClient;
 use agentic_proto::v1::{
-    DeleteArtifactRequest, DeleteConversationArtifactsRequest, DeleteConversationResponse,
-    DeletePromptResponse, PromptState,
+    DeleteAllDataResponse, DeleteArtifactRequest, DeleteConversationArtifactsRequest,
+    DeleteConversationResponse, DeletePromptResponse, DeleteUserDataRequest, PromptState,
 };
 use agentic_rpc::InternalChannel;
 
 use crate::error::GatewayError;
 use crate::metrics;
 use crate::prompts::Prompts;
+use crate::store::Owned;
+
+/// Conversations or prompts deleted between two reads of what is left.
+const DELETE_PAGE: u32 = 50;
 
 /// Rounds of cancelling a conversation's unfinished prompts (a prompt the user creates in it
 /// meanwhile is cancelled in the next round).
@@ -144,6 +150,85 @@ impl Prompts {
         }
         metrics::deleted("recording", 1);
         Ok(())
+    }
+}
+
+impl Prompts {
+    /// Deletes everything `user_id` keeps, in every service: their triggers first (so none
+    /// fires meanwhile), then each conversation and each prompt outside one as
+    /// `DeleteConversation` and `DeletePrompt` do, their imported recordings, and last their
+    /// artifacts and skills in the tool-host.
+    pub async fn delete_all(
+        &self,
+        user_id: &UserId,
+        tool_host: &InternalChannel,
+    ) -> Result<DeleteAllDataResponse, GatewayError> {
+        let count = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut deleted = DeleteAllDataResponse {
+            triggers: count(self.store.delete_triggers_of(user_id).await?),
+            ..DeleteAllDataResponse::default()
+        };
+        loop {
+            let (ids, _) = self
+                .store
+                .owned_after(Owned::Conversations, user_id, None, DELETE_PAGE)
+                .await?;
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids {
+                let id = ConversationId::known(id);
+                match self.delete_conversation(user_id, &id, tool_host).await {
+                    Ok(gone) => {
+                        deleted.conversations += 1;
+                        deleted.prompts += gone.prompts;
+                        deleted.artifacts += gone.artifacts;
+                    }
+                    // Deleted meanwhile (by a deletion of theirs running beside this one).
+                    Err(GatewayError::ConversationNotFound(_)) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        loop {
+            let (ids, _) = self
+                .store
+                .owned_after(Owned::Prompts, user_id, None, DELETE_PAGE)
+                .await?;
+            if ids.is_empty() {
+                break;
+            }
+            for id in ids {
+                match self
+                    .delete_prompt(user_id, &PromptId::known(id), tool_host)
+                    .await
+                {
+                    Ok(gone) => {
+                        deleted.prompts += 1;
+                        deleted.artifacts += gone.files;
+                    }
+                    Err(GatewayError::PromptNotFound(_)) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        deleted.recordings = count(self.store.delete_imported_recordings_of(user_id).await?);
+        let request = DeleteUserDataRequest {
+            user_id: user_id.to_string(),
+        };
+        let rest = UserDataClient::new(tool_host.clone())
+            .delete_user_data(request)
+            .await
+            .map_err(|status| GatewayError::FilesUnavailable(agentic_rpc::relayed(&status)))?
+            .into_inner();
+        deleted.artifacts += rest.artifacts;
+        deleted.skills = rest.skills;
+        metrics::deleted("trigger", u64::from(deleted.triggers));
+        metrics::deleted("recording", u64::from(deleted.recordings));
+        metrics::deleted("artifact", u64::from(rest.artifacts));
+        metrics::deleted("skill", u64::from(rest.skills));
+        tracing::info!(?deleted, "deleted all of a user's data");
+        Ok(deleted)
     }
 }
 

@@ -36,6 +36,8 @@ pub struct GatewayService {
     pub skills: crate::skills::Skills,
     /// Open `StreamPrompt` streams, with a share per user.
     pub streams: agentic_fair::FairPool,
+    /// Running exports (one per user).
+    pub exports: crate::export::Exports,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -382,6 +384,38 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(
             self.prompts
                 .storage_usage(&user_id, &self.tool_host)
+                .await
+                .map_err(to_status)?,
+        ))
+    }
+
+    type ExportDataStream = crate::export::ExportStream;
+
+    async fn export_data(
+        &self,
+        request: Request<agentic_proto::v1::ExportDataRequest>,
+    ) -> GrpcResult<crate::export::ExportStream> {
+        let user_id = Caller::user_of(&request)?;
+        let stream = self
+            .prompts
+            .export(&self.exports, user_id, self.tool_host.clone())
+            .map_err(to_status)?;
+        Ok(Response::new(stream))
+    }
+
+    async fn delete_all_data(
+        &self,
+        request: Request<agentic_proto::v1::DeleteAllDataRequest>,
+    ) -> GrpcResult<agentic_proto::v1::DeleteAllDataResponse> {
+        let user_id = Caller::user_of(&request)?;
+        if !request.into_inner().confirm {
+            return Err(to_status(GatewayError::InvalidArgument(
+                "set confirm to true: deleting all of your data cannot be undone".into(),
+            )));
+        }
+        Ok(Response::new(
+            self.prompts
+                .delete_all(&user_id, &self.tool_host)
                 .await
                 .map_err(to_status)?,
         ))

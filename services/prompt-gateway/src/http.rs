@@ -35,6 +35,7 @@ use tonic::Status;
 use crate::auth::{Authenticate, Caller};
 use crate::grpc::GatewayService;
 
+mod data;
 pub(crate) mod serve;
 mod storage;
 
@@ -71,6 +72,8 @@ fn routes() -> Vec<(&'static str, MethodRouter<HttpApi>)> {
         ("/v1/modes", get(list_modes)),
         ("/v1/tools", get(list_tools)),
         ("/v1/usage", get(storage::usage)),
+        ("/v1/export", get(data::export)),
+        ("/v1/data", axum::routing::delete(data::delete_all)),
         (
             "/v1/conversations",
             post(create_conversation).get(list_conversations),

@@ -9,6 +9,7 @@ mod budget;
 mod conversations;
 mod deletion;
 mod error;
+mod export;
 mod exposure;
 mod follow;
 mod grpc;
@@ -388,6 +389,7 @@ pub async fn run_with_clock(
         )),
         skills: skills::Skills::new(tool_host.clone()),
         tool_host,
+        exports: export::Exports::default(),
     });
     let retention = tokio::spawn(retention::retire(
         service.prompts.clone(),

@@ -373,7 +373,7 @@ impl pb::skills_server::Skills for SkillsService {
     }
 }
 
-fn skill_proto(skill: Skill) -> pb::Skill {
+pub(crate) fn skill_proto(skill: Skill) -> pb::Skill {
     pb::Skill {
         name: skill.name,
         version: skill.version,
@@ -556,7 +556,7 @@ impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
 }
 
 /// The user a call acts for: required.
-fn user_id(value: String) -> Result<UserId, Error> {
+pub(crate) fn user_id(value: String) -> Result<UserId, Error> {
     let value = required("user_id", value)?;
     Ok(UserId::parse(value)?)
 }
@@ -688,7 +688,7 @@ fn sandbox_module(module: SandboxModule) -> pb::SandboxModule {
 }
 
 /// The artifact as a message; without a body (listing, storing) `data` and `content` stay empty.
-fn artifact_proto(meta: ArtifactMeta, body: Option<ArtifactBody>) -> pb::Artifact {
+pub(crate) fn artifact_proto(meta: ArtifactMeta, body: Option<ArtifactBody>) -> pb::Artifact {
     let (data, content) = match body {
         Some(ArtifactBody::Json(value)) => (Some(json::to_proto(&value)), Vec::new()),
         Some(ArtifactBody::Bytes(bytes)) => (None, bytes),

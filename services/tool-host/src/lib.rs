@@ -15,6 +15,7 @@ mod plugins;
 mod registry;
 mod skills;
 mod store;
+mod user_data;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -249,10 +250,12 @@ pub async fn run(
         agentic_proto::v1::tool_host_server::SERVICE_NAME,
         agentic_proto::v1::artifact_store_server::SERVICE_NAME,
         agentic_proto::v1::skills_server::SERVICE_NAME,
+        agentic_proto::v1::user_data_server::SERVICE_NAME,
     ])?;
     let tool_host = grpc::tool_host_server(registry);
     let artifact_store = grpc::artifact_store_server(store.clone());
     let skills = grpc::skills_server(store.skills(), skills_enabled);
+    let user_data = user_data::user_data_server(store.clone());
     reporter
         .set_serving::<ToolHostServer<grpc::ToolHostService>>()
         .await;
@@ -262,16 +265,21 @@ pub async fn run(
     reporter
         .set_serving::<agentic_proto::v1::skills_server::SkillsServer<grpc::SkillsService>>()
         .await;
+    reporter
+        .set_serving::<agentic_proto::v1::user_data_server::UserDataServer<user_data::UserDataService>>()
+        .await;
     let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
     let tool_host =
         tonic::service::interceptor::InterceptedService::new(tool_host, require.clone());
     let artifact_store =
         tonic::service::interceptor::InterceptedService::new(artifact_store, require.clone());
-    let skills = tonic::service::interceptor::InterceptedService::new(skills, require);
+    let skills = tonic::service::interceptor::InterceptedService::new(skills, require.clone());
+    let user_data = tonic::service::interceptor::InterceptedService::new(user_data, require);
     let router = router
         .add_service(tool_host)
         .add_service(artifact_store)
-        .add_service(skills);
+        .add_service(skills)
+        .add_service(user_data);
 
     tracing::info!(address = %listener.local_addr()?, "tool-host serving");
     let served = agentic_rpc::serve(router, listener, shutdown).await;

@@ -384,6 +384,34 @@ impl Skills {
         }
     }
 
+    /// Every version of every skill of the user, by name and version (an export's).
+    pub async fn all_versions(&self, user_id: &UserId) -> Result<Vec<Skill>, Error> {
+        let sql = format!("SELECT {COLUMNS} FROM skills WHERE user_id = $1 ORDER BY name, version");
+        let rows: Vec<SkillRow> = self.db.read_all(&sql, &[user_id.into()]).await?;
+        rows.into_iter().map(Skill::try_from).collect()
+    }
+
+    /// Deletes every skill of the user and their row of saves: how many skills (names) went.
+    pub async fn delete_user(&self, user_id: &UserId) -> Result<u64, Error> {
+        let names: Option<i64> = self
+            .db
+            .read_scalar(
+                "SELECT COUNT(DISTINCT name) FROM skills WHERE user_id = $1",
+                &[user_id.into()],
+            )
+            .await?;
+        self.db
+            .write("DELETE FROM skills WHERE user_id = $1", &[user_id.into()])
+            .await?;
+        self.db
+            .write(
+                "DELETE FROM skill_users WHERE user_id = $1",
+                &[user_id.into()],
+            )
+            .await?;
+        Ok(u64::try_from(names.unwrap_or_default()).unwrap_or_default())
+    }
+
     /// Deletes every version of the user's skill; how many there were.
     #[tracing::instrument(name = "db", skip_all, fields(
         otel.name = "DELETE skills",

@@ -369,6 +369,46 @@ impl Store {
         Ok(rows.into_iter().map(ArtifactMeta::from).collect())
     }
 
+    /// The user's artifacts oldest first, from just after `after` (its creation time and id;
+    /// `None`: the oldest), at most `limit` (the pages of an export).
+    pub async fn list_after(
+        &self,
+        user_id: &UserId,
+        after: Option<&(i64, String)>,
+        limit: u32,
+    ) -> Result<Vec<ArtifactMeta>, Error> {
+        let (created_at, id) = after.cloned().unwrap_or((i64::MIN, String::new()));
+        let sql = format!(
+            "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 \
+             AND (created_at > $2 OR (created_at = $2 AND id > $3)) \
+             ORDER BY created_at, id LIMIT $4"
+        );
+        let args = [
+            user_id.into(),
+            created_at.into(),
+            id.as_str().into(),
+            i64::from(limit).into(),
+        ];
+        let rows: Vec<MetaRow> = self.db.read_all(&sql, &args).await?;
+        Ok(rows.into_iter().map(ArtifactMeta::from).collect())
+    }
+
+    /// The bytes of the user's artifact `id` as stored (a JSON artifact's JSON text), or
+    /// `None` when it is not theirs (or gone).
+    pub async fn stored_bytes(&self, user_id: &UserId, id: &str) -> Result<Option<Vec<u8>>, Error> {
+        let sql = format!(
+            "SELECT {METADATA_COLUMNS}, data, content FROM artifacts WHERE id = $1 AND user_id = $2"
+        );
+        let row: Option<ArtifactRow> = self
+            .db
+            .read_optional(&sql, &[id.into(), user_id.into()])
+            .await?;
+        Ok(row.map(|row| match row.data {
+            Some(text) => text.into_bytes(),
+            None => row.content.unwrap_or_default(),
+        }))
+    }
+
     pub async fn count(&self, user_id: &UserId) -> Result<u64, Error> {
         let sql = "SELECT COUNT(*) FROM artifacts WHERE user_id = $1";
         let count: i64 = self

@@ -1,11 +1,13 @@
-//! What the caller stores: how much (`storage_usage`), and deleting it: a conversation with
-//! everything under it, a file, a recording. Another user's id is `NotFound` and changes
-//! nothing.
+//! What the caller stores: how much (`storage_usage`), all of it (`export_data`), and
+//! deleting it: a conversation with everything under it, a prompt, a file, a recording, or
+//! everything (`delete_all_data`). Another user's id is `NotFound` and changes nothing.
 
 use agentic_proto::v1::{
-    DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeletePromptRequest,
-    DeleteRecordingRequest, GetStorageUsageRequest, StorageUsage,
+    DeleteAllDataRequest, DeleteAllDataResponse, DeleteConversationRequest,
+    DeleteConversationResponse, DeleteFileRequest, DeletePromptRequest, DeleteRecordingRequest,
+    ExportDataRequest, ExportItem, GetStorageUsageRequest, StorageUsage,
 };
+use tonic::Streaming;
 
 use crate::{Client, ClientError};
 
@@ -63,5 +65,39 @@ impl Client {
         let response = self.gateway().delete_recording(request).await;
         response.map_err(|status| self.failed(status))?;
         Ok(())
+    }
+
+    /// Everything the caller keeps, item by item as the gateway reads it; the last item is
+    /// `end` (counting the others): an export that ends without it was cut short.
+    pub async fn export_data(&self) -> Result<ExportItems, ClientError> {
+        let response = self.gateway().export_data(ExportDataRequest {}).await;
+        Ok(ExportItems {
+            inner: response.map_err(|status| self.failed(status))?.into_inner(),
+            address: self.address().to_owned(),
+        })
+    }
+
+    /// Deletes everything the caller keeps, in every service, for good: how many of each
+    /// kind went.
+    pub async fn delete_all_data(&self) -> Result<DeleteAllDataResponse, ClientError> {
+        let request = DeleteAllDataRequest { confirm: true };
+        let response = self.gateway().delete_all_data(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
+}
+
+/// The items of an export (see [`Client::export_data`]).
+pub struct ExportItems {
+    inner: Streaming<ExportItem>,
+    address: String,
+}
+
+impl ExportItems {
+    /// The next item, or `None` once the gateway ended the export.
+    pub async fn message(&mut self) -> Result<Option<ExportItem>, ClientError> {
+        self.inner
+            .message()
+            .await
+            .map_err(|status| ClientError::from_call(&self.address, status))
     }
 }

@@ -56,6 +56,7 @@ pub use agentic_proto::v1;
 pub use agentic_proto::v1::{Budget, BusyPolicy};
 pub use client::{Client, NewConversation, NewPrompt, USER_HEADER};
 pub use connect::ClientBuilder;
+pub use deletion::ExportItems;
 pub use error::ClientError;
 pub use events::EventStream;
 pub use session::{ChatOptions, ChatResult, PendingCall, Session, pending_approvals};

@@ -18,17 +18,18 @@ use std::sync::LazyLock;
 use crate::v1::{
     ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
     CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
-    DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse,
-    DeletePromptRequest, DeletePromptResponse, DeleteRecordingRequest, DeleteRecordingResponse,
-    DeleteSkillRequest, DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, File,
-    GetConversationRequest, GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest,
-    GetStorageUsageRequest, ImportRecordingRequest, ListConversationFilesRequest,
-    ListConversationFilesResponse, ListConversationsRequest, ListConversationsResponse,
-    ListModesRequest, ListModesResponse, ListPromptsRequest, ListPromptsResponse,
-    ListSkillsRequest, ListSkillsResponse, ListToolsRequest, ListToolsResponse,
-    ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent, PromptOutput, Recording,
-    RejectToolCallRequest, ReplayPromptRequest, Skill, StorageUsage, StreamPromptRequest, Trigger,
-    UpdateConversationRequest, UpdateTriggerRequest,
+    DeleteAllDataRequest, DeleteAllDataResponse, DeleteConversationRequest,
+    DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse, DeletePromptRequest,
+    DeletePromptResponse, DeleteRecordingRequest, DeleteRecordingResponse, DeleteSkillRequest,
+    DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, ExportDataRequest,
+    ExportItem, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    GetRecordingRequest, GetSkillRequest, GetStorageUsageRequest, ImportRecordingRequest,
+    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
+    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
+    ListPromptsResponse, ListSkillsRequest, ListSkillsResponse, ListToolsRequest,
+    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
+    PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill, StorageUsage,
+    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
 use serde_json::Serializer;
@@ -247,6 +248,10 @@ described!(
     StorageUsage,
     DeletePromptRequest,
     DeletePromptResponse,
+    ExportDataRequest,
+    ExportItem,
+    DeleteAllDataRequest,
+    DeleteAllDataResponse,
 );
 
 #[cfg(test)]

@@ -790,6 +790,22 @@ impl Stack {
         Ok(())
     }
 
+    /// Rows of either database that name `user` or any of `ids` (see
+    /// [`crate::stored::rows_naming`]).
+    pub async fn rows_naming(
+        &self,
+        user: &str,
+        ids: &[String],
+    ) -> anyhow::Result<std::collections::BTreeMap<String, i64>> {
+        crate::stored::rows_naming(
+            &self.gateway_database_url,
+            &self.tool_host_database_url,
+            user,
+            ids,
+        )
+        .await
+    }
+
     /// Rows `user` has in every table of both databases (see [`crate::stored`]).
     pub async fn rows_of(
         &self,

@@ -69,3 +69,77 @@ async fn count(db: &Db, sql: &str, user: &str) -> anyhow::Result<i64> {
         .await?
         .unwrap_or_default())
 }
+
+/// Rows that still name `user` or any of `ids` (their conversations, prompts, artifacts, …)
+/// in any column of any table of either database, by `database.table`: what "nothing of
+/// that user is left" means. Every table is read from the database's own catalog, so a table
+/// added later is searched too; only tables with a matching row are listed.
+pub async fn rows_naming(
+    gateway_url: &str,
+    tool_host_url: &str,
+    user: &str,
+    ids: &[String],
+) -> anyhow::Result<BTreeMap<String, i64>> {
+    let settings = Settings {
+        max_connections: 1,
+        sqlite_readers: 1,
+        background_checkpoints: false,
+    };
+    let mut values = vec![user.to_owned()];
+    values.extend(ids.iter().cloned());
+    let mut found = BTreeMap::new();
+    let gateway = Db::connect(gateway_url, &prompt_gateway::MIGRATIONS, settings).await?;
+    search(&gateway, "gateway", &values, &mut found).await?;
+    gateway.close().await;
+    let tool_host =
+        Db::connect(tool_host_url, &tool_host::migrations::MIGRATIONS, settings).await?;
+    search(&tool_host, "tool_host", &values, &mut found).await?;
+    tool_host.close().await;
+    Ok(found)
+}
+
+async fn search(
+    db: &Db,
+    name: &str,
+    values: &[String],
+    found: &mut BTreeMap<String, i64>,
+) -> anyhow::Result<()> {
+    let columns: Vec<(String, String)> = if db.is_shared() {
+        db.read_all(
+            "SELECT table_name::TEXT, column_name::TEXT FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name NOT LIKE '\\_sqlx%'",
+            &[],
+        )
+        .await?
+    } else {
+        db.read_all(
+            "SELECT m.name, c.name FROM sqlite_master m, pragma_table_info(m.name) c \
+             WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+             AND m.name NOT LIKE '\\_sqlx%' ESCAPE '\\'",
+            &[],
+        )
+        .await?
+    };
+    let mut tables: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (table, column) in columns {
+        tables.entry(table).or_default().push(column);
+    }
+    let placeholders: Vec<String> = (1..=values.len()).map(|n| format!("${n}")).collect();
+    let list = placeholders.join(", ");
+    let args: Vec<agentic_db::Arg<'_>> = values.iter().map(|value| value.as_str().into()).collect();
+    for (table, columns) in tables {
+        let matches: Vec<String> = columns
+            .iter()
+            .map(|column| format!("CAST(\"{column}\" AS TEXT) IN ({list})"))
+            .collect();
+        let sql = format!(
+            "SELECT CAST(COUNT(*) AS BIGINT) FROM \"{table}\" WHERE {}",
+            matches.join(" OR ")
+        );
+        let rows: i64 = db.read_scalar(&sql, &args).await?.unwrap_or_default();
+        if rows > 0 {
+            found.insert(format!("{name}.{table}"), rows);
+        }
+    }
+    Ok(())
+}

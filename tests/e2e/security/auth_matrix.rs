@@ -92,7 +92,10 @@ async fn every_method_of_every_service_refuses_a_missing_or_wrong_credential() {
             "agentic.v1.PromptGateway" => vec![stack.gateway_address],
             "agentic.v1.Executor" => vec![stack.classic_address, stack.code_address],
             "agentic.v1.CodeRunner" => vec![stack.code_address],
-            "agentic.v1.ToolHost" | "agentic.v1.ArtifactStore" | "agentic.v1.Skills" => {
+            "agentic.v1.ToolHost"
+            | "agentic.v1.ArtifactStore"
+            | "agentic.v1.Skills"
+            | "agentic.v1.UserData" => {
                 vec![stack.tool_host_address]
             }
             // Implemented by external guards, not by an agentic service.

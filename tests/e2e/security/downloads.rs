@@ -457,6 +457,22 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    type ExportDataStream = futures::stream::Empty<Result<agentic_proto::v1::ExportItem, Status>>;
+
+    async fn export_data(
+        &self,
+        _: Request<agentic_proto::v1::ExportDataRequest>,
+    ) -> Result<Response<Self::ExportDataStream>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_all_data(
+        &self,
+        _: Request<agentic_proto::v1::DeleteAllDataRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteAllDataResponse>, Status> {
+        unimplemented()
+    }
+
     async fn delete_recording(
         &self,
         _: Request<agentic_proto::v1::DeleteRecordingRequest>,

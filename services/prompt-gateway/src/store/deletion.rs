@@ -179,6 +179,42 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Deletes every trigger of `user_id` with its due times not fired yet (a fired one goes
+    /// with its prompt): how many triggers.
+    pub async fn delete_triggers_of(&self, user_id: &UserId) -> Result<u64, GatewayError> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        conn.execute(
+            "DELETE FROM trigger_firings WHERE trigger_id IN \
+             (SELECT id FROM triggers WHERE user_id = $1) \
+             AND prompt_id NOT IN (SELECT id FROM prompts)",
+            &[user_id.into()],
+        )
+        .await?;
+        let deleted = conn
+            .execute("DELETE FROM triggers WHERE user_id = $1", &[user_id.into()])
+            .await?;
+        tx.commit().await?;
+        Ok(deleted)
+    }
+
+    /// Deletes every recording `user_id` imported: how many.
+    pub async fn delete_imported_recordings_of(
+        &self,
+        user_id: &UserId,
+    ) -> Result<u64, GatewayError> {
+        Ok(self
+            .db
+            .write(
+                "DELETE FROM imported_recordings WHERE user_id = $1",
+                &[user_id.into()],
+            )
+            .await?)
+    }
+}
+
 /// Deletes the prompts `filter` selects (a condition on `prompts`, over `args`) and every
 /// row of theirs, the rows first: how many prompts.
 async fn delete_prompts_where(

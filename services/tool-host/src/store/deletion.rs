@@ -80,3 +80,48 @@ impl Store {
         })
     }
 }
+
+/// Artifacts deleted in one transaction when all of a user's go: a user's whole quota is
+/// never one long write.
+const DELETE_BATCH: i64 = 100;
+
+impl Store {
+    /// Deletes every artifact of `user_id`, in batches, and their row of stored bytes: how
+    /// many artifacts went.
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "DELETE artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "DELETE",
+        db.collection.name = "artifacts",
+    ))]
+    pub async fn delete_user(&self, user_id: &UserId) -> Result<u64, Error> {
+        let mut deleted = 0;
+        loop {
+            let mut writer = self.db.writer().await?;
+            let mut transaction = writer.begin().await?;
+            let mut conn = transaction.conn();
+            let sizes: Vec<i64> = conn
+                .scalars(
+                    "DELETE FROM artifacts WHERE id IN \
+                     (SELECT id FROM artifacts WHERE user_id = $1 LIMIT $2) RETURNING size",
+                    &[user_id.into(), DELETE_BATCH.into()],
+                )
+                .await?;
+            let bytes: i64 = sizes.iter().sum();
+            conn.execute(RELEASE_BYTES, &[user_id.into(), bytes.into()])
+                .await?;
+            transaction.commit().await?;
+            deleted += u64::try_from(sizes.len()).unwrap_or(u64::MAX);
+            if i64::try_from(sizes.len()).unwrap_or(i64::MAX) < DELETE_BATCH {
+                break;
+            }
+        }
+        self.db
+            .write(
+                "DELETE FROM artifact_usage WHERE user_id = $1",
+                &[user_id.into()],
+            )
+            .await?;
+        Ok(deleted)
+    }
+}

@@ -1,5 +1,5 @@
 //! `agentic usage` (what you store) and `agentic delete …`: a conversation (with everything
-//! under it), a file, a recording.
+//! under it), a prompt, a file, a recording, or everything.
 
 use super::Console;
 use super::inspect::document;
@@ -16,6 +16,13 @@ pub enum DeleteCommand {
     File { id: String },
     /// A prompt's recording (the prompt stays), or an imported recording.
     Recording { prompt: String },
+    /// Everything you keep, in every service: conversations, prompts, triggers,
+    /// recordings, files and artifacts, skills (`agentic export` first keeps a copy).
+    Everything {
+        /// Required: this cannot be undone.
+        #[arg(long, required = true)]
+        yes: bool,
+    },
 }
 
 pub async fn run(
@@ -48,6 +55,23 @@ pub async fn run(
         DeleteCommand::Recording { prompt } => {
             client.delete_recording(&prompt).await?;
             writeln!(console.err, "deleted the recording of {prompt}")?;
+        }
+        DeleteCommand::Everything { yes: _ } => {
+            let deleted = client.delete_all_data().await?;
+            if as_json {
+                document(console, &deleted)?;
+            } else {
+                writeln!(
+                    console.err,
+                    "deleted everything: {} conversations, {} prompts, {} triggers, {} recordings, {} artifacts, {} skills",
+                    deleted.conversations,
+                    deleted.prompts,
+                    deleted.triggers,
+                    deleted.recordings,
+                    deleted.artifacts,
+                    deleted.skills
+                )?;
+            }
         }
     }
     Ok(0)

@@ -5,6 +5,7 @@
 mod chat;
 mod delete;
 mod download;
+mod export;
 mod follow;
 mod inspect;
 mod mcp;
@@ -196,7 +197,16 @@ enum Command {
     },
     /// What you store, kind by kind, against the limits (count/limit, bytes/limit).
     Usage,
-    /// Delete, for good: a conversation (with all under it), a file, a recording.
+    /// Everything you keep, as JSON Lines (one item per line, the last `{"end": …}`):
+    /// conversations, prompts with their events and recordings, triggers, artifacts with
+    /// their bytes (base64), skills.
+    Export {
+        /// Write it to this file (named so only once it is whole) instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Delete, for good: a conversation (with all under it), a prompt, a file, a recording,
+    /// or everything you keep.
     Delete {
         #[command(subcommand)]
         command: delete::DeleteCommand,
@@ -578,6 +588,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         Command::Skills { command } => skills::run(&client, console, json, command).await,
         Command::Delete { command } => delete::run(&client, console, json, command).await,
         Command::Usage => delete::usage(&client, console, json).await,
+        Command::Export { output } => export::run(&client, console, output.as_deref()).await,
         Command::Replay {
             prompt,
             live_tools,

@@ -2030,6 +2030,51 @@ pub mod invoke_tool_response {
     }
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExportUserDataRequest {
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct UserDataItem {
+    #[prost(oneof = "user_data_item::Item", tags = "1, 2, 3")]
+    pub item: ::core::option::Option<user_data_item::Item>,
+}
+/// Nested message and enum types in `UserDataItem`.
+pub mod user_data_item {
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Item {
+        #[prost(message, tag = "1")]
+        Artifact(super::Artifact),
+        #[prost(message, tag = "2")]
+        Chunk(super::ArtifactChunk),
+        #[prost(message, tag = "3")]
+        Skill(super::Skill),
+    }
+}
+/// `data` is the bytes of artifact `artifact_id` from `offset` on.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ArtifactChunk {
+    #[prost(string, tag = "1")]
+    pub artifact_id: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "2")]
+    pub offset: u64,
+    #[prost(bytes = "vec", tag = "3")]
+    pub data: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteUserDataRequest {
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteUserDataResponse {
+    #[prost(uint32, tag = "1")]
+    pub artifacts: u32,
+    /// Skills (names; every version of each went).
+    #[prost(uint32, tag = "2")]
+    pub skills: u32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetArtifactUsageRequest {
     #[prost(string, tag = "1")]
     pub user_id: ::prost::alloc::string::String,
@@ -3980,6 +4025,398 @@ pub mod artifact_store_server {
         const NAME: &'static str = SERVICE_NAME;
     }
 }
+/// Generated client implementations.
+pub mod user_data_client {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    use tonic::codegen::http::Uri;
+    /// Everything one user keeps in the tool-host, for the gateway's `ExportData` and
+    /// `DeleteAllData`.
+    #[derive(Debug, Clone)]
+    pub struct UserDataClient<T> {
+        inner: tonic::client::Grpc<T>,
+    }
+    impl UserDataClient<tonic::transport::Channel> {
+        /// Attempt to create a new client by connecting to a given endpoint.
+        pub async fn connect<D>(dst: D) -> Result<Self, tonic::transport::Error>
+        where
+            D: TryInto<tonic::transport::Endpoint>,
+            D::Error: Into<StdError>,
+        {
+            let conn = tonic::transport::Endpoint::new(dst)?.connect().await?;
+            Ok(Self::new(conn))
+        }
+    }
+    impl<T> UserDataClient<T>
+    where
+        T: tonic::client::GrpcService<tonic::body::Body>,
+        T::Error: Into<StdError>,
+        T::ResponseBody: Body<Data = Bytes> + std::marker::Send + 'static,
+        <T::ResponseBody as Body>::Error: Into<StdError> + std::marker::Send,
+    {
+        pub fn new(inner: T) -> Self {
+            let inner = tonic::client::Grpc::new(inner);
+            Self { inner }
+        }
+        pub fn with_origin(inner: T, origin: Uri) -> Self {
+            let inner = tonic::client::Grpc::with_origin(inner, origin);
+            Self { inner }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> UserDataClient<InterceptedService<T, F>>
+        where
+            F: tonic::service::Interceptor,
+            T::ResponseBody: Default,
+            T: tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<
+                    <T as tonic::client::GrpcService<tonic::body::Body>>::ResponseBody,
+                >,
+            >,
+            <T as tonic::codegen::Service<
+                http::Request<tonic::body::Body>,
+            >>::Error: Into<StdError> + std::marker::Send + std::marker::Sync,
+        {
+            UserDataClient::new(InterceptedService::new(inner, interceptor))
+        }
+        /// Compress requests with the given encoding.
+        ///
+        /// This requires the server to support it otherwise it might respond with an
+        /// error.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.send_compressed(encoding);
+            self
+        }
+        /// Enable decompressing responses.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.inner = self.inner.accept_compressed(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_decoding_message_size(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.inner = self.inner.max_encoding_message_size(limit);
+            self
+        }
+        /// Each artifact (without its bytes), oldest first, followed by its bytes in chunks of at
+        /// most 256 KiB (a JSON artifact's as its JSON text), then every version of every skill.
+        pub async fn export_user_data(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ExportUserDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::UserDataItem>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.UserData/ExportUserData",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.UserData", "ExportUserData"));
+            self.inner.server_streaming(req, path, codec).await
+        }
+        /// Deletes every artifact and skill of the user, and what the quota counted of them.
+        pub async fn delete_user_data(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteUserDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteUserDataResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.UserData/DeleteUserData",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.UserData", "DeleteUserData"));
+            self.inner.unary(req, path, codec).await
+        }
+    }
+}
+/// Generated server implementations.
+pub mod user_data_server {
+    #![allow(
+        unused_variables,
+        dead_code,
+        missing_docs,
+        clippy::wildcard_imports,
+        clippy::let_unit_value,
+    )]
+    use tonic::codegen::*;
+    /// Generated trait containing gRPC methods that should be implemented for use with UserDataServer.
+    #[async_trait]
+    pub trait UserData: std::marker::Send + std::marker::Sync + 'static {
+        /// Server streaming response type for the ExportUserData method.
+        type ExportUserDataStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::UserDataItem, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// Each artifact (without its bytes), oldest first, followed by its bytes in chunks of at
+        /// most 256 KiB (a JSON artifact's as its JSON text), then every version of every skill.
+        async fn export_user_data(
+            &self,
+            request: tonic::Request<super::ExportUserDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<Self::ExportUserDataStream>,
+            tonic::Status,
+        >;
+        /// Deletes every artifact and skill of the user, and what the quota counted of them.
+        async fn delete_user_data(
+            &self,
+            request: tonic::Request<super::DeleteUserDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteUserDataResponse>,
+            tonic::Status,
+        >;
+    }
+    /// Everything one user keeps in the tool-host, for the gateway's `ExportData` and
+    /// `DeleteAllData`.
+    #[derive(Debug)]
+    pub struct UserDataServer<T> {
+        inner: Arc<T>,
+        accept_compression_encodings: EnabledCompressionEncodings,
+        send_compression_encodings: EnabledCompressionEncodings,
+        max_decoding_message_size: Option<usize>,
+        max_encoding_message_size: Option<usize>,
+    }
+    impl<T> UserDataServer<T> {
+        pub fn new(inner: T) -> Self {
+            Self::from_arc(Arc::new(inner))
+        }
+        pub fn from_arc(inner: Arc<T>) -> Self {
+            Self {
+                inner,
+                accept_compression_encodings: Default::default(),
+                send_compression_encodings: Default::default(),
+                max_decoding_message_size: None,
+                max_encoding_message_size: None,
+            }
+        }
+        pub fn with_interceptor<F>(
+            inner: T,
+            interceptor: F,
+        ) -> InterceptedService<Self, F>
+        where
+            F: tonic::service::Interceptor,
+        {
+            InterceptedService::new(Self::new(inner), interceptor)
+        }
+        /// Enable decompressing requests with the given encoding.
+        #[must_use]
+        pub fn accept_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.accept_compression_encodings.enable(encoding);
+            self
+        }
+        /// Compress responses with the given encoding, if the client supports it.
+        #[must_use]
+        pub fn send_compressed(mut self, encoding: CompressionEncoding) -> Self {
+            self.send_compression_encodings.enable(encoding);
+            self
+        }
+        /// Limits the maximum size of a decoded message.
+        ///
+        /// Default: `4MB`
+        #[must_use]
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.max_decoding_message_size = Some(limit);
+            self
+        }
+        /// Limits the maximum size of an encoded message.
+        ///
+        /// Default: `usize::MAX`
+        #[must_use]
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.max_encoding_message_size = Some(limit);
+            self
+        }
+    }
+    impl<T, B> tonic::codegen::Service<http::Request<B>> for UserDataServer<T>
+    where
+        T: UserData,
+        B: Body + std::marker::Send + 'static,
+        B::Error: Into<StdError> + std::marker::Send + 'static,
+    {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = std::convert::Infallible;
+        type Future = BoxFuture<Self::Response, Self::Error>;
+        fn poll_ready(
+            &mut self,
+            _cx: &mut Context<'_>,
+        ) -> Poll<std::result::Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, req: http::Request<B>) -> Self::Future {
+            match req.uri().path() {
+                "/agentic.v1.UserData/ExportUserData" => {
+                    #[allow(non_camel_case_types)]
+                    struct ExportUserDataSvc<T: UserData>(pub Arc<T>);
+                    impl<
+                        T: UserData,
+                    > tonic::server::ServerStreamingService<super::ExportUserDataRequest>
+                    for ExportUserDataSvc<T> {
+                        type Response = super::UserDataItem;
+                        type ResponseStream = T::ExportUserDataStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ExportUserDataRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as UserData>::export_user_data(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ExportUserDataSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.UserData/DeleteUserData" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteUserDataSvc<T: UserData>(pub Arc<T>);
+                    impl<
+                        T: UserData,
+                    > tonic::server::UnaryService<super::DeleteUserDataRequest>
+                    for DeleteUserDataSvc<T> {
+                        type Response = super::DeleteUserDataResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteUserDataRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as UserData>::delete_user_data(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteUserDataSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                _ => {
+                    Box::pin(async move {
+                        let mut response = http::Response::new(
+                            tonic::body::Body::default(),
+                        );
+                        let headers = response.headers_mut();
+                        headers
+                            .insert(
+                                tonic::Status::GRPC_STATUS,
+                                (tonic::Code::Unimplemented as i32).into(),
+                            );
+                        headers
+                            .insert(
+                                http::header::CONTENT_TYPE,
+                                tonic::metadata::GRPC_CONTENT_TYPE,
+                            );
+                        Ok(response)
+                    })
+                }
+            }
+        }
+    }
+    impl<T> Clone for UserDataServer<T> {
+        fn clone(&self) -> Self {
+            let inner = self.inner.clone();
+            Self {
+                inner,
+                accept_compression_encodings: self.accept_compression_encodings,
+                send_compression_encodings: self.send_compression_encodings,
+                max_decoding_message_size: self.max_decoding_message_size,
+                max_encoding_message_size: self.max_encoding_message_size,
+            }
+        }
+    }
+    /// Generated gRPC service name
+    pub const SERVICE_NAME: &str = "agentic.v1.UserData";
+    impl<T> tonic::server::NamedService for UserDataServer<T> {
+        const NAME: &'static str = SERVICE_NAME;
+    }
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DeleteRecordingRequest {
     #[prost(string, tag = "1")]
@@ -4387,6 +4824,69 @@ pub struct DeleteTriggerRequest {
 pub struct DeleteTriggerResponse {}
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetStorageUsageRequest {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ExportDataRequest {}
+/// One stored item of the caller's (see `ExportData`).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ExportItem {
+    #[prost(oneof = "export_item::Item", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
+    pub item: ::core::option::Option<export_item::Item>,
+}
+/// Nested message and enum types in `ExportItem`.
+pub mod export_item {
+    #[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Item {
+        #[prost(message, tag = "1")]
+        Conversation(super::Conversation),
+        #[prost(message, tag = "2")]
+        Prompt(super::Prompt),
+        /// An event of the prompt named by its `prompt_id`, in sequence order.
+        #[prost(message, tag = "3")]
+        Event(super::PromptEvent),
+        #[prost(message, tag = "4")]
+        Recording(super::Recording),
+        #[prost(message, tag = "5")]
+        Trigger(super::Trigger),
+        /// An artifact's metadata; its bytes follow in `chunk`s (a JSON artifact's as its JSON).
+        #[prost(message, tag = "6")]
+        Artifact(super::Artifact),
+        #[prost(message, tag = "7")]
+        Chunk(super::ArtifactChunk),
+        #[prost(message, tag = "8")]
+        Skill(super::Skill),
+        #[prost(message, tag = "9")]
+        End(super::ExportEnd),
+    }
+}
+/// The last item of an export: how many items of each kind came before it
+/// (`conversation`, `prompt`, `event`, `recording`, `trigger`, `artifact`, `chunk`, `skill`).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ExportEnd {
+    #[prost(map = "string, uint64", tag = "1")]
+    pub counts: ::std::collections::HashMap<::prost::alloc::string::String, u64>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteAllDataRequest {
+    /// Must be true: the deletion cannot be undone.
+    #[prost(bool, tag = "1")]
+    pub confirm: bool,
+}
+/// How many of each kind were deleted.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteAllDataResponse {
+    #[prost(uint32, tag = "1")]
+    pub conversations: u32,
+    #[prost(uint32, tag = "2")]
+    pub prompts: u32,
+    #[prost(uint32, tag = "3")]
+    pub triggers: u32,
+    #[prost(uint32, tag = "4")]
+    pub recordings: u32,
+    #[prost(uint32, tag = "5")]
+    pub artifacts: u32,
+    #[prost(uint32, tag = "6")]
+    pub skills: u32,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct StorageUsage {
     /// conversations, prompts, events, recordings, triggers, artifacts, skills.
@@ -4785,6 +5285,63 @@ pub mod prompt_gateway_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "GetStorageUsage"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Everything the caller keeps, one item per message (`GET /v1/export` writes each as one
+        /// line of JSON): their conversations, their prompts each followed by its events and its
+        /// recording, their triggers, their artifacts (file outputs among them) each followed by its
+        /// bytes in chunks of at most 256 KiB, and every version of their skills. The last item,
+        /// `end`, counts what came before: an export without it was cut short. One export per user
+        /// runs at a time (RESOURCE_EXHAUSTED for a second); it reads as fast as the client does.
+        pub async fn export_data(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ExportDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<tonic::codec::Streaming<super::ExportItem>>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/ExportData",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "ExportData"));
+            self.inner.server_streaming(req, path, codec).await
+        }
+        /// Deletes everything the caller keeps in every service (what `ExportData` gives):
+        /// triggers first, so none fires meanwhile, then conversations and prompts (an unfinished
+        /// one is cancelled first), recordings, artifacts and skills. `confirm` must be true.
+        pub async fn delete_all_data(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteAllDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteAllDataResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeleteAllData",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteAllData"));
             self.inner.unary(req, path, codec).await
         }
         pub async fn create_conversation(
@@ -5379,6 +5936,32 @@ pub mod prompt_gateway_server {
             &self,
             request: tonic::Request<super::GetStorageUsageRequest>,
         ) -> std::result::Result<tonic::Response<super::StorageUsage>, tonic::Status>;
+        /// Server streaming response type for the ExportData method.
+        type ExportDataStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::ExportItem, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// Everything the caller keeps, one item per message (`GET /v1/export` writes each as one
+        /// line of JSON): their conversations, their prompts each followed by its events and its
+        /// recording, their triggers, their artifacts (file outputs among them) each followed by its
+        /// bytes in chunks of at most 256 KiB, and every version of their skills. The last item,
+        /// `end`, counts what came before: an export without it was cut short. One export per user
+        /// runs at a time (RESOURCE_EXHAUSTED for a second); it reads as fast as the client does.
+        async fn export_data(
+            &self,
+            request: tonic::Request<super::ExportDataRequest>,
+        ) -> std::result::Result<tonic::Response<Self::ExportDataStream>, tonic::Status>;
+        /// Deletes everything the caller keeps in every service (what `ExportData` gives):
+        /// triggers first, so none fires meanwhile, then conversations and prompts (an unfinished
+        /// one is cancelled first), recordings, artifacts and skills. `confirm` must be true.
+        async fn delete_all_data(
+            &self,
+            request: tonic::Request<super::DeleteAllDataRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteAllDataResponse>,
+            tonic::Status,
+        >;
         async fn create_conversation(
             &self,
             request: tonic::Request<super::CreateConversationRequest>,
@@ -6080,6 +6663,97 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = GetStorageUsageSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/ExportData" => {
+                    #[allow(non_camel_case_types)]
+                    struct ExportDataSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::ServerStreamingService<super::ExportDataRequest>
+                    for ExportDataSvc<T> {
+                        type Response = super::ExportItem;
+                        type ResponseStream = T::ExportDataStream;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::ResponseStream>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ExportDataRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::export_data(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ExportDataSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.server_streaming(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/DeleteAllData" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteAllDataSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeleteAllDataRequest>
+                    for DeleteAllDataSvc<T> {
+                        type Response = super::DeleteAllDataResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteAllDataRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_all_data(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteAllDataSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -1,0 +1,117 @@
+//! Everything one user keeps here, for the gateway's `ExportData` and `DeleteAllData`
+//! (`UserData`): their artifacts with their bytes, and every version of their skills.
+//!
+//! An export reads as fast as its client: a task fills a channel of `AHEAD` items, so it
+//! holds at most that many chunks, one artifact page and one artifact's bytes in memory.
+
+use agentic_ids::UserId;
+use agentic_proto::v1 as pb;
+use agentic_rpc::to_status;
+use pb::user_data_item::Item;
+use pb::user_data_server::{UserData, UserDataServer};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::error::Error;
+use crate::grpc::{artifact_proto, skill_proto, user_id};
+use crate::store::Store;
+
+/// Bytes of one artifact chunk.
+pub const CHUNK_BYTES: usize = 256 * 1024;
+/// Artifacts read at once (their metadata).
+const PAGE: u32 = 50;
+/// Items made ahead of the client.
+const AHEAD: usize = 4;
+
+pub fn user_data_server(store: Store) -> UserDataServer<UserDataService> {
+    UserDataServer::new(UserDataService { store })
+}
+
+pub struct UserDataService {
+    store: Store,
+}
+
+type Items = mpsc::Sender<Result<pb::UserDataItem, Status>>;
+
+#[tonic::async_trait]
+impl UserData for UserDataService {
+    type ExportUserDataStream = ReceiverStream<Result<pb::UserDataItem, Status>>;
+
+    async fn export_user_data(
+        &self,
+        request: Request<pb::ExportUserDataRequest>,
+    ) -> Result<Response<Self::ExportUserDataStream>, Status> {
+        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
+        let (items, receiver) = mpsc::channel(AHEAD);
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            if let Err(error) = export(&store, &user_id, &items).await {
+                // The client reads the error in place of the rest.
+                let _ = items.send(Err(to_status(error))).await;
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(receiver)))
+    }
+
+    async fn delete_user_data(
+        &self,
+        request: Request<pb::DeleteUserDataRequest>,
+    ) -> Result<Response<pb::DeleteUserDataResponse>, Status> {
+        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
+        let artifacts = self.store.delete_user(&user_id).await.map_err(to_status)?;
+        let skills = self
+            .store
+            .skills()
+            .delete_user(&user_id)
+            .await
+            .map_err(to_status)?;
+        tracing::info!(artifacts, skills, "deleted all of a user's data");
+        Ok(Response::new(pb::DeleteUserDataResponse {
+            artifacts: u32::try_from(artifacts).unwrap_or(u32::MAX),
+            skills: u32::try_from(skills).unwrap_or(u32::MAX),
+        }))
+    }
+}
+
+/// Sends every item of `user_id`; stops early (Ok) when the client has gone.
+async fn export(store: &Store, user_id: &UserId, items: &Items) -> Result<(), Error> {
+    let mut after = None;
+    loop {
+        let page = store.list_after(user_id, after.as_ref(), PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = Some((last.created_at_millis, last.id.clone()));
+        for meta in page {
+            // Deleted since the page was read: not part of the export.
+            let Some(bytes) = store.stored_bytes(user_id, &meta.id).await? else {
+                continue;
+            };
+            let artifact_id = meta.id.clone();
+            if !send(items, Item::Artifact(artifact_proto(meta, None))).await {
+                return Ok(());
+            }
+            for (offset, data) in (0..).step_by(CHUNK_BYTES).zip(bytes.chunks(CHUNK_BYTES)) {
+                let chunk = pb::ArtifactChunk {
+                    artifact_id: artifact_id.clone(),
+                    offset,
+                    data: data.to_vec(),
+                };
+                if !send(items, Item::Chunk(chunk)).await {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    for skill in store.skills().all_versions(user_id).await? {
+        if !send(items, Item::Skill(skill_proto(skill))).await {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// False when the client has gone.
+async fn send(items: &Items, item: Item) -> bool {
+    let item = pb::UserDataItem { item: Some(item) };
+    items.send(Ok(item)).await.is_ok()
+}
