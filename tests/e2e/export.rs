@@ -233,6 +233,24 @@ async fn an_export_holds_everything_a_user_keeps_and_deleting_it_all_leaves_no_r
     let his_export = Exported::of(export_of(&bob).await);
     assert_eq!(his_export.ids("prompt"), BTreeSet::from([his.id.clone()]));
 
+    // The search sees her rows in every kind of table of both databases before they go.
+    let named = stack.rows_naming("alice", &ids).await.unwrap();
+    for table in [
+        "gateway.conversations",
+        "gateway.prompts",
+        "gateway.prompt_events",
+        "gateway.prompt_files",
+        "gateway.prompt_recordings",
+        "gateway.imported_recordings",
+        "gateway.triggers",
+        "tool_host.artifacts",
+        "tool_host.artifact_usage",
+        "tool_host.skills",
+        "tool_host.skill_users",
+    ] {
+        assert!(named.get(table).copied().unwrap_or_default() > 0, "{table}: {named:?}");
+    }
+
     // Deleting everything needs `confirm`; then nothing names her in either database.
     let refused = reqwest::Client::new()
         .delete(format!("{}/v1/data", stack.gateway_http_url()))
