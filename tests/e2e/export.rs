@@ -248,7 +248,10 @@ async fn an_export_holds_everything_a_user_keeps_and_deleting_it_all_leaves_no_r
         "tool_host.skills",
         "tool_host.skill_users",
     ] {
-        assert!(named.get(table).copied().unwrap_or_default() > 0, "{table}: {named:?}");
+        assert!(
+            named.get(table).copied().unwrap_or_default() > 0,
+            "{table}: {named:?}"
+        );
     }
 
     // Deleting everything needs `confirm`; then nothing names her in either database.

@@ -1,6 +1,6 @@
 //! The gateway's background loops, one task each (started by `run`): approvals that expire,
 //! leases renewed and reaped, conversations' queues moved, kept pauses resumed, SQLite's log
-//! checkpointed, and other replicas' writes followed.
+//! checkpointed, other replicas' writes followed, and users' stored bytes counted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -181,6 +181,30 @@ pub(crate) async fn follow_other_replicas(prompts: Prompts) {
             Err(error) => {
                 tracing::error!(%error, "listening for other replicas' events failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Batches the accounting of stored bytes measures at most per tick.
+const ACCOUNTING_BATCHES_PER_TICK: usize = 16;
+
+/// Counts users' stored bytes (see `store::accounting`) every `tick`, on every replica (a
+/// row is counted once: the first count stored wins): batch after batch while rows are
+/// stale.
+pub(crate) async fn account_storage(store: Store, tick: Duration) {
+    let mut ticks = tokio::time::interval(tick);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        for _ in 0..ACCOUNTING_BATCHES_PER_TICK {
+            match store.account_stored_bytes().await {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "could not count users' stored bytes");
+                    break;
+                }
             }
         }
     }

@@ -30,6 +30,8 @@ pub struct Limits {
 pub struct Quotas {
     pub conversations: u64,
     pub prompts: u64,
+    /// Bytes kept in the gateway's database (see `store::accounting`).
+    pub bytes: u64,
 }
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;

@@ -213,6 +213,7 @@ impl Prompts {
             }
         }
         deleted.recordings = count(self.store.delete_imported_recordings_of(user_id).await?);
+        self.store.forget_stored_bytes_of(user_id).await?;
         let request = DeleteUserDataRequest {
             user_id: user_id.to_string(),
         };

@@ -138,6 +138,20 @@ pub struct Config {
     /// `CreatePrompt` (and a trigger's firing) is RESOURCE_EXHAUSTED.
     #[arg(long, env = "GATEWAY_MAX_PROMPTS_PER_USER", default_value_t = 100_000)]
     pub max_prompts_per_user: u64,
+    /// Bytes one user may keep in the gateway's database (0: no limit): their conversations
+    /// and their ended prompts with everything in them (events, outputs, recordings), as
+    /// the background accounting counts them. Past it `CreatePrompt` and
+    /// `CreateConversation` are RESOURCE_EXHAUSTED until they delete some.
+    #[arg(
+        long,
+        env = "GATEWAY_MAX_STORED_BYTES_PER_USER",
+        default_value_t = 1 << 30
+    )]
+    pub max_stored_bytes_per_user: u64,
+    /// How often the accounting of users' stored bytes looks for rows to count, in
+    /// milliseconds.
+    #[arg(long, env = "GATEWAY_STORAGE_TICK_MS", default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub storage_tick_ms: u64,
     /// How long a person may take to decide on a call a prompt waits on, in seconds, in
     /// every mode and at every depth; past it the call is rejected as expired and the prompt
     /// goes on as after a rejection. A prompt may ask for less (`approval_timeout_ms`).
@@ -361,6 +375,10 @@ pub async fn run_with_clock(
         tokio::spawn(background::dispatch_queues(prompts.clone(), queue_moves)),
         tokio::spawn(background::resume_kept_pauses(prompts.clone(), kept_pauses)),
         tokio::spawn(background::expire_pauses(prompts.clone())),
+        tokio::spawn(background::account_storage(
+            prompts.store.clone(),
+            Duration::from_millis(config.storage_tick_ms),
+        )),
         tokio::spawn(triggers::fire_triggers(
             triggers.clone(),
             Duration::from_millis(config.trigger_tick_ms),
@@ -528,6 +546,7 @@ fn prompts(
         quotas: budget::Quotas {
             conversations: config.max_conversations_per_user,
             prompts: config.max_prompts_per_user,
+            bytes: config.max_stored_bytes_per_user,
         },
     })
 }

@@ -1,9 +1,10 @@
 //! Each user's storage: how many conversations and prompts they may keep
-//! (`GATEWAY_MAX_CONVERSATIONS_PER_USER`, `GATEWAY_MAX_PROMPTS_PER_USER`), checked before one
-//! more is stored, and what they keep, kind by kind (`GetStorageUsage`). Every other kind is
-//! bounded where it is stored: triggers, imported recordings and skills by count, artifacts
-//! by the tool-host's byte quota, a prompt's events by its run's limits, state and inputs
-//! per item.
+//! (`GATEWAY_MAX_CONVERSATIONS_PER_USER`, `GATEWAY_MAX_PROMPTS_PER_USER`) and how many bytes
+//! (`GATEWAY_MAX_STORED_BYTES_PER_USER`, counted in the background by `store::accounting`),
+//! checked before one more conversation or prompt is stored, and what they keep, kind by
+//! kind (`GetStorageUsage`). Every other kind is bounded where it is stored: triggers,
+//! imported recordings and skills by count, artifacts by the tool-host's byte quota, a
+//! running prompt's events by its run's limits, state and inputs per item.
 
 use agentic_ids::UserId;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
@@ -17,13 +18,31 @@ impl Prompts {
     /// Refuses one more conversation of `user_id` when they keep their quota already.
     pub async fn check_conversation_quota(&self, user_id: &UserId) -> Result<(), GatewayError> {
         let limit = self.quotas.conversations;
-        self.check_quota(user_id, "conversations", limit).await
+        self.check_quota(user_id, "conversations", limit).await?;
+        self.check_bytes(user_id).await
     }
 
     /// Refuses one more prompt of `user_id` when they keep their quota already.
     pub async fn check_prompt_quota(&self, user_id: &UserId) -> Result<(), GatewayError> {
         let limit = self.quotas.prompts;
-        self.check_quota(user_id, "prompts", limit).await
+        self.check_quota(user_id, "prompts", limit).await?;
+        self.check_bytes(user_id).await
+    }
+
+    /// Refuses more of `user_id`'s data once they keep their byte budget.
+    async fn check_bytes(&self, user_id: &UserId) -> Result<(), GatewayError> {
+        let limit = self.quotas.bytes;
+        if limit == 0 {
+            return Ok(());
+        }
+        let kept = self.store.stored_bytes_of(user_id).await?;
+        if kept >= limit {
+            crate::metrics::storage_refused("bytes");
+            return Err(GatewayError::ResourceExhausted(format!(
+                "you keep {kept} bytes, the most one user may ({limit}): delete some first"
+            )));
+        }
+        Ok(())
     }
 
     async fn check_quota(
@@ -51,7 +70,14 @@ impl Prompts {
         user_id: &UserId,
         tool_host: &InternalChannel,
     ) -> Result<StorageUsage, GatewayError> {
-        let mut kinds = self.store.stored_by(user_id).await?;
+        let mut kinds = vec![StoredKind {
+            kind: "total".into(),
+            count: 0,
+            bytes: self.store.stored_bytes_of(user_id).await?,
+            max_count: 0,
+            max_bytes: self.quotas.bytes,
+        }];
+        kinds.extend(self.store.stored_by(user_id).await?);
         for kind in &mut kinds {
             kind.max_count = match kind.kind.as_str() {
                 "conversations" => self.quotas.conversations,

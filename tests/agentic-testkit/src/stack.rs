@@ -183,6 +183,8 @@ pub struct StackOptions {
     pub approval_timeout_secs: u64,
     /// `GATEWAY_MAX_CONVERSATIONS_PER_USER` and `GATEWAY_MAX_PROMPTS_PER_USER`.
     pub storage_quotas: (u64, u64),
+    /// `GATEWAY_MAX_STORED_BYTES_PER_USER` and `GATEWAY_STORAGE_TICK_MS`.
+    pub stored_bytes: (u64, u64),
     /// `GATEWAY_MAX_STREAMS_PER_USER`, `GATEWAY_HTTP_CONNECTIONS_PER_ADDRESS` and
     /// `GATEWAY_HTTP_STREAM_SECS`.
     pub stream_bounds: (usize, usize, u64),
@@ -252,6 +254,7 @@ impl Default for StackOptions {
             daily_tokens_per_user: 0,
             approval_timeout_secs: 86_400,
             storage_quotas: (10_000, 100_000),
+            stored_bytes: (1 << 30, 100),
             stream_bounds: (64, 256, 600),
             retention: (0, 60_000),
             record_prompts: prompt_gateway::RecordPrompts::Dev,
@@ -693,6 +696,8 @@ impl Stack {
             approval_timeout_secs: options.approval_timeout_secs,
             max_conversations_per_user: options.storage_quotas.0,
             max_prompts_per_user: options.storage_quotas.1,
+            max_stored_bytes_per_user: options.stored_bytes.0,
+            storage_tick_ms: options.stored_bytes.1,
             max_streams_per_user: options.stream_bounds.0,
             http_connections_per_address: options.stream_bounds.1,
             http_stream_secs: options.stream_bounds.2,

@@ -55,8 +55,8 @@ impl Store {
         updated_at: i64,
     ) -> Result<bool, GatewayError> {
         let sql = "UPDATE conversations SET title = COALESCE($1, title), \
-                   on_busy = CASE WHEN $2 = 0 THEN on_busy ELSE $2 END, updated_at = $3 \
-                   WHERE id = $4 AND user_id = $5";
+                   on_busy = CASE WHEN $2 = 0 THEN on_busy ELSE $2 END, updated_at = $3, \
+                   bytes_stale = 1 WHERE id = $4 AND user_id = $5";
         let args = [
             title.into(),
             on_busy.into(),
@@ -92,7 +92,7 @@ impl Store {
         fits(&state)?;
         let state = struct_to_json(Some(&state)).to_string();
         conn.execute(
-            "UPDATE conversations SET state = $1, updated_at = $2 WHERE id = $3",
+            "UPDATE conversations SET state = $1, updated_at = $2, bytes_stale = 1 WHERE id = $3",
             &[
                 (&state).into(),
                 now_millis().into(),

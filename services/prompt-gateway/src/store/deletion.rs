@@ -49,11 +49,11 @@ impl Store {
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
+        let this = "id = $1 AND user_id = $2";
+        let args = [conversation_id.into(), user_id.into()];
+        super::accounting::subtract_stored(&mut conn, "conversations", this, &args).await?;
         let found = conn
-            .execute(
-                "DELETE FROM conversations WHERE id = $1 AND user_id = $2",
-                &[conversation_id.into(), user_id.into()],
-            )
+            .execute(&format!("DELETE FROM conversations WHERE {this}"), &args)
             .await?;
         if found == 0 {
             return Ok(None);
@@ -174,6 +174,12 @@ impl Store {
                 .execute(&sql, &[prompt_id.into(), user_id.into()])
                 .await?;
         }
+        // The prompt's bytes are counted again without its recording.
+        conn.execute(
+            "UPDATE prompts SET bytes_stale = 1 WHERE id = $1 AND user_id = $2",
+            &[prompt_id.into(), user_id.into()],
+        )
+        .await?;
         tx.commit().await?;
         Ok(deleted > 0)
     }
@@ -222,6 +228,7 @@ async fn delete_prompts_where(
     filter: &str,
     args: &[Arg<'_>],
 ) -> Result<u64, GatewayError> {
+    super::accounting::subtract_stored(conn, "prompts", filter, args).await?;
     for table in PROMPT_TABLES {
         let sql = format!(
             "DELETE FROM {table} WHERE prompt_id IN (SELECT id FROM prompts WHERE {filter})"

@@ -59,6 +59,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0012_retention.sql",
         sql: include_str!("../../migrations/sqlite/0012_retention.sql"),
     },
+    MigrationFile {
+        name: "0013_stored_bytes.sql",
+        sql: include_str!("../../migrations/sqlite/0013_stored_bytes.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -109,6 +113,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0012_retention.sql",
         sql: include_str!("../../migrations/postgres/0012_retention.sql"),
+    },
+    MigrationFile {
+        name: "0013_stored_bytes.sql",
+        sql: include_str!("../../migrations/postgres/0013_stored_bytes.sql"),
     },
 ];
 

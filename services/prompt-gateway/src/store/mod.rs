@@ -382,6 +382,7 @@ const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      output_tokens = output_tokens + $2, total_tokens = total_tokens + $3, \
      rounds = rounds + $4, llm_calls = llm_calls + $5, tool_calls = tool_calls + $6 WHERE id = $7";
 
+mod accounting;
 mod approvals;
 mod closing;
 mod conversations;

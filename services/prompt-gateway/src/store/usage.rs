@@ -2,22 +2,17 @@
 
 use super::*;
 
-/// Per kind: the count (`c`) and the bytes as stored (`b`) of one user (`$1`).
-const KINDS: [(&str, &str); 5] = [
+/// Per kind: the count (`c`) and the bytes (`b`) of one user (`$1`): for conversations and
+/// prompts what the accounting counted of them (`store::accounting`), a prompt's events,
+/// outputs and recording included.
+const KINDS: [(&str, &str); 4] = [
     (
         "conversations",
-        "SELECT COUNT(*) AS c, COALESCE(SUM(octet_length(title) + octet_length(state)), 0) AS b \
-         FROM conversations WHERE user_id = $1",
+        "SELECT COUNT(*) AS c, COALESCE(SUM(stored_bytes), 0) AS b FROM conversations WHERE user_id = $1",
     ),
     (
         "prompts",
-        "SELECT COUNT(*) AS c, COALESCE(SUM(octet_length(input) + octet_length(state_data)), 0) AS b \
-         FROM prompts WHERE user_id = $1",
-    ),
-    (
-        "events",
-        "SELECT COUNT(*) AS c, COALESCE(SUM(octet_length(payload)), 0) AS b FROM prompt_events \
-         WHERE prompt_id IN (SELECT id FROM prompts WHERE user_id = $1)",
+        "SELECT COUNT(*) AS c, COALESCE(SUM(stored_bytes), 0) AS b FROM prompts WHERE user_id = $1",
     ),
     (
         "recordings",

@@ -4889,7 +4889,10 @@ pub struct DeleteAllDataResponse {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct StorageUsage {
-    /// conversations, prompts, events, recordings, triggers, artifacts, skills.
+    /// total (the bytes the byte budget counts: conversations and ended prompts with their
+    /// events, outputs and recordings, counted in the background a few seconds behind),
+    /// conversations, prompts (bytes: each with everything in it), recordings, triggers,
+    /// artifacts, skills.
     #[prost(message, repeated, tag = "1")]
     pub kinds: ::prost::alloc::vec::Vec<StoredKind>,
 }

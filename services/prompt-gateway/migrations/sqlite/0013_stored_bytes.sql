@@ -1,0 +1,16 @@
+-- Each user's stored bytes, for their byte budget (GATEWAY_MAX_STORED_BYTES_PER_USER): what
+-- their conversations and ended prompts (input, state, events, outputs, recording) hold,
+-- as the background accounting last counted it (src/storage.rs). A row's `stored_bytes` is
+-- what the counter holds of it; `bytes_stale` marks a row to count again (new, ended, or
+-- changed since). Deleting a row takes its `stored_bytes` off the counter in the same
+-- transaction.
+CREATE TABLE user_storage (
+    user_id TEXT PRIMARY KEY NOT NULL,
+    bytes BIGINT NOT NULL
+);
+ALTER TABLE prompts ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE prompts ADD COLUMN bytes_stale INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE conversations ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN bytes_stale INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX prompts_stale_bytes ON prompts (state) WHERE bytes_stale = 1;
+CREATE INDEX conversations_stale_bytes ON conversations (id) WHERE bytes_stale = 1;

@@ -1,0 +1,139 @@
+//! Each user's stored bytes (`user_storage`, migration 0013), for their byte budget: counted
+//! in the background, a batch of rows at a time, off the path of every prompt. A row marked
+//! `bytes_stale` (new, or changed since it was counted) is measured again, and the change
+//! goes to its owner's counter in the same transaction; a prompt only once it has ended
+//! (until then its run's own limits bound it). Deleting rows takes what the counter holds of
+//! them off it in the deleting transaction (`subtract_stored`).
+
+use super::*;
+
+/// Rows measured in one transaction: short, so SQLite's one writer is not held long.
+const BATCH: i64 = 64;
+
+/// What a prompt holds: its input and state, its events and outputs, its recording.
+const PROMPT_BYTES: &str = "octet_length(input) + octet_length(state_data) \
+     + (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM prompt_events e WHERE e.prompt_id = prompts.id) \
+     + (SELECT COALESCE(SUM(octet_length(payload)), 0) FROM prompt_outputs o WHERE o.prompt_id = prompts.id) \
+     + (SELECT COALESCE(SUM(bytes), 0) FROM prompt_recordings r WHERE r.prompt_id = prompts.id)";
+
+/// What a conversation holds: its title and state.
+const CONVERSATION_BYTES: &str = "octet_length(title) + octet_length(state)";
+
+const ADD_BYTES: &str = "INSERT INTO user_storage (user_id, bytes) VALUES ($1, $2) \
+     ON CONFLICT (user_id) DO UPDATE SET bytes = user_storage.bytes + excluded.bytes";
+
+const SUBTRACT_BYTES: &str = "UPDATE user_storage SET bytes = \
+     CASE WHEN bytes > $2 THEN bytes - $2 ELSE 0 END WHERE user_id = $1";
+
+/// Adds `delta` (or takes it off, when negative) to `user_id`'s stored bytes.
+pub(super) async fn add_stored(
+    conn: &mut Conn<'_>,
+    user_id: &str,
+    delta: i64,
+) -> Result<(), GatewayError> {
+    match delta {
+        0 => {}
+        delta if delta > 0 => {
+            conn.execute(ADD_BYTES, &[user_id.into(), delta.into()])
+                .await?;
+        }
+        delta => {
+            conn.execute(
+                SUBTRACT_BYTES,
+                &[user_id.into(), delta.saturating_neg().into()],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Takes what the counter holds of the rows of `table` that `filter` (over `args`) selects
+/// off their owners' stored bytes: call it before deleting them, in the same transaction.
+pub(super) async fn subtract_stored(
+    conn: &mut Conn<'_>,
+    table: &str,
+    filter: &str,
+    args: &[Arg<'_>],
+) -> Result<(), GatewayError> {
+    let sql = format!(
+        "SELECT user_id, CAST(COALESCE(SUM(stored_bytes), 0) AS BIGINT) FROM {table} \
+         WHERE {filter} GROUP BY user_id"
+    );
+    let owners: Vec<(String, i64)> = conn.all(&sql, args).await?;
+    for (user_id, bytes) in owners {
+        add_stored(conn, &user_id, bytes.saturating_neg()).await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Measures one batch of stale prompts (ended ones) and one of stale conversations, and
+    /// moves their owners' counters by the change: how many rows it measured (fewer than
+    /// two batches: nothing else is stale now).
+    pub async fn account_stored_bytes(&self) -> Result<u64, GatewayError> {
+        let prompts = format!(
+            "SELECT id, user_id, stored_bytes FROM prompts WHERE bytes_stale = 1 \
+             AND state IN ({}, {}, {}) LIMIT $1",
+            PromptState::Completed as i32,
+            PromptState::Failed as i32,
+            PromptState::Cancelled as i32,
+        );
+        let conversations =
+            "SELECT id, user_id, stored_bytes FROM conversations WHERE bytes_stale = 1 LIMIT $1";
+        let measured = self.measure("prompts", &prompts, PROMPT_BYTES).await?
+            + self
+                .measure("conversations", conversations, CONVERSATION_BYTES)
+                .await?;
+        Ok(measured)
+    }
+
+    /// `user_id`'s stored bytes as last counted.
+    pub async fn stored_bytes_of(&self, user_id: &UserId) -> Result<u64, GatewayError> {
+        let bytes: Option<i64> = self
+            .db
+            .read_scalar(
+                "SELECT bytes FROM user_storage WHERE user_id = $1",
+                &[user_id.into()],
+            )
+            .await?;
+        Ok(u64::try_from(bytes.unwrap_or_default()).unwrap_or_default())
+    }
+
+    /// Forgets `user_id`'s counter (once nothing of theirs is left).
+    pub async fn forget_stored_bytes_of(&self, user_id: &UserId) -> Result<(), GatewayError> {
+        self.db
+            .write(
+                "DELETE FROM user_storage WHERE user_id = $1",
+                &[user_id.into()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn measure(&self, table: &str, stale: &str, bytes: &str) -> Result<u64, GatewayError> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        let mut conn = tx.conn();
+        let rows: Vec<(String, String, i64)> = conn.all(stale, &[BATCH.into()]).await?;
+        // Counted only if no one counted or changed it since it was read.
+        let update = format!(
+            "UPDATE {table} SET stored_bytes = {bytes}, bytes_stale = 0 \
+             WHERE id = $1 AND bytes_stale = 1 AND stored_bytes = $2 RETURNING stored_bytes"
+        );
+        let mut deltas: BTreeMap<&str, i64> = BTreeMap::new();
+        for (id, user_id, counted) in &rows {
+            let now: Option<i64> = conn
+                .scalar(&update, &[id.as_str().into(), (*counted).into()])
+                .await?;
+            if let Some(now) = now {
+                *deltas.entry(user_id).or_default() += now - counted;
+            }
+        }
+        for (user_id, delta) in deltas {
+            add_stored(&mut conn, user_id, delta).await?;
+        }
+        tx.commit().await?;
+        Ok(u64::try_from(rows.len()).unwrap_or_default())
+    }
+}
