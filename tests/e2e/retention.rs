@@ -1,5 +1,6 @@
 //! Retention: the operator's `GATEWAY_RETENTION_SECS` deletes finished conversations
-//! untouched for that long, with everything in them, and keeps one whose prompt still waits.
+//! untouched for that long, with everything in them, and ended prompts outside any
+//! conversation, and keeps a conversation or a prompt that still waits.
 
 use agentic_client::{NewConversation, NewPrompt};
 use agentic_testkit::model::Match;
@@ -10,8 +11,8 @@ use tonic::Code;
 use crate::support::*;
 
 #[tokio::test]
-async fn finished_conversations_past_the_retention_age_are_deleted_whole_and_unfinished_ones_kept()
-{
+async fn finished_conversations_and_prompts_past_the_retention_age_are_deleted_whole_and_unfinished_ones_kept()
+ {
     let stack = Stack::start_with(
         vec![
             calls(
@@ -51,7 +52,12 @@ async fn finished_conversations_past_the_retention_age_are_deleted_whole_and_unf
         .await
         .unwrap();
     collect(&alice, &prompt.id, 0).await;
-    assert!(stack.rows_of("alice").await.unwrap()["artifacts"] >= 1);
+    let alone = alice
+        .create_prompt(NewPrompt::new("another report"))
+        .await
+        .unwrap();
+    collect(&alice, &alone.id, 0).await;
+    assert!(stack.rows_of("alice").await.unwrap()["artifacts"] >= 2);
     let waiting_in = bob
         .create_conversation(NewConversation::default())
         .await
@@ -61,11 +67,19 @@ async fn finished_conversations_past_the_retention_age_are_deleted_whole_and_unf
         .await
         .unwrap();
     until_waiting(&bob, &waiting.id).await;
+    let waiting_alone = bob.create_prompt(NewPrompt::new("deploy")).await.unwrap();
+    until_waiting(&bob, &waiting_alone.id).await;
 
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        match alice.get_conversation(&old.id).await {
-            Err(error) if error.code() == Some(Code::NotFound) => break,
+        let conversation = alice.get_conversation(&old.id).await;
+        let prompt = alice.get_prompt(&alone.id).await;
+        match (conversation, prompt) {
+            (Err(gone), Err(too))
+                if gone.code() == Some(Code::NotFound) && too.code() == Some(Code::NotFound) =>
+            {
+                break;
+            }
             _ => {
                 assert!(tokio::time::Instant::now() < deadline, "never retired");
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -80,4 +94,8 @@ async fn finished_conversations_past_the_retention_age_are_deleted_whole_and_unf
         waiting_in.id
     );
     assert_eq!(bob.get_prompt(&waiting.id).await.unwrap().id, waiting.id);
+    assert_eq!(
+        bob.get_prompt(&waiting_alone.id).await.unwrap().id,
+        waiting_alone.id
+    );
 }

@@ -1,6 +1,7 @@
 //! Retention: with `GATEWAY_RETENTION_SECS` set, conversations untouched for that long whose
 //! prompts all ended are deleted as their owner would delete them (`DeleteConversation`:
-//! prompts, events, files, artifacts, recordings), and imported recordings that old too. It
+//! prompts, events, files, artifacts, recordings), and so are ended prompts outside any
+//! conversation (`DeletePrompt`) and imported recordings that old. It
 //! runs in bounded batches, on one replica at a time (a lease in `maintenance_leases`).
 
 use std::time::Duration;
@@ -11,7 +12,8 @@ use crate::error::GatewayError;
 use crate::metrics;
 use crate::prompts::Prompts;
 
-/// Conversations one look retires at most; the rest wait for the next.
+/// Conversations (and prompts outside any) one look retires at most; the rest wait for the
+/// next.
 const BATCH: u32 = 32;
 
 /// When retention runs and what it keeps.
@@ -70,12 +72,24 @@ async fn retire_once(
             }
         }
     }
+    let mut alone = 0;
+    for (user_id, prompt_id) in prompts.store.prompts_to_retire(before, BATCH).await? {
+        match prompts.delete_prompt(&user_id, &prompt_id, tool_host).await {
+            Ok(_) => alone += 1,
+            Err(GatewayError::PromptNotFound(_)) => {}
+            Err(error) => {
+                tracing::warn!(%prompt_id, %error, "retention: a prompt could not be deleted");
+            }
+        }
+    }
     let recordings = prompts.store.retire_imported_recordings(before).await?;
     metrics::retired("conversation", retired);
+    metrics::retired("prompt", alone);
     metrics::retired("recording", recordings);
-    if retired > 0 || recordings > 0 {
+    if retired > 0 || alone > 0 || recordings > 0 {
         tracing::info!(
             conversations = retired,
+            prompts = alone,
             recordings,
             "retention: deleted what was past its age"
         );

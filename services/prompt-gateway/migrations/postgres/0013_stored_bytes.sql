@@ -14,3 +14,5 @@ ALTER TABLE conversations ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE conversations ADD COLUMN bytes_stale INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX prompts_stale_bytes ON prompts (state) WHERE bytes_stale = 1;
 CREATE INDEX conversations_stale_bytes ON conversations (id) WHERE bytes_stale = 1;
+-- Retention's look for ended prompts outside any conversation, oldest first.
+CREATE INDEX prompts_alone_by_update ON prompts (conversation_id, updated_at);

@@ -1,5 +1,6 @@
 //! What retention reads and writes: the lease that lets one replica at a time do it, and the
-//! conversations and imported recordings past the retention age.
+//! conversations, prompts outside any conversation and imported recordings past the
+//! retention age.
 
 use super::*;
 
@@ -50,6 +51,29 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(|(user, id)| (UserId::known(user), ConversationId::known(id)))
+            .collect())
+    }
+
+    /// Up to `limit` ended prompts (owner, id) outside any conversation, untouched since
+    /// `before`.
+    pub async fn prompts_to_retire(
+        &self,
+        before: i64,
+        limit: u32,
+    ) -> Result<Vec<(UserId, PromptId)>, GatewayError> {
+        let sql = "SELECT user_id, id FROM prompts WHERE conversation_id = '' \
+                   AND updated_at < $1 AND state IN ($2, $3, $4) ORDER BY updated_at LIMIT $5";
+        let args = [
+            before.into(),
+            (PromptState::Completed as i32).into(),
+            (PromptState::Failed as i32).into(),
+            (PromptState::Cancelled as i32).into(),
+            i64::from(limit).into(),
+        ];
+        let rows: Vec<(String, String)> = self.db.read_all(sql, &args).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(user, id)| (UserId::known(user), PromptId::known(id)))
             .collect())
     }
 
