@@ -215,6 +215,12 @@ async fn a_turn_paused_twice_goes_on_in_the_same_container_and_its_file_reaches_
     let file = client.get_file(&files[0].id).await.unwrap();
     assert_eq!(file.content, report.as_bytes());
     assert_eq!(file.file.unwrap().mime_type, "text/csv");
+    // Kept here, the provider's copy is deleted from its Files API.
+    assert!(
+        stack.model.hosted_file_ids().is_empty(),
+        "{:?}",
+        stack.model.hosted_file_ids()
+    );
 
     // The container is kept, sealed, in the conversation's state.
     let kept = client.get_conversation(&conversation).await.unwrap();

@@ -463,6 +463,13 @@ impl Run<'_> {
             )
             .await
             .map_err(|error| error.to_string())?;
+        // Kept here now: the provider's copy goes, so it does not outlive the user's own.
+        if let Err(error) = provider.delete_file(file_id).await {
+            tracing::warn!(%file_id, %error, "a downloaded file could not be deleted from the provider");
+            let why =
+                format!("file {file_id} is kept, but stays in the provider's Files API: {error}");
+            let _ = self.events.send(Event::Log(why)).await;
+        }
         Ok(FileOutput {
             id: format!("file_{}", uuid::Uuid::now_v7().simple()),
             filename,

@@ -285,6 +285,21 @@ impl Provider {
         .await?;
         capped(response, max_bytes, "the file").await
     }
+
+    /// Deletes a file from the provider's Files API (once its bytes are kept here).
+    pub async fn delete_file(&self, file_id: &str) -> Result<(), ProviderError> {
+        let response = answered(
+            self.request(
+                reqwest::Method::DELETE,
+                &format!("/v1/files/{file_id}"),
+                false,
+            )
+            .timeout(self.config.timeout),
+        )
+        .await?;
+        capped(response, MAX_METADATA_BYTES as u64, "the deletion's answer").await?;
+        Ok(())
+    }
 }
 
 /// The most of an error answer's body read (its message is for the log only).

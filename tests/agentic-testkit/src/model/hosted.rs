@@ -1,6 +1,6 @@
 //! The stand-in's Anthropic side: the Messages API (`POST /v1/messages`) with the code
-//! execution server tool, containers and `pause_turn`, and the Files API (`GET /v1/files`,
-//! `/v1/files/{id}`, `/v1/files/{id}/content`) serving the files code made in a container.
+//! execution server tool, containers and `pause_turn`; the files code makes in a container
+//! are kept here and served by the Files API (`files.rs`).
 //!
 //! It follows the provider's documented wire format: the `x-api-key` and
 //! `anthropic-version` headers, beta features named in `anthropic-beta`, streamed answers as
@@ -13,9 +13,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -292,7 +291,7 @@ pub(crate) struct Hosted {
     requests: Mutex<Vec<HostedRequest>>,
     containers: Mutex<HashMap<String, Container>>,
     /// Files by id, with the order they were made in.
-    files: Mutex<Vec<StoredFile>>,
+    pub(super) files: Mutex<Vec<StoredFile>>,
 }
 
 struct Container {
@@ -301,12 +300,12 @@ struct Container {
     skills: Value,
 }
 
-struct StoredFile {
-    id: String,
-    filename: String,
-    mime_type: String,
-    content: Vec<u8>,
-    created_at: String,
+pub(super) struct StoredFile {
+    pub(super) id: String,
+    pub(super) filename: String,
+    pub(super) mime_type: String,
+    pub(super) content: Vec<u8>,
+    pub(super) created_at: String,
 }
 
 impl Hosted {
@@ -316,6 +315,13 @@ impl Hosted {
 
     pub(crate) fn requests(&self) -> Vec<HostedRequest> {
         super::server::lock(&self.requests).clone()
+    }
+
+    pub(crate) fn file_ids(&self) -> Vec<String> {
+        super::server::lock(&self.files)
+            .iter()
+            .map(|file| file.id.clone())
+            .collect()
     }
 
     /// Marks a container expired: requests naming it are refused from now on.
@@ -735,129 +741,7 @@ fn sse(event: &str, data: &Value) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }
 
-/// `GET /v1/files`: the files, oldest first, a page at a time.
-pub(crate) async fn list_files(
-    State(state): State<std::sync::Arc<ServerState>>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Response {
-    if let Err(refused) = files_allowed(&headers) {
-        return *refused;
-    }
-    let files = super::server::lock(&state.hosted.files);
-    let parameter = |name: &str| {
-        query
-            .as_deref()
-            .unwrap_or_default()
-            .split('&')
-            .find_map(|pair| {
-                let (key, value) = pair.split_once('=')?;
-                (key == name).then(|| value.to_owned())
-            })
-    };
-    let start = parameter("after_id")
-        .and_then(|after| files.iter().position(|file| file.id == after))
-        .map_or(0, |position| position + 1);
-    let limit = parameter("limit")
-        .and_then(|limit| limit.parse::<usize>().ok())
-        .unwrap_or(20)
-        .clamp(1, 1000);
-    let page: Vec<Value> = files.iter().skip(start).take(limit).map(metadata).collect();
-    let has_more = files.len() > start + page.len();
-    axum::Json(json!({
-        "data": page,
-        "first_id": page.first().map(|file| file["id"].clone()),
-        "last_id": page.last().map(|file| file["id"].clone()),
-        "has_more": has_more,
-    }))
-    .into_response()
-}
-
-/// `GET /v1/files/{id}`: one file's metadata.
-pub(crate) async fn file_metadata(
-    State(state): State<std::sync::Arc<ServerState>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    with_file(&state, &headers, &id, |file| {
-        axum::Json(metadata(file)).into_response()
-    })
-}
-
-/// `GET /v1/files/{id}/content`: one file's bytes.
-pub(crate) async fn file_content(
-    State(state): State<std::sync::Arc<ServerState>>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    with_file(&state, &headers, &id, |file| {
-        Response::builder()
-            .header(header::CONTENT_TYPE, file.mime_type.as_str())
-            .body(Body::from(file.content.clone()))
-            .unwrap_or_else(|_| {
-                error_response(StatusCode::INTERNAL_SERVER_ERROR, "api_error", "no body")
-            })
-    })
-}
-
-/// The answer about file `id` that `answer` gives, once the request may use the Files API
-/// and the file exists.
-fn with_file(
-    state: &ServerState,
-    headers: &HeaderMap,
-    id: &str,
-    answer: impl FnOnce(&StoredFile) -> Response,
-) -> Response {
-    if let Err(refused) = files_allowed(headers) {
-        return *refused;
-    }
-    let files = super::server::lock(&state.hosted.files);
-    match files.iter().find(|file| file.id == id) {
-        Some(file) => answer(file),
-        None => file_not_found(id),
-    }
-}
-
-fn files_allowed(headers: &HeaderMap) -> Result<(), Box<Response>> {
-    if header_text(headers, "x-api-key").is_none() {
-        return Err(Box::new(error_response(
-            StatusCode::UNAUTHORIZED,
-            "authentication_error",
-            "x-api-key header is required",
-        )));
-    }
-    let betas = header_text(headers, "anthropic-beta").unwrap_or_default();
-    if !betas.split(',').any(|beta| beta.trim() == FILES_BETA) {
-        return Err(Box::new(error_response(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            &format!("the Files API needs the {FILES_BETA} beta"),
-        )));
-    }
-    Ok(())
-}
-
-fn metadata(file: &StoredFile) -> Value {
-    json!({
-        "id": file.id,
-        "type": "file",
-        "filename": file.filename,
-        "mime_type": file.mime_type,
-        "size_bytes": file.content.len(),
-        "created_at": file.created_at,
-        "downloadable": true,
-    })
-}
-
-fn file_not_found(id: &str) -> Response {
-    error_response(
-        StatusCode::NOT_FOUND,
-        "not_found_error",
-        &format!("File not found: {id}"),
-    )
-}
-
-fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
+pub(super) fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
     let body = json!({"type": "error", "error": {"type": kind, "message": message}});
     (
         status,
@@ -878,7 +762,7 @@ fn overloaded() -> Response {
     )
 }
 
-fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(super) fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
         .and_then(|value| value.to_str().ok())

@@ -6,6 +6,7 @@
 //! instead. It speaks the wire format faithfully (streamed chunks, fragmented tool-call
 //! arguments, usage) so client bugs show up here rather than against the real API.
 
+mod files;
 mod hosted;
 pub mod http;
 mod request;
@@ -94,6 +95,11 @@ impl StandInModel {
     /// Appends a rule of the Messages endpoint; they are tried in the order they were given.
     pub fn add_hosted_rule(&self, rule: HostedRule) {
         self.state.hosted.add_rule(rule);
+    }
+
+    /// The ids of the files the Files API holds now (made in containers, not deleted).
+    pub fn hosted_file_ids(&self) -> Vec<String> {
+        self.state.hosted.file_ids()
     }
 
     /// Every Messages request received so far, in order, refused ones included.

@@ -104,9 +104,12 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
         .route("/v1/messages", post(super::hosted::messages_endpoint))
-        .route("/v1/files", get(super::hosted::list_files))
-        .route("/v1/files/{id}", get(super::hosted::file_metadata))
-        .route("/v1/files/{id}/content", get(super::hosted::file_content))
+        .route("/v1/files", get(super::files::list_files))
+        .route(
+            "/v1/files/{id}",
+            get(super::files::file_metadata).delete(super::files::delete_file),
+        )
+        .route("/v1/files/{id}/content", get(super::files::file_content))
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .with_state(state)
 }
