@@ -11,6 +11,7 @@ mod prompts;
 mod report;
 mod sandbox;
 mod services;
+mod tenancy;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -279,6 +280,22 @@ async fn flood_figures(args: &Args, effort: Effort, figures: &mut Vec<Figure>) {
             "a second user's latency during one user's flood",
             figures,
             flood::noisy_neighbour(effort),
+        )
+        .await;
+        measure(
+            "10",
+            "a second user's prompts while one user holds every pool",
+            figures,
+            tenancy::pools_held(effort),
+        )
+        .await;
+    }
+    if args.wants("13") {
+        measure(
+            "13",
+            "many users listing their conversations at once",
+            figures,
+            tenancy::many_users(effort),
         )
         .await;
     }
