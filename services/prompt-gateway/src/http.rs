@@ -36,6 +36,7 @@ use crate::auth::{Authenticate, Caller};
 use crate::grpc::GatewayService;
 
 mod data;
+mod idle;
 pub(crate) mod serve;
 mod storage;
 

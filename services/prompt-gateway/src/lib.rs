@@ -181,6 +181,10 @@ pub struct Config {
     /// `Last-Event-ID` (EventSource and the playground do).
     #[arg(long, env = "GATEWAY_HTTP_STREAM_SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub http_stream_secs: u64,
+    /// How long an HTTP API connection may carry no request, in seconds, before it is
+    /// closed (an open event stream is a request in flight).
+    #[arg(long, env = "GATEWAY_HTTP_IDLE_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub http_idle_secs: u64,
     /// Retention: finished conversations untouched for this many seconds are deleted with
     /// everything in them, and imported recordings that old (0: kept until their owner
     /// deletes them; 2592000 is 30 days). One replica at a time does it, in batches.
@@ -439,6 +443,7 @@ pub async fn run_with_clock(
         let bounds = http::serve::Bounds {
             first_bytes_timeout: Duration::from_millis(config.first_bytes_timeout_ms),
             per_address: config.http_connections_per_address,
+            idle: Duration::from_secs(config.http_idle_secs),
         };
         tokio::spawn(http::serve::serve(api, http, bounds, shutdown.clone()))
     });

@@ -188,6 +188,8 @@ pub struct StackOptions {
     /// `GATEWAY_MAX_STREAMS_PER_USER`, `GATEWAY_HTTP_CONNECTIONS_PER_ADDRESS` and
     /// `GATEWAY_HTTP_STREAM_SECS`.
     pub stream_bounds: (usize, usize, u64),
+    /// `GATEWAY_HTTP_IDLE_SECS`.
+    pub http_idle_secs: u64,
     /// `GATEWAY_RETENTION_SECS` (0: keep everything) and `GATEWAY_RETENTION_TICK_MS`.
     pub retention: (u64, u64),
     /// When the gateway records prompts (dev mode by default, as in production).
@@ -256,6 +258,7 @@ impl Default for StackOptions {
             storage_quotas: (10_000, 100_000),
             stored_bytes: (1 << 30, 100),
             stream_bounds: (64, 256, 600),
+            http_idle_secs: 120,
             retention: (0, 60_000),
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
@@ -701,6 +704,7 @@ impl Stack {
             max_streams_per_user: options.stream_bounds.0,
             http_connections_per_address: options.stream_bounds.1,
             http_stream_secs: options.stream_bounds.2,
+            http_idle_secs: options.http_idle_secs,
             retention_secs: options.retention.0,
             retention_tick_ms: options.retention.1,
             trigger_tick_ms: options.trigger_tick_ms,

@@ -1,6 +1,7 @@
 //! The public listeners' pools have a share per user and per address: one user's open
 //! event streams, or one address's idle connections, never take another's place. Event
-//! streams over HTTP end after their lifetime and resume, and HTTP/2 is served.
+//! streams over HTTP end after their lifetime and resume, a connection that carries nothing
+//! is closed, and HTTP/2 is served.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -210,4 +211,79 @@ async fn the_http_api_speaks_http2_without_tls() {
     let response = client.request(request).await.unwrap();
     assert_eq!(response.version(), http::Version::HTTP_2);
     assert_eq!(response.status(), http::StatusCode::OK);
+}
+
+#[tokio::test]
+async fn an_idle_http_connection_is_closed_while_one_carrying_an_event_stream_stays_open() {
+    let stack = Stack::start_with(
+        vec![
+            calls(
+                Match::Not(Box::new(Match::LastMessageIsToolResult)),
+                vec![call("demo__sleep", json!({"ms": 3000}))],
+            ),
+            text(Match::LastMessageIsToolResult, "slept"),
+        ],
+        StackOptions {
+            http_idle_secs: 1,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let http: SocketAddr = stack
+        .gateway_http_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    // An HTTP/1.1 keep-alive connection: one request answered, then nothing.
+    use tokio::io::AsyncWriteExt as _;
+    let mut idle = tokio::net::TcpStream::connect(http).await.unwrap();
+    idle.write_all(b"GET /v1/modes HTTP/1.1\r\nhost: 127.0.0.1\r\nx-user-id: alice\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let read = idle.read(&mut buffer).await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&buffer[..read]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&buffer[..read])
+    );
+    let answered = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(PATIENCE, async {
+        loop {
+            match idle.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the idle connection was kept open");
+    assert!(
+        answered.elapsed() >= Duration::from_millis(900),
+        "closed after {:?}, before it was idle for a second",
+        answered.elapsed()
+    );
+
+    // An event stream lasting three times the idle time is a request in flight: it gets
+    // every event to the end.
+    let alice = stack.client("alice").await.unwrap();
+    let prompt = alice
+        .create_prompt(NewPrompt::new("sleep a while"))
+        .await
+        .unwrap();
+    let events = reqwest::Client::new()
+        .get(format!(
+            "{}/v1/prompts/{}/events",
+            stack.gateway_http_url(),
+            prompt.id
+        ))
+        .header("x-user-id", "alice")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(events.contains("\"completed\""), "{events}");
 }

@@ -2,18 +2,20 @@
 //! must send its first bytes within `first_bytes_timeout` and (HTTP/1) its headers within
 //! 10 s; at most [`MAX_HTTP_CONNECTIONS`] are served at once, and one client address holds at
 //! most `per_address` of them (a fair share: whoever sends slow headers from one address
-//! cannot take the others' connections). HTTP/1.1 and HTTP/2 (h2c with prior knowledge) are
-//! both served, so a client may multiplex its streams over one connection.
+//! cannot take the others' connections); a connection that carries no request for `idle` is
+//! closed (`idle.rs`). HTTP/1.1 and HTTP/2 (h2c with prior knowledge) are both served, so a
+//! client may multiplex its streams over one connection.
 
 use std::future::Future;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_fair::{FairPool, Shares};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
-use super::HttpApi;
+use super::{HttpApi, idle};
 
 /// Connections the HTTP API serves at once; more are closed as they arrive.
 pub const MAX_HTTP_CONNECTIONS: usize = 4096;
@@ -23,6 +25,9 @@ const HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const HTTP_MAX_BUF_BYTES: usize = 64 * 1024;
 /// Streams one HTTP/2 connection may have open at once.
 const HTTP2_MAX_STREAMS: u32 = 128;
+/// How often a connection's idleness is looked at, at least and at most.
+const IDLE_LOOK_MIN: Duration = Duration::from_millis(100);
+const IDLE_LOOK_MAX: Duration = Duration::from_secs(10);
 /// Largest HTTP/2 header list.
 const HTTP2_MAX_HEADER_BYTES: u32 = 64 * 1024;
 
@@ -30,6 +35,8 @@ const HTTP2_MAX_HEADER_BYTES: u32 = 64 * 1024;
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
     pub first_bytes_timeout: Duration,
+    /// How long a connection may carry no request before it is closed.
+    pub idle: Duration,
     /// Connections one client address may hold (0: no limit).
     pub per_address: usize,
 }
@@ -89,11 +96,26 @@ pub async fn serve(
             stream,
             bounds.first_bytes_timeout,
         ));
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let activity = idle::Activity::new();
+        let counted = idle::counted(app.clone(), Arc::clone(&activity));
+        let service = hyper_util::service::TowerToHyperService::new(counted);
         let builder = builder.clone();
+        let idle = bounds.idle;
         tokio::spawn(async move {
             let _slot = slot;
-            let _ = builder.serve_connection_with_upgrades(io, service).await;
+            let connection = builder.serve_connection_with_upgrades(io, service);
+            tokio::pin!(connection);
+            let mut looks = tokio::time::interval((idle / 4).clamp(IDLE_LOOK_MIN, IDLE_LOOK_MAX));
+            loop {
+                tokio::select! {
+                    _ = connection.as_mut() => return,
+                    _ = looks.tick() => if activity.idle_for(idle) {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.await;
+                        return;
+                    },
+                }
+            }
         });
     }
 }
