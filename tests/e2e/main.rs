@@ -6,6 +6,7 @@
 
 mod approvals;
 mod auth;
+mod budget_edges;
 mod budgets;
 mod cancel;
 mod classic;

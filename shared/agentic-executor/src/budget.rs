@@ -3,7 +3,9 @@
 //! A mode asks before each model call and each tool call ([`Spend::may_call_model`],
 //! [`Spend::may_call_tool`]), so a budget is never passed by a call the run could have left
 //! out; spending reported after the fact (a call's tokens, a tool's own model calls) that
-//! passes it stops the run at the edge ([`Spend::stopped`]).
+//! passes it stops the run at the edge ([`Spend::stopped`]), once the event that reported it
+//! has gone to the gateway (so the usage that stopped a run is never lost with it). Once a
+//! run must stop, every call it asks for is refused, and a run that ends anyway fails.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -46,7 +48,10 @@ impl Spend {
     }
 
     /// Counts what `event` spent: a model call's (or a tool's) usage, a tool call added.
-    pub fn record(&self, event: &Event) {
+    /// True when it passed the budget just now: the caller sends the event on, then calls
+    /// [`Spend::notify_stopped`].
+    #[must_use]
+    pub fn record(&self, event: &Event) -> bool {
         let usage = match event {
             Event::Usage(usage) => Usage {
                 input_tokens: usage.input_tokens,
@@ -56,13 +61,13 @@ impl Spend {
                 ..Usage::default()
             },
             Event::OutputAdded {
-                output: Output::Tool(_),
+                output: Output::Tool(call),
                 ..
-            } => Usage {
+            } if agentic_proto::budget::is_tool_call(&call.function) => Usage {
                 tool_calls: 1,
                 ..Usage::default()
             },
-            _ => return,
+            _ => return false,
         };
         let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
         agentic_proto::budget::add_spent(&mut spent.total, &usage);
@@ -71,8 +76,23 @@ impl Spend {
             && let Some(reason) = self.budget.passed(&spent.total)
         {
             spent.stop = Some(reason);
-            self.stopped.notify_one();
+            return true;
         }
+        false
+    }
+
+    /// Lets [`Spend::stopped`] resolve: the event that passed the budget has been sent.
+    pub fn notify_stopped(&self) {
+        self.stopped.notify_one();
+    }
+
+    /// Why the run must stop, once it must.
+    pub fn stop_reason(&self) -> Option<String> {
+        self.spent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stop
+            .clone()
     }
 
     /// `Err(why)` when one more model call would pass the budget or the day's quota; the
@@ -101,6 +121,10 @@ impl Spend {
     }
 
     fn refuse(&self, spent: &mut Spent, refused: Option<String>) -> Result<(), String> {
+        // A run that must stop starts nothing more.
+        if let Some(reason) = &spent.stop {
+            return Err(reason.clone());
+        }
         let Some(reason) = refused else {
             return Ok(());
         };
@@ -168,13 +192,19 @@ mod tests {
             ..Budget::default()
         };
         let spend = Spend::new(budget, Usage::default(), None);
-        spend.record(&call(10));
+        assert!(!spend.record(&call(10)));
         assert_eq!(spend.may_call_model(), Ok(()));
-        spend.record(&call(10));
+        assert!(!spend.record(&call(10)));
         assert_eq!(spend.may_call_tool(), Ok(()));
-        // A tool's own calls, reported after the fact, pass it: the run stops.
-        spend.record(&call(200));
-        assert!(spend.stopped().await.contains("max_total_tokens"));
+        // A tool's own calls, reported after the fact, pass it: the run stops once the event
+        // that said so went out, and asks for nothing more.
+        assert!(spend.record(&call(200)));
+        let reason = spend.stop_reason().unwrap();
+        assert!(reason.contains("max_total_tokens"));
+        assert_eq!(spend.may_call_tool(), Err(reason.clone()));
+        assert_eq!(spend.may_call_model(), Err(reason.clone()));
+        spend.notify_stopped();
+        assert_eq!(spend.stopped().await, reason);
     }
 
     #[tokio::test]
@@ -202,7 +232,7 @@ mod tests {
         };
         let spend = Spend::new(Budget::default(), spent, Some(15));
         assert_eq!(spend.may_call_model(), Ok(()));
-        spend.record(&call(15));
+        assert!(!spend.record(&call(15)), "no budget to pass");
         assert!(
             spend
                 .may_call_model()

@@ -285,7 +285,15 @@ async fn supervise<M: Mode>(
         let _slot = slots.take(user.as_str(), mode.id(), &admitted).await;
         let events = EventSink::with_spend(sender.clone(), Arc::clone(&spend));
         let ended = mode.run(run, events, decisions).await;
-        report_end(ended, &sender).await;
+        match (ended, spend.stop_reason()) {
+            // Its last spending passed the budget: it fails as a run stopped earlier would.
+            (Ok(_), Some(reason)) => {
+                tracing::warn!(%reason, "run ended past its budget");
+                metrics::run_over_budget(mode.id());
+                let _ = sender.send(Event::Failed(reason)).await;
+            }
+            (ended, _) => report_end(ended, &sender).await,
+        }
     };
     tokio::select! {
         reason = spend.stopped() => {

@@ -31,9 +31,15 @@ impl EventSink {
         EventSink { sender, spend }
     }
 
+    /// Sends `event`; when what it reports passed the budget, the run is stopped once it has
+    /// gone (see [`Spend`]).
     pub async fn send(&self, event: Event) -> Result<(), StreamClosed> {
-        self.spend.record(&event);
-        self.sender.send(event).await.map_err(|_| StreamClosed)
+        let passed = self.spend.record(&event);
+        let sent = self.sender.send(event).await.map_err(|_| StreamClosed);
+        if passed {
+            self.spend.notify_stopped();
+        }
+        sent
     }
 
     /// `Err(why)` when the run may make no more model calls (see [`Spend`]).
@@ -54,7 +60,11 @@ impl EventSink {
     /// Sends `event` if there is room now, else drops it: for what may be skipped when the
     /// gateway reads slowly (a running call's progress). Whether it was sent.
     pub fn try_send(&self, event: Event) -> bool {
-        self.spend.record(&event);
-        self.sender.try_send(event).is_ok()
+        let passed = self.spend.record(&event);
+        let sent = self.sender.try_send(event).is_ok();
+        if passed {
+            self.spend.notify_stopped();
+        }
+        sent
     }
 }

@@ -13,6 +13,15 @@ pub fn add_spent(total: &mut Usage, more: &Usage) {
     total.tool_calls = total.tool_calls.saturating_add(more.tool_calls);
 }
 
+/// Whether a call on the timeline of tool `function` is a tool call, for `Usage.tool_calls`
+/// and `Budget.max_tool_calls`: a call of one of the tools a prompt is offered (a plugin's,
+/// an MCP server's, a skill), in any mode and at any depth. A mode's own steps are not: code
+/// mode's rounds and the hosted container's runs of code (`code.execute`), and hosted mode's
+/// notes (`hosted.*`).
+pub fn is_tool_call(function: &str) -> bool {
+    function != "code.execute" && !function.starts_with("hosted.")
+}
+
 /// One limit of a budget and what was spent of it.
 struct Limit {
     what: &'static str,
@@ -89,6 +98,15 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_modes_own_steps_are_no_tool_calls() {
+        assert!(is_tool_call("demo.echo"));
+        assert!(is_tool_call("everything.add"));
+        assert!(is_tool_call("interpreter.run-code"));
+        assert!(!is_tool_call("code.execute"));
+        assert!(!is_tool_call("hosted.container"));
+    }
 
     #[test]
     fn reaching_a_limit_refuses_the_next_call_and_passing_it_stops_the_run() {

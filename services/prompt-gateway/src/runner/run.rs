@@ -545,7 +545,9 @@ impl Run {
         let output =
             output.ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
         self.outputs += 1;
-        if matches!(output.kind, Some(prompt_output::Kind::Tool(_))) {
+        if let Some(prompt_output::Kind::Tool(tool)) = &output.kind
+            && agentic_proto::budget::is_tool_call(&tool.function)
+        {
             let call = Usage {
                 tool_calls: 1,
                 ..Usage::default()

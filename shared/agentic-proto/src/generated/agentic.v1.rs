@@ -15,7 +15,10 @@ pub struct Usage {
     /// `interpreter.run-code`).
     #[prost(uint32, tag = "5")]
     pub llm_calls: u32,
-    /// Tool calls on the prompt's timeline, nested ones included.
+    /// Calls of the tools the prompt is offered (plugins', MCP servers', skills) on its
+    /// timeline, in every mode and nested ones included; a mode's own steps are not tool calls:
+    /// code mode's rounds and the hosted container's runs of code (`code.execute`), hosted
+    /// mode's notes (`hosted.*`).
     #[prost(uint32, tag = "6")]
     pub tool_calls: u32,
 }
@@ -29,6 +32,7 @@ pub struct Budget {
     pub max_total_tokens: u64,
     #[prost(uint32, tag = "2")]
     pub max_llm_calls: u32,
+    /// Tool calls as `Usage.tool_calls` counts them (a mode's own steps are none).
     #[prost(uint32, tag = "3")]
     pub max_tool_calls: u32,
     /// The longest the run may take (also bounded by the request's timeout_ms).
