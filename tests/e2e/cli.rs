@@ -2,6 +2,7 @@
 //! `agentic_client::cli::run` (the binary's own entry point, with captured output), and the
 //! real binary for what only a process shows: the exit status, and `chat` in a terminal.
 
+mod pipes;
 pub(crate) mod terminal;
 
 use std::process::Command;
@@ -739,17 +740,21 @@ async fn the_binary_streams_a_prompt_and_a_gateway_that_is_down_is_one_line_and_
 }
 
 #[tokio::test]
-async fn chat_in_a_terminal_asks_before_a_dangerous_tool_and_goes_on_when_approved() {
+async fn chat_in_a_terminal_asks_before_a_dangerous_tool_and_goes_on_when_approved_or_told_why_not()
+{
     let binary = agentic_binary();
     let stack = Stack::start(vec![
         calls(
             Match::All(vec![
                 Match::LastUserContains("launch".into()),
-                Match::NoToolResults,
+                Match::Not(Box::new(Match::LastMessageIsToolResult)),
             ]),
             vec![call("demo__dangerous", json!({"action": "launch"}))],
         ),
-        text(Match::HasToolResults, "Launched: {last_tool_result}"),
+        text(
+            Match::LastMessageIsToolResult,
+            "Launched: {last_tool_result}",
+        ),
         text(Match::Any, "Hello there."),
     ])
     .await
@@ -765,14 +770,34 @@ async fn chat_in_a_terminal_asks_before_a_dangerous_tool_and_goes_on_when_approv
     terminal.expect_after("Hello there.", "> ").await;
     terminal.type_line("please launch it");
     terminal
-        .expect(r#"Approve demo.dangerous {"action":"launch"}? [y/N]"#)
+        .expect(r#"Approve demo.dangerous {"action":"launch"}? [y/N, or why not]"#)
         .await;
     terminal.type_line("y");
     terminal.expect(r#"Launched: {"done":"launch"}"#).await;
     terminal.expect_after("Launched", "> ").await;
+    // Anything but yes or no is the reason of a rejection, which the model reads.
+    terminal.type_line("launch it once more");
+    terminal
+        .expect_after("launch it once more", "[y/N, or why not]")
+        .await;
+    terminal.type_line("not on a Friday");
+    terminal.expect_after("not on a Friday", "rejected").await;
+    terminal.expect_after("rejected", "> ").await;
     terminal.type_line("/quit");
     let status = terminal.wait().await;
     assert!(status.success(), "screen:\n{}", terminal.screen());
+    let alice = stack.client("alice").await.unwrap();
+    let prompts = alice.list_prompts(None).await.unwrap();
+    let last = alice.get_prompt(&prompts[0].id).await.unwrap();
+    let approval = last
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => tool.approval.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(approval.reason, "not on a Friday");
 }
 
 #[tokio::test]

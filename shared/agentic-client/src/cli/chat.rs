@@ -160,7 +160,7 @@ async fn exchange(
         for call in &pending {
             write!(
                 console.err,
-                "Approve {} {}? [y/N] ",
+                "Approve {} {}? [y/N, or why not] ",
                 name(&call.tool_id),
                 name(&call.input.to_string())
             )?;
@@ -170,20 +170,35 @@ async fn exchange(
                 print_decision_hints(console, again, &prompt_id, &pending)?;
                 return Ok(Turn::InputClosed);
             };
-            if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
-                session.approve(&prompt_id, &call.tool_call_id).await?;
-                writeln!(console.err, "approved {}", name(&call.tool_call_id))?;
-            } else {
-                session
-                    .reject(&prompt_id, &call.tool_call_id, "rejected in agentic chat")
-                    .await?;
-                writeln!(console.err, "rejected {}", name(&call.tool_call_id))?;
+            match decision(&answer) {
+                None => {
+                    session.approve(&prompt_id, &call.tool_call_id).await?;
+                    writeln!(console.err, "approved {}", name(&call.tool_call_id))?;
+                }
+                Some(reason) => {
+                    session
+                        .reject(&prompt_id, &call.tool_call_id, reason)
+                        .await?;
+                    writeln!(console.err, "rejected {}", name(&call.tool_call_id))?;
+                }
             }
         }
         let events = client.events(&prompt_id, ending.last_sequence).await?;
         ending = follow(client, console, &mut renderer, events).await?;
     }
     Ok(Turn::Done)
+}
+
+/// What an answer to "Approve …? [y/N, or why not]" decides: `None` approves (`y`, `yes`);
+/// otherwise the reason of the rejection: the answer itself, or a default for an empty one
+/// or a plain `n`/`no`.
+fn decision(answer: &str) -> Option<&str> {
+    let answer = answer.trim();
+    match answer.to_lowercase().as_str() {
+        "y" | "yes" => None,
+        "" | "n" | "no" => Some("rejected in agentic chat"),
+        _ => Some(answer),
+    }
 }
 
 /// The next line of input, `None` at its end (or on Ctrl-C at a real terminal).
@@ -200,6 +215,19 @@ async fn read_line(console: &mut Console<'_>) -> anyhow::Result<Option<String>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_approves_rejects_or_gives_the_reason_to_reject() {
+        assert_eq!(decision("y\n"), None);
+        assert_eq!(decision("YES"), None);
+        assert_eq!(decision("\n"), Some("rejected in agentic chat"));
+        assert_eq!(decision("n"), Some("rejected in agentic chat"));
+        assert_eq!(
+            decision("not on a Friday\n"),
+            Some("not on a Friday"),
+            "the words typed are the reason"
+        );
+    }
 
     #[test]
     fn slash_commands_are_told_from_messages() {

@@ -400,11 +400,23 @@ where
     };
     match execute(cli, console).await {
         Ok(code) => code,
+        // The reader went away (`agentic prompts list | head`): nothing more to say, as
+        // Unix tools do.
+        Err(error) if is_broken_pipe(&error) => 0,
         Err(error) => {
             let _ = writeln!(console.err, "error: {}", printable::name(&one_line(&error)));
             FAILURE
         }
     }
+}
+
+/// Whether `error` is a write to a pipe whose reader has gone.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// An error on one line: a client error says everything itself (its source is the same gRPC

@@ -151,11 +151,12 @@ impl Renderer {
                         name(&tool.function),
                         name(&from_proto_opt(success.output.as_ref()).to_string())
                     )?,
+                    // An error keeps its lines, each under the call.
                     Some(tool_result::Result::Error(error)) => writeln!(
                         console.err,
                         "{indent}✗ {}: {}",
                         name(&tool.function),
-                        name(&error.error)
+                        text(&error.error.replace('\n', &format!("\n{indent}    ")))
                     )?,
                     Some(tool_result::Result::Pending(_)) | None if added => writeln!(
                         console.err,
