@@ -1,4 +1,5 @@
-//! Every service answers `grpc.health.v1` and server reflection, so grpcurl, buf curl and
+//! Every service answers `grpc.health.v1` and server reflection (`v1`, and `v1alpha` for
+//! the clients that speak only that), so grpcurl, buf curl, grpcio-reflection and
 //! Kubernetes gRPC probes work against each of them.
 
 use std::net::SocketAddr;
@@ -53,6 +54,31 @@ pub(crate) async fn reflected_services(address: SocketAddr) -> Vec<String> {
     }
 }
 
+/// The services reflection `v1alpha` lists at `address`.
+async fn reflected_services_v1alpha(address: SocketAddr) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    let mut reflection = ServerReflectionClient::new(channel(address).await);
+    let request = tonic_reflection::pb::v1alpha::ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = reflection
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    match responses.message().await.unwrap().unwrap().message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => list
+            .service
+            .into_iter()
+            .map(|service| service.name)
+            .collect(),
+        other => panic!("unexpected reflection answer {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn every_service_answers_health_checks_and_lists_its_services_by_reflection() {
     let stack = Stack::start(vec![]).await.unwrap();
@@ -69,6 +95,7 @@ async fn every_service_answers_health_checks_and_lists_its_services_by_reflectio
                 "agentic.v1.ToolHost",
                 "agentic.v1.ArtifactStore",
                 "agentic.v1.Skills",
+                "agentic.v1.UserData",
             ],
         ),
     ];
@@ -79,6 +106,11 @@ async fn every_service_answers_health_checks_and_lists_its_services_by_reflectio
             "{address}"
         );
         let reflected = reflected_services(address).await;
+        assert_eq!(
+            reflected_services_v1alpha(address).await,
+            reflected,
+            "v1alpha lists what v1 does"
+        );
         assert!(
             reflected.iter().any(|name| name == "grpc.health.v1.Health"),
             "{reflected:?}"

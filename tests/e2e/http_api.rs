@@ -42,6 +42,8 @@ async fn sse_events(response: reqwest::Response) -> Vec<(u64, Value)> {
         .unwrap();
     text.split("\n\n")
         .filter(|block| block.lines().any(|line| line.starts_with("data:")))
+        // The stream's last word (`event: end`) is no event of the prompt's.
+        .filter(|block| !block.lines().any(|line| line == "event: end"))
         .map(|block| {
             let field = |name: &str| {
                 block
@@ -116,6 +118,20 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
     assert!(
         all.iter()
             .all(|(id, event)| event["sequence"] == json!(id.to_string()))
+    );
+
+    // The stream's last word tells a client (EventSource) to close, not to reconnect.
+    let raw = as_user(http.get(&events_url), "alice")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        raw.trim_end()
+            .ends_with("event: end\ndata: {\"reason\":\"completed\"}"),
+        "{raw}"
     );
 
     // A reconnect resumes after the last event seen, by header or by query.

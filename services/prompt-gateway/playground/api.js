@@ -123,6 +123,8 @@ export class Api {
         buffer = buffer.slice(end.index + end[0].length);
         const message = parseBlock(block);
         if (!message) continue;
+        // The stream's own last word: nothing follows.
+        if (message.event === "end") return;
         if (message.event === "error") {
           let body = {};
           try {

@@ -127,7 +127,8 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
                 "the route does not take this method",
             )
         })
-        .layer(axum::middleware::from_fn_with_state(
+        // On the routes only: a path no route serves (`/favicon.ico`) is 404 before any auth.
+        .route_layer(axum::middleware::from_fn_with_state(
             (api.clone(), max_request_bytes),
             guard,
         ))
@@ -799,7 +800,8 @@ async fn file_content(
 /// `StreamPrompt` as server-sent events: each event's `id` is its sequence and its data the
 /// event as JSON; a reconnect with `Last-Event-ID` (or `?after=N`) resumes after it. The
 /// stream ends after a terminal event, or when the prompt waits for approval, as
-/// `StreamPrompt` does; an error ends it with an `error` event holding the error body.
+/// `StreamPrompt` does, with an `end` event (`{"reason"}`) to close on; an error ends it
+/// with an `error` event holding the error body.
 async fn prompt_events(
     State(api): State<HttpApi>,
     Extension(caller): Extension<Caller>,
@@ -846,7 +848,7 @@ async fn prompt_events(
         .take_until(tokio::time::sleep(api.stream_lifetime))
         .map(|event| match event {
             Ok(event) => canonical::compact(&event)
-                .map(|json| (event.sequence, json))
+                .map(|json| (event.sequence, json, ends_stream(&event)))
                 .map_err(|problem| {
                     tracing::error!(%problem, "an event could not be written as JSON");
                     error_body("INTERNAL", "an event could not be written as JSON")
@@ -860,15 +862,41 @@ async fn prompt_events(
             *failed = item.is_err();
             std::future::ready(Some(item))
         })
-        .map(|item| -> Result<Event, Infallible> {
-            Ok(match item {
-                Ok((sequence, json)) => Event::default().id(sequence.to_string()).data(json),
-                Err(body) => Event::default().event("error").data(body.to_string()),
-            })
+        .flat_map(|item| {
+            let events = match item {
+                // After the event that ends the stream, an `end` event that a client closes
+                // on: `EventSource` would otherwise reconnect to a stream with nothing more.
+                Ok((sequence, json, end)) => {
+                    let event = Event::default().id(sequence.to_string()).data(json);
+                    let end = end.map(|reason| {
+                        Event::default()
+                            .event("end")
+                            .data(json!({"reason": reason}).to_string())
+                    });
+                    [Some(event), end]
+                }
+                Err(body) => [
+                    Some(Event::default().event("error").data(body.to_string())),
+                    None,
+                ],
+            };
+            futures::stream::iter(events.into_iter().flatten().map(Ok::<_, Infallible>))
         });
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
+}
+
+/// Why the stream ends after `event`, if it does: the prompt ended or waits for a person.
+fn ends_stream(event: &agentic_proto::v1::PromptEvent) -> Option<&'static str> {
+    use agentic_proto::v1::prompt_event::Kind;
+    match event.kind.as_ref()? {
+        Kind::Completed(_) => Some("completed"),
+        Kind::Error(_) => Some("failed"),
+        Kind::Cancelled(_) => Some("cancelled"),
+        Kind::Waiting(_) => Some("waiting"),
+        _ => None,
+    }
 }
 
 fn json_response<M: Described>(message: &M) -> Response {

@@ -17,9 +17,8 @@ pub enum ClientError {
     /// A TLS handshake failed: the gateway's certificate is not trusted, or it does not
     /// speak TLS.
     #[error(
-        "cannot connect securely to the agentic gateway at {address}: {reason} (a gateway \
-         whose certificate comes from a private CA needs that CA: --ca-cert FILE, or \
-         ClientBuilder::ca_cert)"
+        "cannot connect securely to the agentic gateway at {address}: {reason} ({})",
+        tls_hint(reason)
     )]
     Tls { address: String, reason: String },
     #[error("invalid user id {0:?}")]
@@ -75,6 +74,24 @@ impl ClientError {
     }
 }
 
+/// What to do about a failed TLS handshake, by what rustls (and webpki under it) said.
+fn tls_hint(reason: &str) -> &'static str {
+    if reason.contains("CaUsedAsEndEntity") {
+        "the gateway's certificate is itself a CA certificate (basicConstraints CA:TRUE, \
+         which `openssl req -x509` makes unless told otherwise), and TLS refuses a CA as a \
+         server's own certificate: give the gateway one made with \
+         `-addext basicConstraints=critical,CA:FALSE` (README, TLS), or one a CA signed"
+    } else if reason.contains("NotValidForName") || reason.contains("not valid for name") {
+        "the certificate does not name this host: connect by a name or address in its \
+         subjectAltName"
+    } else if reason.contains("Expired") || reason.contains("NotValidYet") {
+        "the certificate is outside its validity period (or this machine's clock is wrong)"
+    } else {
+        "a gateway whose certificate comes from a private CA needs that CA: --ca-cert FILE, \
+         or ClientBuilder::ca_cert"
+    }
+}
+
 /// What to check when the gateway cannot be reached at `address`.
 fn unreachable_hint(address: &str) -> &'static str {
     if address.starts_with("http://") {
@@ -113,4 +130,25 @@ pub(crate) fn source_text(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text.replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ca_certificate_used_as_the_servers_own_is_named_with_its_fix() {
+        let error = ClientError::Tls {
+            address: "https://localhost:50051".into(),
+            reason: "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))".into(),
+        };
+        let text = error.to_string();
+        assert!(text.contains("CA:FALSE"), "{text}");
+        assert!(!text.contains("needs that CA"), "{text}");
+        let unknown = ClientError::Tls {
+            address: "https://localhost:50051".into(),
+            reason: "invalid peer certificate: UnknownIssuer".into(),
+        };
+        assert!(unknown.to_string().contains("--ca-cert FILE"));
+    }
 }

@@ -81,21 +81,27 @@ fn mount(
     services: &[&str],
 ) -> Result<(Router, HealthReporter), tonic_reflection::server::Error> {
     let (reporter, health) = tonic_health::server::health_reporter();
-    let mut reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(agentic_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .with_service_name("grpc.health.v1.Health")
-        .with_service_name("grpc.reflection.v1.ServerReflection");
-    for service in services {
-        reflection = reflection.with_service_name(*service);
-    }
-    let reflection = reflection.build_v1()?;
+    // Reflection `v1`, and `v1alpha` beside it for the clients that speak only that (the
+    // official Python `grpcio-reflection`, older grpcurl builds).
+    let reflection = || {
+        let mut reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(agentic_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .with_service_name("grpc.health.v1.Health")
+            .with_service_name("grpc.reflection.v1.ServerReflection")
+            .with_service_name("grpc.reflection.v1alpha.ServerReflection");
+        for service in services {
+            reflection = reflection.with_service_name(*service);
+        }
+        reflection
+    };
     let router = server
         .trace_fn(trace_context::server_span)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .add_service(health)
-        .add_service(reflection);
+        .add_service(reflection().build_v1()?)
+        .add_service(reflection().build_v1alpha()?);
     Ok((router, reporter))
 }
 

@@ -245,3 +245,33 @@ async fn a_request_without_a_token_is_refused_before_its_body_is_read() {
         .unwrap();
     assert_eq!(prompt.user_id, "alice");
 }
+
+#[tokio::test]
+async fn a_path_no_route_serves_is_not_found_before_any_auth_and_a_route_still_wants_a_token() {
+    let stack = locked_stack(StackOptions::default()).await;
+    let http = reqwest::Client::new();
+    for path in ["/favicon.ico", "/v1/nothing-here", "/v2/prompts"] {
+        let answer = http
+            .get(format!("{}{path}", stack.gateway_http_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND, "{path}");
+    }
+    let refused = http
+        .get(format!("{}/v1/prompts", stack.gateway_http_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let wrong_method = http
+        .put(format!("{}/v1/prompts", stack.gateway_http_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        wrong_method.status(),
+        reqwest::StatusCode::UNAUTHORIZED,
+        "a route's other methods want a token too"
+    );
+}
