@@ -256,7 +256,7 @@ impl Default for StackOptions {
             daily_tokens_per_user: 0,
             approval_timeout_secs: 86_400,
             storage_quotas: (10_000, 100_000),
-            stored_bytes: (1 << 30, 100),
+            stored_bytes: (1 << 30, 1000),
             stream_bounds: (64, 256, 600),
             http_idle_secs: 120,
             retention: (0, 60_000),

@@ -112,10 +112,14 @@ impl Store {
     }
 
     async fn measure(&self, table: &str, stale: &str, bytes: &str) -> Result<u64, GatewayError> {
+        // Looked for without the writer (SQLite has one): most looks find nothing.
+        let rows: Vec<(String, String, i64)> = self.db.read_all(stale, &[BATCH.into()]).await?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
-        let rows: Vec<(String, String, i64)> = conn.all(stale, &[BATCH.into()]).await?;
         // Counted only if no one counted or changed it since it was read.
         let update = format!(
             "UPDATE {table} SET stored_bytes = {bytes}, bytes_stale = 0 \
