@@ -107,7 +107,16 @@ async fn without_a_gateway_the_server_starts_lists_its_tools_and_answers_calls_w
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
-    assert_eq!(names, ["run_prompt", "list_conversations", "get_file"]);
+    assert_eq!(
+        names,
+        [
+            "run_prompt",
+            "list_conversations",
+            "get_file",
+            "approve_tool_call",
+            "reject_tool_call"
+        ]
+    );
     let required: HashMap<&str, Value> = tools
         .iter()
         .map(|tool| {
@@ -130,7 +139,8 @@ async fn without_a_gateway_the_server_starts_lists_its_tools_and_answers_calls_w
 }
 
 #[tokio::test]
-async fn run_prompt_answers_with_the_text_and_ids_reports_progress_and_lists_the_conversation() {
+async fn run_prompt_answers_with_the_text_and_ids_reports_progress_and_lists_the_titled_conversation()
+ {
     let stack = Stack::start(echo_then_answer("The echo came back."))
         .await
         .unwrap();
@@ -168,6 +178,11 @@ async fn run_prompt_answers_with_the_text_and_ids_reports_progress_and_lists_the
         structured(&listed)["conversations"][0]["id"],
         conversation_id,
         "newest first"
+    );
+    assert_eq!(
+        structured(&listed)["conversations"][0]["title"],
+        "say hello",
+        "titled by its first input"
     );
     assert!(texts(&listed)[0].starts_with(conversation_id), "{listed:?}");
 
@@ -287,6 +302,59 @@ async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_
     .await;
     assert_eq!(approved.code, 0, "stderr: {}", approved.stderr);
     assert_eq!(approved.stdout, "Launched.\n");
+
+    // The MCP client decides too: a rejection with its reason, then an approval, each
+    // answered with the prompt's result.
+    let paused = call_tool(&client, "run_prompt", json!({"input": "launch again"})).await;
+    let answer = structured(&paused);
+    let prompt_id = answer["prompt_id"].as_str().unwrap().to_owned();
+    let call_id = answer["pending_approvals"][0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rejected = call_tool(
+        &client,
+        "reject_tool_call",
+        json!({"prompt_id": prompt_id, "call_id": call_id, "reason": "not today"}),
+    )
+    .await;
+    assert_eq!(rejected.is_error, Some(false), "{rejected:?}");
+    assert_eq!(structured(&rejected)["state"], "completed", "{rejected:?}");
+    let sdk = stack.client("alice").await.unwrap();
+    let stored = sdk.get_prompt(&prompt_id).await.unwrap();
+    let approval = stored
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => tool.approval.clone(),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(approval.reason, "not today");
+
+    let paused = call_tool(&client, "run_prompt", json!({"input": "launch once more"})).await;
+    let answer = structured(&paused);
+    let prompt_id = answer["prompt_id"].as_str().unwrap().to_owned();
+    let call_id = answer["pending_approvals"][0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approved = call_tool(
+        &client,
+        "approve_tool_call",
+        json!({"prompt_id": prompt_id, "call_id": call_id}),
+    )
+    .await;
+    assert_eq!(structured(&approved)["state"], "completed", "{approved:?}");
+    assert_eq!(texts(&approved)[0], "Launched.");
+    // Another user's prompt is not found, and nothing is decided.
+    let foreign = call_tool(
+        &client,
+        "approve_tool_call",
+        json!({"prompt_id": "prompt_0000000000000000000000000000", "call_id": "x"}),
+    )
+    .await;
+    assert_eq!(foreign.is_error, Some(true), "{foreign:?}");
     client.cancel().await.unwrap();
 }
 

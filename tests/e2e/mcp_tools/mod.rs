@@ -645,6 +645,16 @@ async fn a_server_killed_mid_call_fails_that_call_clearly_and_the_next_call_work
         (everything.health.as_str(), everything.restarts),
         ("ready", 1)
     );
+    // `agentic tools` shows it to a person too.
+    let url = stack.gateway_url();
+    let shown = crate::cli::agentic_with(&["--server", &url, "--user", "alice", "tools"], "").await;
+    assert!(
+        shown
+            .stdout
+            .contains(", 0 in flight, 1 restarts, 0 cancellations sent) ready"),
+        "{}",
+        shown.stdout
+    );
     eventually("the killed server's own process is stopped with it", || {
         !alive(helper.trim())
     })

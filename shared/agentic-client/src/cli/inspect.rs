@@ -60,8 +60,9 @@ pub async fn modes(
     Ok(0)
 }
 
-/// Each tool source (plugin or MCP server) with its health, then its tools: id, whether a
-/// person must approve each call, and the first line of the description.
+/// Each tool source (plugin or MCP server) with its health (and an MCP server's calls in
+/// flight, restarts and cancellations sent), then its tools: id, whether a person must
+/// approve each call, and the first line of the description.
 pub async fn tools(
     client: &Client,
     console: &mut Console<'_>,
@@ -78,9 +79,18 @@ pub async fn tools(
         } else {
             format!(": {}", text(&source.detail))
         };
+        // An MCP server's life so far: calls in flight, restarts, cancellations sent.
+        let activity = if source.kind == "plugin" {
+            String::new()
+        } else {
+            format!(
+                ", {} in flight, {} restarts, {} cancellations sent",
+                source.calls_in_flight, source.restarts, source.cancellations_sent
+            )
+        };
         writeln!(
             console.out,
-            "{} ({}, {} tools) {}{detail}",
+            "{} ({}, {} tools{activity}) {}{detail}",
             name(&source.name),
             name(&source.kind),
             source.tool_count,

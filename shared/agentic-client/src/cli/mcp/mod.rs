@@ -8,6 +8,7 @@
 //! fails, is a tool result with `isError` and the reason, never the end of the server.
 
 mod conversations;
+mod decide;
 mod files;
 mod run_prompt;
 mod tools;
@@ -60,7 +61,8 @@ impl ServerHandler for Server {
                 "Runs prompts on an agentic gateway: an LLM agent with its own tools, \
                  conversations and files. run_prompt asks it something and waits for the \
                  answer; list_conversations finds earlier conversations to continue; get_file \
-                 reads a file a prompt created.",
+                 reads a file a prompt created; approve_tool_call and reject_tool_call decide \
+                 a tool call a prompt waits for (ask the person first).",
             )
     }
 
@@ -91,11 +93,19 @@ impl ServerHandler for Server {
                 Ok(arguments) => files::get(&self.client, arguments).await,
                 Err(invalid) => invalid,
             },
+            tools::APPROVE => match arguments(tool, request.arguments) {
+                Ok(arguments) => decide::decide(&self.client, arguments, true).await,
+                Err(invalid) => invalid,
+            },
+            tools::REJECT => match arguments(tool, request.arguments) {
+                Ok(arguments) => decide::decide(&self.client, arguments, false).await,
+                Err(invalid) => invalid,
+            },
             // The spec's answer to a tool that does not exist: a protocol error, not a result.
             unknown => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations and get_file"
+                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call and reject_tool_call"
                     ),
                     None,
                 ));

@@ -36,8 +36,8 @@ pub async fn run(
     // An empty string means "not given", as it does to the gateway.
     let mode = arguments.mode.filter(|mode| !mode.is_empty());
     let conversation_id = arguments.conversation_id.filter(|id| !id.is_empty());
-    let session = match conversation_id {
-        Some(id) => client.resume_session(&id).await,
+    let session = match &conversation_id {
+        Some(id) => client.resume_session(id).await,
         // A new conversation whose prompts run in `mode`, as `agentic prompt` makes one.
         None => client.session(mode.as_deref()).await,
     };
@@ -55,6 +55,21 @@ pub async fn run(
         steps: 0,
     };
     let followed = follow(&session, &arguments.input, options, &mut progress, context).await;
+    // A conversation made here is titled by its first input, once the gateway took it (a
+    // prompt whose input a guardrail blocked fails, and leaves no title behind). A title
+    // that cannot be set costs the caller nothing: the answer goes out as it is.
+    if conversation_id.is_none()
+        && let Ok(result) = &followed
+        && matches!(
+            result.state,
+            PromptState::Completed | PromptState::WaitingForApproval
+        )
+    {
+        let title = super::super::prompt::title_of(&arguments.input);
+        let _ = client
+            .rename_conversation(session.conversation_id(), &title)
+            .await;
+    }
     match followed {
         Ok(result) => finished(&result, session.conversation_id()),
         Err(Stopped::Gateway(error)) => gateway_error(&error),
@@ -148,7 +163,7 @@ fn reason(event: &PromptEvent) -> Option<String> {
 /// The tool result of a prompt that ended or paused: the answer as the first content block,
 /// then its files and ids; all of it also as structured content. A failed or cancelled prompt
 /// is an error result.
-fn finished(result: &ChatResult, conversation_id: &str) -> CallToolResult {
+pub(super) fn finished(result: &ChatResult, conversation_id: &str) -> CallToolResult {
     let pending = result.pending_approvals();
     let (headline, failed) = match result.state {
         PromptState::Completed if result.final_response.is_empty() => (

@@ -11,6 +11,8 @@ use super::files::MAX_FILE_BYTES;
 pub const RUN_PROMPT: &str = "run_prompt";
 pub const LIST_CONVERSATIONS: &str = "list_conversations";
 pub const GET_FILE: &str = "get_file";
+pub const APPROVE: &str = "approve_tool_call";
+pub const REJECT: &str = "reject_tool_call";
 
 /// The most conversations `list_conversations` asks for (the gateway's own maximum).
 pub const MAX_CONVERSATIONS: u32 = 500;
@@ -19,7 +21,59 @@ pub const MAX_CONVERSATIONS: u32 = 500;
 pub const DEFAULT_CONVERSATIONS: u32 = 20;
 
 pub fn all() -> Vec<Tool> {
-    vec![run_prompt(), list_conversations(), get_file()]
+    vec![
+        run_prompt(),
+        list_conversations(),
+        get_file(),
+        decide(true),
+        decide(false),
+    ]
+}
+
+/// `run_prompt`'s structured result (approving or rejecting answers the same).
+fn prompt_result() -> serde_json::Value {
+    let file = json!({
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The file's id, for get_file."},
+            "filename": {"type": "string"},
+            "mime_type": {"type": "string"},
+            "size": {"type": "integer", "minimum": 0, "description": "Size in bytes."},
+        },
+        "required": ["id", "filename", "mime_type", "size"],
+    });
+    let pending = json!({
+        "type": "object",
+        "properties": {
+            "call_id": {"type": "string"},
+            "tool": {"type": "string"},
+            "input": {"description": "The arguments the tool was called with."},
+            "approve": {"type": "string", "description": "The command that lets the call run."},
+            "reject": {"type": "string", "description": "The command that refuses it."},
+        },
+        "required": ["call_id", "tool", "approve", "reject"],
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "prompt_id": {"type": "string"},
+            "conversation_id": {"type": "string"},
+            "state": {
+                "type": "string",
+                "description": "completed, failed, cancelled or waiting_for_approval.",
+            },
+            "mode": {"type": "string"},
+            "text": {"type": "string", "description": "The agent's answer."},
+            "files": {"type": "array", "items": file, "description": "Files the prompt created."},
+            "error": {"type": "string", "description": "Why the prompt failed or was cancelled."},
+            "pending_approvals": {
+                "type": "array",
+                "items": pending,
+                "description": "Tool calls that wait for a person to approve them.",
+            },
+        },
+        "required": ["prompt_id", "conversation_id", "state", "mode", "text", "files"],
+    })
 }
 
 fn run_prompt() -> Tool {
@@ -43,48 +97,6 @@ fn run_prompt() -> Tool {
         "required": ["input"],
         "additionalProperties": false,
     });
-    let file = json!({
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "The file's id, for get_file."},
-            "filename": {"type": "string"},
-            "mime_type": {"type": "string"},
-            "size": {"type": "integer", "minimum": 0, "description": "Size in bytes."},
-        },
-        "required": ["id", "filename", "mime_type", "size"],
-    });
-    let pending = json!({
-        "type": "object",
-        "properties": {
-            "call_id": {"type": "string"},
-            "tool": {"type": "string"},
-            "input": {"description": "The arguments the tool was called with."},
-            "approve": {"type": "string", "description": "The command that lets the call run."},
-            "reject": {"type": "string", "description": "The command that refuses it."},
-        },
-        "required": ["call_id", "tool", "approve", "reject"],
-    });
-    let output = json!({
-        "type": "object",
-        "properties": {
-            "prompt_id": {"type": "string"},
-            "conversation_id": {"type": "string"},
-            "state": {
-                "type": "string",
-                "description": "completed, failed, cancelled or waiting_for_approval.",
-            },
-            "mode": {"type": "string"},
-            "text": {"type": "string", "description": "The agent's answer."},
-            "files": {"type": "array", "items": file, "description": "Files the prompt created."},
-            "error": {"type": "string", "description": "Why the prompt failed or was cancelled."},
-            "pending_approvals": {
-                "type": "array",
-                "items": pending,
-                "description": "Tool calls that wait for a person to approve them.",
-            },
-        },
-        "required": ["prompt_id", "conversation_id", "state", "mode", "text", "files"],
-    });
     Tool::new(
         RUN_PROMPT,
         "Runs a prompt on the agentic gateway as the configured user and waits for its end: \
@@ -94,7 +106,7 @@ fn run_prompt() -> Tool {
         schema(input),
     )
     .with_title("Run a prompt")
-    .with_raw_output_schema(schema(output))
+    .with_raw_output_schema(schema(prompt_result()))
     .with_annotations(ToolAnnotations::new().read_only(false).open_world(true))
 }
 
@@ -163,6 +175,51 @@ fn get_file() -> Tool {
                 .read_only(true)
                 .idempotent(true)
                 .open_world(false),
+        )
+}
+
+/// `approve_tool_call` (`approve`) or `reject_tool_call`.
+fn decide(approve: bool) -> Tool {
+    let mut properties = json!({
+        "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
+        "call_id": {"type": "string", "minLength": 1, "description": "The call, from run_prompt's pending_approvals."},
+    });
+    if !approve {
+        properties["reason"] = json!({
+            "type": "string",
+            "description": "Why not: the agent reads it.",
+        });
+    }
+    let input = json!({
+        "type": "object",
+        "properties": properties,
+        "required": ["prompt_id", "call_id"],
+        "additionalProperties": false,
+    });
+    let (name, title, description) = if approve {
+        (
+            APPROVE,
+            "Approve a tool call",
+            "Lets a tool call that waits for a person's approval run (ask the person first: \
+             this is their decision), then waits for the prompt: its answer as run_prompt \
+             gives it, or the next call that waits.",
+        )
+    } else {
+        (
+            REJECT,
+            "Reject a tool call",
+            "Refuses a tool call that waits for a person's approval, with the reason the \
+             agent reads, then waits for the prompt: its answer as run_prompt gives it.",
+        )
+    };
+    Tool::new(name, description, schema(input))
+        .with_title(title)
+        .with_raw_output_schema(schema(prompt_result()))
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(approve)
+                .open_world(true),
         )
 }
 
