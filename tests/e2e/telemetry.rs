@@ -422,3 +422,58 @@ async fn prompts_rounds_tool_calls_tokens_and_sandbox_runs_are_counted() {
     assert!(durations.iter().map(|point| point.value).sum::<f64>() > 0.0);
     assert!(recorded(&metrics, "agentic.sandbox.duration", &[("outcome", "ok")]) >= 1);
 }
+
+#[tokio::test]
+async fn a_prompt_created_over_http_joins_the_callers_trace_through_an_http_server_span() {
+    telemetry();
+    let marker = format!("http-trace-{}", uuid::Uuid::new_v4());
+    let stack = Stack::start(vec![Rule::new(
+        Match::All(vec![
+            Match::AnyMessageContains(marker.clone()),
+            Match::AssistantTurns(0),
+        ]),
+        Reply::Text("demoEcho({a: 1}); complete({response: 'ok'});".into()),
+    )])
+    .await
+    .unwrap();
+    // The caller's trace and span, as a W3C traceparent.
+    let trace = TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap();
+    let caller = SpanId::from_hex("00f067aa0ba902b7").unwrap();
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/v1/prompts", stack.gateway_http_url()))
+        .header("x-user-id", "alice")
+        .header("traceparent", format!("00-{trace}-{caller}-01"))
+        .json(&serde_json::json!({"input": marker, "mode": "code"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let prompt_id = answer["id"].as_str().unwrap().to_owned();
+    let (found, spans) = trace_of_prompt(&prompt_id).await;
+    assert_eq!(found, trace, "the prompt is in the caller's trace");
+    let server = spans
+        .iter()
+        .find(|span| span.name == "POST /v1/prompts")
+        .unwrap_or_else(|| {
+            let names: Vec<_> = spans.iter().map(|span| span.name.to_string()).collect();
+            panic!("no HTTP server span in {names:?}")
+        });
+    assert_eq!(
+        server.parent_span_id, caller,
+        "a child of the caller's span"
+    );
+    assert_eq!(server.span_kind, opentelemetry::trace::SpanKind::Server);
+    assert_eq!(
+        string_attribute(server, "http.route").as_deref(),
+        Some("/v1/prompts")
+    );
+    // The gateway's work for the prompt hangs under it.
+    assert!(
+        spans
+            .iter()
+            .any(|span| span.name == format!("prompt {prompt_id}")),
+        "{spans:?}"
+    );
+}

@@ -37,6 +37,7 @@ use crate::grpc::GatewayService;
 
 mod data;
 mod idle;
+mod layers;
 pub(crate) mod serve;
 mod storage;
 
@@ -130,143 +131,24 @@ pub fn router(api: HttpApi, max_request_bytes: usize) -> Router {
         // On the routes only: a path no route serves (`/favicon.ico`) is 404 before any auth.
         .route_layer(axum::middleware::from_fn_with_state(
             (api.clone(), max_request_bytes),
-            guard,
+            layers::guard,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            route_paths().into(),
+            layers::traced,
         ))
         .layer(DefaultBodyLimit::max(max_request_bytes))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&api.cors_origins),
-            cors,
+            layers::cors,
         ))
         .with_state(api)
         .merge(crate::playground::router());
     if dev_mode {
-        router.layer(axum::middleware::from_fn(loopback_hosts_only))
+        router.layer(axum::middleware::from_fn(layers::loopback_hosts_only))
     } else {
         router
     }
-}
-
-/// A dev gateway trusts whoever reaches it to say who they are, which is safe only on this
-/// machine: it answers only requests whose `Host` is a loopback name. A web page on another
-/// origin whose name its owner re-resolves to 127.0.0.1 (DNS rebinding) sends its own name.
-async fn loopback_hosts_only(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .or_else(|| {
-            request
-                .uri()
-                .authority()
-                .map(|authority| authority.as_str())
-        });
-    if host.is_some_and(agentic_rpc::exposure::is_loopback_host) {
-        return next.run(request).await;
-    }
-    error(
-        StatusCode::FORBIDDEN,
-        "PERMISSION_DENIED",
-        "this development gateway answers only requests addressed to localhost",
-    )
-}
-
-/// How long a request body may take to arrive.
-const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Before any route: the caller is authenticated from the headers alone (a refused request
-/// never has its body read) and handed to the route as an extension, then the body is read within `BODY_READ_TIMEOUT` and the size
-/// limit; answers are never cached. The OpenAPI document needs no caller.
-async fn guard(
-    State((api, max_request_bytes)): State<(HttpApi, usize)>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let mut request = request;
-    if request.uri().path() != "/v1/openapi.json" {
-        match api.auth.caller_of(request.headers()) {
-            Ok(caller) => {
-                request.extensions_mut().insert(caller);
-            }
-            Err(status) => return status_response(&status),
-        }
-    }
-    let (parts, body) = request.into_parts();
-    let read = tokio::time::timeout(
-        BODY_READ_TIMEOUT,
-        axum::body::to_bytes(body, max_request_bytes),
-    );
-    let bytes = match read.await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "RESOURCE_EXHAUSTED",
-                &format!("the request body is larger than {max_request_bytes} bytes"),
-            );
-        }
-        Err(_) => {
-            return error(
-                StatusCode::REQUEST_TIMEOUT,
-                "DEADLINE_EXCEEDED",
-                "the request body did not arrive in time",
-            );
-        }
-    };
-    let request = axum::extract::Request::from_parts(parts, Body::from(bytes));
-    let mut response = next.run(request).await;
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-/// CORS for the configured origins only: a preflight from one is answered here (before any
-/// route or auth), and answers to it name it; a request from any other origin gets no CORS
-/// header, so a browser does not let that page read the answer.
-async fn cors(
-    State(origins): State<Arc<[String]>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let origin = request
-        .headers()
-        .get(header::ORIGIN)
-        .and_then(|value| value.to_str().ok())
-        .filter(|origin| origins.iter().any(|allowed| allowed == origin))
-        .and_then(|origin| HeaderValue::from_str(origin).ok());
-    let Some(origin) = origin else {
-        return next.run(request).await;
-    };
-    let preflight = request.method() == axum::http::Method::OPTIONS
-        && request
-            .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    let mut response = if preflight {
-        let mut response = StatusCode::NO_CONTENT.into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static("GET, POST, PATCH, DELETE"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static("authorization, content-type, last-event-id, x-user-id"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("600"),
-        );
-        response
-    } else {
-        next.run(request).await
-    };
-    let headers = response.headers_mut();
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    headers.append(header::VARY, HeaderValue::from_static("origin"));
-    response
 }
 
 /// The OpenAPI document of the routes.
@@ -996,6 +878,21 @@ impl IntoResponse for Refusal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_is_named_by_its_route() {
+        let routes = route_paths();
+        assert_eq!(layers::route_of(&routes, "/v1/prompts"), "/v1/prompts");
+        assert_eq!(
+            layers::route_of(&routes, "/v1/prompts/p1:cancel"),
+            "/v1/prompts/{prompt}"
+        );
+        assert_eq!(
+            layers::route_of(&routes, "/v1/prompts/p1/tool-calls/c1:approve"),
+            "/v1/prompts/{prompt}/tool-calls/{call}"
+        );
+        assert_eq!(layers::route_of(&routes, "/v1/nothing"), "");
+    }
 
     #[test]
     fn query_strings_are_percent_decoded() {

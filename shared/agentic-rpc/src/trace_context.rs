@@ -35,6 +35,28 @@ pub(crate) fn server_span(request: &http::Request<()>) -> tracing::Span {
     span
 }
 
+/// The span an HTTP request is served in (the gateway's HTTP API, which calls the gRPC
+/// service in process): `METHOD route`, child of the caller's `traceparent` (if any), so a
+/// prompt created over HTTP is one trace with its caller's.
+pub fn http_server_span(
+    method: &http::Method,
+    route: &str,
+    headers: &http::HeaderMap,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "http",
+        otel.name = %format!("{method} {route}"),
+        otel.kind = "server",
+        http.request.method = %method,
+        http.route = route,
+    );
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&HeaderExtractor(headers))
+    });
+    let _ = span.set_parent(parent);
+    span
+}
+
 struct MetadataInjector<'a>(&'a mut MetadataMap);
 
 impl Injector for MetadataInjector<'_> {
