@@ -3,31 +3,17 @@
 //! answer past the budget fails the prompt, and a mode's own steps are no tool calls. The
 //! races are run 50 times each, in one test.
 
-use agentic_client::{Budget, Client, NewPrompt};
-use agentic_proto::v1::{Prompt, PromptState};
+use agentic_client::{Budget, NewPrompt};
+use agentic_proto::v1::PromptState;
 use agentic_testkit::Stack;
 use agentic_testkit::model::{Match, Reply, Rule};
 use serde_json::json;
 
+use crate::budgets::{failed_naming, run};
 use crate::support::*;
 
 /// How often each race runs.
 const RUNS: usize = 50;
-
-async fn run(client: &Client, prompt: NewPrompt) -> Prompt {
-    let created = client.create_prompt(prompt).await.unwrap();
-    collect(client, &created.id, 0).await;
-    client.get_prompt(&created.id).await.unwrap()
-}
-
-fn failed_naming(prompt: &Prompt, budget: &str) {
-    assert_eq!(prompt.state, PromptState::Failed as i32, "{}", prompt.error);
-    assert!(
-        prompt.error.contains("budget exhausted") && prompt.error.contains(budget),
-        "{}",
-        prompt.error
-    );
-}
 
 fn tokens(budget: u64) -> Budget {
     Budget {

@@ -34,13 +34,13 @@ fn three_rounds() -> Vec<Rule> {
     ]
 }
 
-async fn run(client: &Client, prompt: NewPrompt) -> Prompt {
+pub(crate) async fn run(client: &Client, prompt: NewPrompt) -> Prompt {
     let created = client.create_prompt(prompt).await.unwrap();
     collect(client, &created.id, 0).await;
     client.get_prompt(&created.id).await.unwrap()
 }
 
-fn failed_naming(prompt: &Prompt, budget: &str) {
+pub(crate) fn failed_naming(prompt: &Prompt, budget: &str) {
     assert_eq!(prompt.state, PromptState::Failed as i32, "{}", prompt.error);
     assert!(
         prompt.error.contains("budget exhausted") && prompt.error.contains(budget),

@@ -789,15 +789,7 @@ async fn chat_in_a_terminal_asks_before_a_dangerous_tool_and_goes_on_when_approv
     let alice = stack.client("alice").await.unwrap();
     let prompts = alice.list_prompts(None).await.unwrap();
     let last = alice.get_prompt(&prompts[0].id).await.unwrap();
-    let approval = last
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => tool.approval.clone(),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(approval.reason, "not on a Friday");
+    assert_eq!(first_approval(&last).reason, "not on a Friday");
 }
 
 #[tokio::test]

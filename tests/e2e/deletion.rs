@@ -12,7 +12,7 @@ use tonic::Code;
 
 use crate::support::*;
 
-fn rules() -> Vec<Rule> {
+pub(crate) fn rules() -> Vec<Rule> {
     vec![
         calls(
             Match::All(vec![
@@ -35,7 +35,7 @@ fn rules() -> Vec<Rule> {
     ]
 }
 
-async fn conversation_of(client: &agentic_client::Client, title: &str) -> String {
+pub(crate) async fn conversation_of(client: &agentic_client::Client, title: &str) -> String {
     client
         .create_conversation(NewConversation {
             title: title.into(),

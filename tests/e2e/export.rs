@@ -6,46 +6,30 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use agentic_client::{Client, NewConversation, NewPrompt};
+use agentic_client::{Client, NewPrompt};
 use agentic_proto::v1::export_item::Item;
 use agentic_proto::v1::{
     CreateSkillRequest, CreateTriggerRequest, ExportItem, Schedule, TriggeredPrompt, schedule,
 };
 use agentic_testkit::Stack;
 use agentic_testkit::model::{Match, Reply, Rule};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tonic::Code;
 
+use crate::deletion::conversation_of;
 use crate::support::*;
 
+/// Deletion's rules (a report, a deploy that waits for approval), and a code prompt that
+/// keeps 3 MB of JSON in one artifact: an export of it is 12 chunks.
 fn rules() -> Vec<Rule> {
-    vec![
-        calls(
-            Match::All(vec![
-                Match::LastUserContains("report".into()),
-                Match::Not(Box::new(Match::LastMessageIsToolResult)),
-            ]),
-            vec![call(
-                "demo__report",
-                json!({"title": "Quarterly", "lines": ["alpha", "beta"]}),
-            )],
+    let mut rules = vec![Rule::new(
+        Match::LastUserContains("keep a big one".into()),
+        Reply::text(
+            r#"storeArtifact({blob: "x".repeat(3000000)}, "big"); complete({response: "kept"});"#,
         ),
-        calls(
-            Match::All(vec![
-                Match::LastUserContains("deploy".into()),
-                Match::Not(Box::new(Match::LastMessageIsToolResult)),
-            ]),
-            vec![call("demo__dangerous", json!({"action": "deploy"}))],
-        ),
-        // 3 MB of JSON in one artifact: an export of it is 12 chunks.
-        Rule::new(
-            Match::LastUserContains("keep a big one".into()),
-            Reply::text(
-                r#"storeArtifact({blob: "x".repeat(3000000)}, "big"); complete({response: "kept"});"#,
-            ),
-        ),
-        text(Match::LastMessageIsToolResult, "done"),
-    ]
+    )];
+    rules.extend(crate::deletion::rules());
+    rules
 }
 
 async fn export_of(client: &Client) -> Vec<ExportItem> {
@@ -117,17 +101,6 @@ impl Exported {
     fn ids(&self, kind: &str) -> BTreeSet<String> {
         self.ids.get(kind).cloned().unwrap_or_default()
     }
-}
-
-async fn conversation_of(client: &Client, title: &str) -> String {
-    client
-        .create_conversation(NewConversation {
-            title: title.into(),
-            ..NewConversation::default()
-        })
-        .await
-        .unwrap()
-        .id
 }
 
 /// Alice keeps one of every kind: conversations (one with a prompt waiting for approval),

@@ -306,12 +306,7 @@ async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_
     // The MCP client decides too: a rejection with its reason, then an approval, each
     // answered with the prompt's result.
     let paused = call_tool(&client, "run_prompt", json!({"input": "launch again"})).await;
-    let answer = structured(&paused);
-    let prompt_id = answer["prompt_id"].as_str().unwrap().to_owned();
-    let call_id = answer["pending_approvals"][0]["call_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (prompt_id, call_id) = waiting_call(&paused);
     let rejected = call_tool(
         &client,
         "reject_tool_call",
@@ -322,23 +317,10 @@ async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_
     assert_eq!(structured(&rejected)["state"], "completed", "{rejected:?}");
     let sdk = stack.client("alice").await.unwrap();
     let stored = sdk.get_prompt(&prompt_id).await.unwrap();
-    let approval = stored
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => tool.approval.clone(),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(approval.reason, "not today");
+    assert_eq!(first_approval(&stored).reason, "not today");
 
     let paused = call_tool(&client, "run_prompt", json!({"input": "launch once more"})).await;
-    let answer = structured(&paused);
-    let prompt_id = answer["prompt_id"].as_str().unwrap().to_owned();
-    let call_id = answer["pending_approvals"][0]["call_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (prompt_id, call_id) = waiting_call(&paused);
     let approved = call_tool(
         &client,
         "approve_tool_call",
@@ -438,4 +420,12 @@ async fn bad_arguments_and_unknown_tools_are_errors_and_the_server_keeps_serving
     assert_eq!(fine.is_error, Some(false), "{fine:?}");
     assert_eq!(texts(&fine)[0], "Still here.");
     client.cancel().await.unwrap();
+}
+
+/// The prompt and the call a `run_prompt` result says wait for approval.
+fn waiting_call(result: &rmcp::model::CallToolResult) -> (String, String) {
+    let answer = structured(result);
+    let prompt_id = answer["prompt_id"].as_str().unwrap().to_owned();
+    let call_id = answer["pending_approvals"][0]["call_id"].as_str().unwrap();
+    (prompt_id, call_id.to_owned())
 }

@@ -373,3 +373,15 @@ pub async fn artifacts_of(stack: &agentic_testkit::Stack, user: &str) -> usize {
         .artifacts
         .len()
 }
+
+/// The approval of the first call on `prompt`'s timeline that has one.
+pub fn first_approval(prompt: &Prompt) -> agentic_proto::v1::ToolApproval {
+    prompt
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => tool.approval.clone(),
+            _ => None,
+        })
+        .expect("a call with an approval")
+}

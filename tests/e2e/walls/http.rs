@@ -97,6 +97,15 @@ async fn one_users_open_streams_stop_at_their_share_while_another_user_streams_m
     }
 }
 
+/// The address the stack's HTTP API listens on.
+fn http_address(stack: &Stack) -> SocketAddr {
+    stack
+        .gateway_http_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap()
+}
+
 /// A TCP connection to `to` from the loopback address `from`.
 async fn connect_from(from: &str, to: SocketAddr) -> tokio::net::TcpStream {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -115,11 +124,7 @@ async fn idle_connections_from_one_address_stop_at_its_share_and_other_addresses
     )
     .await
     .unwrap();
-    let http: SocketAddr = stack
-        .gateway_http_url()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
+    let http = http_address(&stack);
     // Four silent connections from 127.0.0.2 hold that address's share.
     let mut idle = Vec::new();
     for _ in 0..4 {
@@ -230,11 +235,7 @@ async fn an_idle_http_connection_is_closed_while_one_carrying_an_event_stream_st
     )
     .await
     .unwrap();
-    let http: SocketAddr = stack
-        .gateway_http_url()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
+    let http = http_address(&stack);
     // An HTTP/1.1 keep-alive connection: one request answered, then nothing.
     use tokio::io::AsyncWriteExt as _;
     let mut idle = tokio::net::TcpStream::connect(http).await.unwrap();
