@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agentic_ids::{ConversationId, PromptId, ToolId, UserId};
+use agentic_telemetry::text::truncate_chars;
 use async_trait::async_trait;
 use serde_json::Value;
+
+use crate::error::Error;
 
 /// A bundle of tools, context items and sandbox modules.
 #[async_trait]
@@ -285,5 +288,54 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+/// Longest validation message kept per error: messages quote the offending value, which can
+/// be an arbitrarily large piece of the input.
+const MAX_VALIDATION_MESSAGE_CHARS: usize = 200;
+
+/// Every validation error with the JSON pointer of the value it is about, so the model can
+/// tell which field to fix.
+pub(crate) fn validate(
+    tool_id: &ToolId,
+    validator: &jsonschema::Validator,
+    input: &Value,
+) -> Result<(), ToolFailure> {
+    let errors: Vec<String> = validator
+        .iter_errors(input)
+        .map(|error| {
+            let pointer = error.instance_path().as_str();
+            let location = if pointer.is_empty() {
+                "(root)"
+            } else {
+                pointer
+            };
+            format!(
+                "{location}: {}",
+                truncate_chars(&error.to_string(), MAX_VALIDATION_MESSAGE_CHARS, "…")
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    tracing::debug!(%tool_id, "tool input rejected by its schema");
+    Err(ToolFailure::new(format!(
+        "invalid input for {tool_id}: {}",
+        errors.join("; ")
+    )))
+}
+
+/// A store that failed, as the model sees it: a storage limit says which, so the model can
+/// store less; any other failure is logged with a reference the message names.
+pub(crate) fn store_failure(error: Error) -> ToolFailure {
+    match error {
+        Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
+            ToolFailure::new(error.to_string())
+        }
+        _ => ToolFailure::withheld(
+            "the artifact store failed; try again later",
+            &agentic_telemetry::errors::error_chain(&error),
+        ),
     }
 }

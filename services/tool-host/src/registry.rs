@@ -7,7 +7,6 @@ use agentic_ids::ToolId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agentic_telemetry::text::truncate_chars;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -15,12 +14,8 @@ use crate::error::Error;
 use crate::mcp::{Hub, McpTool};
 use crate::plugin::{
     ApprovalAsks, CallContext, ContextItem, Plugin, PrepareContext, ProgressSender, SandboxModule,
-    ToolFailure, ToolOutcome, ToolSpec,
+    ToolFailure, ToolOutcome, ToolSpec, validate,
 };
-
-/// Longest validation message kept per error: messages quote the offending value, which can
-/// be an arbitrarily large piece of the input.
-const MAX_VALIDATION_MESSAGE_CHARS: usize = 200;
 
 pub struct Registry {
     plugins: Vec<Arc<dyn Plugin>>,
@@ -254,38 +249,6 @@ fn invalid_tool(spec: &ToolSpec, reason: impl Into<String>) -> Error {
         tool: spec.id.clone(),
         reason: reason.into(),
     }
-}
-
-/// Every validation error with the JSON pointer of the value it is about, so the model can
-/// tell which field to fix.
-pub(crate) fn validate(
-    tool_id: &ToolId,
-    validator: &jsonschema::Validator,
-    input: &Value,
-) -> Result<(), ToolFailure> {
-    let errors: Vec<String> = validator
-        .iter_errors(input)
-        .map(|error| {
-            let pointer = error.instance_path().as_str();
-            let location = if pointer.is_empty() {
-                "(root)"
-            } else {
-                pointer
-            };
-            format!(
-                "{location}: {}",
-                truncate_chars(&error.to_string(), MAX_VALIDATION_MESSAGE_CHARS, "…")
-            )
-        })
-        .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    tracing::debug!(%tool_id, "tool input rejected by its schema");
-    Err(ToolFailure::new(format!(
-        "invalid input for {tool_id}: {}",
-        errors.join("; ")
-    )))
 }
 
 #[cfg(test)]

@@ -18,12 +18,9 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Status, Streaming};
 
-use crate::connect::{ClientBuilder, Credentials};
+use crate::credentials::Credentials;
 use crate::error::ClientError;
 use crate::events::EventStream;
-
-/// Metadata key naming the calling user (the gateway's development-mode identity).
-pub const USER_HEADER: &str = "x-user-id";
 
 /// What to run: the input plus optional mode, model tier, conversation and limits.
 #[derive(Debug, Clone, Default)]
@@ -131,20 +128,6 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects at once as `user` (sent as `x-user-id`, which only a gateway in dev mode
-    /// believes), so an unreachable gateway is reported here ([`ClientError::Unreachable`])
-    /// rather than on the first call. To log in with a token, or to trust a private CA, use
-    /// [`Client::builder`].
-    pub async fn connect(address: &str, user: &str) -> Result<Client, ClientError> {
-        Client::builder(address).user(user).connect().await
-    }
-
-    /// How to connect: `.token(…)` to log in, `.ca_cert(…)` for a private CA, then
-    /// `.connect().await`.
-    pub fn builder(address: impl Into<String>) -> ClientBuilder {
-        ClientBuilder::new(address)
-    }
-
     pub(crate) fn new(gateway: Gateway, address: String) -> Client {
         Client { gateway, address }
     }

@@ -8,11 +8,10 @@ use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 use tonic::metadata::{Ascii, MetadataValue};
-use tonic::service::Interceptor;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
-use tonic::{Request, Status};
 
-use crate::client::{Client, USER_HEADER};
+use crate::client::Client;
+use crate::credentials::Credentials;
 use crate::error::{ClientError, source_text};
 
 /// Largest message the client accepts: a prompt with many outputs, or a downloaded file.
@@ -21,9 +20,6 @@ const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// How long opening the connection may take, and then its TLS handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Metadata key of the bearer token.
-const AUTHORIZATION_HEADER: &str = "authorization";
 
 /// How to connect to the gateway, from [`Client::builder`]:
 ///
@@ -210,27 +206,6 @@ impl Prepared {
     }
 }
 
-/// What every call carries to say who calls.
-#[derive(Clone, Default)]
-pub(crate) struct Credentials {
-    user: Option<MetadataValue<Ascii>>,
-    bearer: Option<MetadataValue<Ascii>>,
-}
-
-impl Interceptor for Credentials {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        if let Some(user) = &self.user {
-            request.metadata_mut().insert(USER_HEADER, user.clone());
-        }
-        if let Some(bearer) = &self.bearer {
-            request
-                .metadata_mut()
-                .insert(AUTHORIZATION_HEADER, bearer.clone());
-        }
-        Ok(request)
-    }
-}
-
 /// `Bearer <token>` as a header value marked sensitive. The error never contains the token.
 fn bearer(token: &str) -> Result<MetadataValue<Ascii>, ClientError> {
     if token.is_empty() {
@@ -291,6 +266,22 @@ fn is_tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
         cause = error.source();
     }
     false
+}
+
+impl Client {
+    /// Connects at once as `user` (sent as `x-user-id`, which only a gateway in dev mode
+    /// believes), so an unreachable gateway is reported here ([`ClientError::Unreachable`])
+    /// rather than on the first call. To log in with a token, or to trust a private CA, use
+    /// [`Client::builder`].
+    pub async fn connect(address: &str, user: &str) -> Result<Client, ClientError> {
+        Client::builder(address).user(user).connect().await
+    }
+
+    /// How to connect: `.token(…)` to log in, `.ca_cert(…)` for a private CA, then
+    /// `.connect().await`.
+    pub fn builder(address: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(address)
+    }
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@
 mod client;
 pub mod compare;
 mod connect;
+mod credentials;
 mod deletion;
 mod error;
 mod events;
@@ -54,8 +55,9 @@ pub mod cli;
 
 pub use agentic_proto::v1;
 pub use agentic_proto::v1::{Budget, BusyPolicy};
-pub use client::{Client, NewConversation, NewPrompt, USER_HEADER};
+pub use client::{Client, NewConversation, NewPrompt};
 pub use connect::ClientBuilder;
+pub use credentials::USER_HEADER;
 pub use deletion::ExportItems;
 pub use error::ClientError;
 pub use events::EventStream;

@@ -156,7 +156,7 @@ async fn store_file(
     let meta = store
         .insert(new)
         .await
-        .map_err(crate::plugins::store_failure)?;
+        .map_err(crate::plugin::store_failure)?;
     Ok(ToolFile::from(&meta))
 }
 

@@ -61,7 +61,11 @@ impl ArtifactPlugin {
             mime_type,
             body,
         };
-        let meta = self.store.insert(new).await.map_err(super::store_failure)?;
+        let meta = self
+            .store
+            .insert(new)
+            .await
+            .map_err(crate::plugin::store_failure)?;
         // A named artifact is something the user would call a file, so it is shown as one.
         let files = if meta.filename.is_empty() {
             Vec::new()

@@ -212,7 +212,11 @@ impl DemoPlugin {
             mime_type: "text/markdown; charset=utf-8".into(),
             body: ArtifactBody::Bytes(text.into_bytes()),
         };
-        let meta = self.store.insert(new).await.map_err(super::store_failure)?;
+        let meta = self
+            .store
+            .insert(new)
+            .await
+            .map_err(crate::plugin::store_failure)?;
         Ok(ToolOutcome {
             files: vec![ToolFile::from(&meta)],
             ..ToolOutcome::output(json!({"id": meta.id, "filename": meta.filename}))

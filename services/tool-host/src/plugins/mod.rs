@@ -17,7 +17,7 @@ pub use skill::SkillPlugin;
 pub use trigger::TriggerPlugin;
 
 use crate::error::Error;
-use crate::plugin::{Plugin, ToolFailure};
+use crate::plugin::Plugin;
 use crate::store::Store;
 
 /// Every plugin name `--plugins` accepts.
@@ -86,20 +86,6 @@ pub struct Services {
     pub code_runner: InternalChannel,
     /// The gateway (the trigger plugin manages the caller's triggers there).
     pub gateway: InternalChannel,
-}
-
-/// A store that failed, as the model sees it: a storage limit says which, so the model can
-/// store less; any other failure is logged with a reference the message names.
-pub(crate) fn store_failure(error: Error) -> ToolFailure {
-    match error {
-        Error::ArtifactTooLarge { .. } | Error::QuotaExceeded { .. } => {
-            ToolFailure::new(error.to_string())
-        }
-        _ => ToolFailure::withheld(
-            "the artifact store failed; try again later",
-            &agentic_telemetry::errors::error_chain(&error),
-        ),
-    }
 }
 
 #[cfg(test)]

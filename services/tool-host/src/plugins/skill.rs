@@ -57,7 +57,7 @@ impl SkillPlugin {
                 "the skill's input schema does not compile: {error}"
             ))
         })?;
-        crate::registry::validate(tool_id, &validator, input)?;
+        crate::plugin::validate(tool_id, &validator, input)?;
         Ok(skill)
     }
 
