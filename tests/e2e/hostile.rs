@@ -957,17 +957,17 @@ fn sandbox_cases() -> Vec<SandboxCase> {
         sandbox(
             "infinite loop",
             "while (true) {}",
-            Feedback(&["Execution timed out after 4000ms"]),
+            Feedback(&["Execution timed out after 6000ms"]),
         ),
         sandbox(
             "swallowing the timeout",
             "for (;;) { try { while (true) {} } catch (e) { log('caught', e) } }",
-            Feedback(&["Execution timed out after 4000ms"]),
+            Feedback(&["Execution timed out after 6000ms"]),
         ),
         sandbox(
             "swallowing a tool call's timeout",
             "try { demoSleep({ms: 60000}) } catch (e) { }\nwhile (true) { try { demoEcho({}) } catch (e) { } }",
-            Feedback(&["Execution timed out after 4000ms"]),
+            Feedback(&["Execution timed out after 6000ms"]),
         ),
         sandbox(
             "memory bomb",
@@ -992,7 +992,7 @@ fn sandbox_cases() -> Vec<SandboxCase> {
         sandbox(
             "catastrophic regex",
             "/^(a+)+$/.test('a'.repeat(40) + 'b')",
-            Feedback(&["Execution timed out after 4000ms"]),
+            Feedback(&["Execution timed out after 6000ms"]),
         ),
         sandbox(
             "100 MB output()",
@@ -1160,7 +1160,9 @@ async fn hostile_code_ends_with_the_exact_error_the_model_sees_and_the_executor_
         "complete({response: 'quick answer'})",
     ));
     let options = StackOptions {
-        code_run_timeout_ms: 4_000,
+        // Room for 200 sequential tool calls beside 31 runaway cases on a loaded machine
+        // (`make test` runs 4 tests at once on 2 cores).
+        code_run_timeout_ms: 6_000,
         ..StackOptions::default()
     };
     let stack = Stack::start_with(rules, options).await.unwrap();
