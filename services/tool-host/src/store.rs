@@ -379,9 +379,8 @@ impl Store {
     ) -> Result<Vec<ArtifactMeta>, Error> {
         let (created_at, id) = after.cloned().unwrap_or((i64::MIN, String::new()));
         let sql = format!(
-            "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 \
-             AND (created_at > $2 OR (created_at = $2 AND id > $3)) \
-             ORDER BY created_at, id LIMIT $4"
+            "SELECT {METADATA_COLUMNS} FROM artifacts WHERE user_id = $1 AND created_at >= $2 \
+             AND (created_at > $2 OR id > $3) ORDER BY created_at, id LIMIT $4"
         );
         let args = [
             user_id.into(),

@@ -1,9 +1,10 @@
 //! Each user's stored bytes (`user_storage`, migration 0013), for their byte budget: counted
 //! in the background, a batch of rows at a time, off the path of every prompt. A row marked
 //! `bytes_stale` (new, or changed since it was counted) is measured again, and the change
-//! goes to its owner's counter in the same transaction; a prompt only once it has ended
-//! (until then its run's own limits bound it). Deleting rows takes what the counter holds of
-//! them off it in the deleting transaction (`subtract_stored`).
+//! goes to its owner's counter in the same transaction; a prompt not ended yet by its input
+//! and state (what a queued or waiting one holds), and whole once it has ended. Deleting rows takes what the counter holds of
+//! them (their `stored_bytes`, read by the `DELETE … RETURNING` itself) off it in the deleting
+//! transaction. Both take the row first and the counter after, so they never deadlock.
 
 use super::*;
 
@@ -48,44 +49,40 @@ pub(super) async fn add_stored(
     Ok(())
 }
 
-/// Takes what the counter holds of the rows of `table` that `filter` (over `args`) selects
-/// off their owners' stored bytes: call it before deleting them, in the same transaction.
-pub(super) async fn subtract_stored(
-    conn: &mut Conn<'_>,
-    table: &str,
-    filter: &str,
-    args: &[Arg<'_>],
-) -> Result<(), GatewayError> {
-    let sql = format!(
-        "SELECT user_id, CAST(COALESCE(SUM(stored_bytes), 0) AS BIGINT) FROM {table} \
-         WHERE {filter} GROUP BY user_id"
-    );
-    let owners: Vec<(String, i64)> = conn.all(&sql, args).await?;
-    for (user_id, bytes) in owners {
-        add_stored(conn, &user_id, bytes.saturating_neg()).await?;
-    }
-    Ok(())
-}
-
 impl Store {
-    /// Measures one batch of stale prompts (ended ones) and one of stale conversations, and
-    /// moves their owners' counters by the change: how many rows it measured (fewer than
-    /// two batches: nothing else is stale now).
+    /// Measures one batch each of new prompts, of prompts that ended since they were counted
+    /// and of changed conversations, and moves their owners' counters by the change: how many
+    /// rows it measured (0: nothing is stale now).
     pub async fn account_stored_bytes(&self) -> Result<u64, GatewayError> {
-        let prompts = format!(
-            "SELECT id, user_id, stored_bytes FROM prompts WHERE bytes_stale = 1 \
-             AND state IN ({}, {}, {}) LIMIT $1",
+        let ended = format!(
+            "{}, {}, {}",
             PromptState::Completed as i32,
             PromptState::Failed as i32,
             PromptState::Cancelled as i32,
         );
-        let conversations =
-            "SELECT id, user_id, stored_bytes FROM conversations WHERE bytes_stale = 1 LIMIT $1";
-        let measured = self.measure("prompts", &prompts, PROMPT_BYTES).await?
-            + self
-                .measure("conversations", conversations, CONVERSATION_BYTES)
-                .await?;
-        Ok(measured)
+        // A prompt not ended yet counts its input and state (what a queued or waiting one
+        // holds), and is counted whole again once it has ended (`bytes_stale` 2 till then).
+        let prompts = format!(
+            "UPDATE prompts SET \
+             stored_bytes = CASE WHEN state IN ({ended}) THEN {PROMPT_BYTES} \
+             ELSE octet_length(input) + octet_length(state_data) END, \
+             bytes_stale = CASE WHEN state IN ({ended}) THEN 0 ELSE 2 END \
+             WHERE id = $1 AND bytes_stale > 0 AND stored_bytes = $2 RETURNING stored_bytes"
+        );
+        let new_prompts = "SELECT id, user_id, stored_bytes FROM prompts WHERE bytes_stale = 1 ORDER BY id LIMIT $1";
+        let ended_prompts = format!(
+            "SELECT id, user_id, stored_bytes FROM prompts WHERE bytes_stale = 2 \
+             AND state IN ({ended}) ORDER BY id LIMIT $1"
+        );
+        let conversations = format!(
+            "UPDATE conversations SET stored_bytes = {CONVERSATION_BYTES}, bytes_stale = 0 \
+             WHERE id = $1 AND bytes_stale = 1 AND stored_bytes = $2 RETURNING stored_bytes"
+        );
+        let stale_conversations = "SELECT id, user_id, stored_bytes FROM conversations \
+             WHERE bytes_stale = 1 ORDER BY id LIMIT $1";
+        Ok(self.measure(new_prompts, &prompts).await?
+            + self.measure(&ended_prompts, &prompts).await?
+            + self.measure(stale_conversations, &conversations).await?)
     }
 
     /// `user_id`'s stored bytes as last counted.
@@ -100,18 +97,24 @@ impl Store {
         Ok(u64::try_from(bytes.unwrap_or_default()).unwrap_or_default())
     }
 
-    /// Forgets `user_id`'s counter (once nothing of theirs is left).
+    /// Forgets `user_id`'s counter once nothing of theirs is left (a prompt or conversation
+    /// made meanwhile keeps it).
     pub async fn forget_stored_bytes_of(&self, user_id: &UserId) -> Result<(), GatewayError> {
         self.db
             .write(
-                "DELETE FROM user_storage WHERE user_id = $1",
+                "DELETE FROM user_storage WHERE user_id = $1 \
+                 AND NOT EXISTS (SELECT 1 FROM prompts WHERE user_id = $1) \
+                 AND NOT EXISTS (SELECT 1 FROM conversations WHERE user_id = $1)",
                 &[user_id.into()],
             )
             .await?;
         Ok(())
     }
 
-    async fn measure(&self, table: &str, stale: &str, bytes: &str) -> Result<u64, GatewayError> {
+    /// Measures the rows `stale` selects (id, owner, what the counter holds of it) by `update`
+    /// (over the id and that amount; a row is counted only if no one counted or changed it
+    /// since it was read), in id order, so two replicas lock rows in the same order.
+    async fn measure(&self, stale: &str, update: &str) -> Result<u64, GatewayError> {
         // Looked for without the writer (SQLite has one): most looks find nothing.
         let rows: Vec<(String, String, i64)> = self.db.read_all(stale, &[BATCH.into()]).await?;
         if rows.is_empty() {
@@ -120,15 +123,10 @@ impl Store {
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
-        // Counted only if no one counted or changed it since it was read.
-        let update = format!(
-            "UPDATE {table} SET stored_bytes = {bytes}, bytes_stale = 0 \
-             WHERE id = $1 AND bytes_stale = 1 AND stored_bytes = $2 RETURNING stored_bytes"
-        );
         let mut deltas: BTreeMap<&str, i64> = BTreeMap::new();
         for (id, user_id, counted) in &rows {
             let now: Option<i64> = conn
-                .scalar(&update, &[id.as_str().into(), (*counted).into()])
+                .scalar(update, &[id.as_str().into(), (*counted).into()])
                 .await?;
             if let Some(now) = now {
                 *deltas.entry(user_id).or_default() += now - counted;

@@ -49,15 +49,18 @@ impl Store {
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
-        let this = "id = $1 AND user_id = $2";
-        let args = [conversation_id.into(), user_id.into()];
-        super::accounting::subtract_stored(&mut conn, "conversations", this, &args).await?;
-        let found = conn
-            .execute(&format!("DELETE FROM conversations WHERE {this}"), &args)
+        // What the counter holds of it comes from the deleted row itself: the version this
+        // transaction deletes, whatever the accounting committed before.
+        let stored: Option<i64> = conn
+            .scalar(
+                "DELETE FROM conversations WHERE id = $1 AND user_id = $2 RETURNING stored_bytes",
+                &[conversation_id.into(), user_id.into()],
+            )
             .await?;
-        if found == 0 {
+        let Some(stored) = stored else {
             return Ok(None);
-        }
+        };
+        super::accounting::add_stored(&mut conn, user_id.as_str(), stored.saturating_neg()).await?;
         // A prompt admitted since its conversation's were cancelled runs on: deleting its
         // rows under it is refused (the transaction rolls back), and the caller tries again.
         let unfinished: Option<i64> = conn
@@ -228,14 +231,26 @@ async fn delete_prompts_where(
     filter: &str,
     args: &[Arg<'_>],
 ) -> Result<u64, GatewayError> {
-    super::accounting::subtract_stored(conn, "prompts", filter, args).await?;
     for table in PROMPT_TABLES {
         let sql = format!(
             "DELETE FROM {table} WHERE prompt_id IN (SELECT id FROM prompts WHERE {filter})"
         );
         conn.execute(&sql, args).await?;
     }
-    Ok(conn
-        .execute(&format!("DELETE FROM prompts WHERE {filter}"), args)
-        .await?)
+    // What the counter holds of each comes from the deleted rows themselves (see
+    // `accounting`): their owners' counters go down by it in this transaction.
+    let deleted: Vec<(String, i64)> = conn
+        .all(
+            &format!("DELETE FROM prompts WHERE {filter} RETURNING user_id, stored_bytes"),
+            args,
+        )
+        .await?;
+    let mut owners: BTreeMap<&str, i64> = BTreeMap::new();
+    for (user_id, stored) in &deleted {
+        *owners.entry(user_id).or_default() += stored;
+    }
+    for (user_id, stored) in owners {
+        super::accounting::add_stored(conn, user_id, stored.saturating_neg()).await?;
+    }
+    Ok(u64::try_from(deleted.len()).unwrap_or(u64::MAX))
 }

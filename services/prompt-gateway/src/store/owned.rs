@@ -38,10 +38,11 @@ impl Store {
         after: Option<&OwnedCursor>,
         limit: u32,
     ) -> Result<(Vec<String>, Option<OwnedCursor>), GatewayError> {
+        // `created_at >= $2` lets the walk start at the cursor on the (user_id, created_at)
+        // index instead of reading the user's rows from the first each page.
         let sql = format!(
-            "SELECT id, created_at FROM {} WHERE user_id = $1 \
-             AND (created_at > $2 OR (created_at = $2 AND id > $3)) \
-             ORDER BY created_at, id LIMIT $4",
+            "SELECT id, created_at FROM {} WHERE user_id = $1 AND created_at >= $2 \
+             AND (created_at > $2 OR id > $3) ORDER BY created_at, id LIMIT $4",
             owned.table()
         );
         let start = after.cloned().unwrap_or(OwnedCursor {
