@@ -726,3 +726,61 @@ async fn a_request_is_authenticated_before_its_body_is_read_and_the_internal_tok
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_replayed_event_stream_ends_once_at_its_end_not_at_a_waiting_the_prompt_went_past() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "Launched."),
+    ])
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let prompt = alice
+        .create_prompt(agentic_client::NewPrompt::new("launch it"))
+        .await
+        .unwrap();
+    // Live, the stream ends at the wait, with its `end`.
+    let url = format!(
+        "{}/v1/prompts/{}/events",
+        stack.gateway_http_url(),
+        prompt.id
+    );
+    let http = reqwest::Client::new();
+    let live = as_user(http.get(&url), "alice")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        live.trim_end()
+            .ends_with("event: end\ndata: {\"reason\":\"waiting\"}"),
+        "{live}"
+    );
+    let paused = until_waiting(&alice, &prompt.id).await;
+    let call_id = crate::approvals::requested_call(&paused);
+    alice.approve_tool_call(&prompt.id, &call_id).await.unwrap();
+    collect(&alice, &prompt.id, paused.last().unwrap().sequence).await;
+
+    // From the start, the whole log: past the wait, one `end`, the last thing.
+    let replay = as_user(http.get(&url), "alice")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(replay.matches("event: end").count(), 1, "{replay}");
+    assert!(replay.contains("\"waiting\""), "{replay}");
+    assert!(
+        replay
+            .trim_end()
+            .ends_with("event: end\ndata: {\"reason\":\"completed\"}"),
+        "{replay}"
+    );
+}

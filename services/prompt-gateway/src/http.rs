@@ -725,44 +725,46 @@ async fn prompt_events(
     };
     // Each event as JSON, or the error body that ends the stream: a client must not resume
     // past an event it never received. A stream lasts at most its lifetime: the client then
-    // resumes after the last event it saw.
+    // resumes after the last event it saw. When the prompt's stream ends by itself (the
+    // prompt ended, or waits for a person), an `end` event (`{"reason"}`) follows, which a
+    // client closes on: `EventSource` would otherwise reconnect to a stream with nothing
+    // more. A waiting event in the middle of a replay (the prompt went on) is no end.
+    let ended = futures::stream::once(std::future::ready(None));
     let events = stream
+        .map(Some)
+        .chain(ended)
         .take_until(tokio::time::sleep(api.stream_lifetime))
-        .map(|event| match event {
-            Ok(event) => canonical::compact(&event)
-                .map(|json| (event.sequence, json, ends_stream(&event)))
-                .map_err(|problem| {
-                    tracing::error!(%problem, "an event could not be written as JSON");
-                    error_body("INTERNAL", "an event could not be written as JSON")
-                }),
-            Err(status) => Err(error_body(code_name(status.code()), status.message())),
-        })
-        .scan(false, |failed, item| {
+        .scan((false, None), |(failed, last), item| {
             if *failed {
                 return std::future::ready(None);
             }
-            *failed = item.is_err();
-            std::future::ready(Some(item))
-        })
-        .flat_map(|item| {
-            let events = match item {
-                // After the event that ends the stream, an `end` event that a client closes
-                // on: `EventSource` would otherwise reconnect to a stream with nothing more.
-                Ok((sequence, json, end)) => {
-                    let event = Event::default().id(sequence.to_string()).data(json);
-                    let end = end.map(|reason| {
-                        Event::default()
-                            .event("end")
-                            .data(json!({"reason": reason}).to_string())
-                    });
-                    [Some(event), end]
+            let event = match item {
+                Some(Ok(event)) => match canonical::compact(&event) {
+                    Ok(json) => {
+                        *last = ends_stream(&event);
+                        Event::default().id(event.sequence.to_string()).data(json)
+                    }
+                    Err(problem) => {
+                        tracing::error!(%problem, "an event could not be written as JSON");
+                        *failed = true;
+                        let body = error_body("INTERNAL", "an event could not be written as JSON");
+                        Event::default().event("error").data(body.to_string())
+                    }
+                },
+                Some(Err(status)) => {
+                    *failed = true;
+                    let body = error_body(code_name(status.code()), status.message());
+                    Event::default().event("error").data(body.to_string())
                 }
-                Err(body) => [
-                    Some(Event::default().event("error").data(body.to_string())),
-                    None,
-                ],
+                None => {
+                    *failed = true;
+                    let reason = last.unwrap_or("ended");
+                    Event::default()
+                        .event("end")
+                        .data(json!({"reason": reason}).to_string())
+                }
             };
-            futures::stream::iter(events.into_iter().flatten().map(Ok::<_, Infallible>))
+            std::future::ready(Some(Ok::<_, Infallible>(event)))
         });
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
