@@ -178,6 +178,10 @@ async fn an_export_holds_everything_a_user_keeps_and_deleting_it_all_leaves_no_r
         exported.ids("recording").len() >= 2,
         "her own and the imported one"
     );
+    assert!(
+        exported.ids("recording").contains(&ids[3]),
+        "the imported recording, by the id it got"
+    );
     for prompt in exported.ids("prompt") {
         let sequences = &exported.events[&prompt];
         let whole: Vec<u64> = (1..=sequences.len() as u64).collect();

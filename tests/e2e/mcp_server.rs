@@ -48,8 +48,14 @@ type McpClient = RunningService<RoleClient, ProgressRecorder>;
 
 /// Starts `agentic --server <url> --user alice mcp` and initializes an MCP session with it.
 async fn start_server(url: &str, recorder: ProgressRecorder) -> McpClient {
+    start_server_with(url, recorder, &[]).await
+}
+
+/// `agentic mcp` with `flags` (e.g. `--allow-approvals`).
+async fn start_server_with(url: &str, recorder: ProgressRecorder, flags: &[&str]) -> McpClient {
     let mut command = tokio::process::Command::new(agentic_binary());
     command.args(["--server", url, "--user", "alice", "mcp"]);
+    command.args(flags);
     // Its one line for a person would only clutter the test's output.
     let (transport, _) = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
@@ -113,9 +119,9 @@ async fn without_a_gateway_the_server_starts_lists_its_tools_and_answers_calls_w
             "run_prompt",
             "list_conversations",
             "get_file",
-            "approve_tool_call",
             "reject_tool_call"
-        ]
+        ],
+        "approvals are the person's: approve_tool_call only with --allow-approvals"
     );
     let required: HashMap<&str, Value> = tools
         .iter()
@@ -321,12 +327,17 @@ async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_
 
     let paused = call_tool(&client, "run_prompt", json!({"input": "launch once more"})).await;
     let (prompt_id, call_id) = waiting_call(&paused);
-    let approved = call_tool(
-        &client,
-        "approve_tool_call",
-        json!({"prompt_id": prompt_id, "call_id": call_id}),
-    )
-    .await;
+    let decision = json!({"prompt_id": prompt_id, "call_id": call_id});
+    // Without --allow-approvals the MCP client cannot approve: the person does.
+    let refused = call_tool(&client, "approve_tool_call", decision.clone()).await;
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    assert!(
+        texts(&refused)[0].contains("--allow-approvals"),
+        "{refused:?}"
+    );
+    client.cancel().await.unwrap();
+    let client = start_server_with(&url, ProgressRecorder::default(), &["--allow-approvals"]).await;
+    let approved = call_tool(&client, "approve_tool_call", decision).await;
     assert_eq!(structured(&approved)["state"], "completed", "{approved:?}");
     assert_eq!(texts(&approved)[0], "Launched.");
     // Another user's prompt is not found, and nothing is decided.

@@ -5,7 +5,8 @@
 //!
 //! It is streamed and bounded: a task reads a page at a time and fills a channel of `AHEAD`
 //! items, so an export holds a page of ids, one prompt and a few items in memory however much
-//! the user keeps, and goes as fast as its client reads. One export per user runs at a time.
+//! the user keeps, and goes as fast as its client reads. One export per user runs at a time
+//! on each gateway replica.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -33,40 +34,53 @@ const AHEAD: usize = 4;
 
 pub type ExportStream = ReceiverStream<Result<ExportItem, Status>>;
 
-/// The users whose export is running (one each).
-#[derive(Clone, Default)]
-pub struct Exports {
+/// The users for whom one kind of work (an export, a deletion of everything) runs on this
+/// replica: one each at a time.
+#[derive(Clone)]
+pub struct OneAtATime {
     running: Arc<Mutex<HashSet<String>>>,
+    /// What runs, for the refusal: "an export of yours".
+    what: &'static str,
 }
 
-/// A running export of one user; dropping it lets them start another.
-struct Running {
-    exports: Exports,
+pub type Exports = OneAtATime;
+
+/// The work of one user; dropping it lets them start another.
+pub struct Running {
+    registry: OneAtATime,
     user: String,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Ok(mut running) = self.exports.running.lock() {
+        if let Ok(mut running) = self.registry.running.lock() {
             running.remove(&self.user);
         }
     }
 }
 
-impl Exports {
-    fn start(&self, user_id: &UserId) -> Result<Running, GatewayError> {
+impl OneAtATime {
+    pub fn new(what: &'static str) -> OneAtATime {
+        OneAtATime {
+            running: Arc::default(),
+            what,
+        }
+    }
+
+    /// RESOURCE_EXHAUSTED while the same work of `user_id` runs.
+    pub fn start(&self, user_id: &UserId) -> Result<Running, GatewayError> {
         let mut running = self
             .running
             .lock()
-            .map_err(|_| GatewayError::Internal("the export registry is poisoned".into()))?;
+            .map_err(|_| GatewayError::Internal("a registry of running work is poisoned".into()))?;
         if !running.insert(user_id.to_string()) {
-            return Err(GatewayError::ResourceExhausted(
-                "an export of yours is running, and one user runs one at a time: finish or cancel it first"
-                    .into(),
-            ));
+            return Err(GatewayError::ResourceExhausted(format!(
+                "{} is running, and one user runs one at a time: wait for it to end (or cancel it) first",
+                self.what
+            )));
         }
         Ok(Running {
-            exports: self.clone(),
+            registry: self.clone(),
             user: user_id.to_string(),
         })
     }

@@ -38,6 +38,8 @@ pub struct GatewayService {
     pub streams: agentic_fair::FairPool,
     /// Running exports (one per user).
     pub exports: crate::export::Exports,
+    /// Running deletions of all of a user's data (one per user).
+    pub deletions: crate::export::OneAtATime,
 }
 
 type GrpcResult<T> = Result<Response<T>, Status>;
@@ -413,12 +415,18 @@ impl PromptGateway for GatewayService {
                 "set confirm to true: deleting all of your data cannot be undone".into(),
             )));
         }
-        Ok(Response::new(
-            self.prompts
-                .delete_all(&user_id, &self.tool_host)
-                .await
-                .map_err(to_status)?,
-        ))
+        let running = self.deletions.start(&user_id).map_err(to_status)?;
+        // In a task of its own: a caller that hangs up does not stop it halfway.
+        let prompts = self.prompts.clone();
+        let tool_host = self.tool_host.clone();
+        let deleted = tokio::spawn(async move {
+            let deleted = prompts.delete_all(&user_id, &tool_host).await;
+            drop(running);
+            deleted
+        })
+        .await
+        .map_err(|error| to_status(GatewayError::Internal(error.to_string())))?;
+        Ok(Response::new(deleted.map_err(to_status)?))
     }
 
     async fn delete_recording(

@@ -411,7 +411,8 @@ pub async fn run_with_clock(
         )),
         skills: skills::Skills::new(tool_host.clone()),
         tool_host,
-        exports: export::Exports::default(),
+        exports: export::OneAtATime::new("an export of yours"),
+        deletions: export::OneAtATime::new("a deletion of all your data"),
     });
     let retention = tokio::spawn(retention::retire(
         service.prompts.clone(),

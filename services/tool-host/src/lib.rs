@@ -177,13 +177,14 @@ fn stdio_servers_as_root(config: &Config, servers: &[mcp::ServerConfig]) -> anyh
 }
 
 /// The MCP servers `--mcp-config` names (none without it). Their names may not be a built-in
-/// plugin's, nor `code` (the code mode's own `code.execute`).
+/// plugin's, nor `code` (the code mode's own `code.execute`) or `hosted` (hosted mode's
+/// notes): the modes' own steps, which are no tool calls for a budget.
 fn mcp_servers(config: &Config) -> anyhow::Result<Vec<mcp::ServerConfig>> {
     let Some(path) = &config.mcp_config else {
         return Ok(Vec::new());
     };
     let mut reserved = plugins::KNOWN_PLUGINS.to_vec();
-    reserved.push("code");
+    reserved.extend(["code", "hosted"]);
     Ok(mcp::config::load(path, &reserved)?)
 }
 

@@ -72,8 +72,9 @@ async fn count(db: &Db, sql: &str, user: &str) -> anyhow::Result<i64> {
 
 /// Rows that still name `user` or any of `ids` (their conversations, prompts, artifacts, …)
 /// in any column of any table of either database, by `database.table`: what "nothing of
-/// that user is left" means. Every table is read from the database's own catalog, so a table
-/// added later is searched too; only tables with a matching row are listed.
+/// that user is left" means. A column names one when its whole value (as text) is it; what a
+/// payload holds inside is not read. Every table is read from the database's own catalog, so
+/// a table added later is searched too; only tables with a matching row are listed.
 pub async fn rows_naming(
     gateway_url: &str,
     tool_host_url: &str,

@@ -22,7 +22,13 @@ pub async fn run(
     let mut file = match out {
         Some(path) => {
             let part = part_of(path);
-            let file = std::fs::File::create(&part)
+            // All of the user's data: readable by its owner only.
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let file = options
+                .open(&part)
                 .with_context(|| format!("cannot write {}", part.display()))?;
             Some((std::io::BufWriter::new(file), part))
         }
@@ -39,9 +45,15 @@ pub async fn run(
             }
         };
         let line = crate::json::compact(&item)?;
-        match &mut file {
-            Some((writer, _)) => writeln!(writer, "{line}")?,
-            None => writeln!(console.out, "{line}")?,
+        let written = match &mut file {
+            Some((writer, _)) => writeln!(writer, "{line}"),
+            None => writeln!(console.out, "{line}"),
+        };
+        // A reader that went away (`agentic export | head`) cut the export short: a failure
+        // here, unlike for a listing.
+        if let Err(error) = written {
+            writeln!(console.err, "error: the export was cut short: {error}")?;
+            return Ok(FAILURE);
         }
         if let Some(Item::End(counts)) = item.item {
             end = Some(counts);
@@ -51,7 +63,10 @@ pub async fn run(
         writeln!(console.err, "error: the export ended before its end line")?;
         return Ok(FAILURE);
     };
-    console.out.flush()?;
+    if let Err(error) = console.out.flush() {
+        writeln!(console.err, "error: the export was cut short: {error}")?;
+        return Ok(FAILURE);
+    }
     if let (Some((writer, part)), Some(path)) = (file, out) {
         let file = writer.into_inner().map_err(|error| error.into_error())?;
         file.sync_all()?;

@@ -218,9 +218,14 @@ enum Command {
     },
     /// Serve MCP on stdin and stdout, for an MCP client (Claude Desktop, Cursor, …).
     ///
-    /// The client runs prompts as you with the tools run_prompt, list_conversations and
-    /// get_file. Nothing but MCP goes to stdout; logs go to stderr.
-    Mcp,
+    /// The client runs prompts as you with the tools run_prompt, list_conversations,
+    /// get_file and reject_tool_call. Nothing but MCP goes to stdout; logs go to stderr.
+    Mcp {
+        /// Also offer approve_tool_call. An MCP host may call tools without asking you, so
+        /// its model could approve its own calls: allow it only for a host that asks.
+        #[arg(long, env = "AGENTIC_MCP_ALLOW_APPROVALS")]
+        allow_approvals: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -504,7 +509,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
     // An MCP server lives as long as the MCP client that started it, longer than any one
     // call: it starts while the gateway is down and says so in each call's result instead.
     let client = match cli.command {
-        Command::Mcp => builder.connect_lazy()?,
+        Command::Mcp { .. } => builder.connect_lazy()?,
         _ => builder.connect().await?,
     };
     let json = cli.json;
@@ -607,7 +612,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             live_model,
         } => recordings::replay(&client, console, &prompt, live_tools, live_model).await,
         Command::Recordings { command } => recordings::run(&client, console, command).await,
-        Command::Mcp => mcp::serve(client, console).await,
+        Command::Mcp { allow_approvals } => mcp::serve(client, console, allow_approvals).await,
     }
 }
 

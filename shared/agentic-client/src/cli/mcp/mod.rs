@@ -26,14 +26,21 @@ use super::printable::name;
 use crate::{Client, ClientError};
 
 /// Serves MCP on stdin and stdout until the client closes stdin.
-pub async fn serve(client: Client, console: &mut Console<'_>) -> anyhow::Result<u8> {
+pub async fn serve(
+    client: Client,
+    console: &mut Console<'_>,
+    allow_approvals: bool,
+) -> anyhow::Result<u8> {
     writeln!(
         console.err,
         "agentic mcp: serving MCP on stdin and stdout for the gateway at {}",
         name(client.address())
     )?;
     console.err.flush()?;
-    let server = Server { client };
+    let server = Server {
+        client,
+        allow_approvals,
+    };
     let running = server
         .serve(rmcp::transport::stdio_pipes())
         .await
@@ -48,6 +55,9 @@ pub async fn serve(client: Client, console: &mut Console<'_>) -> anyhow::Result<
 /// The server of one MCP session: every call goes to the gateway through `client`.
 struct Server {
     client: Client,
+    /// Whether `approve_tool_call` is offered: an MCP host may call tools without asking
+    /// its person, and an approval is theirs to give, so only when they say so.
+    allow_approvals: bool,
 }
 
 impl ServerHandler for Server {
@@ -71,7 +81,9 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all()))
+        Ok(ListToolsResult::with_all_items(tools::all(
+            self.allow_approvals,
+        )))
     }
 
     async fn call_tool(
@@ -93,6 +105,11 @@ impl ServerHandler for Server {
                 Ok(arguments) => files::get(&self.client, arguments).await,
                 Err(invalid) => invalid,
             },
+            tools::APPROVE if !self.allow_approvals => error_result(
+                "approve_tool_call is off: an approval is the person's to give; they can turn \
+                 it on with `agentic mcp --allow-approvals`, or approve with the command \
+                 run_prompt gave",
+            ),
             tools::APPROVE => match arguments(tool, request.arguments) {
                 Ok(arguments) => decide::decide(&self.client, arguments, true).await,
                 Err(invalid) => invalid,

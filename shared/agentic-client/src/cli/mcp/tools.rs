@@ -20,14 +20,14 @@ pub const MAX_CONVERSATIONS: u32 = 500;
 /// How many conversations `list_conversations` lists without a `limit`.
 pub const DEFAULT_CONVERSATIONS: u32 = 20;
 
-pub fn all() -> Vec<Tool> {
-    vec![
-        run_prompt(),
-        list_conversations(),
-        get_file(),
-        decide(true),
-        decide(false),
-    ]
+/// The tools; `approve_tool_call` only when approvals are allowed.
+pub fn all(allow_approvals: bool) -> Vec<Tool> {
+    let mut tools = vec![run_prompt(), list_conversations(), get_file()];
+    if allow_approvals {
+        tools.push(decide(true));
+    }
+    tools.push(decide(false));
+    tools
 }
 
 /// `run_prompt`'s structured result (approving or rejecting answers the same).
