@@ -130,18 +130,25 @@ async fn a_user_past_their_conversation_and_prompt_quotas_is_refused_with_the_nu
 }
 
 /// Polls alice's usage until its `total` is what her conversations and prompts were counted
-/// at (the accounting runs every 50 ms here) and at least `least`: that total.
+/// at (the accounting runs every 50 ms here), at least `least`, and the same on two looks
+/// 200 ms apart (a prompt is counted by its input first, whole once it ended): that total.
 async fn counted_at_least(client: &agentic_client::Client, least: u64) -> u64 {
+    let mut seen = None;
     for _ in 0..200 {
         let usage = client.storage_usage().await.unwrap();
         let total = stored(&usage, "total").bytes;
         let parts = stored(&usage, "conversations").bytes + stored(&usage, "prompts").bytes;
         if total == parts && total >= least {
-            return total;
+            if seen == Some(total) {
+                return total;
+            }
+            seen = Some(total);
+        } else {
+            seen = None;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    panic!("the accounting never counted {least} bytes");
+    panic!("the accounting never settled at {least} bytes or more");
 }
 
 #[tokio::test]
