@@ -885,9 +885,28 @@ async fn a_hostile_mcp_server_is_held_to_every_bound_and_the_others_keep_serving
     let events = collect(&client, &prompt.id, 0).await;
     assert_eq!(kind(events.last().unwrap()), "completed");
     let progress = progress_updates(&events);
+    // The tool-host passes one progress message per 500 ms of a call: 5000 sent at once
+    // pass as a handful, however long a loaded machine takes to read them.
+    let done = client.get_prompt(&prompt.id).await.unwrap();
+    let flood_ms = done
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool))
+                if tool.function == "hostile.flood" =>
+            {
+                let millis = |at: &prost_types::Timestamp| {
+                    at.seconds * 1000 + i64::from(at.nanos) / 1_000_000
+                };
+                Some(millis(tool.end.as_ref()?) - millis(tool.start.as_ref()?))
+            }
+            _ => None,
+        })
+        .expect("the flood call has its start and end");
+    let allowed = 2 + usize::try_from(flood_ms / 500).unwrap_or_default();
     assert!(
-        !progress.is_empty() && progress.len() <= 5,
-        "5000 progress notifications at once pass as a handful: {}",
+        !progress.is_empty() && progress.len() <= allowed,
+        "5000 progress notifications at once pass as a handful: {} in {flood_ms} ms",
         progress.len()
     );
     assert!(
@@ -896,7 +915,6 @@ async fn a_hostile_mcp_server_is_held_to_every_bound_and_the_others_keep_serving
             .all(|(_, _, message)| message.chars().count() <= 500 + 1)
     );
 
-    let done = client.get_prompt(&prompt.id).await.unwrap();
     let results = tool_results(&done);
     assert_eq!(result_of(&results, "hostile.flood"), &Ok(json!("flooded")));
     match result_of(&results, "hostile.huge-text") {
