@@ -202,9 +202,49 @@ fn progress_summary(progress: &agentic_proto::v1::ToolProgress) -> String {
 
 #[cfg(test)]
 mod tests {
-    use agentic_proto::v1::ToolProgress;
+    use agentic_proto::v1::{
+        OutputAdded, PromptEvent, PromptOutput, ToolError, ToolOutput, ToolProgress, ToolResult,
+        prompt_event, prompt_output, tool_result,
+    };
 
-    use super::progress_summary;
+    use super::{Console, Renderer, progress_summary};
+
+    #[test]
+    fn a_tool_error_keeps_its_lines_under_its_call() {
+        let failed = ToolOutput {
+            id: "c1".into(),
+            function: "demo.report".into(),
+            result: Some(ToolResult {
+                result: Some(tool_result::Result::Error(ToolError {
+                    error: "invalid input:\n/title: required\n/lines: required".into(),
+                })),
+            }),
+            ..ToolOutput::default()
+        };
+        let event = PromptEvent {
+            sequence: 2,
+            kind: Some(prompt_event::Kind::Output(OutputAdded {
+                index: 0,
+                output: Some(PromptOutput {
+                    kind: Some(prompt_output::Kind::Tool(failed)),
+                }),
+            })),
+            ..PromptEvent::default()
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut input: &[u8] = b"";
+        let mut console = Console {
+            input: &mut input,
+            out: &mut out,
+            err: &mut err,
+            interrupts: false,
+        };
+        Renderer::new(false).event(&mut console, &event).unwrap();
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "  ✗ demo.report: invalid input:\n      /title: required\n      /lines: required\n"
+        );
+    }
 
     #[test]
     fn progress_reads_as_amount_of_total_and_message() {
