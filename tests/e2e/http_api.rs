@@ -121,13 +121,7 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
     );
 
     // The stream's last word tells a client (EventSource) to close, not to reconnect.
-    let raw = as_user(http.get(&events_url), "alice")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let raw = event_stream_text(&stack, "alice", &prompt_id).await;
     assert!(
         raw.trim_end()
             .ends_with("event: end\ndata: {\"reason\":\"completed\"}"),
@@ -729,34 +723,14 @@ async fn a_request_is_authenticated_before_its_body_is_read_and_the_internal_tok
 
 #[tokio::test]
 async fn a_replayed_event_stream_ends_once_at_its_end_not_at_a_waiting_the_prompt_went_past() {
-    let stack = Stack::start(vec![
-        calls(
-            Match::NoToolResults,
-            vec![call("demo__dangerous", json!({"action": "launch"}))],
-        ),
-        text(Match::HasToolResults, "Launched."),
-    ])
-    .await
-    .unwrap();
+    let stack = Stack::start(launch_rules()).await.unwrap();
     let alice = stack.client("alice").await.unwrap();
     let prompt = alice
         .create_prompt(agentic_client::NewPrompt::new("launch it"))
         .await
         .unwrap();
     // Live, the stream ends at the wait, with its `end`.
-    let url = format!(
-        "{}/v1/prompts/{}/events",
-        stack.gateway_http_url(),
-        prompt.id
-    );
-    let http = reqwest::Client::new();
-    let live = as_user(http.get(&url), "alice")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let live = event_stream_text(&stack, "alice", &prompt.id).await;
     assert!(
         live.trim_end()
             .ends_with("event: end\ndata: {\"reason\":\"waiting\"}"),
@@ -768,13 +742,7 @@ async fn a_replayed_event_stream_ends_once_at_its_end_not_at_a_waiting_the_promp
     collect(&alice, &prompt.id, paused.last().unwrap().sequence).await;
 
     // From the start, the whole log: past the wait, one `end`, the last thing.
-    let replay = as_user(http.get(&url), "alice")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let replay = event_stream_text(&stack, "alice", &prompt.id).await;
     assert_eq!(replay.matches("event: end").count(), 1, "{replay}");
     assert!(replay.contains("\"waiting\""), "{replay}");
     assert!(

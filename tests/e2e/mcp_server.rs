@@ -274,15 +274,7 @@ async fn get_file_returns_text_as_text_an_image_as_an_image_and_other_bytes_as_a
 
 #[tokio::test]
 async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_approves_it() {
-    let stack = Stack::start(vec![
-        calls(
-            Match::NoToolResults,
-            vec![call("demo__dangerous", json!({"action": "launch"}))],
-        ),
-        text(Match::HasToolResults, "Launched."),
-    ])
-    .await
-    .unwrap();
+    let stack = Stack::start(launch_rules()).await.unwrap();
     let client = start_server(&stack.gateway_url(), ProgressRecorder::default()).await;
 
     let paused = call_tool(&client, "run_prompt", json!({"input": "launch it"})).await;

@@ -7,7 +7,7 @@ use agentic_proto::v1::{
     Prompt, PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result,
 };
 use agentic_testkit::model::{Match, Reply, Rule, ScriptedCall};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Upper bound for anything a test waits for; generous for a loaded 2-core CI machine.
 pub const PATIENCE: Duration = Duration::from_secs(30);
@@ -384,4 +384,36 @@ pub fn first_approval(prompt: &Prompt) -> agentic_proto::v1::ToolApproval {
             _ => None,
         })
         .expect("a call with an approval")
+}
+
+/// The model calls `demo.dangerous` (which waits for approval) until a tool result comes
+/// back, then answers "Launched.".
+pub fn launch_rules() -> Vec<Rule> {
+    vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "Launched."),
+    ]
+}
+
+/// `user`'s HTTP event stream of `prompt_id`, read to its end, as the raw text the gateway
+/// sent.
+pub async fn event_stream_text(
+    stack: &agentic_testkit::Stack,
+    user: &str,
+    prompt_id: &str,
+) -> String {
+    let url = format!("{}/v1/prompts/{prompt_id}/events", stack.gateway_http_url());
+    let response = reqwest::Client::new()
+        .get(url)
+        .header("x-user-id", user)
+        .send()
+        .await
+        .unwrap();
+    tokio::time::timeout(PATIENCE, response.text())
+        .await
+        .expect("the event stream ends")
+        .unwrap()
 }

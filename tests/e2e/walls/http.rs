@@ -273,18 +273,6 @@ async fn an_idle_http_connection_is_closed_while_one_carrying_an_event_stream_st
         .create_prompt(NewPrompt::new("sleep a while"))
         .await
         .unwrap();
-    let events = reqwest::Client::new()
-        .get(format!(
-            "{}/v1/prompts/{}/events",
-            stack.gateway_http_url(),
-            prompt.id
-        ))
-        .header("x-user-id", "alice")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let events = event_stream_text(&stack, "alice", &prompt.id).await;
     assert!(events.contains("\"completed\""), "{events}");
 }

@@ -54,12 +54,7 @@ impl Store {
     /// and of changed conversations, and moves their owners' counters by the change: how many
     /// rows it measured (0: nothing is stale now).
     pub async fn account_stored_bytes(&self) -> Result<u64, GatewayError> {
-        let ended = format!(
-            "{}, {}, {}",
-            PromptState::Completed as i32,
-            PromptState::Failed as i32,
-            PromptState::Cancelled as i32,
-        );
+        let ended = ENDED.map(|state| state.to_string()).join(", ");
         // A prompt not ended yet counts its input and state (what a queued or waiting one
         // holds), and is counted whole again once it has ended (`bytes_stale` 2 till then).
         let prompts = format!(

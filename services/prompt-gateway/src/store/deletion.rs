@@ -127,9 +127,9 @@ impl Store {
             &[
                 prompt_id.into(),
                 user_id.into(),
-                (PromptState::Completed as i32).into(),
-                (PromptState::Failed as i32).into(),
-                (PromptState::Cancelled as i32).into(),
+                ENDED[0].into(),
+                ENDED[1].into(),
+                ENDED[2].into(),
             ],
         )
         .await?;

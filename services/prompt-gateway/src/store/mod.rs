@@ -52,6 +52,12 @@ const PAUSED_RESUMABLE: i32 = 2;
 
 const RUNNING: i32 = PromptState::Running as i32;
 const WAITING: i32 = PromptState::WaitingForApproval as i32;
+/// The states a prompt ends in.
+const ENDED: [i32; 3] = [
+    PromptState::Completed as i32,
+    PromptState::Failed as i32,
+    PromptState::Cancelled as i32,
+];
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
      input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \

@@ -65,9 +65,9 @@ impl Store {
                    AND updated_at < $1 AND state IN ($2, $3, $4) ORDER BY updated_at LIMIT $5";
         let args = [
             before.into(),
-            (PromptState::Completed as i32).into(),
-            (PromptState::Failed as i32).into(),
-            (PromptState::Cancelled as i32).into(),
+            ENDED[0].into(),
+            ENDED[1].into(),
+            ENDED[2].into(),
             i64::from(limit).into(),
         ];
         let rows: Vec<(String, String)> = self.db.read_all(sql, &args).await?;
