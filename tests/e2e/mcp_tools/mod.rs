@@ -3,6 +3,7 @@
 //! results land on the timeline, images become files, failures reach the model, cancelling
 //! and killing behave, and the configured approval policy pauses calls.
 
+mod restart;
 mod servers;
 
 use agentic_client::NewPrompt;

@@ -72,7 +72,8 @@ pub(crate) fn config_file(dir: &Path, servers: Value) -> PathBuf {
 
 /// server-everything serving Streamable HTTP on a free port, stopped on drop.
 pub(crate) struct HttpEverything {
-    child: Child,
+    child: Option<Child>,
+    port: u16,
     pub(crate) url: String,
 }
 
@@ -83,24 +84,44 @@ impl HttpEverything {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new("node")
-            .arg(&installed().everything)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting server-everything over HTTP");
-        let server = HttpEverything {
-            child,
+        let mut server = HttpEverything {
+            child: None,
+            port,
             url: format!("http://127.0.0.1:{port}/mcp"),
         };
+        server.start_again().await;
+        server
+    }
+
+    /// Kills the server (as a crash would: its sessions are gone with it).
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a new server on the same port (killing the one that runs, if any) and waits
+    /// until it listens. It knows none of the old one's sessions.
+    pub(crate) async fn start_again(&mut self) {
+        self.kill();
+        let port = self.port;
+        self.child = Some(
+            Command::new("node")
+                .arg(&installed().everything)
+                .arg("streamableHttp")
+                .env("PORT", port.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting server-everything over HTTP"),
+        );
         for _ in 0..300 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
                 .is_ok()
             {
-                return server;
+                return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -110,7 +131,6 @@ impl HttpEverything {
 
 impl Drop for HttpEverything {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod config;
 mod content;
+mod http_client;
 mod server;
 
 use std::sync::Arc;

@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use agentic_ids::UserId;
 
 use super::config::{ServerConfig, Transport};
+use super::http_client::{Reconnects, SessionAware};
 use crate::plugin::{InFlight, Progress, ProgressSender, ToolSpec};
 
 /// How long connecting (start, `initialize`, the first `tools/list`) may take.
@@ -56,6 +57,12 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 const MAX_PROGRESS: u32 = 100;
 /// Longest progress message passed on.
 const MAX_PROGRESS_MESSAGE_CHARS: usize = 500;
+/// How often a Streamable HTTP server is pinged while idle (a stdio server's end is seen
+/// through its process), and how long a ping may take before the connection counts as dead.
+const HTTP_CHECK_INTERVAL: Duration = Duration::from_secs(30);
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+/// A call waits for a server that is down only when its next attempt is due within this.
+const DOWN_WAIT: Duration = Duration::from_secs(5);
 /// Least time between two listings of a server's tools on `tools/list_changed`.
 const MIN_RELIST_INTERVAL: Duration = Duration::from_secs(1);
 /// Lines of a stdio server's stderr logged per minute; the rest are counted, not logged.
@@ -140,6 +147,10 @@ pub struct Server {
     in_flight: Arc<AtomicUsize>,
     cancellations: Arc<AtomicU64>,
     restarts: AtomicU64,
+    /// New sessions a Streamable HTTP server's restart made (it did not know the old one).
+    session_renewals: Arc<AtomicU64>,
+    /// Told when a call saw the connection fail: the supervisor checks it at once.
+    suspect: Arc<Notify>,
     /// Where the progress of each call in flight goes, by its progress token.
     progress: ProgressRoutes,
     /// Calls in flight per user.
@@ -166,6 +177,8 @@ impl Server {
             in_flight: Arc::default(),
             cancellations: Arc::default(),
             restarts: AtomicU64::new(0),
+            session_renewals: Arc::default(),
+            suspect: Arc::default(),
             progress: ProgressRoutes::default(),
             shares: Arc::default(),
         })
@@ -221,7 +234,8 @@ impl Server {
             tools: self.catalogue().tools.len(),
             calls_in_flight: self.in_flight.load(Ordering::SeqCst),
             cancellations_sent: self.cancellations.load(Ordering::SeqCst),
-            restarts: self.restarts.load(Ordering::SeqCst),
+            restarts: self.restarts.load(Ordering::SeqCst)
+                + self.session_renewals.load(Ordering::SeqCst),
         }
     }
 
@@ -293,10 +307,13 @@ impl Server {
                 "{server}.{tool} gave no answer within {} s; the call was cancelled",
                 timeout.as_secs()
             ),
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
-                "MCP server {server} stopped during the call to {tool} (it is being restarted; \
-                 the call may or may not have taken effect)"
-            ),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.suspect.notify_one();
+                format!(
+                    "MCP server {server} stopped during the call to {tool} (it is being \
+                     restarted; the call may or may not have taken effect)"
+                )
+            }
             other => format!("the call to {server}.{tool} failed: {other}"),
         }
     }
@@ -305,6 +322,8 @@ impl Server {
     async fn ready_peer(&self) -> Result<Peer<RoleClient>, CallError> {
         let deadline = Instant::now() + STARTUP_TIMEOUT.min(self.config.timeout);
         let mut health = self.health.subscribe();
+        // A server found down is waited for through one more attempt at most.
+        let mut seen_down = false;
         loop {
             // A connection that just ended stays set until its supervisor sees it end (rmcp
             // first waits for the server's process): wait for the next one instead.
@@ -313,13 +332,14 @@ impl Server {
             }
             let current = health.borrow_and_update().clone();
             if let Health::Down { retry_at, error } = &current
-                && *retry_at > deadline
+                && (seen_down || *retry_at > deadline.min(Instant::now() + DOWN_WAIT))
             {
                 return Err(format!(
                     "MCP server {} is not available: {error}",
                     self.config.name
                 ));
             }
+            seen_down |= matches!(current, Health::Down { .. });
             if current == Health::Stopped {
                 return Err(format!("MCP server {} has stopped", self.config.name));
             }
@@ -430,7 +450,12 @@ impl Server {
         let cancel = running.cancellation_token();
         let waiting = running.waiting();
         tokio::pin!(waiting);
-        loop {
+        let mut checks = tokio::time::interval_at(
+            Instant::now() + HTTP_CHECK_INTERVAL,
+            HTTP_CHECK_INTERVAL,
+        );
+        let http = matches!(self.config.transport, Transport::Http { .. });
+        let error = loop {
             tokio::select! {
                 reason = &mut waiting => {
                     self.set_peer(None);
@@ -447,6 +472,12 @@ impl Server {
                         tracing::warn!(server = %self.config.name, %error, "refreshing the tool list failed");
                     }
                 }
+                () = self.suspect.notified() => if let Err(error) = ping(&peer).await {
+                    break error;
+                },
+                _ = checks.tick(), if http => if let Err(error) = ping(&peer).await {
+                    break error;
+                },
                 () = stopped(stop) => {
                     self.set_peer(None);
                     cancel.cancel();
@@ -454,7 +485,13 @@ impl Server {
                     return Ok(());
                 }
             }
-        }
+        };
+        // It stopped answering: close this connection (bounded: closing asks the server to
+        // end its session) and start again.
+        self.set_peer(None);
+        cancel.cancel();
+        let _ = tokio::time::timeout(PING_TIMEOUT, waiting).await;
+        Err(error)
     }
 
     /// The connection, and for a stdio server the process group it runs in.
@@ -510,12 +547,15 @@ impl Server {
                         .map_err(|error| format!("header {name}: {error}"))?;
                     custom.insert(name, value);
                 }
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom)
                     .max_json_response_size(MAX_RESPONSE_BYTES)
-                    .max_sse_event_size(MAX_RESPONSE_BYTES);
+                    .max_sse_event_size(MAX_RESPONSE_BYTES)
+                    .reinit_on_expired_session(true);
+                config.retry_config = Arc::new(Reconnects);
+                let client = SessionAware::new(Arc::clone(&self.session_renewals));
                 let running = handler
-                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .serve(StreamableHttpClientTransport::with_client(client, config))
                     .await
                     .map_err(|error| format!("initialize failed: {error}"))?;
                 Ok((running, None))
@@ -652,6 +692,19 @@ impl Server {
             validator,
             schema_bytes,
         }))
+    }
+}
+
+/// Whether the server answers a ping within `PING_TIMEOUT`; why not, when it does not.
+async fn ping(peer: &Peer<RoleClient>) -> Result<(), String> {
+    let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
+    match tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(format!("it stopped answering ({error})")),
+        Err(_) => Err(format!(
+            "it gave no answer to a ping within {} s",
+            PING_TIMEOUT.as_secs()
+        )),
     }
 }
 
