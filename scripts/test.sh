@@ -62,6 +62,7 @@ else
 fi
 step "MCP servers for the tests" quietly scripts/mcp-servers.sh
 step "Chromium for the browser tests" scripts/browser.sh
+step "Python clients for the tests" quietly scripts/python-clients.sh
 if ! step "build of every target" "$cargo" build --workspace --all-targets --locked; then
     echo "!! nothing to test without a build" >&2
     exit 1

@@ -11,6 +11,7 @@ mod budgets;
 mod cancel;
 mod classic;
 mod cli;
+mod clients;
 mod code;
 mod conversations;
 mod deletion;
