@@ -111,6 +111,8 @@ export class Api {
       } catch {}
       throw new ApiError(response.status, body.code || "UNKNOWN", body.message || `HTTP ${response.status}`);
     }
+    // 204: nothing more will come (the prompt ended before `after`).
+    if (response.status === 204 || !response.body) return;
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";
     for (;;) {

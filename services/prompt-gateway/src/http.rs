@@ -240,7 +240,7 @@ fn decode(text: &str) -> Result<String, Refusal> {
     })
 }
 
-fn percent_decode(text: &str) -> Option<String> {
+pub(super) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -683,7 +683,9 @@ async fn file_content(
 /// event as JSON; a reconnect with `Last-Event-ID` (or `?after=N`) resumes after it. The
 /// stream ends after a terminal event, or when the prompt waits for approval, as
 /// `StreamPrompt` does, with an `end` event (`{"reason"}`) to close on; an error ends it
-/// with an `error` event holding the error body.
+/// with an `error` event holding the error body. A resumption that has nothing more to send
+/// answers 204 (`EventSource` then stops reconnecting). A browser's `EventSource`, which
+/// cannot send headers, authenticates with `?access_token=` (see `layers::guard`).
 async fn prompt_events(
     State(api): State<HttpApi>,
     Extension(caller): Extension<Caller>,
@@ -715,7 +717,7 @@ async fn prompt_events(
         prompt_id,
         after_sequence,
     };
-    let stream = match call(&api, caller, message, |service, request| async move {
+    let mut stream = match call(&api, caller, message, |service, request| async move {
         service.stream_prompt(request).await
     })
     .await
@@ -723,6 +725,14 @@ async fn prompt_events(
         Ok(stream) => stream,
         Err(refusal) => return refusal.into_response(),
     };
+    // A client that resumes after the last event of a prompt that will have no more (an
+    // `EventSource` that ignored `end`) is told 204, which tells it to stop reconnecting.
+    let first = match tokio::time::timeout(EMPTY_STREAM_WAIT, stream.next()).await {
+        Ok(None) => return StatusCode::NO_CONTENT.into_response(),
+        Ok(Some(first)) => Some(first),
+        Err(_) => None,
+    };
+    let stream = futures::stream::iter(first).chain(stream);
     // Each event as JSON, or the error body that ends the stream: a client must not resume
     // past an event it never received. A stream lasts at most its lifetime: the client then
     // resumes after the last event it saw. When the prompt's stream ends by itself (the
@@ -770,6 +780,9 @@ async fn prompt_events(
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
 }
+
+/// How long an event stream's start waits to see whether it has nothing at all to send.
+const EMPTY_STREAM_WAIT: Duration = Duration::from_millis(250);
 
 /// Why the stream ends after `event`, if it does: the prompt ended or waits for a person.
 fn ends_stream(event: &agentic_proto::v1::PromptEvent) -> Option<&'static str> {

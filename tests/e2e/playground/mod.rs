@@ -3,6 +3,7 @@
 //! `target/playground/`.
 
 mod browser;
+mod event_source;
 mod lifecycle;
 
 use agentic_testkit::model::{Match, Rule};

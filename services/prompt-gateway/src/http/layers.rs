@@ -82,7 +82,8 @@ pub(super) async fn guard(
 ) -> Response {
     let mut request = request;
     if request.uri().path() != "/v1/openapi.json" {
-        match api.auth.caller_of(request.headers()) {
+        let headers = with_query_token(&request);
+        match api.auth.caller_of(headers.as_ref().unwrap_or(request.headers())) {
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
             }
@@ -117,6 +118,27 @@ pub(super) async fn guard(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// An event stream's `?access_token=` (RFC 6750 §2.3) as its `Authorization` header, when it
+/// has none: a browser's `EventSource` cannot send headers. Only on `GET …/events`, which
+/// changes nothing; the query string is never logged nor put on a span.
+fn with_query_token(request: &axum::extract::Request) -> Option<axum::http::HeaderMap> {
+    let events = request.method() == axum::http::Method::GET
+        && request.uri().path().ends_with("/events");
+    if !events || request.headers().contains_key(header::AUTHORIZATION) {
+        return None;
+    }
+    let token = request
+        .uri()
+        .query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("access_token="))?;
+    let token = super::percent_decode(token)?;
+    let value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+    let mut headers = request.headers().clone();
+    headers.insert(header::AUTHORIZATION, value);
+    Some(headers)
 }
 
 /// CORS for the configured origins only: a preflight from one is answered here (before any
