@@ -752,3 +752,56 @@ async fn a_replayed_event_stream_ends_once_at_its_end_not_at_a_waiting_the_promp
         "{replay}"
     );
 }
+
+#[tokio::test]
+async fn a_file_is_read_by_the_artifact_id_its_tool_result_names_as_by_its_file_id() {
+    let stack = Stack::start(echo_rules()).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(agentic_client::NewPrompt::new("report"))
+        .await
+        .unwrap();
+    collect(&client, &prompt.id, 0).await;
+    let prompt = client.get_prompt(&prompt.id).await.unwrap();
+    let (_, result) = prompt
+        .output
+        .iter()
+        .find_map(tool_of)
+        .expect("the report call");
+    let artifact_id = result.unwrap()["id"].as_str().unwrap().to_owned();
+    let file_id = prompt
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(agentic_proto::v1::prompt_output::Kind::File(file)) => Some(file.id.clone()),
+            _ => None,
+        })
+        .expect("the report's file on the timeline");
+    assert_ne!(artifact_id, file_id);
+
+    let http = reqwest::Client::new();
+    let base = stack.gateway_http_url();
+    for id in [&file_id, &artifact_id] {
+        let content = as_user(http.get(format!("{base}/v1/files/{id}/content")), "alice")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(content.status(), StatusCode::OK, "{id}");
+        assert_eq!(content.text().await.unwrap(), "# HTTP\n\n- one\n", "{id}");
+        let (status, file) =
+            answer_of(as_user(http.get(format!("{base}/v1/files/{id}")), "alice")).await;
+        assert_eq!(status, StatusCode::OK, "{id}: {file}");
+        assert_eq!(file["file"]["filename"], "http.md", "{id}: {file}");
+        assert_eq!(file["file"]["artifactId"], json!(artifact_id), "{file}");
+        // Nobody else reads it by either id.
+        let (status, _) =
+            answer_of(as_user(http.get(format!("{base}/v1/files/{id}")), "bob")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{id}");
+    }
+    let (status, _) = answer_of(as_user(
+        http.get(format!("{base}/v1/files/{}", uuid::Uuid::now_v7())),
+        "alice",
+    ))
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

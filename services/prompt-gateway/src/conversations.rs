@@ -3,7 +3,9 @@
 use agentic_ids::{ConversationId, UserId};
 use agentic_proto::json::{now, timestamp_from_millis, timestamp_millis};
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
-use agentic_proto::v1::{BusyPolicy, Conversation, ConversationFile, File, GetArtifactRequest};
+use agentic_proto::v1::{
+    BusyPolicy, Conversation, ConversationFile, File, FileOutput, FileSource, GetArtifactRequest,
+};
 use agentic_rpc::InternalChannel;
 
 use crate::error::GatewayError;
@@ -156,20 +158,27 @@ impl Prompts {
     }
 
     /// A file's metadata and content. The content lives in the tool-host's artifact store.
+    /// `file_id` is a file's id (`file_…`, as the timeline shows it) or the id of the artifact
+    /// behind it (a bare UUID, as the tool's result names it): both work wherever a file is
+    /// read. An artifact that is no file of a timeline (stored with `artifact.store`) reads
+    /// as one too, its data as JSON.
     pub async fn file(
         &self,
         user_id: &UserId,
         file_id: &str,
         artifacts: &InternalChannel,
     ) -> Result<File, GatewayError> {
-        let file = self
-            .store
-            .file(user_id, file_id)
-            .await?
-            .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
+        let file = match self.store.file(user_id, file_id).await? {
+            Some(file) => Some(file),
+            None if uuid::Uuid::try_parse(file_id).is_ok() => None,
+            None => return Err(GatewayError::FileNotFound(file_id.to_owned())),
+        };
         let request = GetArtifactRequest {
             user_id: user_id.to_string(),
-            artifact_id: file.artifact_id.clone(),
+            artifact_id: file
+                .as_ref()
+                .map_or(file_id, |file| file.artifact_id.as_str())
+                .to_owned(),
         };
         let artifact = ArtifactStoreClient::new(artifacts.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
@@ -180,16 +189,29 @@ impl Prompts {
                 _ => GatewayError::FilesUnavailable(agentic_rpc::relayed(&status)),
             })?
             .into_inner();
-        let content = if artifact.content.is_empty() {
-            match artifact.data.as_ref() {
-                Some(data) => agentic_proto::json::from_proto(data)
-                    .to_string()
-                    .into_bytes(),
-                None => Vec::new(),
-            }
-        } else {
-            artifact.content
+        let json = artifact.content.is_empty() && artifact.data.is_some();
+        let content = match artifact.data.as_ref() {
+            Some(data) if json => agentic_proto::json::from_proto(data)
+                .to_string()
+                .into_bytes(),
+            _ => artifact.content,
         };
+        let file = file.unwrap_or_else(|| FileOutput {
+            id: artifact.id.clone(),
+            filename: match (artifact.filename.is_empty(), json) {
+                (false, _) => artifact.filename,
+                (true, true) => format!("{}.json", artifact.id),
+                (true, false) => artifact.id.clone(),
+            },
+            mime_type: match (artifact.mime_type.is_empty(), json) {
+                (false, _) => artifact.mime_type,
+                (true, true) => "application/json".to_owned(),
+                (true, false) => "application/octet-stream".to_owned(),
+            },
+            size: content.len() as u64,
+            artifact_id: artifact.id,
+            source: FileSource::Local.into(),
+        });
         Ok(File {
             file: Some(file),
             content,

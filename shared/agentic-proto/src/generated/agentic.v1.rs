@@ -4658,6 +4658,9 @@ pub struct ConversationFile {
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetFileRequest {
+    /// A file's id (`file_…`, as the timeline shows it), or the id of the artifact behind it (as
+    /// a tool's result names it): either reads the same file. Any other artifact of the caller's
+    /// reads as a file too (JSON data as `application/json`).
     #[prost(string, tag = "1")]
     pub file_id: ::prost::alloc::string::String,
 }
