@@ -12,7 +12,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 # End-to-end tests at once: they mostly wait for services, not for a CPU.
 export E2E_THREADS ?= 4
 
-.PHONY: all build run demo test bench validate lint deps fmt proto clean
+.PHONY: all build run demo test bench validate lint deps fmt proto openapi clean
 
 all: build
 
@@ -67,6 +67,11 @@ fmt:
 ## After changing a .proto file: regenerate agentic-proto's code and descriptor set (commit them).
 proto:
 	scripts/proto-gen.sh
+
+## Writes the HTTP API's OpenAPI document (services/prompt-gateway/src/openapi.json) from the
+## proto's routes and comments; a unit test fails while the checked-in one differs.
+openapi:
+	AGENTIC_WRITE_OPENAPI=1 $(CARGO) test --workspace --locked --lib -- the_checked_in_openapi_document
 
 ## The build and the stack's data (and the tool folders older clones kept inside); the tools
 ## the checks install stay in ~/.cache/agentic/tools.

@@ -6,5 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C
 generated=shared/agentic-proto/src/generated
-sha256sum proto/agentic/v1/*.proto tools/proto-gen/Cargo.toml tools/proto-gen/Cargo.lock \
-    tools/proto-gen/src/main.rs "$generated/agentic.v1.rs" "$generated/agentic_descriptor.bin"
+sha256sum proto/agentic/v1/*.proto proto/google/api/*.proto tools/proto-gen/Cargo.toml tools/proto-gen/Cargo.lock \
+    tools/proto-gen/src/main.rs "$generated/agentic.v1.rs" "$generated/google.api.rs" \
+    "$generated/agentic_descriptor.bin"

@@ -456,7 +456,7 @@ async fn the_openapi_document_names_every_route_and_method_and_nothing_else() {
     let routes = prompt_gateway::http_route_paths();
     let documented: std::collections::BTreeSet<&str> =
         paths.keys().map(|path| router_path(path)).collect();
-    let served: std::collections::BTreeSet<&str> = routes.iter().copied().collect();
+    let served: std::collections::BTreeSet<&str> = routes.iter().map(String::as_str).collect();
     assert_eq!(
         served, documented,
         "the router's paths and the OpenAPI document's differ"
@@ -475,7 +475,7 @@ async fn the_openapi_document_names_every_route_and_method_and_nothing_else() {
             let taken = response.status() != StatusCode::METHOD_NOT_ALLOWED;
             let in_document = paths
                 .iter()
-                .filter(|(path, _)| router_path(path) == route)
+                .filter(|(path, _)| router_path(path) == route.as_str())
                 .any(|(_, operations)| operations.get(method).is_some());
             assert_eq!(
                 taken,

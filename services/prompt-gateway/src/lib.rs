@@ -42,6 +42,7 @@ use tokio::net::TcpListener;
 use crate::admission::Admission;
 use crate::auth::{Auth, Authenticate};
 pub use auth::USER_HEADER;
+pub use http::openapi::text as openapi_text;
 pub use http::route_paths as http_route_paths;
 pub use modes::ModeSpec;
 pub use prompts::DEFAULT_MODE;
@@ -434,6 +435,9 @@ pub async fn run_with_clock(
     let gateway =
         tonic::service::interceptor::InterceptedService::new(gateway, authenticate.clone());
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    // The HTTP routes come from the descriptor set: one that does not hold them is a build
+    // that must not start.
+    http::transcode::bindings().map_err(|error| anyhow::anyhow!("the HTTP routes: {error}"))?;
     let http_server = http.map(|http| {
         let api = http::HttpApi {
             service,

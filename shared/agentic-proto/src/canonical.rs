@@ -31,7 +31,9 @@ use crate::v1::{
     PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill, StorageUsage,
     StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
-use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, SerializeOptions};
+use prost_reflect::{
+    DescriptorPool, DeserializeOptions, DynamicMessage, ReflectMessage, SerializeOptions,
+};
 use serde_json::Serializer;
 use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
 
@@ -89,6 +91,47 @@ pub fn from_json<M: Described>(json: &[u8]) -> Result<M, JsonError> {
     dynamic
         .transcode_to::<M>()
         .map_err(|error| JsonError::Decode(M::FULL_NAME, error))
+}
+
+/// The descriptor set this crate embeds (every agentic message, service and HTTP route, and
+/// the well-known types they use), decoded once.
+pub fn descriptors() -> Result<&'static DescriptorPool, JsonError> {
+    DESCRIPTORS
+        .as_ref()
+        .map_err(|error| JsonError::Descriptors(error.clone()))
+}
+
+/// `json` read as a message of `descriptor`, by the canonical mapping (unknown fields are
+/// refused); what is wrong, in words, when it is not one.
+pub fn parse_dynamic(
+    descriptor: prost_reflect::MessageDescriptor,
+    json: &[u8],
+) -> Result<DynamicMessage, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    let name = descriptor.full_name().to_owned();
+    let dynamic = DynamicMessage::deserialize_with_options(
+        descriptor,
+        &mut deserializer,
+        &DeserializeOptions::new(),
+    )
+    .and_then(|dynamic| deserializer.end().map(|()| dynamic))
+    .map_err(|error| format!("not a valid {name}: {error}"))?;
+    Ok(dynamic)
+}
+
+/// `message` as one line of canonical JSON.
+pub fn compact_dynamic(message: &DynamicMessage) -> Result<String, String> {
+    let mut written = Vec::new();
+    let mut serializer = Serializer::with_formatter(&mut written, WholeNumbers(CompactFormatter));
+    message
+        .serialize_with_options(&mut serializer, &SerializeOptions::new())
+        .map_err(|error| {
+            format!(
+                "cannot write {} as JSON: {error}",
+                message.descriptor().full_name()
+            )
+        })?;
+    String::from_utf8(written).map_err(|error| error.to_string())
 }
 
 /// Every agentic message and the well-known types they use, decoded once.

@@ -13,5 +13,12 @@ pub mod v1 {
     include!("generated/agentic.v1.rs");
 }
 
+/// Google's HTTP route annotation (`google.api.http`), which the gateway's HTTP API is read
+/// from.
+#[allow(clippy::all)]
+pub mod google_api {
+    include!("generated/google.api.rs");
+}
+
 /// Encoded `FileDescriptorSet` of every agentic proto, for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/agentic_descriptor.bin");

@@ -102,7 +102,10 @@ async fn an_http_server_that_dies_mid_call_fails_the_call_fast_says_so_and_is_us
         "{error}"
     );
     // While it is gone, `agentic tools` does not say it is ready.
-    until_health(&stack, "the dead server is shown as down", |health| health != "ready").await;
+    until_health(&stack, "the dead server is shown as down", |health| {
+        health != "ready"
+    })
+    .await;
     let down = run(&stack, NewPrompt::new("first")).await;
     let error = result_of(&tool_results(&down), "web.echo")
         .clone()
@@ -110,7 +113,10 @@ async fn an_http_server_that_dies_mid_call_fails_the_call_fast_says_so_and_is_us
     assert!(error.contains("MCP server web is not available"), "{error}");
 
     http.start_again().await;
-    until_health(&stack, "the restarted server is ready again", |health| health == "ready").await;
+    until_health(&stack, "the restarted server is ready again", |health| {
+        health == "ready"
+    })
+    .await;
     echoed(&stack, "second").await;
 }
 
@@ -122,7 +128,10 @@ async fn until_health(stack: &agentic_testkit::Stack, what: &str, done: impl Fn(
         if done(&web.health) {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}: {web:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}: {web:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -25,7 +25,9 @@ async fn a_browser_event_source_gets_every_event_and_the_end_and_stops_reconnect
     collect(&client, &prompt.id, 0).await;
 
     let browser = Browser::start().await;
-    browser.goto(&format!("{}/", stack.gateway_http_url())).await;
+    browser
+        .goto(&format!("{}/", stack.gateway_http_url()))
+        .await;
     browser
         .run(
             "window.seen = {opens: 0, messages: [], ends: [], state: null}; \
@@ -52,9 +54,22 @@ async fn a_browser_event_source_gets_every_event_and_the_end_and_stops_reconnect
     assert_eq!(seen["opens"], 1, "{seen}");
     assert_eq!(seen["ends"], json!([{"reason": "completed"}]), "{seen}");
     let messages = seen["messages"].as_array().unwrap();
-    assert!(messages.first().is_some_and(|event: &Value| event.get("created").is_some()), "{seen}");
-    assert!(messages.last().is_some_and(|event: &Value| event.get("completed").is_some()), "{seen}");
-    assert!(seen.to_string().contains("Streamed to a browser."), "{seen}");
+    assert!(
+        messages
+            .first()
+            .is_some_and(|event: &Value| event.get("created").is_some()),
+        "{seen}"
+    );
+    assert!(
+        messages
+            .last()
+            .is_some_and(|event: &Value| event.get("completed").is_some()),
+        "{seen}"
+    );
+    assert!(
+        seen.to_string().contains("Streamed to a browser."),
+        "{seen}"
+    );
 
     // The token in the query opens event streams only, and only a good one.
     let http = reqwest::Client::new();
@@ -65,8 +80,14 @@ async fn a_browser_event_source_gets_every_event_and_the_end_and_stops_reconnect
     };
     let events = format!("{base}/v1/prompts/{}/events", prompt.id);
     assert_eq!(status(format!("{events}?access_token=wrong")).await, 401);
-    assert_eq!(status(format!("{base}/v1/prompts?access_token=tok-alice")).await, 401);
-    assert_eq!(status(format!("{events}?access_token=tok-alice")).await, 200);
+    assert_eq!(
+        status(format!("{base}/v1/prompts?access_token=tok-alice")).await,
+        401
+    );
+    assert_eq!(
+        status(format!("{events}?access_token=tok-alice")).await,
+        200
+    );
     assert_eq!(
         status(format!("{events}?access_token=tok-alice&after=1000000")).await,
         204

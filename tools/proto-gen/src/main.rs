@@ -6,7 +6,6 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-use prost::Message;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -18,12 +17,19 @@ fn main() -> Result<(), Box<dyn Error>> {
         .collect();
     files.sort();
 
-    let descriptors = protox::compile(&files, [&proto_root])?;
+    let mut compiler = protox::Compiler::new([&proto_root])?;
+    compiler
+        .include_source_info(true)
+        .include_imports(true)
+        .open_files(&files)?;
+    let descriptors = compiler.file_descriptor_set();
     let out_dir = root.join("shared/agentic-proto/src/generated");
     std::fs::create_dir_all(&out_dir)?;
+    // Encoded by protox itself, which keeps the options' extensions (the HTTP routes,
+    // `google.api.http`); prost_types' copy drops them.
     std::fs::write(
         out_dir.join("agentic_descriptor.bin"),
-        descriptors.encode_to_vec(),
+        compiler.encode_file_descriptor_set(),
     )?;
     // Our codec answers undecodable messages with INVALID_ARGUMENT (see src/codec.rs).
     tonic_prost_build::configure()

@@ -1,18 +1,17 @@
-//! All of a user's data at once: `GET /v1/export` (`ExportData` as JSON Lines) and
-//! `DELETE /v1/data?confirm=true` (`DeleteAllData`).
+//! All of a user's data at once: `GET /v1/export` (`ExportData` as JSON Lines).
 
 use agentic_proto::canonical;
+use agentic_proto::v1::ExportDataRequest;
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
-use agentic_proto::v1::{DeleteAllDataRequest, ExportDataRequest};
 use axum::Extension;
 use axum::body::{Body, Bytes};
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::json;
 
-use super::{HttpApi, answer, call, code_name, invalid};
+use super::{HttpApi, call, code_name};
 use crate::auth::Caller;
 
 /// `GET /v1/export`: each item of `ExportData` as one line of canonical JSON
@@ -72,28 +71,4 @@ pub(super) async fn export(
         Body::from_stream(lines),
     )
         .into_response()
-}
-
-/// `DELETE /v1/data?confirm=true`: everything the caller keeps.
-pub(super) async fn delete_all(
-    State(api): State<HttpApi>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(raw): RawQuery,
-) -> Response {
-    let mut confirm = false;
-    for pair in raw.as_deref().unwrap_or_default().split('&') {
-        match pair {
-            "" => {}
-            "confirm=true" => confirm = true,
-            "confirm=false" => confirm = false,
-            _ => return invalid("the only parameter is confirm=true"),
-        }
-    }
-    answer(
-        &api,
-        caller,
-        DeleteAllDataRequest { confirm },
-        |service, request| async move { service.delete_all_data(request).await },
-    )
-    .await
 }

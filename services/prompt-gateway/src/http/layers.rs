@@ -41,7 +41,7 @@ pub(super) async fn loopback_hosts_only(
 
 /// Serves the request in its server span (`POST /v1/prompts`), child of its `traceparent`.
 pub(super) async fn traced(
-    State(routes): State<Arc<[&'static str]>>,
+    State(routes): State<Arc<[String]>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -53,11 +53,11 @@ pub(super) async fn traced(
 
 /// The route `path` is served by (`/v1/prompts/{prompt}` for `/v1/prompts/p1:cancel`), for
 /// the span's name: one per route, not one per id.
-pub(super) fn route_of(routes: &[&'static str], path: &str) -> &'static str {
+pub(super) fn route_of<'a>(routes: &'a [String], path: &str) -> &'a str {
     let segments: Vec<&str> = path.split('/').collect();
     routes
         .iter()
-        .copied()
+        .map(String::as_str)
         .find(|route| {
             let pattern: Vec<&str> = route.split('/').collect();
             pattern.len() == segments.len()
@@ -83,7 +83,10 @@ pub(super) async fn guard(
     let mut request = request;
     if request.uri().path() != "/v1/openapi.json" {
         let headers = with_query_token(&request);
-        match api.auth.caller_of(headers.as_ref().unwrap_or(request.headers())) {
+        match api
+            .auth
+            .caller_of(headers.as_ref().unwrap_or(request.headers()))
+        {
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
             }
@@ -124,8 +127,8 @@ pub(super) async fn guard(
 /// has none: a browser's `EventSource` cannot send headers. Only on `GET …/events`, which
 /// changes nothing; the query string is never logged nor put on a span.
 fn with_query_token(request: &axum::extract::Request) -> Option<axum::http::HeaderMap> {
-    let events = request.method() == axum::http::Method::GET
-        && request.uri().path().ends_with("/events");
+    let events =
+        request.method() == axum::http::Method::GET && request.uri().path().ends_with("/events");
     if !events || request.headers().contains_key(header::AUTHORIZATION) {
         return None;
     }

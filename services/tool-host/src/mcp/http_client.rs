@@ -63,7 +63,9 @@ impl SessionAware {
             return answer;
         }
         self.renewals.fetch_add(1, Ordering::SeqCst);
-        tracing::info!("an MCP server did not know the session (it restarted?): starting a new one");
+        tracing::info!(
+            "an MCP server did not know the session (it restarted?): starting a new one"
+        );
         Err(StreamableHttpError::SessionExpired)
     }
 }
@@ -156,16 +158,9 @@ impl StreamableHttpClient for SessionAware {
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<BoxedSseResponse>>
-    + Send
-    + '_ {
-        self.inner.get_stream(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-        )
+    ) -> impl Future<Output = Result<BoxedSseResponse>> + Send + '_ {
+        self.inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -176,9 +171,7 @@ impl StreamableHttpClient for SessionAware {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<BoxedSseResponse>>
-    + Send
-    + '_ {
+    ) -> impl Future<Output = Result<BoxedSseResponse>> + Send + '_ {
         self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,
@@ -198,9 +191,8 @@ pub struct Reconnects;
 
 impl SseRetryPolicy for Reconnects {
     fn retry(&self, attempts: usize) -> Option<Duration> {
-        (attempts < STREAM_RESUMPTIONS).then(|| {
-            FIRST_RESUMPTION_DELAY.saturating_mul(1 << attempts.min(STREAM_RESUMPTIONS))
-        })
+        (attempts < STREAM_RESUMPTIONS)
+            .then(|| FIRST_RESUMPTION_DELAY.saturating_mul(1 << attempts.min(STREAM_RESUMPTIONS)))
     }
 }
 

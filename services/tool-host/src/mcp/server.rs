@@ -450,10 +450,8 @@ impl Server {
         let cancel = running.cancellation_token();
         let waiting = running.waiting();
         tokio::pin!(waiting);
-        let mut checks = tokio::time::interval_at(
-            Instant::now() + HTTP_CHECK_INTERVAL,
-            HTTP_CHECK_INTERVAL,
-        );
+        let mut checks =
+            tokio::time::interval_at(Instant::now() + HTTP_CHECK_INTERVAL, HTTP_CHECK_INTERVAL);
         let http = matches!(self.config.transport, Transport::Http { .. });
         let error = loop {
             tokio::select! {

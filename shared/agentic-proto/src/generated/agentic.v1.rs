@@ -4962,7 +4962,9 @@ pub mod prompt_gateway_client {
     )]
     use tonic::codegen::*;
     use tonic::codegen::http::Uri;
-    /// The public API. Every call needs a caller (a bearer token, or `x-user-id` in dev mode;
+    /// The public API, over gRPC and, as each method's `google.api.http` route says, over
+    /// HTTP/JSON (the gateway's transcoder reads these routes; its OpenAPI document is made from
+    /// them). Every call needs a caller (a bearer token, or `x-user-id` in dev mode;
     /// the internal token for other agentic services) and is scoped to the calling user.
     #[derive(Debug, Clone)]
     pub struct PromptGatewayClient<T> {
@@ -6111,7 +6113,9 @@ pub mod prompt_gateway_server {
             tonic::Status,
         >;
     }
-    /// The public API. Every call needs a caller (a bearer token, or `x-user-id` in dev mode;
+    /// The public API, over gRPC and, as each method's `google.api.http` route says, over
+    /// HTTP/JSON (the gateway's transcoder reads these routes; its OpenAPI document is made from
+    /// them). Every call needs a caller (a bearer token, or `x-user-id` in dev mode;
     /// the internal token for other agentic services) and is scoped to the calling user.
     #[derive(Debug)]
     pub struct PromptGatewayServer<T> {
