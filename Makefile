@@ -28,8 +28,9 @@ demo: build
 	scripts/stack.sh demo
 
 ## Every test (scripts/test.sh): unit and doc tests of each crate, the end-to-end suite against
-## the real services (and against MCP servers from npm and PyPI, and the web playground in
-## headless Chromium, installed on first run) with its 10 slowest tests, the storage modules of
+## the real services (and against MCP servers from npm and PyPI, standard Python clients from
+## PyPI (grpcio-reflection, openapi-python-client), and the web playground in headless
+## Chromium, installed on first run) with its 10 slowest tests, the storage modules of
 ## it again on PostgreSQL, and offline checks of the delivery files (compose, Kubernetes)
 ## against what the binaries read. PostgreSQL: AGENTIC_TEST_POSTGRES_URL, which this target
 ## sets when a server answers on 127.0.0.1:5432 (user postgres, trust auth).
