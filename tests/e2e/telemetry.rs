@@ -9,6 +9,8 @@
 //! the trace test filters out, and add to the same counters, so the metrics test asserts
 //! lower bounds only.
 
+mod edges;
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -104,9 +106,9 @@ pub(crate) async fn trace_of_prompt(prompt_id: &str) -> (TraceId, Vec<SpanData>)
         let parent_ended = spans
             .iter()
             .any(|span| span.span_context.span_id() == prompt.parent_span_id);
-        let agent_ended = spans
-            .iter()
-            .any(|span| span.span_context.trace_id() == trace && span.name == "invoke_agent code");
+        let agent_ended = spans.iter().any(|span| {
+            span.span_context.trace_id() == trace && span.name.starts_with("invoke_agent ")
+        });
         (parent_ended && agent_ended).then_some(trace)
     };
     eventually("the prompt's spans ended", || {

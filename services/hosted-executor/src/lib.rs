@@ -4,6 +4,7 @@
 //! `Executor` gRPC service like every mode; stateless: the container a conversation reuses
 //! is kept, sealed, in the conversation's state.
 
+mod answer;
 mod blocks;
 mod container;
 mod executor;

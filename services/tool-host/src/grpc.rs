@@ -11,6 +11,7 @@ use pb::artifact_store_server::{ArtifactStore, ArtifactStoreServer};
 use pb::tool_host_server::{ToolHost, ToolHostServer};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 use crate::error::Error;
 use crate::plugin::{
@@ -117,6 +118,8 @@ impl ToolHost for ToolHostService {
         let call = ToolCall::try_from(request.into_inner()).map_err(to_status)?;
         let (sender, receiver) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
         let registry = Arc::clone(&self.registry);
+        // Polled by the response stream, after this handler returned: in the request's span,
+        // so the tool's spans (an MCP call's among them) stay in the caller's trace.
         let answer = async move {
             let answer = registry
                 .invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None)
@@ -125,7 +128,8 @@ impl ToolHost for ToolHostService {
             Ok(pb::InvokeToolUpdate {
                 kind: Some(Kind::Done(invoke_tool_response(answer))),
             })
-        };
+        }
+        .instrument(tracing::Span::current());
         let progress = tokio_stream::wrappers::ReceiverStream::new(receiver).map(|progress| {
             Ok(pb::InvokeToolUpdate {
                 kind: Some(Kind::Progress(pb::ToolProgress {

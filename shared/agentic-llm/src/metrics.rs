@@ -38,23 +38,39 @@ static INSTRUMENTS: Instruments<Llm> = Instruments::new(|meter: &Meter| Llm {
 
 /// One finished `chat` call to `model`: its duration, and its token usage when it succeeded.
 pub(crate) fn chat_finished(model: &str, elapsed: Duration, outcome: Result<&Usage, &LlmError>) {
+    let outcome = outcome
+        .map(|usage| (usage.input_tokens, usage.output_tokens))
+        .map_err(error_type);
+    record_chat(genai::PROVIDER_OPENAI, model, elapsed, outcome);
+}
+
+/// One finished `chat` call to `provider`'s `model` (the GenAI client metrics): its duration,
+/// and its input and output tokens when it succeeded, else its `error.type`. For clients of
+/// other providers than `OpenAiChatModel` (the hosted executor's Anthropic client).
+pub fn record_chat(
+    provider: &str,
+    model: &str,
+    elapsed: Duration,
+    outcome: Result<(u64, u64), String>,
+) {
     let instruments = INSTRUMENTS.get();
     let mut attributes = vec![
         KeyValue::new(genai::OPERATION_NAME, genai::OPERATION_CHAT),
+        KeyValue::new(genai::PROVIDER_NAME, provider.to_owned()),
         KeyValue::new(genai::REQUEST_MODEL, model.to_owned()),
     ];
     match outcome {
-        Ok(usage) => {
+        Ok((input, output)) => {
             for (token_type, count) in [
-                (genai::TOKEN_TYPE_INPUT, usage.input_tokens),
-                (genai::TOKEN_TYPE_OUTPUT, usage.output_tokens),
+                (genai::TOKEN_TYPE_INPUT, input),
+                (genai::TOKEN_TYPE_OUTPUT, output),
             ] {
                 let mut attributes = attributes.clone();
                 attributes.push(KeyValue::new(genai::TOKEN_TYPE, token_type));
                 instruments.token_usage.record(count, &attributes);
             }
         }
-        Err(error) => attributes.push(KeyValue::new(genai::ERROR_TYPE, error_type(error))),
+        Err(error_type) => attributes.push(KeyValue::new(genai::ERROR_TYPE, error_type)),
     }
     instruments
         .duration

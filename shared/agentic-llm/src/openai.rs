@@ -175,6 +175,7 @@ impl ChatModel for OpenAiChatModel {
             otel.name = %format_args!("chat {model}"),
             otel.kind = "client",
             gen_ai.operation.name = "chat",
+            gen_ai.provider.name = "openai",
             gen_ai.request.model = %model,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,

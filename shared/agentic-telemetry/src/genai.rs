@@ -5,12 +5,17 @@
 //! (`gen_ai.operation.name = "chat"`); these constants are for readers and tests.
 
 pub const OPERATION_NAME: &str = "gen_ai.operation.name";
+pub const PROVIDER_NAME: &str = "gen_ai.provider.name";
 pub const REQUEST_MODEL: &str = "gen_ai.request.model";
 pub const USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
 pub const USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
 pub const TOOL_NAME: &str = "gen_ai.tool.name";
 pub const TOOL_CALL_ID: &str = "gen_ai.tool.call.id";
 pub const AGENT_NAME: &str = "gen_ai.agent.name";
+
+/// Values of [`PROVIDER_NAME`]: OpenAI's API (and those compatible with it), Anthropic's.
+pub const PROVIDER_OPENAI: &str = "openai";
+pub const PROVIDER_ANTHROPIC: &str = "anthropic";
 
 /// Values of [`OPERATION_NAME`].
 pub const OPERATION_CHAT: &str = "chat";

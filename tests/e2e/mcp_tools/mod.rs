@@ -4,7 +4,7 @@
 //! and killing behave, and the configured approval policy pauses calls.
 
 mod restart;
-mod servers;
+pub(crate) mod servers;
 
 use agentic_client::NewPrompt;
 use agentic_proto::v1::{ListToolsRequest, ListToolsResponse, PromptState, ToolSource};
@@ -41,7 +41,7 @@ async fn stack_with_servers(rules: Vec<Rule>, servers: Value) -> (Stack, TempDir
 /// Waits until no server is still starting (each listed its tools, or is down): a Python or
 /// npm server starting on a loaded machine can take longer than a prompt's `Prepare` waits
 /// for a first catalogue (5 s), and a test would then race its start.
-async fn until_settled(stack: &Stack) {
+pub(crate) async fn until_settled(stack: &Stack) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let list = list_tools(stack).await;
@@ -80,7 +80,7 @@ fn source<'a>(list: &'a ListToolsResponse, name: &str) -> &'a ToolSource {
 /// Waits until every one of `servers` has listed its tools (a prompt's `Prepare` waits at
 /// most 5 s for a server's first catalogue, which a Python server starting on a loaded
 /// machine can take).
-async fn until_listed(stack: &Stack, servers: &[&str]) {
+pub(crate) async fn until_listed(stack: &Stack, servers: &[&str]) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let list = list_tools(stack).await;
