@@ -13,6 +13,7 @@
 
 use agentic_ids::{PromptId, UserId};
 use agentic_proto::v1::{ApprovalDecision, ApprovalState, Prompt, PromptState, prompt_output};
+use tracing::Instrument as _;
 
 use crate::error::GatewayError;
 use crate::ids::PromptIds as _;
@@ -36,9 +37,12 @@ impl Prompts {
     /// and deciding again is refused).
     pub async fn decide(&self, request: Decide) -> Result<Prompt, GatewayError> {
         let this = self.clone();
-        tokio::spawn(async move { this.decide_now(request).await })
-            .await
-            .map_err(|error| GatewayError::Internal(format!("deciding: {error}")))?
+        // In the caller's span: the run it resumes links to it.
+        tokio::spawn(
+            async move { this.decide_now(request).await }.instrument(tracing::Span::current()),
+        )
+        .await
+        .map_err(|error| GatewayError::Internal(format!("deciding: {error}")))?
     }
 
     async fn decide_now(&self, request: Decide) -> Result<Prompt, GatewayError> {
@@ -225,33 +229,38 @@ impl Prompts {
         // resumes only the one that claimed the prompt may start one.
         let this = self.clone();
         let prompt = prompt.clone();
-        tokio::spawn(async move {
-            let prompt_id = prompt.prompt_id();
-            if !this.store.claim_resumed(&prompt_id).await? {
-                // Someone else resumed or cancelled it meanwhile.
-                return Ok(());
-            }
-            match this.runner.open(&mode, start).await {
-                Ok(run) => {
-                    this.runner.spawn(&prompt, run, ticket);
-                    Ok(())
+        tokio::spawn(
+            async move {
+                let prompt_id = prompt.prompt_id();
+                if !this.store.claim_resumed(&prompt_id).await? {
+                    // Someone else resumed or cancelled it meanwhile.
+                    return Ok(());
                 }
-                Err(error) => {
-                    // Nothing ran: it waits again, for the caller to try again, and expires
-                    // as a new pause would.
-                    if this.store.unclaim_resumed(&prompt_id).await? {
-                        let expires_at = agentic_db::now_millis().saturating_add(
-                            i64::try_from(this.limits.approval_timeout_of(&prompt).as_millis())
-                                .unwrap_or(i64::MAX),
-                        );
-                        this.store
-                            .arm_approval_expiry(&prompt_id, expires_at)
-                            .await?;
+                let trace = this.store.kept_trace(&prompt_id).await.unwrap_or_default();
+                match this.runner.open_in(&mode, start, trace.as_deref()).await {
+                    Ok(run) => {
+                        this.runner.spawn(&prompt, run, ticket);
+                        Ok(())
                     }
-                    Err(error)
+                    Err(error) => {
+                        // Nothing ran: it waits again, for the caller to try again, and expires
+                        // as a new pause would.
+                        if this.store.unclaim_resumed(&prompt_id).await? {
+                            let expires_at = agentic_db::now_millis().saturating_add(
+                                i64::try_from(this.limits.approval_timeout_of(&prompt).as_millis())
+                                    .unwrap_or(i64::MAX),
+                            );
+                            this.store
+                                .arm_approval_expiry(&prompt_id, expires_at)
+                                .await?;
+                        }
+                        Err(error)
+                    }
                 }
             }
-        })
+            // In the span of what resumed it (a decision's request), which the new run links to.
+            .instrument(tracing::Span::current()),
+        )
         .await
         .map_err(|error| GatewayError::Internal(format!("resuming the prompt: {error}")))?
     }

@@ -30,7 +30,7 @@ pub use listener::{
     PublicLimits, serve_public,
 };
 pub use tls::{ServerTls, TlsConfigError};
-pub use trace_context::http_server_span;
+pub use trace_context::{continue_trace, http_server_span, traceparent_of};
 
 /// Largest message any service accepts or sends (tonic's default receive limit is 4 MiB and
 /// its send limit is unbounded; both are set explicitly).

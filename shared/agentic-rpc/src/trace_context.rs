@@ -57,6 +57,39 @@ pub fn http_server_span(
     span
 }
 
+/// `span`'s context as a W3C `traceparent`, to keep with what outlives the span (a durable
+/// pause); `None` when no propagator is installed or the span is not traced.
+pub fn traceparent_of(span: &tracing::Span) -> Option<String> {
+    let context = span.context();
+    let mut carrier = std::collections::HashMap::new();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut carrier);
+    });
+    carrier.remove("traceparent")
+}
+
+/// Makes `span` continue the trace `traceparent` names (as a child of that span), linked to
+/// the current span: what made it go on now (a person's decision, a restart).
+pub fn continue_trace(span: &tracing::Span, traceparent: &str) {
+    use opentelemetry::trace::TraceContextExt as _;
+    let carrier =
+        std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    let parent =
+        opentelemetry::global::get_text_map_propagator(|propagator| propagator.extract(&carrier));
+    if !parent.span().span_context().is_valid() {
+        return;
+    }
+    let cause = tracing::Span::current()
+        .context()
+        .span()
+        .span_context()
+        .clone();
+    let _ = span.set_parent(parent);
+    if cause.is_valid() {
+        span.add_link(cause);
+    }
+}
+
 struct MetadataInjector<'a>(&'a mut MetadataMap);
 
 impl Injector for MetadataInjector<'_> {

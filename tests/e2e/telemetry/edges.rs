@@ -149,3 +149,83 @@ async fn a_hosted_prompts_provider_calls_are_chat_spans_of_its_trace_and_are_cou
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_run_that_takes_up_a_durable_pause_continues_the_prompts_trace() {
+    telemetry();
+    let marker = format!("pause-trace-{}", uuid::Uuid::new_v4());
+    let rules = vec![
+        calls(
+            Match::All(vec![
+                Match::AnyMessageContains(marker.clone()),
+                Match::NoToolResults,
+            ]),
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "Launched."),
+    ];
+    let stack = Stack::start(rules).await.unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = client
+        .create_prompt(NewPrompt::new(marker.as_str()))
+        .await
+        .unwrap();
+    let paused = collect(&client, &prompt.id, 0).await;
+    assert_eq!(kind(paused.last().unwrap()), "waiting");
+    let waiting = client.get_prompt(&prompt.id).await.unwrap();
+    let call_id = waiting
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => Some(tool.id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    // The paused run's span ends with it; wait for it before a new one starts.
+    let prompt_span = format!("prompt {}", prompt.id);
+    let ended = |count: usize| {
+        super::exporter()
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .filter(|span| span.name == prompt_span)
+            .count()
+            >= count
+    };
+    eventually("the paused run's span ended", || ended(1)).await;
+    client
+        .approve_tool_call(&prompt.id, &call_id)
+        .await
+        .unwrap();
+    let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
+    assert_eq!(kind(rest.last().unwrap()), "completed");
+    eventually("the resumed run's span ended", || ended(2)).await;
+
+    let runs: Vec<SpanData> = super::exporter()
+        .get_finished_spans()
+        .unwrap()
+        .into_iter()
+        .filter(|span| span.name == prompt_span)
+        .collect();
+    let (first, resumed) = (&runs[0], &runs[1]);
+    assert_eq!(
+        resumed.span_context.trace_id(),
+        first.span_context.trace_id(),
+        "the resumed run is in the prompt's trace"
+    );
+    assert_eq!(
+        resumed.parent_span_id,
+        first.span_context.span_id(),
+        "it continues the paused run"
+    );
+    // What resumed it (the ApproveToolCall request) is linked.
+    let links: Vec<_> = resumed.links.iter().collect();
+    assert_eq!(links.len(), 1, "{links:?}");
+    let approve = super::exporter()
+        .get_finished_spans()
+        .unwrap()
+        .into_iter()
+        .find(|span| span.span_context == links[0].span_context)
+        .expect("the linked span is exported");
+    assert_eq!(approve.name, "agentic.v1.PromptGateway/ApproveToolCall");
+}

@@ -160,6 +160,17 @@ impl Runner {
     /// Opens the executor's `Execute` stream with `start` as its first message. An executor
     /// that cannot be reached is `UNAVAILABLE` here, before any prompt is stored.
     pub async fn open(&self, mode: &Mode, start: ExecuteStart) -> Result<OpenRun, GatewayError> {
+        self.open_in(mode, start, None).await
+    }
+
+    /// `open`, for a run that takes up a durable pause: its span continues the paused run's
+    /// trace (`traceparent`, as [`Store::keep_trace`] kept it), linked to what resumed it.
+    pub async fn open_in(
+        &self,
+        mode: &Mode,
+        start: ExecuteStart,
+        traceparent: Option<&str>,
+    ) -> Result<OpenRun, GatewayError> {
         let prompt_id = start
             .prompt
             .as_ref()
@@ -171,6 +182,9 @@ impl Runner {
             prompt_id,
             mode = %mode.id,
         );
+        if let Some(traceparent) = traceparent {
+            agentic_rpc::continue_trace(&span, traceparent);
+        }
         let recording = start.record;
         let approval_timeout = std::time::Duration::from_millis(u64::from(
             start
@@ -253,6 +267,14 @@ impl Runner {
                     }
                 };
                 metrics::run_ended(&mode, state);
+                if state == PromptState::WaitingForApproval {
+                    // Paused for good: the run that takes it up continues this trace.
+                    if let Some(traceparent) = agentic_rpc::traceparent_of(&tracing::Span::current())
+                        && let Err(error) = runner.store.keep_trace(&prompt_id, &traceparent).await
+                    {
+                        tracing::warn!(%prompt_id, %error, "could not keep the paused run's trace");
+                    }
+                }
                 runner
                     .active
                     .lock()

@@ -102,6 +102,26 @@ impl Store {
         Ok(self.db.write(sql, &args).await? == 1)
     }
 
+    /// Keeps the trace of the run `prompt_id` paused durably in (a W3C `traceparent`), for
+    /// the run that takes the pause up.
+    pub async fn keep_trace(
+        &self,
+        prompt_id: &PromptId,
+        traceparent: &str,
+    ) -> Result<(), GatewayError> {
+        let sql = "UPDATE prompts SET trace_parent = $1 WHERE id = $2 AND state = $3";
+        let args = [traceparent.into(), prompt_id.into(), WAITING.into()];
+        self.db.write(sql, &args).await?;
+        Ok(())
+    }
+
+    /// The trace [`Store::keep_trace`] kept for `prompt_id`, if any.
+    pub async fn kept_trace(&self, prompt_id: &PromptId) -> Result<Option<String>, GatewayError> {
+        let sql = "SELECT trace_parent FROM prompts WHERE id = $1";
+        let kept: Option<String> = self.db.read_scalar(sql, &[prompt_id.into()]).await?;
+        Ok(kept.filter(|traceparent| !traceparent.is_empty()))
+    }
+
     /// Puts a prompt claimed by [`Store::claim_resumed`] back to waiting when its new run
     /// could not start.
     pub async fn unclaim_resumed(&self, prompt_id: &PromptId) -> Result<bool, GatewayError> {

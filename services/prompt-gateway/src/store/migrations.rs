@@ -63,6 +63,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0013_stored_bytes.sql",
         sql: include_str!("../../migrations/sqlite/0013_stored_bytes.sql"),
     },
+    MigrationFile {
+        name: "0014_trace_parent.sql",
+        sql: include_str!("../../migrations/sqlite/0014_trace_parent.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -117,6 +121,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0013_stored_bytes.sql",
         sql: include_str!("../../migrations/postgres/0013_stored_bytes.sql"),
+    },
+    MigrationFile {
+        name: "0014_trace_parent.sql",
+        sql: include_str!("../../migrations/postgres/0014_trace_parent.sql"),
     },
 ];
 
