@@ -22,6 +22,7 @@ mod gateway;
 mod guardrails;
 mod health;
 mod hosted;
+mod hosted_history;
 mod hostile;
 mod http_api;
 mod interpreter;

@@ -174,9 +174,33 @@ pub fn container_of(outputs: &[Output]) -> Option<String> {
     })
 }
 
+/// Where the outputs of the container a request runs in start: the code that ran before the
+/// last `hosted.container` note that replaced an expired container ran in a container the
+/// provider no longer has, and so does all of it when the request itself replaces one
+/// (`replacing`). The provider refuses server tool blocks of a container it lost; those go
+/// back as text (see `timeline`).
+pub fn current_container_start(outputs: &[Output], replacing: bool) -> usize {
+    if replacing {
+        return outputs.len();
+    }
+    outputs
+        .iter()
+        .rposition(|output| {
+            matches!(output, Output::Tool(call)
+                if call.function == CONTAINER_TOOL && call.parent.is_none() && !call.input["expired"].is_null())
+        })
+        .unwrap_or(0)
+}
+
 /// The conversation as the provider reads it: history prompts as their input and text, then
-/// the input, then this prompt's timeline.
-pub fn messages(history: &[PastPrompt], input: &str, calls: &Calls<'_>) -> Vec<Json> {
+/// the input, then this prompt's timeline (the code of containers lost before `fresh_from`
+/// as text).
+pub fn messages(
+    history: &[PastPrompt],
+    input: &str,
+    calls: &Calls<'_>,
+    fresh_from: usize,
+) -> Vec<Json> {
     let mut messages = Vec::new();
     for past in history {
         let text: Vec<&str> = past
@@ -199,7 +223,7 @@ pub fn messages(history: &[PastPrompt], input: &str, calls: &Calls<'_>) -> Vec<J
     messages.extend(timeline(
         &calls.outputs,
         &calls.names,
-        calls.limits().max_tool_result_bytes,
+        (calls.limits().max_tool_result_bytes, fresh_from),
         &calls.stored_results,
     ));
     messages
@@ -218,7 +242,7 @@ fn non_empty(text: &str) -> String {
 fn timeline(
     outputs: &[Output],
     names: &FunctionNames,
-    max_bytes: usize,
+    (max_bytes, fresh_from): (usize, usize),
     stored: &std::collections::HashMap<String, String>,
 ) -> Vec<Json> {
     let mut messages = Vec::new();
@@ -233,7 +257,7 @@ fn timeline(
             messages.push(json!({"role": "user", "content": std::mem::take(results)}));
         }
     };
-    for output in outputs {
+    for (index, output) in outputs.iter().enumerate() {
         match output {
             Output::Text(text) if text.is_empty() => {}
             Output::Text(text) => {
@@ -247,7 +271,11 @@ fn timeline(
                 if !results.is_empty() {
                     flush(&mut assistant, &mut results);
                 }
-                assistant.extend(server_blocks(call));
+                if index < fresh_from {
+                    assistant.push(lost_container_block(call));
+                } else {
+                    assistant.extend(server_blocks(call));
+                }
             }
             Output::Tool(call) => {
                 if !results.is_empty() && group_start != call.start {
@@ -308,6 +336,26 @@ fn timeline(
 /// the kept length stays cut); other server tools' blocks were kept as they came. One whose
 /// parts were not kept whole (too long to keep, or cut when stored) goes back as a text
 /// note, which the provider always takes.
+/// Code that ran in a container the provider has lost, as text: what ran and what it gave,
+/// cut short.
+fn lost_container_block(call: &ToolCallOutput) -> Json {
+    let name = call.input["tool"].as_str().unwrap_or(BASH);
+    let input: String = call.input["code"]
+        .as_str()
+        .map_or_else(|| call.input["input"].to_string(), str::to_owned)
+        .chars()
+        .take(2048)
+        .collect();
+    json!({
+        "type": "text",
+        "text": format!(
+            "[Earlier, in a container that has since expired (its files are gone), I ran {name}: {}; {}]",
+            input,
+            functions::shown(&functions::tool_message(&call.result), "result", 4096, None),
+        ),
+    })
+}
+
 fn server_blocks(call: &ToolCallOutput) -> Vec<Json> {
     let name = call.input["tool"].as_str().unwrap_or(BASH);
     let input = if name == BASH {
@@ -474,7 +522,7 @@ mod tests {
         let messages = timeline(
             &outputs,
             &FunctionNames::default(),
-            1024,
+            (1024, 0),
             &Default::default(),
         );
         let blocks = messages[0]["content"].as_array().unwrap();
@@ -505,7 +553,7 @@ mod tests {
             parent: None,
             record: None,
         }));
-        let messages = timeline(&outputs, &names, 1024, &Default::default());
+        let messages = timeline(&outputs, &names, (1024, 0), &Default::default());
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0]["role"], "assistant");
         let sent: Vec<Json> = messages[0]["content"].as_array().unwrap().clone();

@@ -283,7 +283,15 @@ impl Run<'_> {
             "model": self.model,
             "max_tokens": self.executor.settings.max_tokens,
             "system": self.system,
-            "messages": blocks::messages(&self.history, &self.input, &self.calls),
+            "messages": blocks::messages(
+                &self.history,
+                &self.input,
+                &self.calls,
+                blocks::current_container_start(
+                    &self.calls.outputs,
+                    self.container.is_none() && self.expired.is_some(),
+                ),
+            ),
             "tools": tools,
             "stream": true,
         });
