@@ -352,10 +352,22 @@ async fn a_conversation_reuses_its_container_and_replaces_it_once_the_provider_e
     let container = requests[0].container.clone().unwrap();
     assert_eq!(requests[1].body["container"], json!(container), "reused");
     assert_eq!(requests[1].container.as_deref(), Some(container.as_str()));
-    // The second prompt read the first as history.
+    // The second prompt read the first as history: its code as the container's own blocks
+    // (it runs in the same container), then its text.
     let messages = requests[1].body["messages"].as_array().unwrap();
     assert_eq!(messages[0]["content"], "first");
-    assert_eq!(messages[1]["content"], "Done.");
+    let answer = messages[1]["content"].as_array().unwrap();
+    let types: Vec<&str> = answer
+        .iter()
+        .filter_map(|block| block["type"].as_str())
+        .collect();
+    assert_eq!(
+        types,
+        ["server_tool_use", "bash_code_execution_tool_result", "text"]
+    );
+    assert_eq!(answer[0]["input"]["command"], "cat notes.txt");
+    assert_eq!(answer[1]["content"]["stdout"], "remembered\n");
+    assert_eq!(answer[2]["text"], "Done.");
     // The first prompt's timeline says a container started; the second's says nothing.
     let notes = |prompt: &agentic_proto::v1::Prompt| -> Vec<Value> {
         prompt
@@ -407,10 +419,21 @@ async fn a_conversation_reuses_its_container_and_replaces_it_once_the_provider_e
     let state = struct_to_json(kept.state.as_ref());
     assert_eq!(state["hosted_container"]["id"], json!(replacement));
 
-    // The next prompt runs in the replacement.
+    // The next prompt runs in the replacement; the code the first prompts ran in the lost
+    // container reaches it as text, that of the third as the replacement's own blocks.
     completed(&client, run("fourth")).await;
     let requests = stack.model.hosted_requests();
     assert_eq!(requests[4].body["container"], json!(replacement));
+    let messages = requests[4].body["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["content"], "first");
+    assert_eq!(messages[1]["content"][0]["type"], "text");
+    let first = messages[1]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        first.contains("since expired") && first.contains("cat notes.txt"),
+        "{first}"
+    );
+    assert_eq!(messages[4]["content"], "third");
+    assert_eq!(messages[5]["content"][0]["type"], "server_tool_use");
 }
 
 #[tokio::test]
@@ -762,24 +785,47 @@ async fn one_session_runs_a_conversation_through_classic_code_and_hosted() {
     assert_eq!(results[2].created_files[0].source(), FileSource::Hosted);
     assert_eq!(results[0].created_files[0].source(), FileSource::Local);
 
-    // The hosted prompt read the two before it.
+    // The hosted prompt read the two before it whole: the classic call and its result as
+    // tool blocks, code mode's JavaScript as text (the provider never ran it), the answers.
     let request = &stack.model.hosted_requests()[0];
-    let history: Vec<&str> = request.body["messages"]
+    let history: Vec<String> = request.body["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|message| message["content"].as_str().unwrap_or("(blocks)"))
+        .map(|message| {
+            let content = match &message["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .map(|block| match block["type"].as_str() {
+                        Some("text") => block["text"].as_str().unwrap_or_default().to_owned(),
+                        Some("tool_use") => format!("tool_use {}", block["name"].as_str().unwrap()),
+                        Some(other) => other.to_owned(),
+                        None => String::new(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                _ => String::new(),
+            };
+            format!("{}: {content}", message["role"].as_str().unwrap())
+        })
         .collect();
-    assert_eq!(
-        history,
-        [
-            "I like green tea",
-            "Noted: you like green tea.",
-            "How many notes?",
-            "You have 1 note(s).",
-            "Chart it"
-        ]
+    assert_eq!(history.len(), 9, "{history:#?}");
+    assert_eq!(history[0], "user: I like green tea");
+    assert_eq!(history[1], "assistant: tool_use artifact__store");
+    assert_eq!(history[2], "user: tool_result");
+    assert_eq!(history[3], "assistant: Noted: you like green tea.");
+    assert_eq!(history[4], "user: How many notes?");
+    // The code's round, then the tool it called, with its result.
+    assert!(
+        history[5].starts_with("assistant: [I ran JavaScript in agentic's sandbox: output(")
+            && history[5].ends_with(" | tool_use artifact__list"),
+        "{}",
+        history[5]
     );
+    assert_eq!(history[6], "user: tool_result");
+    assert_eq!(history[7], "assistant: You have 1 note(s).");
+    assert_eq!(history[8], "user: Chart it");
     let files = session.created_files().await.unwrap();
     let sources: Vec<(String, FileSource)> = files
         .iter()

@@ -175,8 +175,8 @@ pub fn container_of(outputs: &[Output]) -> Option<String> {
 }
 
 /// Where the outputs of the container a request runs in start: the code that ran before the
-/// last `hosted.container` note that replaced an expired container ran in a container the
-/// provider no longer has, and so does all of it when the request itself replaces one
+/// answer that last replaced an expired container (its `hosted.container` note says where
+/// that answer's outputs start) ran in a container the provider no longer has, and so does all of it when the request itself replaces one
 /// (`replacing`). The provider refuses server tool blocks of a container it lost; those go
 /// back as text (see `timeline`).
 pub fn current_container_start(outputs: &[Output], replacing: bool) -> usize {
@@ -185,45 +185,65 @@ pub fn current_container_start(outputs: &[Output], replacing: bool) -> usize {
     }
     outputs
         .iter()
-        .rposition(|output| {
-            matches!(output, Output::Tool(call)
-                if call.function == CONTAINER_TOOL && call.parent.is_none() && !call.input["expired"].is_null())
+        .enumerate()
+        .rev()
+        .find_map(|(index, output)| match output {
+            Output::Tool(call)
+                if call.function == CONTAINER_TOOL
+                    && call.parent.is_none()
+                    && !call.input["expired"].is_null() =>
+            {
+                // The replacing answer's outputs come before its note.
+                let first = call.input["first_output"]
+                    .as_u64()
+                    .and_then(|first| usize::try_from(first).ok());
+                Some(first.filter(|first| *first <= index).unwrap_or(index))
+            }
+            _ => None,
         })
         .unwrap_or(0)
 }
 
-/// The conversation as the provider reads it: history prompts as their input and text, then
-/// the input, then this prompt's timeline (the code of containers lost before `fresh_from`
-/// as text).
+/// The conversation as the provider reads it: each history prompt's input and what was done
+/// for it (its text, its calls with their results, its code: as blocks when it ran in
+/// `container`, the one this request runs in, else as text), then the input, then this
+/// prompt's timeline (the code of containers lost before `fresh_from` as text).
 pub fn messages(
     history: &[PastPrompt],
     input: &str,
     calls: &Calls<'_>,
-    fresh_from: usize,
+    (container, fresh_from): (Option<&str>, usize),
 ) -> Vec<Json> {
+    let max_bytes = calls.limits().max_tool_result_bytes;
     let mut messages = Vec::new();
+    // The container each past prompt ran in: the one its timeline names, else the one the
+    // prompt before it ran in (a prompt that reused a container names none).
+    let mut ran_in: Option<String> = None;
     for past in history {
-        let text: Vec<&str> = past
-            .outputs
-            .iter()
-            .filter_map(|output| match output {
-                Output::Text(text) if !text.trim().is_empty() => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        messages.push(json!({"role": "user", "content": non_empty(&past.input)}));
-        let answer = if text.is_empty() {
-            "(no text answer)".to_owned()
+        ran_in = container_of(&past.outputs).or(ran_in);
+        let fresh_from = if ran_in.is_some() && ran_in.as_deref() == container {
+            current_container_start(&past.outputs, false)
         } else {
-            text.join("\n\n")
+            past.outputs.len()
         };
-        messages.push(json!({"role": "assistant", "content": answer}));
+        messages.push(json!({"role": "user", "content": non_empty(&past.input)}));
+        let done = timeline(
+            &past.outputs,
+            &calls.names,
+            (max_bytes, fresh_from),
+            &std::collections::HashMap::new(),
+        );
+        if done.is_empty() {
+            messages.push(json!({"role": "assistant", "content": "(no text answer)"}));
+        } else {
+            messages.extend(done);
+        }
     }
     messages.push(json!({"role": "user", "content": non_empty(input)}));
     messages.extend(timeline(
         &calls.outputs,
         &calls.names,
-        (calls.limits().max_tool_result_bytes, fresh_from),
+        (max_bytes, fresh_from),
         &calls.stored_results,
     ));
     messages
@@ -271,7 +291,9 @@ fn timeline(
                 if !results.is_empty() {
                     flush(&mut assistant, &mut results);
                 }
-                if index < fresh_from {
+                if !ran_in_container(call) {
+                    assistant.push(sandbox_code_block(call));
+                } else if index < fresh_from {
                     assistant.push(lost_container_block(call));
                 } else {
                     assistant.extend(server_blocks(call));
@@ -336,6 +358,30 @@ fn timeline(
 /// the kept length stays cut); other server tools' blocks were kept as they came. One whose
 /// parts were not kept whole (too long to keep, or cut when stored) goes back as a text
 /// note, which the provider always takes.
+/// Whether a `code.execute` output is code that ran in the provider's container (hosted mode
+/// writes its language), not code mode's JavaScript in agentic's sandbox.
+fn ran_in_container(call: &ToolCallOutput) -> bool {
+    call.input["language"].is_string()
+}
+
+/// Code mode's JavaScript round (a history prompt of another mode), as text: the provider
+/// never ran it.
+fn sandbox_code_block(call: &ToolCallOutput) -> Json {
+    let code: String = call.input["code"]
+        .as_str()
+        .unwrap_or_default()
+        .chars()
+        .take(4096)
+        .collect();
+    json!({
+        "type": "text",
+        "text": format!(
+            "[I ran JavaScript in agentic's sandbox: {code}; {}]",
+            functions::shown(&functions::tool_message(&call.result), "result", 4096, None),
+        ),
+    })
+}
+
 /// Code that ran in a container the provider has lost, as text: what ran and what it gave,
 /// cut short.
 fn lost_container_block(call: &ToolCallOutput) -> Json {

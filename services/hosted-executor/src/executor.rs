@@ -158,6 +158,7 @@ impl Executor {
             owner,
             container,
             expired: None,
+            replaced_from: 0,
             files: files_so_far,
             made: Vec::new(),
             asked: Vec::new(),
@@ -189,6 +190,8 @@ struct Run<'a> {
     container: Option<String>,
     /// The container the provider refused as expired, until its replacement is known.
     expired: Option<String>,
+    /// Where the outputs of the request that replaced an expired container start.
+    replaced_from: usize,
     /// Files on the timeline so far.
     files: usize,
     /// Files the current answer's code made, to download once it ends.
@@ -256,6 +259,7 @@ impl Run<'_> {
         match self.send().await? {
             Err(error) if error.is_lost_container() && self.container.is_some() => {
                 self.expired = self.container.take();
+                self.replaced_from = self.calls.outputs.len();
                 tracing::info!(container = ?self.expired, "hosted container lost, starting a new one");
                 self.send().await?.map_err(failed)
             }
@@ -287,9 +291,12 @@ impl Run<'_> {
                 &self.history,
                 &self.input,
                 &self.calls,
-                blocks::current_container_start(
-                    &self.calls.outputs,
-                    self.container.is_none() && self.expired.is_some(),
+                (
+                    self.container.as_deref(),
+                    blocks::current_container_start(
+                        &self.calls.outputs,
+                        self.container.is_none() && self.expired.is_some(),
+                    ),
                 ),
             ),
             "tools": tools,
@@ -382,7 +389,12 @@ impl Run<'_> {
         let shown = ToolCallOutput {
             id: format!("container_{}", uuid::Uuid::now_v7().simple()),
             function: CONTAINER_TOOL.to_owned(),
-            input: json!({ "expired": expired }),
+            // `first_output`: where what ran in this container starts on the timeline (the
+            // answer that replaced an expired one ran before this note).
+            input: match &expired {
+                Some(_) => json!({ "expired": expired, "first_output": self.replaced_from }),
+                None => json!({ "expired": expired }),
+            },
             result: ToolResult::Success {
                 output: json!({ "container": id, "note": note }),
             },
