@@ -1,10 +1,10 @@
-//! What hosted mode sends the provider as the conversation: a container the provider lost
-//! mid-prompt is replaced without the lost container's code blocks (which the provider
-//! refuses), the code going back as text.
+//! What hosted mode sends the provider and counts: a container the provider lost mid-prompt
+//! is replaced without the lost container's code blocks (which the provider refuses), the
+//! code going back as text; the tokens of an answer that failed mid-stream count.
 
 use agentic_client::NewPrompt;
 use agentic_proto::v1::prompt_output;
-use agentic_testkit::model::{HostedBlock, HostedMatch, HostedRule};
+use agentic_testkit::model::{HostedBlock, HostedMatch, HostedReply, HostedRule};
 use serde_json::{Value, json};
 
 use crate::hosted::hosted_stack;
@@ -101,5 +101,77 @@ async fn a_container_lost_mid_prompt_is_replaced_without_its_code_blocks() {
             && text.contains("cat /tmp/plan.txt")
             && text.contains("launch at noon"),
         "{text}"
+    );
+}
+
+/// A hosted prompt's usage once it ended.
+async fn usage_of(client: &agentic_client::Client, prompt_id: &str) -> agentic_proto::v1::Usage {
+    collect(client, prompt_id, 0).await;
+    client
+        .get_prompt(prompt_id)
+        .await
+        .unwrap()
+        .usage
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn tokens_of_an_answer_that_failed_mid_stream_are_counted_whether_retried_or_not() {
+    let stack = hosted_stack().await;
+    // Nothing of the first answer reached the timeline: it is retried.
+    stack.model.add_hosted_rule(
+        HostedRule::new(
+            HostedMatch::LastUserContains("retried".into()),
+            HostedReply::FailMidStream {
+                blocks: Vec::new(),
+                kind: "overloaded_error".into(),
+            },
+        )
+        .usage(100, 1)
+        .times(1),
+    );
+    stack.model.add_hosted_rule(
+        HostedRule::turn(
+            HostedMatch::LastUserContains("retried".into()),
+            vec![HostedBlock::text("Second try.")],
+            "end_turn",
+        )
+        .usage(20, 5),
+    );
+    // Text of this one was shown already: it fails the prompt.
+    stack.model.add_hosted_rule(
+        HostedRule::new(
+            HostedMatch::LastUserContains("failing".into()),
+            HostedReply::FailMidStream {
+                blocks: vec![HostedBlock::text("Half an ans")],
+                kind: "overloaded_error".into(),
+            },
+        )
+        .usage(70, 1),
+    );
+    let client = stack.client("alice").await.unwrap();
+
+    let retried = client
+        .create_prompt(NewPrompt::new("retried").mode("hosted"))
+        .await
+        .unwrap();
+    let usage = usage_of(&client, &retried.id).await;
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens, usage.llm_calls),
+        (120, 6, 1),
+        "{usage:?}"
+    );
+
+    let failing = client
+        .create_prompt(NewPrompt::new("failing").mode("hosted"))
+        .await
+        .unwrap();
+    let usage = usage_of(&client, &failing.id).await;
+    let failed = client.get_prompt(&failing.id).await.unwrap();
+    assert_eq!(failed.state, agentic_proto::v1::PromptState::Failed as i32);
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens, usage.llm_calls),
+        (70, 1, 0),
+        "{usage:?}"
     );
 }

@@ -132,6 +132,11 @@ impl AnswerReader {
         }
     }
 
+    /// The tokens the answer counted so far (input, output).
+    pub(crate) fn spent(&self) -> (u64, u64) {
+        (self.answer.input_tokens, self.answer.output_tokens)
+    }
+
     pub(crate) fn finish(self) -> Result<Answer, ProviderError> {
         if !self.stopped || self.open.is_some() {
             return Err(ProviderError::Invalid(

@@ -330,6 +330,19 @@ impl Run<'_> {
         let block = match streamed {
             Streamed::Text(text) => return Ok(self.events.send(Event::TextDelta(text)).await?),
             Streamed::Block(block) => block,
+            Streamed::Spent {
+                input_tokens,
+                output_tokens,
+            } => {
+                let usage = Usage {
+                    input_tokens,
+                    output_tokens,
+                    total_tokens: input_tokens.saturating_add(output_tokens),
+                    // Not a call that answered: its tokens count, not the call.
+                    calls: 0,
+                };
+                return Ok(self.events.send(Event::Usage(usage)).await?);
+            }
         };
         match blocks::read(&block) {
             Piece::Text(text) => {

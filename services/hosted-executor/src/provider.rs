@@ -47,6 +47,12 @@ pub enum Streamed {
     Text(String),
     /// A content block, whole, as soon as it ends.
     Block(Json),
+    /// What an attempt that failed after the provider began its answer spent (the tokens
+    /// its `message_start` counted, and any output since): it is paid for, so it counts.
+    Spent {
+        input_tokens: u64,
+        output_tokens: u64,
+    },
 }
 
 /// One answer of the Messages API.
@@ -283,6 +289,27 @@ impl Provider {
         )
         .await?;
         let mut reader = AnswerReader::default();
+        let read = Self::read(response, &mut reader, deltas, forwarded).await;
+        if read.is_err() {
+            let (input_tokens, output_tokens) = reader.spent();
+            if input_tokens > 0 || output_tokens > 0 {
+                let _ = deltas.send(Streamed::Spent {
+                    input_tokens,
+                    output_tokens,
+                });
+            }
+        }
+        read?;
+        reader.finish()
+    }
+
+    /// Reads a streamed answer into `reader`, forwarding what it makes of each event.
+    async fn read(
+        response: reqwest::Response,
+        reader: &mut AnswerReader,
+        deltas: &UnboundedSender<Streamed>,
+        forwarded: &mut bool,
+    ) -> Result<(), ProviderError> {
         let mut parser = SseParser::default();
         let mut bytes = response.bytes_stream();
         let mut read = 0usize;
@@ -304,7 +331,7 @@ impl Provider {
         for payload in parser.finish() {
             reader.event(&payload)?;
         }
-        reader.finish()
+        Ok(())
     }
 
     /// A file's metadata.

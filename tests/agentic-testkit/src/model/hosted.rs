@@ -194,6 +194,13 @@ pub enum HostedReply {
     },
     /// Never answers (until the stand-in shuts down).
     Hang,
+    /// Begins a streamed answer (`message_start` with the rule's usage, then `blocks`) and
+    /// ends it with an `error` event of this `type` (as the API does when it fails mid-stream,
+    /// e.g. `overloaded_error`). A request that does not stream gets the error as its answer.
+    FailMidStream {
+        blocks: Vec<HostedBlock>,
+        kind: String,
+    },
 }
 
 /// One block of a scripted turn.
@@ -430,11 +437,21 @@ pub(crate) async fn messages_endpoint(
             () = state.shutting_down() => return overloaded(),
         }
     }
-    let (blocks, stop_reason) = match rule.reply {
+    let (blocks, stop_reason, failure) = match rule.reply {
         HostedReply::Turn {
             blocks,
             stop_reason,
-        } => (blocks, stop_reason),
+        } => (blocks, stop_reason, None),
+        HostedReply::FailMidStream { blocks, kind } if body["stream"] == true => {
+            (blocks, "end_turn".to_owned(), Some(kind))
+        }
+        HostedReply::FailMidStream { kind, .. } => {
+            return error_response(
+                StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+                &kind,
+                "failed",
+            );
+        }
         HostedReply::Error {
             status,
             kind,
@@ -465,10 +482,16 @@ pub(crate) async fn messages_endpoint(
         "container": container_json(&container),
     });
     if body["stream"] == true {
-        stream_events(
-            stream_of(&message),
-            Duration::from_millis(rule.chunk_delay_ms),
-        )
+        let mut events = stream_of(&message);
+        if let Some(kind) = failure {
+            // No message_delta nor message_stop: the answer ends in an error.
+            events.truncate(events.len() - 2);
+            events.push(sse(
+                "error",
+                &json!({"type": "error", "error": {"type": kind, "message": "the answer failed"}}),
+            ));
+        }
+        stream_events(events, Duration::from_millis(rule.chunk_delay_ms))
     } else {
         axum::Json(message).into_response()
     }
