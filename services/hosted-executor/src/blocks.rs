@@ -359,9 +359,13 @@ fn timeline(
 /// parts were not kept whole (too long to keep, or cut when stored) goes back as a text
 /// note, which the provider always takes.
 /// Whether a `code.execute` output is code that ran in the provider's container (hosted mode
-/// writes its language), not code mode's JavaScript in agentic's sandbox.
+/// writes its language with it), not code mode's JavaScript in agentic's sandbox.
 fn ran_in_container(call: &ToolCallOutput) -> bool {
-    call.input["language"].is_string()
+    // Code mode writes `{"code"}` alone; an input cut when stored is a string.
+    let sandbox = call.input.is_object()
+        && call.input["code"].is_string()
+        && call.input.get("language").is_none();
+    !sandbox
 }
 
 /// Code mode's JavaScript round (a history prompt of another mode), as text: the provider
