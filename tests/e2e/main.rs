@@ -23,6 +23,7 @@ mod guardrails;
 mod health;
 mod hosted;
 mod hosted_history;
+mod hosted_suites;
 mod hostile;
 mod http_api;
 mod interpreter;
