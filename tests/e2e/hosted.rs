@@ -263,16 +263,7 @@ async fn a_tool_of_the_tool_host_runs_inside_the_hosted_loop_after_its_approval(
         "nothing sent while it waits"
     );
     let waiting = client.get_prompt(&created.id).await.unwrap();
-    let dangerous = waiting
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) if tool.function == "demo.dangerous" => {
-                Some(tool.id.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
+    let dangerous = call_id(&waiting, Some("demo.dangerous")).unwrap();
     client
         .approve_tool_call(&created.id, &dangerous)
         .await

@@ -3,7 +3,6 @@
 //! code going back as text; the tokens of an answer that failed mid-stream count.
 
 use agentic_client::NewPrompt;
-use agentic_proto::v1::prompt_output;
 use agentic_testkit::model::{HostedBlock, HostedMatch, HostedReply, HostedRule};
 use serde_json::{Value, json};
 
@@ -54,16 +53,7 @@ async fn a_container_lost_mid_prompt_is_replaced_without_its_code_blocks() {
     // The provider loses the container while the prompt waits for a person.
     assert!(stack.model.expire_container(&container));
     let waiting = client.get_prompt(&created.id).await.unwrap();
-    let call = waiting
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool)) if tool.function == "demo.dangerous" => {
-                Some(tool.id.clone())
-            }
-            _ => None,
-        })
-        .unwrap();
+    let call = call_id(&waiting, Some("demo.dangerous")).unwrap();
     client.approve_tool_call(&created.id, &call).await.unwrap();
     let done = ends_completed(&client, &created.id).await;
     assert!(

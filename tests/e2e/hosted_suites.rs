@@ -28,17 +28,23 @@ fn echoing(calls: usize) -> HostedRule {
     .usage(100, 20)
 }
 
-#[tokio::test]
-async fn a_hosted_run_stops_at_its_token_budget_before_the_calls_past_it() {
+/// A hosted stack whose provider asks for `calls` echoes, then answers "echoed".
+async fn echo_stack(calls: usize) -> Stack {
     let stack = Stack::start_with(Vec::new(), crate::hosted::hosted_stack_options())
         .await
         .unwrap();
-    stack.model.add_hosted_rule(echoing(1));
+    stack.model.add_hosted_rule(echoing(calls));
     stack.model.add_hosted_rule(HostedRule::turn(
         HostedMatch::Any,
         vec![HostedBlock::text("echoed")],
         "end_turn",
     ));
+    stack
+}
+
+#[tokio::test]
+async fn a_hosted_run_stops_at_its_token_budget_before_the_calls_past_it() {
+    let stack = echo_stack(1).await;
     let client = stack.client("alice").await.unwrap();
     let prompt = run(
         &client,
@@ -57,15 +63,7 @@ async fn a_hosted_run_stops_at_its_token_budget_before_the_calls_past_it() {
 
 #[tokio::test]
 async fn a_hosted_reply_asking_for_more_tool_calls_than_the_budget_runs_none_of_them() {
-    let stack = Stack::start_with(Vec::new(), crate::hosted::hosted_stack_options())
-        .await
-        .unwrap();
-    stack.model.add_hosted_rule(echoing(3));
-    stack.model.add_hosted_rule(HostedRule::turn(
-        HostedMatch::Any,
-        vec![HostedBlock::text("echoed")],
-        "end_turn",
-    ));
+    let stack = echo_stack(3).await;
     let client = stack.client("alice").await.unwrap();
     let prompt = run(
         &client,

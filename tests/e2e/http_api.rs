@@ -769,14 +769,7 @@ async fn a_file_is_read_by_the_artifact_id_its_tool_result_names_as_by_its_file_
         .find_map(tool_of)
         .expect("the report call");
     let artifact_id = result.unwrap()["id"].as_str().unwrap().to_owned();
-    let file_id = prompt
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::File(file)) => Some(file.id.clone()),
-            _ => None,
-        })
-        .expect("the report's file on the timeline");
+    let file_id = first_file_id(&prompt).expect("the report's file on the timeline");
     assert_ne!(artifact_id, file_id);
 
     let http = reqwest::Client::new();

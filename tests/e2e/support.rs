@@ -417,3 +417,58 @@ pub async fn event_stream_text(
         .expect("the event stream ends")
         .unwrap()
 }
+
+/// The id of the first call of `function` on the prompt's timeline (any call when `None`).
+pub fn call_id(prompt: &Prompt, function: Option<&str>) -> Option<String> {
+    prompt.output.iter().find_map(|output| match &output.kind {
+        Some(agentic_proto::v1::prompt_output::Kind::Tool(tool))
+            if function.is_none_or(|function| tool.function == function) =>
+        {
+            Some(tool.id.clone())
+        }
+        _ => None,
+    })
+}
+
+/// The id of the first file output of the prompt.
+pub fn first_file_id(prompt: &Prompt) -> Option<String> {
+    prompt.output.iter().find_map(|output| match &output.kind {
+        Some(agentic_proto::v1::prompt_output::Kind::File(file)) => Some(file.id.clone()),
+        _ => None,
+    })
+}
+
+/// Runs `scripts/<script>` (an installer of outside software the tests drive) once per test
+/// process per script, and answers the value of each `NAME=value` line it prints. Fails the
+/// test, saying why, when it fails.
+pub fn installed(script: &str) -> std::collections::HashMap<String, String> {
+    use std::sync::{Mutex, OnceLock};
+    static DONE: OnceLock<
+        Mutex<std::collections::HashMap<String, std::collections::HashMap<String, String>>>,
+    > = OnceLock::new();
+    let mut done = DONE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    done.entry(script.to_owned())
+        .or_insert_with(|| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../scripts")
+                .join(script);
+            let output = std::process::Command::new(&path)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .unwrap_or_else(|error| panic!("running {}: {error}", path.display()));
+            assert!(
+                output.status.success(),
+                "{} failed: what the tests drive could not be installed",
+                path.display()
+            );
+            String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter_map(|line| line.split_once('='))
+                .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                .collect()
+        })
+        .clone()
+}

@@ -211,18 +211,7 @@ impl Provider {
     ) -> Result<Answer, ProviderError> {
         use tracing::Instrument as _;
         let model = body["model"].as_str().unwrap_or_default().to_owned();
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = "anthropic",
-            gen_ai.request.model = %model,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
-            otel.status_message = tracing::field::Empty,
-        );
+        let span = agentic_llm::chat_span("anthropic", &model);
         let started = std::time::Instant::now();
         let outcome = self
             .send_with_retries(body, skills, deltas)
@@ -230,15 +219,12 @@ impl Provider {
             .await;
         let measured = match &outcome {
             Ok(answer) => {
-                // As i64: tracing-opentelemetry exports u64 values as strings.
-                let tokens = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
-                span.record("gen_ai.usage.input_tokens", tokens(answer.input_tokens));
-                span.record("gen_ai.usage.output_tokens", tokens(answer.output_tokens));
-                Ok((answer.input_tokens, answer.output_tokens))
+                let tokens = (answer.input_tokens, answer.output_tokens);
+                agentic_llm::chat_span_ended(&span, Ok(tokens));
+                Ok(tokens)
             }
             Err(error) => {
-                span.record("otel.status_code", "ERROR");
-                span.record("otel.status_message", tracing::field::display(error));
+                agentic_llm::chat_span_ended(&span, Err(error));
                 Err(error.metric_type())
             }
         };

@@ -8,7 +8,7 @@ mod sse;
 
 pub use async_trait::async_trait;
 pub use error::{Attempts, LlmError};
-pub use metrics::record_chat;
+pub use metrics::{chat_span, chat_span_ended, record_chat};
 pub use openai::{OpenAiChatModel, backoff};
 pub use sse::SseParser;
 

@@ -87,3 +87,36 @@ fn error_type(error: &LlmError) -> String {
         LlmError::Recording { .. } => "recording".into(),
     }
 }
+
+/// The span of one `chat` call to `provider`'s `model` (GenAI conventions), retries included;
+/// [`chat_span_ended`] records how it ended.
+pub fn chat_span(provider: &str, model: &str) -> tracing::Span {
+    tracing::info_span!(
+        "chat",
+        otel.name = %format_args!("chat {model}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = %model,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_message = tracing::field::Empty,
+    )
+}
+
+/// Records on a [`chat_span`] the tokens of the answer, or the error.
+pub fn chat_span_ended(span: &tracing::Span, outcome: Result<(u64, u64), &dyn std::fmt::Display>) {
+    match outcome {
+        Ok((input, output)) => {
+            // As i64: tracing-opentelemetry exports u64 values as strings.
+            let tokens = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+            span.record("gen_ai.usage.input_tokens", tokens(input));
+            span.record("gen_ai.usage.output_tokens", tokens(output));
+        }
+        Err(error) => {
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_message", tracing::field::display(error));
+        }
+    }
+}

@@ -170,18 +170,7 @@ impl ChatModel for OpenAiChatModel {
     ) -> Result<ChatResponse, LlmError> {
         let model = self.model(request.tier).to_owned();
         // GenAI conventions: one `chat {model}` span per call, retries included.
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = "openai",
-            gen_ai.request.model = %model,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
-            otel.status_message = tracing::field::Empty,
-        );
+        let span = crate::metrics::chat_span(agentic_telemetry::genai::PROVIDER_OPENAI, &model);
         let started = std::time::Instant::now();
         let mut outcome = self
             .chat_with_retries(model.clone(), request, deltas)
@@ -196,21 +185,13 @@ impl ChatModel for OpenAiChatModel {
             Ok(response) => {
                 // One call answered, whatever the provider reported.
                 response.usage.calls = 1;
-                // As i64: tracing-opentelemetry exports u64 values as strings.
-                let tokens = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
-                span.record(
-                    "gen_ai.usage.input_tokens",
-                    tokens(response.usage.input_tokens),
-                );
-                span.record(
-                    "gen_ai.usage.output_tokens",
-                    tokens(response.usage.output_tokens),
+                let usage = &response.usage;
+                crate::metrics::chat_span_ended(
+                    &span,
+                    Ok((usage.input_tokens, usage.output_tokens)),
                 );
             }
-            Err(error) => {
-                span.record("otel.status_code", "ERROR");
-                span.record("otel.status_message", tracing::field::display(error));
-            }
+            Err(error) => crate::metrics::chat_span_ended(&span, Err(&*error)),
         }
         outcome
     }

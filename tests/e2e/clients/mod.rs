@@ -8,8 +8,6 @@
 //!   with typed models, not dicts.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use agentic_testkit::model::Match;
 use agentic_testkit::{Stack, StackOptions};
@@ -17,26 +15,12 @@ use serde_json::Value;
 
 use crate::support::*;
 
-/// The virtualenv's python with the clients installed; installs them once per test process.
-fn python() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/python-clients.sh");
-        let output = Command::new(&script)
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|error| panic!("running {}: {error}", script.display()));
-        assert!(
-            output.status.success(),
-            "{} failed: the Python clients the tests drive could not be installed",
-            script.display()
-        );
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .find_map(|line| line.strip_prefix("AGENTIC_TEST_PYTHON="))
-            .unwrap_or_else(|| panic!("{} printed no AGENTIC_TEST_PYTHON", script.display()))
-            .into()
-    })
+/// The virtualenv's python with the clients installed (once per test process).
+fn python() -> PathBuf {
+    installed("python-clients.sh")
+        .remove("AGENTIC_TEST_PYTHON")
+        .expect("scripts/python-clients.sh printed no AGENTIC_TEST_PYTHON")
+        .into()
 }
 
 /// Runs `clients/<script>` with `args` and reads the JSON it prints.
@@ -100,7 +84,8 @@ async fn the_python_reflection_client_discovers_the_api_and_runs_a_prompt() {
 /// Runs `tool` (a console script of the clients' virtualenv) with `args`; its output, failing
 /// the test with it when the tool fails.
 async fn run_tool(tool: &str, args: &[&std::ffi::OsStr]) -> String {
-    let bin = python().parent().unwrap();
+    let python = python();
+    let bin = python.parent().unwrap();
     let output = tokio::process::Command::new(bin.join(tool))
         .args(args)
         .output()

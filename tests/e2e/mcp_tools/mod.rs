@@ -453,14 +453,8 @@ async fn structured_content_embedded_resources_and_links_map_onto_the_result() {
         (Some("2.txt"), Some("text/plain"))
     );
     let client = stack.client("alice").await.unwrap();
-    let file_id = prompt
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::File(file)) => Some(file.id.clone()),
-            _ => None,
-        })
-        .expect("the embedded resource is a file output of the prompt");
+    let file_id =
+        first_file_id(&prompt).expect("the embedded resource is a file output of the prompt");
     let content = client.get_file(&file_id).await.unwrap().content;
     let content = String::from_utf8(content).unwrap();
     assert!(content.contains("Resource 2"), "{content}");

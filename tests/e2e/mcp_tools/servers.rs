@@ -21,22 +21,11 @@ pub(crate) struct Installed {
 pub(crate) fn installed() -> &'static Installed {
     static INSTALLED: OnceLock<Installed> = OnceLock::new();
     INSTALLED.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/mcp-servers.sh");
-        let output = Command::new(&script)
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|error| panic!("running {}: {error}", script.display()));
-        assert!(
-            output.status.success(),
-            "{} failed: the MCP servers the tests need could not be installed",
-            script.display()
-        );
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let path = |name: &str| -> PathBuf {
-            stdout
-                .lines()
-                .find_map(|line| line.strip_prefix(&format!("{name}=")))
-                .unwrap_or_else(|| panic!("{} printed no {name}", script.display()))
+        let mut paths = crate::support::installed("mcp-servers.sh");
+        let mut path = |name: &str| -> PathBuf {
+            paths
+                .remove(name)
+                .unwrap_or_else(|| panic!("scripts/mcp-servers.sh printed no {name}"))
                 .into()
         };
         Installed {

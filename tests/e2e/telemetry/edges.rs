@@ -173,14 +173,7 @@ async fn a_run_that_takes_up_a_durable_pause_continues_the_prompts_trace() {
     let paused = collect(&client, &prompt.id, 0).await;
     assert_eq!(kind(paused.last().unwrap()), "waiting");
     let waiting = client.get_prompt(&prompt.id).await.unwrap();
-    let call_id = waiting
-        .output
-        .iter()
-        .find_map(|output| match &output.kind {
-            Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)) => Some(tool.id.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let call = call_id(&waiting, None).unwrap();
     // The paused run's span ends with it; wait for it before a new one starts.
     let prompt_span = format!("prompt {}", prompt.id);
     let ended = |count: usize| {
@@ -193,10 +186,7 @@ async fn a_run_that_takes_up_a_durable_pause_continues_the_prompts_trace() {
             >= count
     };
     eventually("the paused run's span ended", || ended(1)).await;
-    client
-        .approve_tool_call(&prompt.id, &call_id)
-        .await
-        .unwrap();
+    client.approve_tool_call(&prompt.id, &call).await.unwrap();
     let rest = collect(&client, &prompt.id, paused.last().unwrap().sequence).await;
     assert_eq!(kind(rest.last().unwrap()), "completed");
     eventually("the resumed run's span ended", || ended(2)).await;
