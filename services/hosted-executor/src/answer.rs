@@ -5,7 +5,32 @@
 use reqwest::StatusCode;
 use serde_json::Value as Json;
 
-use crate::provider::{Answer, ProviderError, Streamed};
+use crate::provider_error::ProviderError;
+
+/// What arrives while an answer streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Streamed {
+    /// A fragment of text, to show at once.
+    Text(String),
+    /// A content block, whole, as soon as it ends.
+    Block(Json),
+    /// What an attempt that failed after the provider began its answer spent (the tokens
+    /// its `message_start` counted, and any output since): it is paid for, so it counts.
+    Spent {
+        input_tokens: u64,
+        output_tokens: u64,
+    },
+}
+
+/// One answer of the Messages API.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub stop_reason: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// The container the answer ran in.
+    pub container: Option<String>,
+}
 
 /// The most content blocks one answer may have.
 const MAX_BLOCKS: usize = 512;

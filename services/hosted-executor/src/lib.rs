@@ -9,6 +9,7 @@ mod blocks;
 mod container;
 mod executor;
 mod provider;
+mod provider_error;
 
 use std::future::Future;
 use std::time::Duration;
