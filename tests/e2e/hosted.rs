@@ -874,29 +874,6 @@ async fn the_hosted_executor_registers_its_mode_like_every_executor() {
 }
 
 #[tokio::test]
-async fn a_hosted_prompt_is_not_replayed_and_says_why() {
-    let stack = hosted_stack().await;
-    stack.model.add_hosted_rule(answering(vec![
-        HostedBlock::bash("date", "today\n"),
-        HostedBlock::text("Today."),
-    ]));
-    let client = stack.client("alice").await.unwrap();
-    let prompt = completed(&client, hosted("what day is it")).await;
-    let refused = client
-        .replay_prompt(&prompt.id, false, false)
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(refused.contains("was not recorded"), "{refused}");
-    assert!(refused.contains("hosted mode"), "{refused}");
-    assert_eq!(
-        stack.model.hosted_requests().len(),
-        1,
-        "the provider is not asked again"
-    );
-}
-
-#[tokio::test]
 async fn approvals_after_code_in_the_container_keep_the_round_count_and_a_paused_turn_ending_in_space_goes_on()
  {
     let stack = Stack::start_with(

@@ -453,3 +453,80 @@ async fn recordings_have_http_routes_scoped_to_the_caller() {
     let replayed = client.get_prompt(replay_id).await.unwrap();
     assert_eq!(timeline_lines(&replayed), timeline_lines(&prompt));
 }
+
+#[tokio::test]
+async fn a_recorded_hosted_prompt_replays_the_same_without_the_provider_or_a_download() {
+    use agentic_testkit::model::{HostedBlock, HostedFile, HostedMatch, HostedRule};
+    let stack = crate::hosted::hosted_stack().await;
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::AssistantTurns(0),
+        vec![
+            HostedBlock::text("Let me make it."),
+            HostedBlock::bash_making(
+                "python report.py",
+                "wrote report.csv\n",
+                vec![HostedFile::new(
+                    "report.csv",
+                    "text/csv",
+                    "q,total\nQ1,12\n",
+                )],
+            ),
+            HostedBlock::tool_use("demo__echo", json!({"n": 1})),
+        ],
+        "tool_use",
+    ));
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::ToolResultContains("echo".into()),
+        vec![HostedBlock::text("Done: report.csv.")],
+        "end_turn",
+    ));
+    let prompt = finished(&stack, NewPrompt::new("make a report").mode("hosted")).await;
+    let client = stack.client("alice").await.unwrap();
+    let recording = client.get_recording(&prompt.id).await.unwrap();
+    assert!(recording.complete);
+    let kinds: Vec<&str> = recording
+        .exchanges
+        .iter()
+        .map(|exchange| match &exchange.kind {
+            Some(Kind::Prepare(_)) => "prepare",
+            Some(Kind::Hosted(_)) => "hosted",
+            Some(Kind::Tool(_)) => "tool",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["prepare", "hosted", "tool", "hosted"], "{kinds:?}");
+
+    let (asked, stored) = (
+        stack.model.hosted_requests().len(),
+        artifacts_of(&stack, "alice").await,
+    );
+    let ran = agentic(&stack, &["replay", &prompt.id]).await;
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert!(ran.stdout.starts_with("same: "), "{}", ran.stdout);
+    assert_eq!(
+        stack.model.hosted_requests().len(),
+        asked,
+        "the provider was not asked"
+    );
+    assert_eq!(
+        artifacts_of(&stack, "alice").await,
+        stored,
+        "nothing was downloaded nor stored again"
+    );
+    let replay_id = ran
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: "))
+        .unwrap();
+    let replay = client.get_prompt(replay_id).await.unwrap();
+    assert_eq!(timeline_lines(&replay), timeline_lines(&prompt));
+    // The replay's file is the recorded one's bytes.
+    let file = first_file_id(&replay).unwrap();
+    let content = client.get_file(&file).await.unwrap().content;
+    assert_eq!(content, b"q,total\nQ1,12\n");
+    assert_eq!(
+        replay.usage.unwrap().total_tokens,
+        0,
+        "a replay spends nothing"
+    );
+}

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use agentic_executor::approvals::Approvals;
 use agentic_executor::calls::{CallLimits, Calls, Settled};
 use agentic_executor::functions;
+use agentic_executor::tape::Tape;
 use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Finish, Output, PastPrompt,
     RunRequest, ToolCallOutput, ToolResult,
@@ -18,6 +19,7 @@ use agentic_executor::timeline::{
 use agentic_executor::tool_host::{RunScope, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache};
 use agentic_llm::{Tier, Usage};
+use agentic_proto::v1 as pb;
 use serde_json::{Map, Value as Json, json};
 use tokio::sync::mpsc;
 
@@ -25,6 +27,9 @@ use crate::blocks::Piece;
 use crate::blocks::{self, CODE_TOOL, CONTAINER_TOOL};
 use crate::container::{self, CONTAINER_KEY, Seal};
 use crate::provider::{Answer, Provider, ProviderError, Streamed, code_execution_tool};
+
+mod replay;
+use replay::Taken;
 
 pub const MODE_ID: &str = "hosted";
 pub const MODE_NAME: &str = "Hosted code execution (the provider's container)";
@@ -94,12 +99,10 @@ impl Executor {
         events: EventSink,
         approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        if request.replay.is_some() {
-            return Err(RunError::Failed(
-                "a hosted prompt cannot be replayed: its code ran in the provider's container"
-                    .into(),
-            ));
-        }
+        // A recording keeps each provider answer; a replay takes them from it instead, with
+        // no container (the code's results are in the answers).
+        let tape = agentic_executor::tape::Tape::of(&request, &events);
+        let tool_host = self.tool_host.taped(tape.as_ref());
         let skills = container::skills(
             &request.state,
             &self.settings.default_skills,
@@ -124,8 +127,7 @@ impl Executor {
                 .and_then(|kept| self.seal.open(&owner, kept))
         });
         let rounds_so_far = request.spent.rounds;
-        let prepared = self
-            .tool_host
+        let prepared = tool_host
             .prepare(&scope)
             .await
             .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
@@ -162,10 +164,12 @@ impl Executor {
             files: files_so_far,
             made: Vec::new(),
             asked: Vec::new(),
+            taken: Taken::default(),
+            tape,
             calls: Calls::new(
                 MODE_ID,
                 self.limits,
-                self.tool_host.clone(),
+                tool_host,
                 &events,
                 scope,
                 tools,
@@ -198,6 +202,9 @@ struct Run<'a> {
     made: Vec<String>,
     /// Calls of agentic's tools the current answer asks for.
     asked: Vec<agentic_llm::ToolCall>,
+    /// What the current answer brought, for the recording.
+    taken: Taken,
+    tape: Option<Arc<Tape>>,
     calls: Calls<'a>,
 }
 
@@ -225,7 +232,12 @@ impl Run<'_> {
             agentic_executor::metrics::round(MODE_ID);
             self.events.send(Event::Round).await?;
             rounds += 1;
-            let answer = self.ask().await?;
+            let recorded = self.tape.as_ref().and_then(|tape| tape.recorded_hosted());
+            let replaying = recorded.is_some();
+            let answer = match recorded {
+                Some(recorded) => self.replayed(recorded.map_err(RunError::Failed)?).await?,
+                None => self.ask().await?,
+            };
             self.events
                 .send(Event::Usage(Usage {
                     input_tokens: answer.input_tokens,
@@ -237,6 +249,11 @@ impl Run<'_> {
             self.keep_container(answer.container.as_deref()).await?;
             for file_id in std::mem::take(&mut self.made) {
                 self.download(&file_id).await?;
+            }
+            if replaying {
+                self.show_replayed_files().await?;
+            } else {
+                self.record(&answer).await;
             }
             let calls = std::mem::take(&mut self.asked);
             match answer.stop_reason.as_str() {
@@ -329,7 +346,12 @@ impl Run<'_> {
     async fn take(&mut self, streamed: Streamed) -> Result<(), RunError> {
         let block = match streamed {
             Streamed::Text(text) => return Ok(self.events.send(Event::TextDelta(text)).await?),
-            Streamed::Block(block) => block,
+            Streamed::Block(block) => {
+                if self.tape.as_ref().is_some_and(|tape| tape.records()) {
+                    self.taken.blocks.push(block.clone());
+                }
+                block
+            }
             Streamed::Spent {
                 input_tokens,
                 output_tokens,
@@ -444,6 +466,14 @@ impl Run<'_> {
         match fetched {
             Ok(file) => {
                 self.files += 1;
+                if self.tape.as_ref().is_some_and(|tape| tape.records()) {
+                    self.taken.files.push(pb::ToolFile {
+                        filename: file.filename.clone(),
+                        mime_type: file.mime_type.clone(),
+                        size: file.size,
+                        artifact_id: file.artifact_id.clone(),
+                    });
+                }
                 self.calls.add(Output::File(file)).await?;
             }
             Err(why) => {

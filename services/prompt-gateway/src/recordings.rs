@@ -27,7 +27,7 @@ impl Prompts {
         };
         let Some((exchanges, complete)) = self.store.exchanges(&prompt_id).await? else {
             return Err(GatewayError::FailedPrecondition(format!(
-                "prompt {prompt_id} was not recorded (the gateway records prompts as --record-prompts says, by default in dev mode, but not replays nor prompts of users whose output is guarded; a mode may record nothing, as hosted mode, whose code runs in the provider's container)"
+                "prompt {prompt_id} was not recorded (the gateway records prompts as --record-prompts says, by default in dev mode, but not replays nor prompts of users whose output is guarded)"
             )));
         };
         Ok(Recording {

@@ -41,6 +41,8 @@ struct Replaying {
     /// Tool answers not used yet, by tool id and input; each is used once.
     tools: Mutex<Vec<Option<(String, Json, pb::ToolExchange)>>>,
     rounds: Mutex<VecDeque<pb::RoundRecord>>,
+    /// Hosted mode's provider answers, in order.
+    hosted: Mutex<VecDeque<pb::HostedExchange>>,
     /// Tools answered from the recording even with `live_tools` (they need approval, or
     /// may ask for it).
     never_live: Mutex<HashSet<String>>,
@@ -71,6 +73,7 @@ impl Tape {
             let mut answers = VecDeque::new();
             let mut tools = Vec::new();
             let mut rounds = VecDeque::new();
+            let mut hosted = VecDeque::new();
             for exchange in replay.exchanges {
                 match exchange.kind {
                     Some(Kind::Prepare(prepare)) => prepares.push_back(prepare),
@@ -80,6 +83,7 @@ impl Tape {
                         tools.push(Some((tool.tool_id.clone(), input, tool)));
                     }
                     Some(Kind::Round(round)) => rounds.push_back(round),
+                    Some(Kind::Hosted(answer)) => hosted.push_back(answer),
                     Some(Kind::Lost(_)) | None => {}
                 }
             }
@@ -90,6 +94,7 @@ impl Tape {
                 answers: Mutex::new(answers),
                 tools: Mutex::new(tools),
                 rounds: Mutex::new(rounds),
+                hosted: Mutex::new(hosted),
                 never_live: Mutex::default(),
                 used_answers: Mutex::new(0),
             }
@@ -234,6 +239,33 @@ impl Tape {
             nested: response.nested.clone(),
         }))
         .await;
+    }
+
+    /// Whether this run records what it exchanges.
+    pub fn records(&self) -> bool {
+        self.recording.is_some()
+    }
+
+    /// Hosted mode's next recorded provider answer, when the replay answers for the model
+    /// (an error when the recording has no more).
+    pub fn recorded_hosted(&self) -> Option<Result<pb::HostedExchange, String>> {
+        let replay = self.answers_model()?;
+        let answer = lock(&replay.hosted).pop_front();
+        let used = {
+            let mut used = lock(&replay.used_answers);
+            *used += usize::from(answer.is_some());
+            *used
+        };
+        Some(answer.ok_or_else(|| {
+            format!(
+                "the recording holds no more answers of the hosted provider (it had {used}): the replay asked once more than the recorded prompt did"
+            )
+        }))
+    }
+
+    /// Records one answer of hosted mode's provider.
+    pub async fn hosted_answered(&self, answer: pb::HostedExchange) {
+        self.keep(Kind::Hosted(answer)).await;
     }
 
     /// Whether tools run for real in this run (so artifacts may be stored).

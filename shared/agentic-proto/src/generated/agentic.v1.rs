@@ -648,7 +648,7 @@ pub struct Recording {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Exchange {
-    #[prost(oneof = "exchange::Kind", tags = "1, 2, 3, 4, 5")]
+    #[prost(oneof = "exchange::Kind", tags = "1, 2, 3, 4, 5, 6")]
     pub kind: ::core::option::Option<exchange::Kind>,
 }
 /// Nested message and enum types in `Exchange`.
@@ -668,7 +668,32 @@ pub mod exchange {
         /// An exchange too large to keep (why): the recording is incomplete from here.
         #[prost(string, tag = "5")]
         Lost(::prost::alloc::string::String),
+        /// One answer of hosted mode's provider (its code ran in the provider's container).
+        #[prost(message, tag = "6")]
+        Hosted(super::HostedExchange),
     }
+}
+/// One answer of hosted mode's provider, as the run took it. A replay goes through the same
+/// blocks again without the provider (nor a container), and shows the same files again.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct HostedExchange {
+    /// The request: `{"model", "message_count", "in_container"}`.
+    #[prost(message, optional, tag = "1")]
+    pub request: ::core::option::Option<::prost_types::Value>,
+    /// The answer's content blocks, each as the provider sent it once it ended.
+    #[prost(message, repeated, tag = "2")]
+    pub blocks: ::prost::alloc::vec::Vec<::prost_types::Value>,
+    #[prost(string, tag = "3")]
+    pub stop_reason: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "4")]
+    pub usage: ::core::option::Option<Usage>,
+    /// The files its code made, as they were kept (the provider's copies are deleted).
+    #[prost(message, repeated, tag = "5")]
+    pub files: ::prost::alloc::vec::Vec<ToolFile>,
+    /// The container the answer ran in, as the provider named it (a replay shows it again, and
+    /// sends nothing there).
+    #[prost(string, tag = "6")]
+    pub container: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PrepareExchange {
