@@ -1,6 +1,7 @@
-//! The budget and guardrail suites run on hosted mode as on classic and code: a budget of
-//! tokens or tool calls stops a hosted run before anything past it runs, naming the budget;
-//! input, output and tool guards hold for what the provider sees and says.
+//! The budget, guardrail, skills and queue suites run on hosted mode as on classic and code:
+//! a budget of tokens or tool calls stops a hosted run before anything past it runs, naming
+//! the budget; input, output and tool guards hold for what the provider sees and says; a
+//! user's skill is offered and runs; a hosted prompt queues in a busy conversation.
 
 use agentic_client::{Budget, NewPrompt};
 use agentic_proto::v1::PromptState;
@@ -177,5 +178,96 @@ async fn guardrails_hold_for_what_the_provider_sees_and_says() {
     assert!(
         !offered.iter().any(|name| name.contains("dangerous")),
         "{offered:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_users_skill_is_offered_to_the_provider_and_runs_when_it_calls_it() {
+    let stack = Stack::start_with(Vec::new(), crate::hosted::hosted_stack_options())
+        .await
+        .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    alice
+        .create_skill(agentic_proto::v1::CreateSkillRequest {
+            name: "double".into(),
+            description: "Doubles `n`".into(),
+            code: "({doubled: input.n * 2})".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::AssistantTurns(0),
+        vec![HostedBlock::tool_use("skill__double", json!({"n": 21}))],
+        "tool_use",
+    ));
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::ToolResultContains("42".into()),
+        vec![HostedBlock::text("It is 42.")],
+        "end_turn",
+    ));
+    let prompt = completed(&alice, hosted("double 21")).await;
+    let texts: Vec<&str> = prompt.output.iter().filter_map(text_of).collect();
+    assert_eq!(texts, ["It is 42."], "{prompt:?}");
+    let (_, result) = prompt
+        .output
+        .iter()
+        .filter_map(tool_of)
+        .find(|(function, _)| *function == "skill.double")
+        .expect("the skill's call on the timeline");
+    assert_eq!(result.unwrap()["result"]["doubled"], 42);
+    let offered = stack.model.hosted_requests()[0].body["tools"].to_string();
+    assert!(offered.contains("skill__double"), "{offered}");
+}
+
+#[tokio::test]
+async fn a_hosted_prompt_waits_its_turn_in_a_busy_conversation_and_sees_the_answer_before_it() {
+    let stack = Stack::start_with(Vec::new(), crate::hosted::hosted_stack_options())
+        .await
+        .unwrap();
+    stack.model.add_hosted_rule(
+        HostedRule::turn(
+            HostedMatch::LastUserContains("slow".into()),
+            vec![HostedBlock::text("the slow answer")],
+            "end_turn",
+        )
+        .delay_ms(1500),
+    );
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::LastUserContains("next".into()),
+        vec![HostedBlock::text("the next answer")],
+        "end_turn",
+    ));
+    let client = stack.client("alice").await.unwrap();
+    let conversation = client
+        .create_conversation(agentic_client::NewConversation::default())
+        .await
+        .unwrap()
+        .id;
+    let slow = client
+        .create_prompt(hosted("slow").conversation(&conversation))
+        .await
+        .unwrap();
+    let next = client
+        .create_prompt(
+            hosted("next")
+                .conversation(&conversation)
+                .on_busy(agentic_client::BusyPolicy::Enqueue),
+        )
+        .await
+        .unwrap();
+    assert_eq!(next.state, PromptState::Queued as i32, "{next:?}");
+    let next = ends_completed(&client, &next.id).await;
+    let texts: Vec<&str> = next.output.iter().filter_map(text_of).collect();
+    assert_eq!(texts, ["the next answer"]);
+    let slow = client.get_prompt(&slow.id).await.unwrap();
+    assert_eq!(slow.state, PromptState::Completed as i32);
+    // The queued prompt ran after the first ended, and read it as history.
+    let requests = stack.model.hosted_requests();
+    assert_eq!(requests.len(), 2);
+    let history = requests[1].body["messages"].to_string();
+    assert!(
+        history.contains("slow") && history.contains("the slow answer"),
+        "{history}"
     );
 }
