@@ -3,17 +3,21 @@
 //! calls go to the server and its answer becomes a tool outcome (`content`). Every tool-host
 //! replica runs its own connections: nothing here is shared between replicas.
 
+mod calls;
+mod catalogue;
 pub mod config;
 mod content;
 mod http_client;
+mod process;
 mod server;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+pub use catalogue::McpTool;
 pub use config::ServerConfig;
-pub use server::{Health, McpTool, Status};
+pub use server::{Health, Status};
 
 use crate::plugin::{CallContext, ProgressSender, ToolFailure, ToolOutcome};
 use crate::store::Store;

@@ -8,55 +8,34 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use agentic_telemetry::text::truncate_chars;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientCapabilities, ClientRequest, Implementation, InitializeRequestParams,
-    ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use agentic_ids::UserId;
 
+use super::calls::{CancelOnDrop, Handler, ProgressRoutes, RouteGuard, Share};
+use super::catalogue::{self, Catalogue, McpTool};
 use super::config::{ServerConfig, Transport};
 use super::http_client::{Reconnects, SessionAware};
-use crate::plugin::{InFlight, Progress, ProgressSender, ToolSpec};
+use super::process::{forward_stderr, kill_group};
+use crate::plugin::{InFlight, ProgressSender};
 
 /// How long connecting (start, `initialize`, the first `tools/list`) may take.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a `Prepare` waits for a server's first catalogue; past it the prompt runs
 /// without that server's tools (well inside the executors' `Prepare` deadline).
 const FIRST_CATALOGUE_WAIT: Duration = Duration::from_secs(5);
-/// Most tools taken from one server; the rest are left out (logged).
-const MAX_TOOLS_PER_SERVER: usize = 256;
-/// Longest tool name taken (the MCP spec's own limit).
-const MAX_TOOL_NAME_CHARS: usize = 128;
-/// Longest description passed on to the model.
-const MAX_DESCRIPTION_CHARS: usize = 4096;
-/// Largest input schema taken, serialized.
-const MAX_SCHEMA_BYTES: usize = 64 * 1024;
-/// Most schema and description bytes taken from one server: every `Prepare` carries them
-/// (and all servers' together must fit a message).
-pub const MAX_CATALOGUE_BYTES: usize = 512 * 1024;
-/// Most `tools/list` pages read in one listing.
-const MAX_LIST_PAGES: usize = 16;
 /// Largest JSON answer read from an HTTP server (the stdio transport reads lines).
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// Reconnection delays double from this, up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Progress updates passed on per call: at most one per `PROGRESS_INTERVAL`, `MAX_PROGRESS`
-/// in all; the rest are dropped (the call's answer still comes).
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
-const MAX_PROGRESS: u32 = 100;
-/// Longest progress message passed on.
-const MAX_PROGRESS_MESSAGE_CHARS: usize = 500;
 /// How often a Streamable HTTP server is pinged while idle (a stdio server's end is seen
 /// through its process), and how long a ping may take before the connection counts as dead.
 const HTTP_CHECK_INTERVAL: Duration = Duration::from_secs(30);
@@ -65,36 +44,10 @@ const PING_TIMEOUT: Duration = Duration::from_secs(5);
 const DOWN_WAIT: Duration = Duration::from_secs(5);
 /// Least time between two listings of a server's tools on `tools/list_changed`.
 const MIN_RELIST_INTERVAL: Duration = Duration::from_secs(1);
-/// Lines of a stdio server's stderr logged per minute; the rest are counted, not logged.
-const MAX_STDERR_LINES_PER_MINUTE: u32 = 120;
 /// Longest reason for a server being down that users see.
 const MAX_SHOWN_ERROR_CHARS: usize = 300;
 /// Environment a stdio server inherits from the tool-host; nothing else does.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TZ"];
-
-/// A tool of a server, as offered and as validated.
-pub struct McpTool {
-    pub spec: ToolSpec,
-    /// The name the server knows it by.
-    pub name: String,
-    pub validator: jsonschema::Validator,
-    /// Bytes of the schema (serialized) and the description, which every `Prepare` carries.
-    schema_bytes: usize,
-}
-
-impl McpTool {
-    pub fn size(&self) -> usize {
-        self.schema_bytes + self.spec.description.len() + self.spec.id.len()
-    }
-}
-
-#[derive(Default)]
-struct Catalogue {
-    tools: Vec<Arc<McpTool>>,
-    by_name: HashMap<String, usize>,
-    /// Whether a `tools/list` ever succeeded.
-    loaded: bool,
-}
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,14 +108,6 @@ pub struct Server {
     progress: ProgressRoutes,
     /// Calls in flight per user.
     shares: Arc<std::sync::Mutex<HashMap<UserId, usize>>>,
-}
-
-type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressRoute>>>;
-
-struct ProgressRoute {
-    sender: ProgressSender,
-    last: Option<Instant>,
-    sent: u32,
 }
 
 impl Server {
@@ -563,7 +508,8 @@ impl Server {
 
     /// Lists the server's tools and publishes them as the catalogue.
     async fn list_tools(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
-        let listing = tokio::time::timeout(STARTUP_TIMEOUT, self.list_pages(peer));
+        let listing =
+            tokio::time::timeout(STARTUP_TIMEOUT, catalogue::list_pages(&self.config, peer));
         let (catalogue, seen) = listing
             .await
             .map_err(|_| "tools/list gave no answer".to_owned())??;
@@ -584,113 +530,6 @@ impl Server {
         }
         Ok(())
     }
-
-    /// Reads `tools/list` page by page, turning each tool into an offered one as it comes,
-    /// until the server has no more, or `MAX_TOOLS_PER_SERVER` tools, `MAX_LIST_PAGES` pages or
-    /// `MAX_CATALOGUE_BYTES` of schemas and descriptions are taken. Also answers every name
-    /// the server listed (for the configuration's typo check).
-    async fn list_pages(
-        &self,
-        peer: &Peer<RoleClient>,
-    ) -> Result<(Catalogue, std::collections::HashSet<String>), String> {
-        let mut catalogue = Catalogue {
-            loaded: true,
-            ..Catalogue::default()
-        };
-        let mut seen = std::collections::HashSet::new();
-        let mut bytes = 0;
-        let mut cursor = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
-            let page = peer
-                .list_tools(Some(params))
-                .await
-                .map_err(|error| format!("tools/list failed: {error}"))?;
-            for tool in page.tools {
-                if catalogue.tools.len() == MAX_TOOLS_PER_SERVER {
-                    tracing::warn!(server = %self.config.name, "more than {MAX_TOOLS_PER_SERVER} tools; the rest are left out");
-                    return Ok((catalogue, seen));
-                }
-                if seen.len() < MAX_TOOLS_PER_SERVER * 4 {
-                    seen.insert(tool.name.to_string());
-                }
-                match self.tool_from(tool) {
-                    Ok(Some(tool)) if !catalogue.by_name.contains_key(&tool.name) => {
-                        bytes += tool.size();
-                        if bytes > MAX_CATALOGUE_BYTES {
-                            tracing::warn!(server = %self.config.name, "the tools' schemas and descriptions pass {MAX_CATALOGUE_BYTES} bytes; the rest are left out");
-                            return Ok((catalogue, seen));
-                        }
-                        catalogue
-                            .by_name
-                            .insert(tool.name.clone(), catalogue.tools.len());
-                        catalogue.tools.push(Arc::new(tool));
-                    }
-                    Ok(_) => {}
-                    Err((name, reason)) => {
-                        tracing::warn!(server = %self.config.name, tool = %name, %reason, "MCP tool left out");
-                    }
-                }
-            }
-            match page.next_cursor {
-                Some(next) if !next.is_empty() => cursor = Some(next),
-                _ => return Ok((catalogue, seen)),
-            }
-        }
-        tracing::warn!(server = %self.config.name, "more than {MAX_LIST_PAGES} pages of tools; the rest are left out");
-        Ok((catalogue, seen))
-    }
-
-    /// The tool as offered, `None` when the configuration hides it.
-    fn tool_from(&self, tool: rmcp::model::Tool) -> Result<Option<McpTool>, (String, String)> {
-        let name = tool.name.to_string();
-        let fail = |reason: &str| (truncate_chars(&name, 64, "…"), reason.to_owned());
-        let valid_name = (1..=MAX_TOOL_NAME_CHARS).contains(&name.len())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !valid_name {
-            return Err(fail("the name is not 1 to 128 of A-Z a-z 0-9 _ - ."));
-        }
-        let policy = self.config.tools.get(&name).copied().unwrap_or_default();
-        if policy.hidden {
-            return Ok(None);
-        }
-        let schema = Value::Object((*tool.input_schema).clone());
-        let schema_bytes = serde_json::to_vec(&schema).map_or(usize::MAX, |bytes| bytes.len());
-        if schema_bytes > MAX_SCHEMA_BYTES {
-            return Err(fail("the input schema is larger than 64 KiB"));
-        }
-        if schema.get("type") != Some(&Value::from("object")) {
-            return Err(fail("the input schema is not of type object"));
-        }
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|error| fail(&format!("the input schema does not compile: {error}")))?;
-        let hints = tool.annotations.as_ref();
-        let read_only = hints.and_then(|hints| hints.read_only_hint);
-        let destructive = hints.and_then(|hints| hints.destructive_hint);
-        let approval = policy.approval.unwrap_or(self.config.approval);
-        let description = tool
-            .description
-            .as_deref()
-            .or(tool.title.as_deref())
-            .unwrap_or_default();
-        Ok(Some(McpTool {
-            spec: ToolSpec {
-                id: format!("{}.{name}", self.config.name),
-                description: truncate_chars(description, MAX_DESCRIPTION_CHARS, "…"),
-                input_schema: schema,
-                requires_approval: approval.requires(read_only, destructive),
-                timeout: Some(self.config.timeout),
-                reports_progress: true,
-                asks_approval: false,
-                wants_code: false,
-            },
-            name,
-            validator,
-            schema_bytes,
-        }))
-    }
 }
 
 /// Whether the server answers a ping within `PING_TIMEOUT`; why not, when it does not.
@@ -706,18 +545,6 @@ async fn ping(peer: &Peer<RoleClient>) -> Result<(), String> {
     }
 }
 
-/// Kills what is left of a stdio server's process group.
-fn kill_group(group: u32) {
-    let Some(group) = i32::try_from(group)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return;
-    };
-    // ESRCH (nothing left) is the usual answer.
-    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-}
-
 /// Resolves once the server is told to stop (or whoever could tell it is gone).
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
@@ -728,184 +555,6 @@ fn backoff(failures: u32) -> Duration {
     FIRST_BACKOFF
         .saturating_mul(1 << failures.saturating_sub(1).min(8))
         .min(MAX_BACKOFF)
-}
-
-/// What the server sends the tool-host unasked.
-struct Handler {
-    server: String,
-    refresh: Arc<Notify>,
-    progress: ProgressRoutes,
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::info!(server = %self.server, "MCP tool list changed");
-        self.refresh.notify_one();
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let Ok(mut routes) = self.progress.lock() else {
-            return;
-        };
-        let Some(route) = routes.get_mut(&params.progress_token) else {
-            return;
-        };
-        let now = Instant::now();
-        let too_soon = route
-            .last
-            .is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL);
-        if too_soon || route.sent >= MAX_PROGRESS || !params.progress.is_finite() {
-            return;
-        }
-        let progress = Progress {
-            progress: params.progress,
-            total: params
-                .total
-                .filter(|total| total.is_finite() && *total > 0.0),
-            message: truncate_chars(
-                params.message.as_deref().unwrap_or_default(),
-                MAX_PROGRESS_MESSAGE_CHARS,
-                "…",
-            ),
-        };
-        if route.sender.try_send(progress).is_ok() {
-            route.last = Some(now);
-            route.sent += 1;
-        }
-    }
-
-    fn get_info(&self) -> InitializeRequestParams {
-        InitializeRequestParams::new(
-            ClientCapabilities::default(),
-            Implementation::new("agentic-tool-host", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
-
-/// One of a user's calls in flight on a server, for as long as it lives.
-struct Share {
-    shares: Arc<std::sync::Mutex<HashMap<UserId, usize>>>,
-    user: UserId,
-}
-
-impl Share {
-    /// `None` when the user already has `max` calls in flight.
-    fn claim(
-        shares: &Arc<std::sync::Mutex<HashMap<UserId, usize>>>,
-        user: &UserId,
-        max: usize,
-    ) -> Option<Share> {
-        let mut map = shares.lock().ok()?;
-        let count = map.entry(user.clone()).or_default();
-        if *count >= max {
-            return None;
-        }
-        *count += 1;
-        Some(Share {
-            shares: Arc::clone(shares),
-            user: user.clone(),
-        })
-    }
-}
-
-impl Drop for Share {
-    fn drop(&mut self) {
-        if let Ok(mut map) = self.shares.lock()
-            && let Some(count) = map.get_mut(&self.user)
-        {
-            *count -= 1;
-            if *count == 0 {
-                map.remove(&self.user);
-            }
-        }
-    }
-}
-
-/// Routes a call's progress for as long as it lives.
-struct RouteGuard {
-    routes: ProgressRoutes,
-    token: ProgressToken,
-}
-
-impl RouteGuard {
-    fn add(routes: &ProgressRoutes, token: &ProgressToken, sender: ProgressSender) -> RouteGuard {
-        if let Ok(mut map) = routes.lock() {
-            map.insert(
-                token.clone(),
-                ProgressRoute {
-                    sender,
-                    last: None,
-                    sent: 0,
-                },
-            );
-        }
-        RouteGuard {
-            routes: Arc::clone(routes),
-            token: token.clone(),
-        }
-    }
-}
-
-impl Drop for RouteGuard {
-    fn drop(&mut self) {
-        if let Ok(mut map) = self.routes.lock() {
-            map.remove(&self.token);
-        }
-    }
-}
-
-/// Sends `notifications/cancelled` for a request whose caller went away before its answer.
-struct CancelOnDrop {
-    /// `None` once the answer arrived.
-    peer: Option<Peer<RoleClient>>,
-    request_id: RequestId,
-    cancellations: Arc<AtomicU64>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(peer) = self.peer.take() else {
-            return;
-        };
-        let notification = CancelledNotification::new(CancelledNotificationParam::new(
-            Some(self.request_id.clone()),
-            Some("the prompt was cancelled or its caller went away".into()),
-        ));
-        let cancellations = Arc::clone(&self.cancellations);
-        tokio::spawn(async move {
-            if peer.send_notification(notification.into()).await.is_ok() {
-                cancellations.fetch_add(1, Ordering::SeqCst);
-            }
-        });
-    }
-}
-
-/// Logs what a stdio server writes on stderr, in pieces of at most 4 KiB and at most
-/// `MAX_STDERR_LINES_PER_MINUTE` lines a minute (how many more there were is logged).
-async fn forward_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
-    let mut buffer = vec![0; 4096];
-    let (mut minute, mut logged, mut dropped) = (Instant::now(), 0, 0_u64);
-    while let Ok(read @ 1..) = stderr.read(&mut buffer).await {
-        if minute.elapsed() >= Duration::from_secs(60) {
-            if dropped > 0 {
-                tracing::warn!(server = %server, dropped, "mcp stderr: lines over the limit were not logged");
-            }
-            (minute, logged, dropped) = (Instant::now(), 0, 0);
-        }
-        let text = String::from_utf8_lossy(&buffer[..read]);
-        for line in text.lines().filter(|line| !line.trim().is_empty()) {
-            if logged < MAX_STDERR_LINES_PER_MINUTE {
-                logged += 1;
-                tracing::info!(server = %server, "mcp stderr: {line}");
-            } else {
-                dropped += 1;
-            }
-        }
-    }
 }
 
 #[cfg(test)]
