@@ -1,5 +1,6 @@
-//! The gRPC edge: the `ToolHost` and `ArtifactStore` services. Proto <-> domain conversion
-//! happens here and nowhere else; every error leaves through `agentic_rpc::to_status`.
+//! The gRPC edge: the `ToolHost` service here, `ArtifactStore` in `grpc/artifacts.rs` and
+//! `Skills` in `grpc/skills.rs`. Proto <-> domain conversion happens in these files and
+//! nowhere else; every error leaves through `agentic_rpc::to_status`.
 
 use std::sync::Arc;
 
@@ -7,7 +8,6 @@ use agentic_ids::{Id, Kind, ToolId, UserId};
 use agentic_proto::json;
 use agentic_proto::v1 as pb;
 use agentic_rpc::{MAX_MESSAGE_BYTES, to_status};
-use pb::artifact_store_server::{ArtifactStore, ArtifactStoreServer};
 use pb::tool_host_server::{ToolHost, ToolHostServer};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
@@ -19,9 +19,14 @@ use crate::plugin::{
     ToolOutcome, ToolSpec, Usage,
 };
 use crate::registry::Registry;
-use crate::skills::{NewSkill, Skill, Skills};
-use crate::store::{Artifact, ArtifactBody, ArtifactMeta, DEFAULT_LIST_LIMIT, NewArtifact, Store};
-use pb::skills_server::SkillsServer;
+
+mod artifacts;
+mod skills;
+
+pub(crate) use artifacts::artifact_proto;
+pub use artifacts::{ArtifactStoreService, artifact_store_server};
+pub(crate) use skills::skill_proto;
+pub use skills::{SkillsService, skills_server};
 
 /// Progress updates a call may have waiting to be sent; more are dropped.
 const PROGRESS_BUFFER: usize = 8;
@@ -44,13 +49,6 @@ pub fn tool_host_server(registry: Arc<Registry>) -> ToolHostServer<ToolHostServi
     })
     .max_decoding_message_size(MAX_MESSAGE_BYTES)
     .max_encoding_message_size(MAX_MESSAGE_BYTES)
-}
-
-/// The `ArtifactStore` service with explicit message limits.
-pub fn artifact_store_server(store: Store) -> ArtifactStoreServer<ArtifactStoreService> {
-    ArtifactStoreServer::new(ArtifactStoreService { store })
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 pub struct ToolHostService {
@@ -287,210 +285,6 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// The `Skills` service with explicit message limits.
-pub fn skills_server(skills: Skills, enabled: bool) -> SkillsServer<SkillsService> {
-    SkillsServer::new(SkillsService { skills, enabled })
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
-}
-
-pub struct SkillsService {
-    skills: Skills,
-    /// Whether the `skill` plugin runs: without it no prompt would see a skill, so none is
-    /// kept or shown.
-    enabled: bool,
-}
-
-impl SkillsService {
-    fn skills(&self) -> Result<&Skills, Status> {
-        if self.enabled {
-            Ok(&self.skills)
-        } else {
-            Err(to_status(Error::SkillsOff))
-        }
-    }
-}
-
-#[tonic::async_trait]
-impl pb::skills_server::Skills for SkillsService {
-    async fn save_skill(
-        &self,
-        request: Request<pb::CreateSkillRequest>,
-    ) -> Result<Response<pb::Skill>, Status> {
-        let request = request.into_inner();
-        let new = NewSkill {
-            user_id: user_id(request.user_id).map_err(to_status)?,
-            name: request.name,
-            description: request.description,
-            input_schema: request.input_schema.as_ref().map(json::from_proto),
-            code: request.code,
-            source_prompt_id: request.from_prompt_id,
-        };
-        let skill = self.skills()?.save(new).await.map_err(to_status)?;
-        Ok(Response::new(skill_proto(skill)))
-    }
-
-    async fn list_skills(
-        &self,
-        request: Request<pb::ListSkillsRequest>,
-    ) -> Result<Response<pb::ListSkillsResponse>, Status> {
-        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
-        let skills = self
-            .skills()?
-            .newest(&user_id, false)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(pb::ListSkillsResponse {
-            skills: skills.into_iter().map(skill_proto).collect(),
-        }))
-    }
-
-    async fn get_skill(
-        &self,
-        request: Request<pb::GetSkillRequest>,
-    ) -> Result<Response<pb::Skill>, Status> {
-        let request = request.into_inner();
-        let user_id = user_id(request.user_id).map_err(to_status)?;
-        let name = required("name", request.name).map_err(to_status)?;
-        let version = (request.version > 0).then_some(request.version);
-        let skill = self
-            .skills()?
-            .get(&user_id, &name, version)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(skill_proto(skill)))
-    }
-
-    async fn delete_skill(
-        &self,
-        request: Request<pb::DeleteSkillRequest>,
-    ) -> Result<Response<pb::DeleteSkillResponse>, Status> {
-        let request = request.into_inner();
-        let user_id = user_id(request.user_id).map_err(to_status)?;
-        let name = required("name", request.name).map_err(to_status)?;
-        let versions = self
-            .skills()?
-            .delete(&user_id, &name)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(pb::DeleteSkillResponse { versions }))
-    }
-}
-
-pub(crate) fn skill_proto(skill: Skill) -> pb::Skill {
-    pb::Skill {
-        name: skill.name,
-        version: skill.version,
-        description: skill.description,
-        input_schema: Some(json::to_proto(&skill.input_schema)),
-        code: skill.code,
-        created_at: Some(json::timestamp_from_millis(skill.created_at_millis)),
-        source_prompt_id: skill.source_prompt_id,
-    }
-}
-
-pub struct ArtifactStoreService {
-    store: Store,
-}
-
-#[tonic::async_trait]
-impl ArtifactStore for ArtifactStoreService {
-    /// Answers with the stored artifact's metadata; `data` and `content` are left empty since
-    /// the caller already has them.
-    async fn store_artifact(
-        &self,
-        request: Request<pb::StoreArtifactRequest>,
-    ) -> Result<Response<pb::Artifact>, Status> {
-        let new = NewArtifact::try_from(request.into_inner()).map_err(to_status)?;
-        let meta = self.store.insert(new).await.map_err(to_status)?;
-        Ok(Response::new(artifact_proto(meta, None)))
-    }
-
-    async fn get_artifact(
-        &self,
-        request: Request<pb::GetArtifactRequest>,
-    ) -> Result<Response<pb::Artifact>, Status> {
-        let request = request.into_inner();
-        let user_id = user_id(request.user_id).map_err(to_status)?;
-        let artifact_id = required("artifact_id", request.artifact_id).map_err(to_status)?;
-        let Artifact { meta, body } = self
-            .store
-            .get(&user_id, &artifact_id)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(artifact_proto(meta, Some(body))))
-    }
-
-    async fn list_artifacts(
-        &self,
-        request: Request<pb::ListArtifactsRequest>,
-    ) -> Result<Response<pb::ListArtifactsResponse>, Status> {
-        let request = request.into_inner();
-        let user_id = user_id(request.user_id).map_err(to_status)?;
-        let conversation_id = optional_id(&request.conversation_id).map_err(to_status)?;
-        let limit = if request.limit == 0 {
-            DEFAULT_LIST_LIMIT
-        } else {
-            request.limit
-        };
-        let artifacts = self
-            .store
-            .list(&user_id, conversation_id.as_ref(), limit)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(pb::ListArtifactsResponse {
-            artifacts: artifacts
-                .into_iter()
-                .map(|meta| artifact_proto(meta, None))
-                .collect(),
-        }))
-    }
-
-    async fn delete_artifact(
-        &self,
-        request: Request<pb::DeleteArtifactRequest>,
-    ) -> Result<Response<pb::DeleteArtifactResponse>, Status> {
-        let request = request.into_inner();
-        let user_id = user_id(request.user_id).map_err(to_status)?;
-        let artifact_id = required("artifact_id", request.artifact_id).map_err(to_status)?;
-        self.store
-            .delete(&user_id, &artifact_id)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(pb::DeleteArtifactResponse {}))
-    }
-
-    async fn get_artifact_usage(
-        &self,
-        request: Request<pb::GetArtifactUsageRequest>,
-    ) -> Result<Response<pb::ArtifactUsage>, Status> {
-        let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
-        Ok(Response::new(
-            self.store.usage(&user_id).await.map_err(to_status)?,
-        ))
-    }
-
-    async fn delete_conversation_artifacts(
-        &self,
-        request: Request<pb::DeleteConversationArtifactsRequest>,
-    ) -> Result<Response<pb::DeleteConversationArtifactsResponse>, Status> {
-        let request = request.into_inner();
-        let user_id = user_id(request.user_id).map_err(to_status)?;
-        let conversation_id = optional_id(&request.conversation_id)
-            .map_err(to_status)?
-            .ok_or_else(|| Status::invalid_argument("conversation_id is required"))?;
-        let deleted = self
-            .store
-            .delete_conversation(&user_id, &conversation_id)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(pb::DeleteConversationArtifactsResponse {
-            deleted: u32::try_from(deleted).unwrap_or(u32::MAX),
-        }))
-    }
-}
-
-/// An `InvokeTool` request in domain terms.
 struct ToolCall {
     tool_id: ToolId,
     input: Value,
@@ -527,34 +321,6 @@ impl TryFrom<pb::PrepareRequest> for PrepareContext {
             user_id: user_id(request.user_id)?,
             conversation_id: optional_id(&request.conversation_id)?,
             state: json::struct_to_json(request.state.as_ref()),
-        })
-    }
-}
-
-impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
-    type Error = Error;
-
-    fn try_from(request: pb::StoreArtifactRequest) -> Result<Self, Error> {
-        let user_id = user_id(request.user_id)?;
-        let body = match (request.data, request.content.is_empty()) {
-            (Some(_), false) => {
-                return Err(Error::InvalidField {
-                    field: "content",
-                    reason: "an artifact holds either data or content, not both".into(),
-                });
-            }
-            (Some(data), true) => ArtifactBody::Json(json::from_proto(&data)),
-            (None, false) => ArtifactBody::Bytes(request.content),
-            (None, true) => return Err(Error::Required("data or content")),
-        };
-        Ok(NewArtifact {
-            user_id,
-            conversation_id: optional_id(&request.conversation_id)?,
-            description: request.description,
-            kind: String::new(),
-            filename: request.filename,
-            mime_type: request.mime_type,
-            body,
         })
     }
 }
@@ -688,26 +454,5 @@ fn sandbox_module(module: SandboxModule) -> pb::SandboxModule {
     pb::SandboxModule {
         name: module.name,
         source: module.source,
-    }
-}
-
-/// The artifact as a message; without a body (listing, storing) `data` and `content` stay empty.
-pub(crate) fn artifact_proto(meta: ArtifactMeta, body: Option<ArtifactBody>) -> pb::Artifact {
-    let (data, content) = match body {
-        Some(ArtifactBody::Json(value)) => (Some(json::to_proto(&value)), Vec::new()),
-        Some(ArtifactBody::Bytes(bytes)) => (None, bytes),
-        None => (None, Vec::new()),
-    };
-    pb::Artifact {
-        id: meta.id,
-        user_id: meta.user_id,
-        description: meta.description,
-        filename: meta.filename,
-        mime_type: meta.mime_type,
-        size: meta.size,
-        created_at: Some(json::timestamp_from_millis(meta.created_at_millis)),
-        data,
-        content,
-        conversation_id: meta.conversation_id,
     }
 }
