@@ -449,6 +449,13 @@ impl Runner {
                 }
                 Some(command) = commands.recv() => match command {
                     Command::Cancel { reason, reply } => {
+                        // What the executor sent before the cancel is kept: it happened (a
+                        // call that ran, what it spent). Only what is here already is taken.
+                        while let Some(Some(batch)) = events.next().now_or_never() {
+                            if !matches!(Box::pin(run.apply_all(batch)).await, Ok(Next::Continue)) {
+                                break;
+                            }
+                        }
                         run.cancel(reason.clone());
                         let result = Box::pin(self.finish(prompt_id, PromptState::Cancelled, reason)).await;
                         let _ = reply.send(result);
