@@ -285,6 +285,7 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// An `InvokeTool` request in domain terms.
 struct ToolCall {
     tool_id: ToolId,
     input: Value,

@@ -119,8 +119,6 @@ impl ArtifactStore for ArtifactStoreService {
     }
 }
 
-/// An `InvokeTool` request in domain terms.
-
 impl TryFrom<pb::StoreArtifactRequest> for NewArtifact {
     type Error = Error;
 
