@@ -798,3 +798,34 @@ async fn a_file_is_read_by_the_artifact_id_its_tool_result_names_as_by_its_file_
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_body_of_too_many_json_values_is_refused_before_it_is_read_and_others_are_served() {
+    let stack = Stack::start(vec![text(Match::Any, "fine")]).await.unwrap();
+    let base = stack.gateway_http_url();
+    let http = reqwest::Client::new();
+    // 150,000 values in under 400 KiB: read as a message they would take ~100 MiB.
+    let body = format!(
+        r#"{{"input": "hi", "state": {{"a": [{}1]}}}}"#,
+        "1,".repeat(150_000)
+    );
+    let (status, answer) = answer_of(as_user(
+        http.post(format!("{base}/v1/prompts"))
+            .header("content-type", "application/json")
+            .body(body),
+        "mallory",
+    ))
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("JSON values"),
+        "{answer}"
+    );
+    let (status, answer) = answer_of(as_user(
+        http.post(format!("{base}/v1/prompts"))
+            .json(&json!({"input": "hi", "state": {"a": [1, 2, 3]}})),
+        "alice",
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+}

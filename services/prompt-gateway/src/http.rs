@@ -151,6 +151,9 @@ pub(super) fn percent_decode(text: &str) -> Option<String> {
     while index < bytes.len() {
         if bytes[index] == b'%' {
             let hex = text.get(index + 1..index + 3)?;
+            if !hex.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+                return None;
+            }
             out.push(u8::from_str_radix(hex, 16).ok()?);
             index += 3;
         } else {
@@ -264,6 +267,7 @@ mod tests {
     fn query_strings_are_percent_decoded() {
         assert_eq!(percent_decode("a%20b%2Fc").as_deref(), Some("a b/c"));
         assert_eq!(percent_decode("%zz"), None);
+        assert_eq!(percent_decode("%+5"), None);
         assert_eq!(percent_decode("%e2%9c%93").as_deref(), Some("✓"));
     }
 }

@@ -127,8 +127,9 @@ pub(super) async fn guard(
 /// has none: a browser's `EventSource` cannot send headers. Only on `GET …/events`, which
 /// changes nothing; the query string is never logged nor put on a span.
 fn with_query_token(request: &axum::extract::Request) -> Option<axum::http::HeaderMap> {
-    let events =
-        request.method() == axum::http::Method::GET && request.uri().path().ends_with("/events");
+    let segments: Vec<&str> = request.uri().path().split('/').collect();
+    let events = request.method() == axum::http::Method::GET
+        && matches!(segments.as_slice(), ["", "v1", "prompts", id, "events"] if !id.is_empty());
     if !events || request.headers().contains_key(header::AUTHORIZATION) {
         return None;
     }

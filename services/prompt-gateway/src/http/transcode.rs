@@ -159,9 +159,18 @@ fn binding(rpc: &MethodDescriptor, rule: &HttpRule) -> Result<Binding, String> {
     let body = match rule.body.as_str() {
         "" => None,
         "*" => Some("*".to_owned()),
-        field if input.get_field_by_name(field).is_some() => Some(field.to_owned()),
-        field => return Err(fail(&format!("the body names no field: {field}"))),
+        field
+            if input.get_field_by_name(field).is_some_and(|field| {
+                matches!(field.kind(), Kind::Message(_)) && !field.is_list()
+            }) =>
+        {
+            Some(field.to_owned())
+        }
+        field => return Err(fail(&format!("the body names no message field: {field}"))),
     };
+    if verb.is_some() && !matches!(segments.last(), Some(Segment::Field(_))) {
+        return Err(fail("a verb follows a variable (`…/{id}:verb`)"));
+    }
     Ok(Binding {
         method,
         template: template.clone(),
@@ -276,21 +285,21 @@ fn pick<'a>(
     params: &mut HashMap<String, String>,
 ) -> Option<&'a Binding> {
     for binding in candidates {
-        let last = binding.path_fields().last().map(|name| (*name).to_owned());
-        match (&binding.verb, last) {
-            (Some(verb), Some(last)) => {
-                let value = params.get(&last)?;
-                if let Some(stripped) = value.strip_suffix(&format!(":{verb}")) {
-                    let stripped = stripped.to_owned();
-                    params.insert(last, stripped);
-                    return Some(binding);
-                }
-            }
-            (Some(_), None) => {}
-            (None, _) => return Some(binding),
+        let (Some(verb), Some(last)) = (&binding.verb, binding.path_fields().last().copied())
+        else {
+            continue;
+        };
+        let Some(value) = params.get(last) else {
+            continue;
+        };
+        if let Some(stripped) = value.strip_suffix(&format!(":{verb}")) {
+            let stripped = stripped.to_owned();
+            params.insert(last.to_owned(), stripped);
+            return Some(binding);
         }
     }
-    None
+    // No verb matched: the binding without one, if any.
+    candidates.iter().find(|binding| binding.verb.is_none())
 }
 
 /// The request message: the body (all of it, or one field), then the query's fields, then
@@ -357,7 +366,40 @@ fn json_body(
             "a request body must be Content-Type: application/json".into(),
         ));
     }
+    // Each JSON value may cost hundreds of bytes once read as a message (a list in a
+    // `Struct` is a tree of maps): the count is bounded before anything is allocated.
+    if json_values(bytes) > MAX_JSON_VALUES {
+        return Err(Refusal::invalid(format!(
+            "the body holds more than {MAX_JSON_VALUES} JSON values"
+        )));
+    }
     canonical::parse_dynamic(descriptor, bytes).map_err(Refusal::invalid)
+}
+
+/// Most JSON values one request body may hold.
+const MAX_JSON_VALUES: usize = 100_000;
+
+/// How many values `json` holds, about: one per `,`, `[` and `{` outside strings (plus one),
+/// read byte by byte without allocating.
+fn json_values(json: &[u8]) -> usize {
+    let (mut count, mut in_string, mut escaped) = (1, false, false);
+    for &byte in json {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b',' | b'[' | b'{' => count += 1,
+                _ => {}
+            }
+        }
+    }
+    count
 }
 
 /// The query string as a message of `descriptor` (`?limit=5&conversation_id=…`; field names
@@ -498,6 +540,14 @@ mod tests {
         assert_eq!(cancel.router_path(), "/v1/prompts/{prompt_id}");
         assert_eq!(cancel.verb.as_deref(), Some("cancel"));
         assert_eq!(cancel.path_fields(), ["prompt_id"]);
+    }
+
+    #[test]
+    fn json_values_are_counted_outside_strings_only() {
+        assert_eq!(json_values(br#"{"a": [1, 2, 3]}"#), 5);
+        assert_eq!(json_values(br#"{"text": "a, b, [c], {d}, \", e"}"#), 2);
+        let many = format!("[{}1]", "1,".repeat(MAX_JSON_VALUES));
+        assert!(json_values(many.as_bytes()) > MAX_JSON_VALUES);
     }
 
     #[test]

@@ -52,10 +52,12 @@ impl SessionAware {
     ) -> Result<StreamableHttpPostResponse> {
         let stale = match &answer {
             Err(StreamableHttpError::SessionExpired) => true,
-            // An error nobody can match to a request, in answer to one sent in a session:
-            // the server did not read it as part of that session.
+            // An error nobody can match to a request, in answer to one sent in a session,
+            // that says the session is what is wrong (server-everything: "Bad Request: No
+            // valid session ID provided"). Any other id-less error (a parse error, say) is
+            // the server's own answer and goes through as it is.
             Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(error), _)) => {
-                error.id.is_none()
+                error.id.is_none() && error.error.message.to_lowercase().contains("session")
             }
             _ => false,
         };

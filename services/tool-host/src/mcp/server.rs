@@ -40,6 +40,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// through its process), and how long a ping may take before the connection counts as dead.
 const HTTP_CHECK_INTERVAL: Duration = Duration::from_secs(30);
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection must last before its end counts as a first failure again.
+const HEALTHY_FOR: Duration = Duration::from_secs(30);
 /// A call waits for a server that is down only when its next attempt is due within this.
 const DOWN_WAIT: Duration = Duration::from_secs(5);
 /// Least time between two listings of a server's tools on `tools/list_changed`.
@@ -342,8 +344,13 @@ impl Server {
             self.health.send_replace(Health::Starting);
             let error = match tokio::time::timeout(STARTUP_TIMEOUT, self.connect()).await {
                 Ok(Ok((running, group))) => {
-                    failures = 0;
+                    let connected = Instant::now();
                     let served = self.serve(running, &mut stop).await;
+                    // Only a connection that lasted starts the backoff again: one that fails
+                    // at once (its tools cannot be listed) is retried ever more slowly.
+                    if connected.elapsed() >= HEALTHY_FOR {
+                        failures = 0;
+                    }
                     // The connection is over: what the server started goes with it (rmcp
                     // waits for the server's own process only).
                     if let Some(group) = group {
@@ -418,7 +425,9 @@ impl Server {
                 () = self.suspect.notified() => if let Err(error) = ping(&peer).await {
                     break error;
                 },
-                _ = checks.tick(), if http => if let Err(error) = ping(&peer).await {
+                // Calls in flight tell by themselves whether it answers (a failed one makes
+                // it suspect); a ping then would only queue behind them.
+                _ = checks.tick(), if http && self.in_flight.load(Ordering::SeqCst) == 0 => if let Err(error) = ping(&peer).await {
                     break error;
                 },
                 () = stopped(stop) => {
@@ -536,7 +545,8 @@ impl Server {
 async fn ping(peer: &Peer<RoleClient>) -> Result<(), String> {
     let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
     match tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await {
-        Ok(Ok(_)) => Ok(()),
+        // An error answer is an answer: the server is there.
+        Ok(Ok(_) | Err(ServiceError::McpError(_))) => Ok(()),
         Ok(Err(error)) => Err(format!("it stopped answering ({error})")),
         Err(_) => Err(format!(
             "it gave no answer to a ping within {} s",
