@@ -72,23 +72,8 @@ pub enum JsonError {
 
 /// `json` read as an `M`, by the canonical mapping (unknown fields are refused).
 pub fn from_json<M: Described>(json: &[u8]) -> Result<M, JsonError> {
-    let pool = DESCRIPTORS
-        .as_ref()
-        .map_err(|error| JsonError::Descriptors(error.clone()))?;
-    let descriptor = pool
-        .get_message_by_name(M::FULL_NAME)
-        .ok_or(JsonError::UnknownMessage(M::FULL_NAME))?;
-    let mut deserializer = serde_json::Deserializer::from_slice(json);
-    let dynamic = DynamicMessage::deserialize_with_options(
-        descriptor,
-        &mut deserializer,
-        &DeserializeOptions::new(),
-    )
-    .map_err(|error| JsonError::Parse(M::FULL_NAME, error))?;
-    deserializer
-        .end()
-        .map_err(|error| JsonError::Parse(M::FULL_NAME, error))?;
-    dynamic
+    deserialize(descriptor_of::<M>()?, json)
+        .map_err(|error| JsonError::Parse(M::FULL_NAME, error))?
         .transcode_to::<M>()
         .map_err(|error| JsonError::Decode(M::FULL_NAME, error))
 }
@@ -107,31 +92,18 @@ pub fn parse_dynamic(
     descriptor: prost_reflect::MessageDescriptor,
     json: &[u8],
 ) -> Result<DynamicMessage, String> {
-    let mut deserializer = serde_json::Deserializer::from_slice(json);
     let name = descriptor.full_name().to_owned();
-    let dynamic = DynamicMessage::deserialize_with_options(
-        descriptor,
-        &mut deserializer,
-        &DeserializeOptions::new(),
-    )
-    .and_then(|dynamic| deserializer.end().map(|()| dynamic))
-    .map_err(|error| format!("not a valid {name}: {error}"))?;
-    Ok(dynamic)
+    deserialize(descriptor, json).map_err(|error| format!("not a valid {name}: {error}"))
 }
 
 /// `message` as one line of canonical JSON.
 pub fn compact_dynamic(message: &DynamicMessage) -> Result<String, String> {
-    let mut written = Vec::new();
-    let mut serializer = Serializer::with_formatter(&mut written, WholeNumbers(CompactFormatter));
-    message
-        .serialize_with_options(&mut serializer, &SerializeOptions::new())
-        .map_err(|error| {
-            format!(
-                "cannot write {} as JSON: {error}",
-                message.descriptor().full_name()
-            )
-        })?;
-    String::from_utf8(written).map_err(|error| error.to_string())
+    serialize(message, CompactFormatter).map_err(|error| {
+        format!(
+            "cannot write {} as JSON: {error}",
+            message.descriptor().full_name()
+        )
+    })
 }
 
 /// Every agentic message and the well-known types they use, decoded once.
@@ -139,28 +111,46 @@ static DESCRIPTORS: LazyLock<Result<DescriptorPool, String>> = LazyLock::new(|| 
     DescriptorPool::decode(crate::FILE_DESCRIPTOR_SET).map_err(|error| error.to_string())
 });
 
-fn write<M: Described, F: Formatter>(message: &M, formatter: F) -> Result<String, JsonError> {
-    let dynamic = dynamic(message)?;
+fn descriptor_of<M: Described>() -> Result<prost_reflect::MessageDescriptor, JsonError> {
+    descriptors()?
+        .get_message_by_name(M::FULL_NAME)
+        .ok_or(JsonError::UnknownMessage(M::FULL_NAME))
+}
+
+/// The whole of `json` as a message of `descriptor` (nothing may follow it).
+fn deserialize(
+    descriptor: prost_reflect::MessageDescriptor,
+    json: &[u8],
+) -> Result<DynamicMessage, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    let dynamic = DynamicMessage::deserialize_with_options(
+        descriptor,
+        &mut deserializer,
+        &DeserializeOptions::new(),
+    )?;
+    deserializer.end()?;
+    Ok(dynamic)
+}
+
+/// `message` as JSON in `formatter`'s layout, by the canonical mapping (the default options).
+fn serialize<F: Formatter>(
+    message: &DynamicMessage,
+    formatter: F,
+) -> Result<String, serde_json::Error> {
     let mut written = Vec::new();
     let mut serializer = Serializer::with_formatter(&mut written, WholeNumbers(formatter));
-    // The default options are the canonical mapping.
-    dynamic
-        .serialize_with_options(&mut serializer, &SerializeOptions::new())
-        .map_err(|error| JsonError::Serialize(M::FULL_NAME, error))?;
+    message.serialize_with_options(&mut serializer, &SerializeOptions::new())?;
     // serde_json writes only UTF-8 (strings stay strings, everything else is ASCII).
-    String::from_utf8(written).map_err(|error| {
-        JsonError::Serialize(M::FULL_NAME, serde_json::Error::io(io::Error::other(error)))
-    })
+    String::from_utf8(written).map_err(|error| serde_json::Error::io(io::Error::other(error)))
+}
+
+fn write<M: Described, F: Formatter>(message: &M, formatter: F) -> Result<String, JsonError> {
+    serialize(&dynamic(message)?, formatter)
+        .map_err(|error| JsonError::Serialize(M::FULL_NAME, error))
 }
 
 fn dynamic<M: Described>(message: &M) -> Result<DynamicMessage, JsonError> {
-    let pool = DESCRIPTORS
-        .as_ref()
-        .map_err(|error| JsonError::Descriptors(error.clone()))?;
-    let descriptor = pool
-        .get_message_by_name(M::FULL_NAME)
-        .ok_or(JsonError::UnknownMessage(M::FULL_NAME))?;
-    DynamicMessage::decode(descriptor, message.encode_to_vec().as_slice())
+    DynamicMessage::decode(descriptor_of::<M>()?, message.encode_to_vec().as_slice())
         .map_err(|error| JsonError::Decode(M::FULL_NAME, error))
 }
 
