@@ -44,6 +44,16 @@ pub struct GatewayService {
 
 type GrpcResult<T> = Result<Response<T>, Status>;
 
+/// The `PromptGateway` server over `service`, with the message limits of the public API:
+/// what the gRPC listener mounts (behind the auth layer) and the HTTP transcoder calls.
+pub fn server(
+    service: std::sync::Arc<GatewayService>,
+) -> agentic_proto::v1::prompt_gateway_server::PromptGatewayServer<GatewayService> {
+    agentic_proto::v1::prompt_gateway_server::PromptGatewayServer::from_arc(service)
+        .max_decoding_message_size(crate::MAX_REQUEST_BYTES)
+        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+}
+
 impl GatewayService {
     /// The user a trigger call acts for (see [`Caller::acting_for`]): an internal caller
     /// only for a user whose prompt it names is running or waiting for approval.

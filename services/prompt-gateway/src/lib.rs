@@ -423,9 +423,7 @@ pub async fn run_with_clock(
             tick: Duration::from_millis(config.retention_tick_ms),
         },
     ));
-    let gateway = PromptGatewayServer::from_arc(Arc::clone(&service))
-        .max_decoding_message_size(MAX_REQUEST_BYTES)
-        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    let gateway = grpc::server(Arc::clone(&service));
     let authenticate = Authenticate {
         auth,
         internal_token: config.internal_token.as_deref().map(Arc::from),

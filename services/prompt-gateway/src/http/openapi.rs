@@ -9,12 +9,11 @@ use std::collections::BTreeMap;
 
 use agentic_proto::canonical;
 use prost_reflect::{
-    DescriptorPool, EnumDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
-    MethodDescriptor,
+    EnumDescriptor, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor, MethodDescriptor,
 };
 use serde_json::{Map, Value, json};
 
-use super::transcode::{self, Binding};
+use super::transcode::{self, Binding, Body};
 
 const PACKAGE_PREFIX: &str = "agentic.v1.";
 
@@ -42,7 +41,7 @@ pub fn document() -> Result<Value, String> {
     let service = pool
         .get_service_by_name(agentic_proto::v1::prompt_gateway_server::SERVICE_NAME)
         .ok_or("no PromptGateway in the descriptor set")?;
-    let mut components = schemas.finish(pool);
+    let mut components = schemas.finish();
     components.insert("Error".into(), error_schema());
     Ok(json!({
         "openapi": "3.1.0",
@@ -105,13 +104,22 @@ fn operation(binding: &Binding, schemas: &mut Schemas) -> Value {
     if let Some(text) = comment(&rpc.parent_service().parent_file(), rpc.path()) {
         operation.insert("description".into(), json!(text));
     }
-    match binding.body.as_deref() {
-        Some("*") => {
-            operation.insert(
-                "requestBody".into(),
-                json!({"content": {"application/json": {"schema": schemas.refer(&input)}}}),
-            );
-        }
+    let body = match &binding.body {
+        Body::Whole => Some(input.clone()),
+        Body::Field(field) => match field.kind() {
+            Kind::Message(of) => Some(of),
+            _ => None,
+        },
+        Body::None => None,
+    };
+    if let Some(body) = body {
+        operation.insert(
+            "requestBody".into(),
+            json!({"content": {"application/json": {"schema": schemas.refer(&body)}}}),
+        );
+    }
+    match &binding.body {
+        Body::Whole => {}
         _ if rpc.name() == "StreamPrompt" => parameters.extend(event_stream_parameters()),
         _ => parameters.extend(query_parameters(binding, &input, schemas)),
     }
@@ -321,7 +329,7 @@ impl Schemas {
     }
 
     /// The schemas, by name.
-    fn finish(mut self, _pool: &DescriptorPool) -> Map<String, Value> {
+    fn finish(mut self) -> Map<String, Value> {
         let mut out = Map::new();
         let messages = std::mem::take(&mut self.messages);
         for (name, message) in messages {

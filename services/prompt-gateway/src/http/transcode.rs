@@ -11,14 +11,16 @@ use std::sync::Arc;
 use agentic_proto::canonical;
 use agentic_proto::google_api::HttpRule;
 use agentic_proto::google_api::http_rule::Pattern;
-use agentic_proto::v1::prompt_gateway_server::{PromptGatewayServer, SERVICE_NAME};
+use agentic_proto::v1::prompt_gateway_server::SERVICE_NAME;
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
-use prost_reflect::{DynamicMessage, Kind, MessageDescriptor, MethodDescriptor, Value as Field};
+use prost_reflect::{
+    DynamicMessage, FieldDescriptor, Kind, MessageDescriptor, MethodDescriptor, Value as Field,
+};
 use serde_json::{Map, Value};
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -36,9 +38,19 @@ pub struct Binding {
     segments: Vec<Segment>,
     /// `cancel` in `…/{prompt_id}:cancel`.
     verb: Option<String>,
-    /// `*` (the whole body is the message), a field's name, or `None` (no body).
-    pub body: Option<String>,
+    pub body: Body,
     pub rpc: MethodDescriptor,
+}
+
+/// What a route's body is, as its rule's `body` says.
+#[derive(Clone)]
+pub enum Body {
+    /// `""`: the route takes no body; the query string holds the fields.
+    None,
+    /// `"*"`: the body is the whole request message.
+    Whole,
+    /// A message field's name: the body is that field; the query string holds the others.
+    Field(FieldDescriptor),
 }
 
 #[derive(Clone, PartialEq)]
@@ -157,16 +169,14 @@ fn binding(rpc: &MethodDescriptor, rule: &HttpRule) -> Result<Binding, String> {
         }
     }
     let body = match rule.body.as_str() {
-        "" => None,
-        "*" => Some("*".to_owned()),
-        field
-            if input.get_field_by_name(field).is_some_and(|field| {
-                matches!(field.kind(), Kind::Message(_)) && !field.is_list()
-            }) =>
-        {
-            Some(field.to_owned())
-        }
-        field => return Err(fail(&format!("the body names no message field: {field}"))),
+        "" => Body::None,
+        "*" => Body::Whole,
+        name => match input.get_field_by_name(name) {
+            Some(field) if matches!(field.kind(), Kind::Message(_)) && !field.is_list() => {
+                Body::Field(field)
+            }
+            _ => return Err(fail(&format!("the body names no message field: {name}"))),
+        },
     };
     if verb.is_some() && !matches!(segments.last(), Some(Segment::Field(_))) {
         return Err(fail("a verb follows a variable (`…/{id}:verb`)"));
@@ -312,31 +322,27 @@ fn request_message(
     bytes: &Bytes,
 ) -> Result<DynamicMessage, Refusal> {
     let input = binding.rpc.input();
-    let mut message = match binding.body.as_deref() {
-        Some("*") => json_body(input.clone(), headers, bytes)?,
-        Some(field) => {
+    let mut message = match &binding.body {
+        Body::Whole if raw_query.is_some_and(|raw| !raw.is_empty()) => {
+            return Err(Refusal::invalid(
+                "this route takes its fields in the body, not the query string".into(),
+            ));
+        }
+        Body::Whole => json_body(input, headers, bytes)?,
+        Body::Field(field) => {
             let mut message = query(&input, raw_query)?;
-            let field = input
-                .get_field_by_name(field)
-                .ok_or_else(|| Refusal::invalid(format!("the body names no field: {field}")))?;
             if let Kind::Message(of) = field.kind()
                 && !bytes.is_empty()
             {
-                let value = json_body(of, headers, bytes)?;
-                message.set_field(&field, Field::Message(value));
+                message.set_field(field, Field::Message(json_body(of, headers, bytes)?));
             }
             message
         }
-        None if !bytes.is_empty() => {
+        Body::None if !bytes.is_empty() => {
             return Err(Refusal::invalid("this route takes no body".into()));
         }
-        None => query(&input, raw_query)?,
+        Body::None => query(&input, raw_query)?,
     };
-    if binding.body.as_deref() == Some("*") && raw_query.is_some_and(|raw| !raw.is_empty()) {
-        return Err(Refusal::invalid(
-            "this route takes its fields in the body, not the query string".into(),
-        ));
-    }
     for name in binding.path_fields() {
         let value = params.get(name).cloned().unwrap_or_default();
         message.set_field_by_name(name, Field::String(value));
@@ -456,10 +462,7 @@ async fn call(
     binding: &Binding,
     message: DynamicMessage,
 ) -> Result<DynamicMessage, Status> {
-    let service = PromptGatewayServer::from_arc(Arc::clone(&api.service))
-        .max_decoding_message_size(crate::MAX_REQUEST_BYTES)
-        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-    let mut grpc = tonic::client::Grpc::new(service)
+    let mut grpc = tonic::client::Grpc::new(crate::grpc::server(Arc::clone(&api.service)))
         .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(crate::MAX_REQUEST_BYTES);
     grpc.ready()
