@@ -371,39 +371,30 @@ fn ran_in_container(call: &ToolCallOutput) -> bool {
 /// Code mode's JavaScript round (a history prompt of another mode), as text: the provider
 /// never ran it.
 fn sandbox_code_block(call: &ToolCallOutput) -> Json {
-    let code: String = call.input["code"]
-        .as_str()
-        .unwrap_or_default()
-        .chars()
-        .take(4096)
-        .collect();
-    json!({
-        "type": "text",
-        "text": format!(
-            "[I ran JavaScript in agentic's sandbox: {code}; {}]",
-            functions::shown(&functions::tool_message(&call.result), "result", 4096, None),
-        ),
-    })
+    code_as_text("I ran JavaScript in agentic's sandbox", call, 4096)
 }
 
 /// Code that ran in a container the provider has lost, as text: what ran and what it gave,
 /// cut short.
 fn lost_container_block(call: &ToolCallOutput) -> Json {
     let name = call.input["tool"].as_str().unwrap_or(BASH);
-    let input: String = call.input["code"]
+    let intro = format!(
+        "Earlier, in a container that has since expired (its files are gone), I ran {name}"
+    );
+    code_as_text(&intro, call, 2048)
+}
+
+/// `[<intro>: <code>; <result>]` as a text block: the code (or a server tool's input) cut to
+/// `max_chars`, the result as the model reads tool results, cut to 4 KiB.
+fn code_as_text(intro: &str, call: &ToolCallOutput, max_chars: usize) -> Json {
+    let code: String = call.input["code"]
         .as_str()
         .map_or_else(|| call.input["input"].to_string(), str::to_owned)
         .chars()
-        .take(2048)
+        .take(max_chars)
         .collect();
-    json!({
-        "type": "text",
-        "text": format!(
-            "[Earlier, in a container that has since expired (its files are gone), I ran {name}: {}; {}]",
-            input,
-            functions::shown(&functions::tool_message(&call.result), "result", 4096, None),
-        ),
-    })
+    let result = functions::shown(&functions::tool_message(&call.result), "result", 4096, None);
+    json!({"type": "text", "text": format!("[{intro}: {code}; {result}]")})
 }
 
 fn server_blocks(call: &ToolCallOutput) -> Vec<Json> {

@@ -464,18 +464,7 @@ impl Run<'_> {
             self.fetch(file_id).await
         };
         match fetched {
-            Ok(file) => {
-                self.files += 1;
-                if self.tape.as_ref().is_some_and(|tape| tape.records()) {
-                    self.taken.files.push(pb::ToolFile {
-                        filename: file.filename.clone(),
-                        mime_type: file.mime_type.clone(),
-                        size: file.size,
-                        artifact_id: file.artifact_id.clone(),
-                    });
-                }
-                self.calls.add(Output::File(file)).await?;
-            }
+            Ok(kept) => self.show_file(kept).await?,
             Err(why) => {
                 tracing::info!(file_id, %why, "a file of the hosted container was not kept");
                 let named = if container::is_provider_id(file_id) {
@@ -493,7 +482,26 @@ impl Run<'_> {
         Ok(())
     }
 
-    async fn fetch(&self, file_id: &str) -> Result<FileOutput, String> {
+    /// Shows a file the container's code made, kept in the artifact store already, on the
+    /// timeline (source: hosted), and keeps it for the recording when the run records.
+    async fn show_file(&mut self, kept: pb::ToolFile) -> Result<(), RunError> {
+        self.files += 1;
+        let shown = FileOutput {
+            id: format!("file_{}", uuid::Uuid::now_v7().simple()),
+            filename: kept.filename.clone(),
+            mime_type: kept.mime_type.clone(),
+            size: kept.size,
+            artifact_id: kept.artifact_id.clone(),
+            source: FileSource::Hosted,
+        };
+        if self.tape.as_ref().is_some_and(|tape| tape.records()) {
+            self.taken.files.push(kept);
+        }
+        self.calls.add(Output::File(shown)).await?;
+        Ok(())
+    }
+
+    async fn fetch(&self, file_id: &str) -> Result<pb::ToolFile, String> {
         let settings = &self.executor.settings;
         let provider = &self.executor.provider;
         let info = provider
@@ -533,13 +541,11 @@ impl Run<'_> {
                 format!("file {file_id} is kept, but stays in the provider's Files API: {error}");
             let _ = self.events.send(Event::Log(why)).await;
         }
-        Ok(FileOutput {
-            id: format!("file_{}", uuid::Uuid::now_v7().simple()),
+        Ok(pb::ToolFile {
             filename,
             mime_type: info.mime_type,
             size,
             artifact_id,
-            source: FileSource::Hosted,
         })
     }
 }

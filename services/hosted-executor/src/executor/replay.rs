@@ -2,7 +2,6 @@
 //! code made, and taken again from a recording in a replay (no provider, no container).
 
 use agentic_executor::RunError;
-use agentic_executor::timeline::{FileOutput, FileSource, Output};
 use agentic_proto::v1 as pb;
 use serde_json::{Value as Json, json};
 
@@ -40,17 +39,8 @@ impl Run<'_> {
 
     /// The files a replayed answer's code made, shown again as they were kept.
     pub(super) async fn show_replayed_files(&mut self) -> Result<(), RunError> {
-        for file in std::mem::take(&mut self.taken.files) {
-            self.files += 1;
-            let shown = FileOutput {
-                id: format!("file_{}", uuid::Uuid::now_v7().simple()),
-                filename: file.filename,
-                mime_type: file.mime_type,
-                size: file.size,
-                artifact_id: file.artifact_id,
-                source: FileSource::Hosted,
-            };
-            self.calls.add(Output::File(shown)).await?;
+        for kept in std::mem::take(&mut self.taken.files) {
+            self.show_file(kept).await?;
         }
         Ok(())
     }
