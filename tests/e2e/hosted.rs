@@ -34,7 +34,7 @@ fn answering(blocks: Vec<HostedBlock>) -> HostedRule {
     HostedRule::turn(HostedMatch::Any, blocks, "end_turn")
 }
 
-fn hosted(input: &str) -> NewPrompt {
+pub(crate) fn hosted(input: &str) -> NewPrompt {
     NewPrompt::new(input).mode("hosted")
 }
 

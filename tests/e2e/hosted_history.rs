@@ -2,11 +2,10 @@
 //! is replaced without the lost container's code blocks (which the provider refuses), the
 //! code going back as text; the tokens of an answer that failed mid-stream count.
 
-use agentic_client::NewPrompt;
 use agentic_testkit::model::{HostedBlock, HostedMatch, HostedReply, HostedRule};
 use serde_json::{Value, json};
 
-use crate::hosted::hosted_stack;
+use crate::hosted::{hosted, hosted_stack};
 use crate::support::*;
 
 /// The types of the content blocks of every message of a request body.
@@ -41,10 +40,7 @@ async fn a_container_lost_mid_prompt_is_replaced_without_its_code_blocks() {
         "end_turn",
     ));
     let client = stack.client("alice").await.unwrap();
-    let created = client
-        .create_prompt(NewPrompt::new("launch it").mode("hosted"))
-        .await
-        .unwrap();
+    let created = client.create_prompt(hosted("launch it")).await.unwrap();
     until_waiting(&client, &created.id).await;
     let container = stack.model.hosted_requests()[0].container.clone().unwrap();
     let first_blocks = block_types(&stack.model.hosted_requests()[0].body);
@@ -141,10 +137,7 @@ async fn tokens_of_an_answer_that_failed_mid_stream_are_counted_whether_retried_
     );
     let client = stack.client("alice").await.unwrap();
 
-    let retried = client
-        .create_prompt(NewPrompt::new("retried").mode("hosted"))
-        .await
-        .unwrap();
+    let retried = client.create_prompt(hosted("retried")).await.unwrap();
     let usage = usage_of(&client, &retried.id).await;
     assert_eq!(
         (usage.input_tokens, usage.output_tokens, usage.llm_calls),
@@ -152,10 +145,7 @@ async fn tokens_of_an_answer_that_failed_mid_stream_are_counted_whether_retried_
         "{usage:?}"
     );
 
-    let failing = client
-        .create_prompt(NewPrompt::new("failing").mode("hosted"))
-        .await
-        .unwrap();
+    let failing = client.create_prompt(hosted("failing")).await.unwrap();
     let usage = usage_of(&client, &failing.id).await;
     let failed = client.get_prompt(&failing.id).await.unwrap();
     assert_eq!(failed.state, agentic_proto::v1::PromptState::Failed as i32);

@@ -3,7 +3,7 @@
 //! the budget; input, output and tool guards hold for what the provider sees and says; a
 //! user's skill is offered and runs; a hosted prompt queues in a busy conversation.
 
-use agentic_client::{Budget, NewPrompt};
+use agentic_client::Budget;
 use agentic_proto::v1::PromptState;
 use agentic_testkit::model::{HostedBlock, HostedMatch, HostedRule};
 use agentic_testkit::{Stack, StackOptions};
@@ -11,11 +11,8 @@ use serde_json::json;
 use tonic::Code;
 
 use crate::budgets::{failed_naming, run};
+use crate::hosted::hosted;
 use crate::support::*;
-
-fn hosted(input: &str) -> NewPrompt {
-    NewPrompt::new(input).mode("hosted")
-}
 
 /// A hosted turn that asks for `calls` `demo__echo` calls, spending (100, 20) tokens.
 fn echoing(calls: usize) -> HostedRule {

@@ -74,6 +74,23 @@ async fn agentic(stack: &Stack, args: &[&str]) -> crate::cli::Ran {
     agentic_with(&argv, "").await
 }
 
+/// The kind of each exchange of `recording`, in order.
+fn exchange_kinds(recording: &agentic_proto::v1::Recording) -> Vec<&'static str> {
+    recording
+        .exchanges
+        .iter()
+        .map(|exchange| match &exchange.kind {
+            Some(Kind::Prepare(_)) => "prepare",
+            Some(Kind::Model(_)) => "model",
+            Some(Kind::Tool(_)) => "tool",
+            Some(Kind::Round(_)) => "round",
+            Some(Kind::Hosted(_)) => "hosted",
+            Some(Kind::Lost(_)) => "lost",
+            None => "none",
+        })
+        .collect()
+}
+
 async fn finished(stack: &Stack, prompt: NewPrompt) -> agentic_proto::v1::Prompt {
     completed(&stack.client("alice").await.unwrap(), prompt).await
 }
@@ -93,17 +110,7 @@ async fn a_recorded_classic_prompt_replays_the_same_without_calling_the_model_or
     let client = stack.client("alice").await.unwrap();
     let recording = client.get_recording(&prompt.id).await.unwrap();
     assert!(recording.complete);
-    let kinds: Vec<&str> = recording
-        .exchanges
-        .iter()
-        .map(|exchange| match &exchange.kind {
-            Some(Kind::Prepare(_)) => "prepare",
-            Some(Kind::Model(_)) => "model",
-            Some(Kind::Tool(_)) => "tool",
-            Some(Kind::Round(_)) => "round",
-            _ => "other",
-        })
-        .collect();
+    let kinds = exchange_kinds(&recording);
     assert_eq!(
         kinds,
         ["prepare", "model", "tool", "tool", "model"],
@@ -480,20 +487,11 @@ async fn a_recorded_hosted_prompt_replays_the_same_without_the_provider_or_a_dow
         vec![HostedBlock::text("Done: report.csv.")],
         "end_turn",
     ));
-    let prompt = finished(&stack, NewPrompt::new("make a report").mode("hosted")).await;
+    let prompt = finished(&stack, crate::hosted::hosted("make a report")).await;
     let client = stack.client("alice").await.unwrap();
     let recording = client.get_recording(&prompt.id).await.unwrap();
     assert!(recording.complete);
-    let kinds: Vec<&str> = recording
-        .exchanges
-        .iter()
-        .map(|exchange| match &exchange.kind {
-            Some(Kind::Prepare(_)) => "prepare",
-            Some(Kind::Hosted(_)) => "hosted",
-            Some(Kind::Tool(_)) => "tool",
-            _ => "other",
-        })
-        .collect();
+    let kinds = exchange_kinds(&recording);
     assert_eq!(kinds, ["prepare", "hosted", "tool", "hosted"], "{kinds:?}");
 
     let (asked, stored) = (

@@ -115,7 +115,7 @@ async fn a_hosted_prompts_provider_calls_are_chat_spans_of_its_trace_and_are_cou
     );
     let client = stack.client("alice").await.unwrap();
     let prompt = client
-        .create_prompt(NewPrompt::new(marker.as_str()).mode("hosted"))
+        .create_prompt(crate::hosted::hosted(&marker))
         .await
         .unwrap();
     let events = collect(&client, &prompt.id, 0).await;
