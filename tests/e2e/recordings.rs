@@ -74,6 +74,19 @@ async fn agentic(stack: &Stack, args: &[&str]) -> crate::cli::Ran {
     agentic_with(&argv, "").await
 }
 
+/// The replay prompt `agentic replay` made (it names it on stderr).
+async fn replay_of(
+    client: &agentic_client::Client,
+    ran: &crate::cli::Ran,
+) -> agentic_proto::v1::Prompt {
+    let replay_id = ran
+        .stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("replay: "))
+        .unwrap_or_else(|| panic!("agentic replay named no replay: {}", ran.stderr));
+    client.get_prompt(replay_id).await.unwrap()
+}
+
 /// The kind of each exchange of `recording`, in order.
 fn exchange_kinds(recording: &agentic_proto::v1::Recording) -> Vec<&'static str> {
     recording
@@ -132,12 +145,7 @@ async fn a_recorded_classic_prompt_replays_the_same_without_calling_the_model_or
     assert_eq!(artifacts_of(&stack, "alice").await, stored, "no tool ran");
 
     // The replay is a prompt of its own, with the recorded answers and usage.
-    let replay_id = ran
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("replay: "))
-        .unwrap();
-    let replay = client.get_prompt(replay_id).await.unwrap();
+    let replay = replay_of(&client, &ran).await;
     assert_eq!(timeline_lines(&replay), timeline_lines(&prompt));
     assert_eq!(replay.usage.unwrap().llm_calls, 2);
 }
@@ -511,12 +519,7 @@ async fn a_recorded_hosted_prompt_replays_the_same_without_the_provider_or_a_dow
         stored,
         "nothing was downloaded nor stored again"
     );
-    let replay_id = ran
-        .stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("replay: "))
-        .unwrap();
-    let replay = client.get_prompt(replay_id).await.unwrap();
+    let replay = replay_of(&client, &ran).await;
     assert_eq!(timeline_lines(&replay), timeline_lines(&prompt));
     // The replay's file is the recorded one's bytes.
     let file = first_file_id(&replay).unwrap();
