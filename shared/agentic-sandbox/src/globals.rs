@@ -237,16 +237,24 @@ fn output<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> Host
     Ok(Value::new_undefined(ctx.clone()))
 }
 
+/// Values one `log()` or `console.*` call prints; the rest are counted, not printed. Printing a
+/// value may run the code's own `toJSON` and getters (and throw), so a call spread over the
+/// engine's 65,535 arguments would otherwise spend the run's time limit in one line.
+const MAX_LOG_VALUES: usize = 1_000;
+
 fn log<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
     // Built one value at a time: a call with thousands of large values stops at the limit
     // instead of holding all their text at once.
     let left = session.budget.log_bytes_left();
     let mut line = String::new();
-    for (index, arg) in args.iter().enumerate() {
-        // Printing a value runs the code's own `toJSON` and getters, which may swallow the
-        // engine's interrupt: a run that has to stop stops here instead of printing on.
-        session.check_running()?;
-        let text = display(ctx, arg);
+    let unprinted = args.len().saturating_sub(MAX_LOG_VALUES);
+    let printed = args
+        .iter()
+        .take(MAX_LOG_VALUES)
+        .map(|arg| display_running(ctx, session, arg));
+    let more = (unprinted > 0).then(|| Ok(format!("… ({unprinted} more values not printed)")));
+    for (index, text) in printed.chain(more).enumerate() {
+        let text = text?;
         let separator = usize::from(index > 0);
         // `>=`: the line's newline counts too.
         if line.len() + separator + text.len() >= left {
@@ -261,6 +269,17 @@ fn log<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostRes
     session.logs.borrow_mut().push(line.clone());
     session.block_on(session.host.log(line))?;
     Ok(Value::new_undefined(ctx.clone()))
+}
+
+/// One value of a log line. Printing it runs the code's own `toJSON` and getters, which may
+/// swallow the engine's interrupt: a run that has to stop stops here instead of printing on.
+fn display_running<'js>(
+    ctx: &Ctx<'js>,
+    session: &Session,
+    value: &Value<'js>,
+) -> HostResult<String> {
+    session.check_running()?;
+    Ok(display(ctx, value))
 }
 
 fn complete<'js>(

@@ -153,6 +153,26 @@ async fn log_and_console_write_one_line_per_call() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_log_call_prints_its_first_thousand_values_and_counts_the_rest() {
+    let code = "console.log(...Array(65535).fill(0).map((_, i) => i));\n\
+                log(...Array(1000).fill('x'));\n\
+                console.log(...Array(65535).fill(new Proxy({}, { get() { throw new Error('trap') } })))";
+    let (outcome, _) = run_code(code).await;
+    assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+    let numbers: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    assert_eq!(
+        outcome.logs[0],
+        format!("{} … (64535 more values not printed)", numbers.join(" "))
+    );
+    assert_eq!(outcome.logs[1], vec!["x"; 1000].join(" "));
+    assert!(
+        outcome.logs[2].ends_with("… (64535 more values not printed)"),
+        "{}",
+        &outcome.logs[2][outcome.logs[2].len().saturating_sub(200)..]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn discover_tools_and_tool_schema_describe_the_tools() {
     let tools = value_of("discoverTools()").await;
     assert_eq!(
