@@ -200,12 +200,12 @@ mod tests {
 
     #[test]
     fn large_tool_inputs_and_outputs_are_not_repeated_and_small_ones_are() {
-        let big = json!({ "data": "x".repeat(8 * 1024 * 1024) });
+        let big = json!({ "data": "x".repeat(1024 * 1024) });
         let call = call_with(&big, &json!({ "id": "a1" }));
         assert_eq!(
             call.input,
             Some(json::to_proto(&json!(
-                "[not repeated: 8388619 bytes of JSON]"
+                "[not repeated: 1048587 bytes of JSON]"
             )))
         );
         assert_eq!(
@@ -219,9 +219,10 @@ mod tests {
 
     #[test]
     fn an_answer_always_fits_one_message_and_says_what_it_left_out() {
-        // Ten stored 8 MB artifacts, a megabyte of logs and a result whose protobuf form is
-        // several times its JSON.
-        let big = json!({ "data": "x".repeat(8 * 1024 * 1024) });
+        // Ten tool calls, each with a megabyte in and out (20 MB in all, five times the
+        // limit), three megabytes of logs and a result whose protobuf form is several times
+        // its JSON.
+        let big = json!({ "data": "x".repeat(1024 * 1024) });
         let mut response = RunCodeResponse {
             outcome: Some(run_code_response::Outcome::Result(json::to_proto(&json!(
                 vec![1; 500_000]
