@@ -9,6 +9,7 @@
 //! millisecond steps), while reads run on their own connections beside it (WAL).
 
 pub mod sql;
+pub mod test_database;
 
 use std::borrow::Cow;
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! Fresh databases for tests: a SQLite file in the temp folder, or a new uuid-named database
+//! Fresh databases for tests (the end-to-end suite's and the services' own): a SQLite file in the temp folder, or a new uuid-named database
 //! on the PostgreSQL server named by `AGENTIC_TEST_POSTGRES_URL` (e.g.
 //! `postgres://postgres@127.0.0.1:5432`). Dropping a [`TestDatabase`] removes it.
 //!
@@ -14,7 +14,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use agentic_db::{Db, Migrations, Settings};
+use crate::{Db, Migrations, Settings};
 use anyhow::Context;
 use sqlx::{Connection, Executor, PgConnection};
 use tokio::sync::Mutex;

@@ -2,7 +2,7 @@
 //! the stack sandbox that runs the real services in one process (or, in `processes`, as child
 //! processes of the built binaries), on fresh SQLite or PostgreSQL databases.
 
-pub mod database;
+pub use agentic_db::test_database as database;
 pub mod model;
 pub mod processes;
 pub mod stack;

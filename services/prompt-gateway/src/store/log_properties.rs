@@ -13,13 +13,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
+use agentic_db::test_database::{TestDatabase, postgres_server};
+use agentic_ids::{PromptId, UserId};
 use agentic_proto::json::now;
 use agentic_proto::v1::{
     OutputAdded, OutputUpdated, Prompt, PromptCancelled, PromptCompleted, PromptEvent,
     PromptOutput, PromptState, TextDelta, TextOutput, Usage, prompt_event, prompt_output,
 };
 use proptest::prelude::*;
-use sqlx::{Connection, Executor, PgConnection};
 use tokio_stream::StreamExt;
 
 use crate::error::GatewayError;
@@ -27,7 +28,6 @@ use crate::follow::follow;
 use crate::hub::Hub;
 use crate::ids::PromptIds as _;
 use crate::store::{Append, Change, Owner, Store};
-use agentic_ids::{PromptId, UserId};
 
 /// One generated interleaving.
 #[derive(Debug, Clone)]
@@ -513,27 +513,17 @@ fn the_events_stored_with_the_end_are_in_its_prompt_on_postgres() {
     runtime().block_on(on_postgres(async |url| check_finish_after(url).await));
 }
 
+/// Runs `check` on a fresh copy of the gateway's migrated template database on the
+/// `AGENTIC_TEST_POSTGRES_URL` server (made once per migration set, as the end-to-end suite's),
+/// or skips, saying so, without one.
 async fn on_postgres(check: impl AsyncFnOnce(&str)) {
-    let Ok(server) = std::env::var("AGENTIC_TEST_POSTGRES_URL") else {
-        eprintln!(
-            "SKIPPED (no PostgreSQL): log_properties on PostgreSQL — set AGENTIC_TEST_POSTGRES_URL"
-        );
+    let Some(server) = postgres_server("log_properties on PostgreSQL") else {
         return;
     };
-    let server = server.trim_end_matches('/').to_owned();
-    let name = format!("gateway_log_{}", uuid::Uuid::now_v7().simple());
-    let mut admin = PgConnection::connect(&format!("{server}/postgres"))
+    let database = TestDatabase::postgres(&server, "gateway", &crate::MIGRATIONS)
         .await
         .unwrap();
-    admin
-        .execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
-        .await
-        .unwrap();
-    check(&format!("{server}/{name}")).await;
-    admin
-        .execute(format!(r#"DROP DATABASE "{name}" WITH (FORCE)"#).as_str())
-        .await
-        .unwrap();
+    check(database.url()).await;
 }
 
 #[test]
