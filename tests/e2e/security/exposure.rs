@@ -6,6 +6,7 @@
 //! 127.0.0.1 gets nothing).
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use agentic_testkit::model::Match;
@@ -14,6 +15,9 @@ use agentic_testkit::{Stack, StackOptions};
 use crate::support::text;
 use clap::Parser as _;
 use tokio::net::TcpListener;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
 
 const SECRET: &str = "4f1a9c2e7b3d8a6f0e5c1b9d2a7e3f8c";
 
@@ -21,13 +25,41 @@ async fn loopback() -> TcpListener {
     TcpListener::bind("127.0.0.1:0").await.unwrap()
 }
 
-/// What `run` ends with within a few seconds, or `None` while it still serves.
-async fn start_outcome(run: impl Future<Output = anyhow::Result<()>>) -> Option<String> {
-    // A refusal comes before anything else a service does at start.
-    match tokio::time::timeout(Duration::from_secs(2), run).await {
-        Ok(Ok(())) => Some("stopped without an error".into()),
-        Ok(Err(error)) => Some(format!("{error:#}")),
-        Err(_) => None,
+/// What `run` ends with when the service refuses to start, or `None` once it serves: its
+/// gRPC listener at `address` answers a health check with SERVING. A refusal comes before
+/// anything else a service does at start.
+async fn start_outcome(
+    run: impl Future<Output = anyhow::Result<()>> + Send + 'static,
+    address: SocketAddr,
+) -> Option<String> {
+    let mut run = tokio::spawn(run);
+    let outcome = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::select! {
+            ended = &mut run => Some(match ended.unwrap() {
+                Ok(()) => "stopped without an error".into(),
+                Err(error) => format!("{error:#}"),
+            }),
+            () = answers_health_checks(address) => None,
+        }
+    })
+    .await
+    .expect("the service neither refused to start nor served within 30 s");
+    run.abort();
+    outcome
+}
+
+async fn answers_health_checks(address: SocketAddr) {
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{address}")).unwrap();
+    loop {
+        if let Ok(channel) = endpoint.connect().await {
+            let check = HealthClient::new(channel)
+                .check(HealthCheckRequest::default())
+                .await;
+            if check.is_ok_and(|answer| answer.into_inner().status() == ServingStatus::Serving) {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -37,7 +69,12 @@ async fn tool_host(args: &[&str], listener: TcpListener) -> Option<String> {
     let mut argv = vec!["tool-host", "--database-url", &url];
     argv.extend_from_slice(args);
     let config = tool_host::Config::try_parse_from(argv).unwrap();
-    let outcome = start_outcome(tool_host::run(config, listener, std::future::pending())).await;
+    let address = listener.local_addr().unwrap();
+    let outcome = start_outcome(
+        tool_host::run(config, listener, std::future::pending()),
+        address,
+    )
+    .await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", database.display()));
     }
@@ -48,11 +85,11 @@ async fn classic_executor(args: &[&str], listener: TcpListener) -> Option<String
     let mut argv = vec!["classic-executor"];
     argv.extend_from_slice(args);
     let config = classic_executor::Config::try_parse_from(argv).unwrap();
-    start_outcome(classic_executor::run(
-        config,
-        listener,
-        std::future::pending(),
-    ))
+    let address = listener.local_addr().unwrap();
+    start_outcome(
+        classic_executor::run(config, listener, std::future::pending()),
+        address,
+    )
     .await
 }
 
@@ -66,12 +103,11 @@ async fn gateway(
     let mut argv = vec!["prompt-gateway", "--database-url", &url];
     argv.extend_from_slice(args);
     let config = prompt_gateway::Config::try_parse_from(argv).unwrap();
-    let outcome = start_outcome(prompt_gateway::run_with_http(
-        config,
-        listener,
-        http,
-        std::future::pending(),
-    ))
+    let address = listener.local_addr().unwrap();
+    let outcome = start_outcome(
+        prompt_gateway::run_with_http(config, listener, http, std::future::pending()),
+        address,
+    )
     .await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", database.display()));
