@@ -120,8 +120,10 @@ async fn a_prompt_runs_over_http_and_its_events_stream_as_sse_that_resume_withou
             .all(|(id, event)| event["sequence"] == json!(id.to_string()))
     );
 
-    // The stream's last word tells a client (EventSource) to close, not to reconnect.
+    // The stream's first word sets how soon a client reconnects (1 s, not a browser's 3), and
+    // its last word tells a client (EventSource) to close, not to reconnect.
     let raw = event_stream_text(&stack, "alice", &prompt_id).await;
+    assert!(raw.starts_with("retry: 1000\n\n"), "{raw}");
     assert!(
         raw.trim_end()
             .ends_with("event: end\ndata: {\"reason\":\"completed\"}"),

@@ -40,8 +40,8 @@ async fn a_browser_event_source_gets_every_event_and_the_end_and_stops_reconnect
             vec![json!(prompt.id), json!("tok-alice")],
         )
         .await;
-    // It ignores `end`, so it reconnects once (after its retry delay, about 3 s) and is told
-    // 204: CLOSED (2), not CONNECTING (0) again and again.
+    // It ignores `end`, so it reconnects once (after the stream's `retry:` of 1 s) and is
+    // told 204: CLOSED (2), not CONNECTING (0) again and again.
     browser
         .until(
             "the EventSource is closed for good",

@@ -24,7 +24,8 @@ use crate::auth::Caller;
 /// `StreamPrompt` does, with an `end` event (`{"reason"}`) to close on; an error ends it
 /// with an `error` event holding the error body. A resumption that has nothing more to send
 /// answers 204 (`EventSource` then stops reconnecting). A browser's `EventSource`, which
-/// cannot send headers, authenticates with `?access_token=` (see `layers::guard`).
+/// cannot send headers, authenticates with `?access_token=` (see `layers::guard`). The
+/// stream opens with `retry:` ([`RECONNECT_DELAY`]).
 pub(super) async fn prompt_events(
     State(api): State<HttpApi>,
     Extension(caller): Extension<Caller>,
@@ -79,6 +80,9 @@ pub(super) async fn prompt_events(
     // client closes on: `EventSource` would otherwise reconnect to a stream with nothing
     // more. A waiting event in the middle of a replay (the prompt went on) is no end.
     let ended = futures::stream::once(std::future::ready(None));
+    let reconnect = futures::stream::once(std::future::ready(Ok::<_, Infallible>(
+        Event::default().retry(RECONNECT_DELAY),
+    )));
     let events = stream
         .map(Some)
         .chain(ended)
@@ -115,10 +119,15 @@ pub(super) async fn prompt_events(
             };
             std::future::ready(Some(Ok::<_, Infallible>(event)))
         });
-    Sse::new(events)
+    Sse::new(reconnect.chain(events))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
 }
+
+/// How long a client waits before it reconnects (the stream's first field, `retry:`): a stream
+/// that reached its lifetime resumes after a second, not after a browser's default of about
+/// three.
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
 /// How long an event stream's start waits to see whether it has nothing at all to send.
 const EMPTY_STREAM_WAIT: Duration = Duration::from_millis(250);
