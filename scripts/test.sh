@@ -20,16 +20,18 @@ threads=${E2E_THREADS:-4}
 pg_modules=(queue:: triggers:: approvals:: expiry:: export:: listings:: deletion:: usage:: retention:: processes:: budgets:: recordings:: streams::
     conversations:: tidy:: cancel:: faults:: gateway:: --skip walls:: --skip llm_faults::)
 failed=()
+times=()
 
 step() {
-    local name=$1
+    local name=$1 start=$SECONDS
     shift
     echo "== $name"
     if ! "$@"; then
-        echo "!! FAILED: $name" >&2
+        echo "!! FAILED: $name ($((SECONDS - start)) s)" >&2
         failed+=("$name")
         return 1
     fi
+    times+=("$(printf '%4d s  %s' $((SECONDS - start)) "$name")")
 }
 
 quietly() {
@@ -79,6 +81,8 @@ else
 fi
 step "delivery checks" scripts/validate-delivery.sh
 
+echo "== time per step (${SECONDS} s in all)"
+printf '%s\n' "${times[@]}"
 if ((${#failed[@]})); then
     printf '!! FAILED: %s\n' "${failed[@]}" >&2
     exit 1
