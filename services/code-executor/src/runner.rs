@@ -513,6 +513,14 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn a_sandbox_takes_tool_inputs_as_large_as_one_message_to_the_tool_host() {
+        assert_eq!(
+            agentic_sandbox::MAX_TOOL_INPUT_BYTES,
+            agentic_proto::MAX_MESSAGE_BYTES
+        );
+    }
+
     struct NoModel;
 
     #[async_trait::async_trait]

@@ -387,7 +387,7 @@ impl Group {
                     name: guard.name,
                     stages: guard.stages,
                     client: GuardClient::new(endpoint.connect_lazy())
-                        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES),
+                        .max_decoding_message_size(agentic_proto::MAX_MESSAGE_BYTES),
                 })
             })
             .collect::<Result<_, ConfigError>>()?;

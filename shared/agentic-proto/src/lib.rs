@@ -20,5 +20,10 @@ pub mod google_api {
     include!("generated/google.api.rs");
 }
 
+/// Largest message any service accepts or sends (tonic's default receive limit is 4 MiB and
+/// its send limit is unbounded; every server and client sets both to this). Part of the
+/// contract: what a peer may send in one message.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
 /// Encoded `FileDescriptorSet` of every agentic proto, for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/agentic_descriptor.bin");

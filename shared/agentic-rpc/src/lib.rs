@@ -32,9 +32,7 @@ pub use listener::{
 pub use tls::{ServerTls, TlsConfigError};
 pub use trace_context::{continue_trace, http_server_span, traceparent_of};
 
-/// Largest message any service accepts or sends (tonic's default receive limit is 4 MiB and
-/// its send limit is unbounded; both are set explicitly).
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+pub use agentic_proto::MAX_MESSAGE_BYTES;
 
 /// A server builder with `grpc.health.v1` and reflection mounted. `services` names the
 /// agentic services this server will serve (e.g. `tool_host_server::SERVICE_NAME`), so that

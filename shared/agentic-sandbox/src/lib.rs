@@ -57,7 +57,7 @@ pub use crate::clock::Clock;
 pub use crate::entropy::{Entropy, EntropyRecord, MAX_RECORDED_READS};
 pub use crate::globals::LAST_DATA;
 pub use crate::host::{Host, ToolFailure, seconds};
-pub use crate::limits::{Limits, PromptLimits, Spent};
+pub use crate::limits::{Limits, MAX_TOOL_INPUT_BYTES, PromptLimits, Spent};
 pub use crate::outcome::{Admission, CodeError, Completion, RunOutcome};
 pub use crate::program::{Program, SandboxTool};
 pub use crate::sandboxes::{DEFAULT_MAX_SANDBOXES, Sandboxes};

@@ -30,6 +30,11 @@ pub struct Limits {
     pub prompt: PromptLimits,
 }
 
+/// The default of [`Limits::max_tool_input_bytes`]: the largest message the services exchange
+/// (`agentic_proto::MAX_MESSAGE_BYTES`; the code-executor's tests hold the two equal), so
+/// the sandbox needs no gRPC crate for a number.
+pub const MAX_TOOL_INPUT_BYTES: usize = 16 * 1024 * 1024;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
@@ -37,7 +42,7 @@ impl Default for Limits {
             memory_bytes: 64 * 1024 * 1024,
             stack_bytes: 1024 * 1024,
             max_result_bytes: 1024 * 1024,
-            max_tool_input_bytes: agentic_rpc::MAX_MESSAGE_BYTES,
+            max_tool_input_bytes: MAX_TOOL_INPUT_BYTES,
             max_tool_calls: 200,
             prompt: PromptLimits::default(),
         }
