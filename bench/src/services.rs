@@ -25,7 +25,7 @@ fn start_tool_host(
 ) -> anyhow::Result<(Background, SocketAddr)> {
     let (listener, address) = bind()?;
     let config = tool_host::Config {
-        listen: address,
+        service: agentic_rpc::ServiceArgs::dev(address),
         database_url: format!("sqlite://{}?mode=rwc", dir.join("tool-host.db").display()),
         plugins: vec!["artifact".to_owned(), "demo".to_owned()],
         // Nothing here calls the interpreter; the URL is never dialled.
@@ -34,11 +34,7 @@ fn start_tool_host(
         storage: tool_host::StorageLimits::default(),
         mcp_config,
         guardrails: None,
-        internal_token: None,
-        dev: agentic_rpc::exposure::DevFlag { dev: true },
         allow_root: false,
-        check_config: false,
-        probe: false,
     };
     let server = Background::start("tool-host", listener, move |listener| {
         tool_host::run(config, listener, std::future::pending())

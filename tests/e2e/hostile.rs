@@ -793,7 +793,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
             let data = tempfile::tempdir().unwrap();
             let database = format!("sqlite://{}?mode=rwc", data.path().join("t.db").display());
             let config = tool_host::Config {
-                listen: "127.0.0.1:0".parse().unwrap(),
+                service: agentic_rpc::ServiceArgs::dev("127.0.0.1:0".parse().unwrap()),
                 database_url: database,
                 plugins: vec!["artifact".into(), "x' OR '1'='1".into()],
                 code_runner_url: "http://127.0.0.1:9".into(),
@@ -801,11 +801,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 storage: tool_host::StorageLimits::default(),
                 mcp_config: None,
                 guardrails: None,
-                internal_token: None,
-                dev: agentic_rpc::exposure::DevFlag { dev: true },
                 allow_root: false,
-                check_config: false,
-                probe: false,
             };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let started = tool_host::run(config, listener, std::future::pending());

@@ -7,8 +7,9 @@ mod messages;
 use std::future::Future;
 use std::sync::Arc;
 
-use agentic_executor::{ExecutorArgs, ExecutorConfig, SchemaCache, listen_setting};
-use agentic_llm::{ChatModel, OpenAiChatModel};
+use agentic_executor::{ExecutorArgs, SchemaCache};
+use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
+use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
@@ -24,10 +25,13 @@ pub use crate::executor::{MODE_ID, MODE_NAME};
     mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "127.0.0.1:50052"))
 )]
 pub struct Config {
-    /// What every executor takes: `--listen`, the internal token, the tool-host, the LLM,
+    /// What every executor takes: `--listen`, the internal token, the tool-host,
     /// registration and capacity.
     #[command(flatten)]
     pub executor: ExecutorArgs,
+    /// The OpenAI-compatible endpoint and its models.
+    #[command(flatten)]
+    pub llm: LlmConfig,
     /// Model rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CLASSIC_MAX_ROUNDS", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
@@ -44,25 +48,34 @@ pub struct Config {
     pub max_tool_result_bytes: u32,
 }
 
-impl ExecutorConfig for Config {
-    fn executor_args(&self) -> &ExecutorArgs {
-        &self.executor
+impl ServiceConfig for Config {
+    fn service_args(&self) -> &ServiceArgs {
+        &self.executor.service
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        self.executor.check()?;
+        OpenAiChatModel::new(self.llm.clone()).context("setting up the LLM client")?;
+        Ok(())
+    }
+
+    fn announce(&self) {
+        self.llm.announce();
     }
 }
 
 /// Serves the executor on `listener` until `shutdown` resolves, talking to the model that
-/// `config.executor.llm` describes.
+/// `config.llm` describes.
 pub async fn run(
     config: Config,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let model =
-        OpenAiChatModel::new(config.executor.llm.clone()).context("setting up the LLM client")?;
+    let model = OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?;
     run_with_model(config, Arc::new(model), listener, shutdown).await
 }
 
-/// [`run`] with any [`ChatModel`] in place of the configured endpoint (`config.executor.llm`
+/// [`run`] with any [`ChatModel`] in place of the configured endpoint (`config.llm`
 /// is unused).
 pub async fn run_with_model(
     config: Config,

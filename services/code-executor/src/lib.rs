@@ -16,9 +16,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentic_executor::{ExecutorArgs, ExecutorConfig, SchemaCache, listen_setting};
-use agentic_llm::{ChatModel, OpenAiChatModel};
+use agentic_executor::{ExecutorArgs, SchemaCache};
+use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use agentic_proto::v1::code_runner_server::{CodeRunnerServer, SERVICE_NAME as CODE_RUNNER};
+use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
 use agentic_sandbox as sandbox;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
@@ -35,10 +36,13 @@ use crate::runner::CodeRunnerService;
     mut_arg("listen", listen_setting("CODE_EXECUTOR_LISTEN", "127.0.0.1:50053"))
 )]
 pub struct Config {
-    /// What every executor takes: `--listen`, the internal token, the tool-host, the LLM,
+    /// What every executor takes: `--listen`, the internal token, the tool-host,
     /// registration and capacity.
     #[command(flatten)]
     pub executor: ExecutorArgs,
+    /// The OpenAI-compatible endpoint and its models.
+    #[command(flatten)]
+    pub llm: LlmConfig,
     /// Rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CODE_MAX_ROUNDS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
@@ -82,9 +86,19 @@ pub struct Config {
     pub prompt_limits: PromptLimitsConfig,
 }
 
-impl ExecutorConfig for Config {
-    fn executor_args(&self) -> &ExecutorArgs {
-        &self.executor
+impl ServiceConfig for Config {
+    fn service_args(&self) -> &ServiceArgs {
+        &self.executor.service
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        self.executor.check()?;
+        OpenAiChatModel::new(self.llm.clone()).context("setting up the LLM client")?;
+        Ok(())
+    }
+
+    fn announce(&self) {
+        self.llm.announce();
     }
 }
 
@@ -168,9 +182,8 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let model: Arc<dyn ChatModel> = Arc::new(
-        OpenAiChatModel::new(config.executor.llm.clone()).context("setting up the LLM client")?,
-    );
+    let model: Arc<dyn ChatModel> =
+        Arc::new(OpenAiChatModel::new(config.llm.clone()).context("setting up the LLM client")?);
     let tool_host = config.executor.tool_host()?;
     let limits = config.limits();
     let schemas = Arc::new(SchemaCache::default());

@@ -15,7 +15,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use agentic_executor::calls::CallLimits;
-use agentic_executor::{ExecutorArgs, ExecutorConfig, SchemaCache, listen_setting};
+use agentic_executor::{ExecutorArgs, SchemaCache};
+use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
 use anyhow::Context as _;
 use serde_json::Value as Json;
 use tokio::net::TcpListener;
@@ -35,7 +36,7 @@ pub use crate::executor::{MODE_ID, MODE_NAME};
 )]
 pub struct Config {
     /// What every executor takes: `--listen`, the internal token, the tool-host,
-    /// registration and capacity (its OpenAI settings are unused here).
+    /// registration and capacity.
     #[command(flatten)]
     pub executor: ExecutorArgs,
     /// API key of the Anthropic API, sent as `x-api-key` to `--anthropic-base-url` only.
@@ -76,6 +77,10 @@ pub struct Config {
     /// Retries after the first attempt, on 429, 529, 5xx, timeouts and connection errors.
     #[arg(long, env = "HOSTED_MAX_RETRIES", default_value_t = 3)]
     pub hosted_max_retries: u32,
+    /// Ceiling of the first retry's delay in milliseconds; each further retry doubles it (at
+    /// most 30 s), each delay random up to its ceiling.
+    #[arg(long, env = "HOSTED_RETRY_BASE_MS", default_value_t = 500)]
+    pub hosted_retry_base_ms: u64,
     /// Files of one prompt downloaded from the container, at most.
     #[arg(long, env = "HOSTED_MAX_FILES", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub max_files: u32,
@@ -93,27 +98,23 @@ pub struct Config {
     pub max_tool_result_bytes: u32,
 }
 
-impl ExecutorConfig for Config {
-    fn executor_args(&self) -> &ExecutorArgs {
-        &self.executor
+impl ServiceConfig for Config {
+    fn service_args(&self) -> &ServiceArgs {
+        &self.executor.service
     }
 
-    fn check_mode(&self) -> Result<(), String> {
-        self.default_skills()
-            .map_err(|error| format!("{error:#}"))?;
+    fn check(&self) -> anyhow::Result<()> {
+        self.executor.check()?;
+        self.default_skills()?;
         if !self.anthropic_base_url.starts_with("https://")
             && !self.anthropic_base_url.starts_with("http://")
         {
-            return Err(format!(
+            anyhow::bail!(
                 "ANTHROPIC_BASE_URL must be an http:// or https:// URL, got {:?}",
                 self.anthropic_base_url
-            ));
+            );
         }
         Ok(())
-    }
-
-    fn uses_openai(&self) -> bool {
-        false
     }
 }
 
@@ -138,7 +139,7 @@ pub async fn run(
         api_key: config.anthropic_api_key.clone(),
         timeout: Duration::from_secs(config.hosted_timeout_secs),
         max_retries: config.hosted_max_retries,
-        retry_base_ms: config.executor.llm.llm_retry_base_ms,
+        retry_base_ms: config.hosted_retry_base_ms,
     })
     .context("setting up the Anthropic client")?;
     if config.anthropic_base_url.starts_with("http://")
@@ -195,24 +196,33 @@ mod tests {
     fn the_settings_are_consistent_and_bad_skills_or_urls_are_refused() {
         Config::command().debug_assert();
         let parse = |extra: &[&str]| {
-            let mut args = vec!["hosted-executor", "--listen", "127.0.0.1:0"];
+            let mut args = vec!["hosted-executor", "--listen", "127.0.0.1:0", "--dev"];
             args.extend_from_slice(extra);
             Config::try_parse_from(args).unwrap()
         };
-        assert_eq!(parse(&[]).check_mode(), Ok(()));
+        let refusal = |config: Config| format!("{:#}", config.check().unwrap_err());
+        parse(&[]).check().unwrap();
         let skills = r#"[{"type": "anthropic", "skill_id": "pptx"}]"#;
-        assert_eq!(parse(&["--skills", skills]).check_mode(), Ok(()));
-        assert!(parse(&["--skills", "pptx"]).check_mode().is_err());
+        parse(&["--skills", skills]).check().unwrap();
+        assert!(parse(&["--skills", "pptx"]).check().is_err());
         assert!(
-            parse(&["--skills", r#"[{"type": "anthropic", "skill_id": "a/b"}]"#])
-                .check_mode()
-                .unwrap_err()
-                .contains("skill_id")
+            refusal(parse(&[
+                "--skills",
+                r#"[{"type": "anthropic", "skill_id": "a/b"}]"#
+            ]))
+            .contains("skill_id")
         );
         assert!(
-            parse(&["--anthropic-base-url", "ftp://x"])
-                .check_mode()
-                .is_err()
+            refusal(parse(&["--anthropic-base-url", "ftp://x"])).contains("ANTHROPIC_BASE_URL")
         );
+    }
+
+    #[test]
+    fn the_hosted_mode_takes_no_openai_settings() {
+        for flag in ["--openai-base-url", "--openai-api-key", "--model-normal"] {
+            let parsed =
+                Config::try_parse_from(["hosted-executor", "--dev", flag, "http://127.0.0.1:9"]);
+            assert!(parsed.is_err(), "{flag} was accepted");
+        }
     }
 }

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_server::PromptGatewayServer;
+use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
@@ -57,11 +58,16 @@ use crate::runner::Runner;
 use crate::store::{Owner, Store};
 
 #[derive(clap::Parser, Debug, Clone)]
-#[command(name = "prompt-gateway", about = "The public gRPC API of agentic")]
+#[command(
+    name = "prompt-gateway",
+    about = "The public gRPC API of agentic",
+    mut_arg("listen", listen_setting("GATEWAY_LISTEN", "127.0.0.1:50051"))
+)]
 pub struct Config {
-    /// Address to listen on.
-    #[arg(long, env = "GATEWAY_LISTEN", default_value = "127.0.0.1:50051")]
-    pub listen: SocketAddr,
+    /// What every service takes: `--listen`, the internal token, `--dev`, `--check-config`
+    /// and `--probe`.
+    #[command(flatten)]
+    pub service: ServiceArgs,
     /// Address of the HTTP/JSON API (the gRPC API's routes, server-sent events for prompt
     /// events); unset: none. Used by the binary; `run_with_http` takes a bound listener.
     #[arg(long, env = "GATEWAY_HTTP_LISTEN")]
@@ -207,12 +213,6 @@ pub struct Config {
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
-    /// Token internal services require from each other: a random secret, required unless
-    /// `--dev`.
-    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
-    pub internal_token: Option<String>,
-    #[command(flatten)]
-    pub dev: agentic_rpc::exposure::DevFlag,
     /// Users' bearer tokens as TOKEN=USER pairs, comma separated, each token a random
     /// secret. Unset (and no file): dev mode, which trusts the `x-user-id` header, and which
     /// needs `--dev` (on loopback only).
@@ -233,13 +233,24 @@ pub struct Config {
     /// The PEM private key of `--tls-cert`.
     #[arg(long, env = "GATEWAY_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
-    /// Parse and check the configuration, then exit (0 when it is usable).
-    #[arg(long)]
-    pub check_config: bool,
-    /// Check that the service on `--listen` answers health checks, then exit (for container
-    /// health checks).
-    #[arg(long)]
-    pub probe: bool,
+}
+
+impl ServiceConfig for Config {
+    fn service_args(&self) -> &ServiceArgs {
+        &self.service
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        check(self)
+    }
+
+    /// A gateway that terminates TLS is probed over TLS, trusting its own certificate.
+    fn probe_tls(&self) -> anyhow::Result<Option<agentic_rpc::ServerTls>> {
+        Ok(agentic_rpc::ServerTls::from_files(
+            self.tls_cert.as_deref(),
+            self.tls_key.as_deref(),
+        )?)
+    }
 }
 
 /// When prompts are recorded (`--record-prompts`).
@@ -258,15 +269,15 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     exposure::check(
         &auth,
-        config.internal_token.as_deref(),
-        config.dev,
-        config.listen,
+        config.service.internal_token.as_deref(),
+        config.service.dev,
+        config.service.listen,
         config.http_listen,
     )?;
-    agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())?;
     agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
     guardrails(config)?;
-    if config.modes.is_empty() && config.internal_token.is_none() {
+    if config.modes.is_empty() && config.service.internal_token.is_none() {
         anyhow::bail!(
             "no execution modes configured (--modes), and without an internal token no executor can register one"
         );
@@ -342,8 +353,8 @@ pub async fn run_with_clock(
     let auth = Auth::from_config(&config.auth_tokens, config.auth_tokens_file.as_deref())?;
     exposure::check(
         &auth,
-        config.internal_token.as_deref(),
-        config.dev,
+        config.service.internal_token.as_deref(),
+        config.service.dev,
         listener.local_addr()?,
         http.as_ref().map(TcpListener::local_addr).transpose()?,
     )?;
@@ -352,7 +363,7 @@ pub async fn run_with_clock(
         lease: Duration::from_millis(config.lease_ms),
     };
     let store = Store::connect(&config.database_url, owner.clone()).await?;
-    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    let token = agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())?;
     let store_is_shared = store.is_shared();
     let (queues, queue_moves) = tokio::sync::mpsc::unbounded_channel();
     let (kept, kept_pauses) = tokio::sync::mpsc::unbounded_channel();
@@ -389,7 +400,7 @@ pub async fn run_with_clock(
             Duration::from_millis(config.trigger_tick_ms),
         )),
     ];
-    announce_auth(&auth, config.internal_token.is_some());
+    announce_auth(&auth, config.service.internal_token.is_some());
 
     let tls =
         agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
@@ -426,7 +437,7 @@ pub async fn run_with_clock(
     let gateway = grpc::server(Arc::clone(&service));
     let authenticate = Authenticate {
         auth,
-        internal_token: config.internal_token.as_deref().map(Arc::from),
+        internal_token: config.service.internal_token.as_deref().map(Arc::from),
     };
     // Every call of the public service passes the auth layer first; health and reflection
     // (mounted by `router`) stay open.

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use agentic_proto::v1::artifact_store_server::ArtifactStoreServer;
 use agentic_proto::v1::tool_host_server::ToolHostServer;
+use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
 use anyhow::Context;
 use tokio::net::TcpListener;
 
@@ -32,11 +33,17 @@ use crate::registry::Registry;
 
 /// Settings of the tool-host, from flags with environment fallbacks.
 #[derive(clap::Parser, Debug, Clone)]
-#[command(name = "tool-host", version, about)]
+#[command(
+    name = "tool-host",
+    version,
+    about,
+    mut_arg("listen", listen_setting("TOOL_HOST_LISTEN", "127.0.0.1:50054"))
+)]
 pub struct Config {
-    /// Address to listen on (used by the binary; `run` takes a bound listener).
-    #[arg(long, env = "TOOL_HOST_LISTEN", default_value = "127.0.0.1:50054")]
-    pub listen: SocketAddr,
+    /// What every service takes: `--listen` (used by the binary; `run` takes a bound
+    /// listener), the internal token, `--dev`, `--check-config` and `--probe`.
+    #[command(flatten)]
+    pub service: ServiceArgs,
 
     /// Database holding the plugins' data: a `postgres://` or `postgresql://` URL selects
     /// PostgreSQL (the database must exist), anything else SQLite (the file is created if
@@ -84,25 +91,22 @@ pub struct Config {
     #[arg(long, env = "GATEWAY_URL", default_value = "http://127.0.0.1:50051")]
     pub gateway_url: String,
 
-    /// Token internal services require from each other: a random secret, required unless
-    /// `--dev`.
-    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
-    pub internal_token: Option<String>,
-    #[command(flatten)]
-    pub dev: agentic_rpc::exposure::DevFlag,
     /// Run as root with stdio MCP servers configured. A root process's children can read its
     /// environment, the internal token included, whatever it does to hide it: run the
     /// tool-host as another user instead (the image does). Without this flag (or `--dev`)
     /// the tool-host refuses.
     #[arg(long, env = "TOOL_HOST_ALLOW_ROOT")]
     pub allow_root: bool,
-    /// Parse and check the configuration, then exit (0 when it is usable).
-    #[arg(long)]
-    pub check_config: bool,
-    /// Check that the service on `--listen` answers health checks, then exit (for container
-    /// health checks).
-    #[arg(long)]
-    pub probe: bool,
+}
+
+impl ServiceConfig for Config {
+    fn service_args(&self) -> &ServiceArgs {
+        &self.service
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        check(self)
+    }
 }
 
 /// How much one artifact and one user's artifacts together may hold. Past either limit a
@@ -142,8 +146,8 @@ impl Default for StorageLimits {
 /// secret unless `--dev`, and `--dev` on loopback only) and the MCP servers file.
 pub fn check(config: &Config) -> anyhow::Result<()> {
     BuiltIn::parse_list(&config.plugins)?;
-    exposure(config, config.listen)?;
-    agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())?;
+    exposure(config, config.service.listen)?;
+    agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())?;
     stdio_servers_as_root(config, &mcp_servers(config)?)?;
     guardrails(config)?;
     Ok(())
@@ -153,8 +157,8 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
 /// listener on `address`.
 fn exposure(config: &Config, address: SocketAddr) -> anyhow::Result<()> {
     use agentic_rpc::exposure::{check_internal_token, check_listen};
-    check_internal_token(config.internal_token.as_deref(), config.dev)?;
-    check_listen("TOOL_HOST_LISTEN", address, config.dev)?;
+    check_internal_token(config.service.internal_token.as_deref(), config.service.dev)?;
+    check_listen("TOOL_HOST_LISTEN", address, config.service.dev)?;
     Ok(())
 }
 
@@ -166,7 +170,7 @@ fn stdio_servers_as_root(config: &Config, servers: &[mcp::ServerConfig]) -> anyh
     if let Some(server) = stdio
         && rustix::process::geteuid().is_root()
         && !config.allow_root
-        && !config.dev.dev
+        && !config.service.dev.dev
     {
         anyhow::bail!(
             "the tool-host runs as root and would start the stdio MCP server {:?} as its child, which could read the tool-host's environment (the internal token included): run it as another user, or pass --allow-root (TOOL_HOST_ALLOW_ROOT=true) to accept that",
@@ -213,7 +217,7 @@ pub async fn run(
     let store = store::Store::open(&config.database_url, config.storage)
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
-    let token = agentic_rpc::SendInternalToken::new(config.internal_token.as_deref())
+    let token = agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())
         .context("internal token")?;
     let code_runner = agentic_rpc::channel(&config.code_runner_url, &token)
         .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
@@ -269,7 +273,7 @@ pub async fn run(
     reporter
         .set_serving::<agentic_proto::v1::user_data_server::UserDataServer<user_data::UserDataService>>()
         .await;
-    let require = agentic_rpc::RequireInternalToken::new(config.internal_token.as_deref());
+    let require = agentic_rpc::RequireInternalToken::new(config.service.internal_token.as_deref());
     let tool_host =
         tonic::service::interceptor::InterceptedService::new(tool_host, require.clone());
     let artifact_store =

@@ -3,7 +3,7 @@
 //! cancellation, time limit, live decisions, the run's end, protobuf conversion), the
 //! timeline types runs speak in, the tool-host client, and a run's tools with their input
 //! checks (compiled once per executor, in a [`SchemaCache`]). A mode implements [`Mode`];
-//! its binary's `main` calls [`service_main`], its `run` calls [`serve`].
+//! its binary's `main` calls `agentic_rpc::service_main`, its `run` calls [`serve`].
 
 pub mod approvals;
 pub mod bounds;
@@ -30,9 +30,6 @@ pub use error::{ExecuteError, RunError, ToolHostError};
 pub use register::{Announce, Registration, RegistrationError};
 pub use run_tools::{CallRefused, RunTools};
 pub use schema::{InputCheck, MAX_CACHED_SCHEMAS, SchemaCache};
-pub use service::{
-    CheckError, ExecutorArgs, ExecutorConfig, MainError, ServeError, ServiceArgs, SetupError,
-    Shutdown, ToolHostArgs, listen_setting, serve, service_main,
-};
+pub use service::{CheckError, ExecutorArgs, ServeError, SetupError, ToolHostArgs, serve};
 pub use sink::{EventSink, StreamClosed};
 pub use slots::{Capacity, DEFAULT_MAX_RUNS};

@@ -1,16 +1,14 @@
 //! An executor as a service: the settings every executor binary takes ([`ExecutorArgs`],
-//! flattened into each executor's clap `Config`), its `main` ([`service_main`]: check the
-//! configuration, probe, or bind and serve until a signal), and [`serve`], which mounts a
-//! mode's `Executor` service behind the internal token and announces the mode.
+//! flattened into each executor's clap `Config`, which implements
+//! `agentic_rpc::ServiceConfig` for the `main` every service shares), and [`serve`], which
+//! mounts a mode's `Executor` service behind the internal token and announces the mode.
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::time::Duration;
 
-use agentic_llm::LlmConfig;
 use agentic_proto::v1::executor_server::ExecutorServer;
-use agentic_rpc::{RequireInternalToken, SendInternalToken};
+use agentic_rpc::{RequireInternalToken, SendInternalToken, ServiceArgs};
 use tokio::net::TcpListener;
 use tonic::transport::server::Router;
 
@@ -18,37 +16,6 @@ use crate::edge::{ExecutorService, Mode};
 use crate::register::{self, Registration, RegistrationError};
 use crate::slots::Capacity;
 use crate::tool_host::ToolHost;
-
-/// The settings of the service itself, whatever it serves. Where `--listen` is read from
-/// differs between services: each sets it with [`listen_setting`].
-#[derive(clap::Args, Debug, Clone)]
-pub struct ServiceArgs {
-    /// Address the gRPC server listens on.
-    #[arg(long)]
-    pub listen: SocketAddr,
-    /// Token internal services require from each other: a random secret, required unless
-    /// `--dev`.
-    #[arg(long, env = "AGENTIC_INTERNAL_TOKEN", hide_env_values = true)]
-    pub internal_token: Option<String>,
-    #[command(flatten)]
-    pub dev: agentic_rpc::exposure::DevFlag,
-    /// Parse and check the configuration, then exit (0 when it is usable).
-    #[arg(long)]
-    pub check_config: bool,
-    /// Check that the service on `--listen` answers health checks, then exit (for container
-    /// health checks).
-    #[arg(long)]
-    pub probe: bool,
-}
-
-/// The environment variable and default of a service's `--listen`, for its `Config`:
-/// `#[command(mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "127.0.0.1:50052")))]`.
-pub fn listen_setting(
-    env: &'static str,
-    default: &'static str,
-) -> impl FnOnce(clap::Arg) -> clap::Arg {
-    move |listen| listen.env(env).default_value(default).required(false)
-}
 
 /// Where an executor's tools run.
 #[derive(clap::Args, Debug, Clone)]
@@ -76,37 +43,18 @@ pub struct ExecutorArgs {
     #[command(flatten)]
     pub tool_host: ToolHostArgs,
     #[command(flatten)]
-    pub llm: LlmConfig,
-    #[command(flatten)]
     pub registration: Registration,
     /// How many runs this executor works on at once.
     #[command(flatten)]
     pub capacity: Capacity,
 }
 
-/// An executor binary's clap `Config`: [`ExecutorArgs`] flattened, plus its mode's settings.
-pub trait ExecutorConfig: clap::Parser {
-    fn executor_args(&self) -> &ExecutorArgs;
-
-    /// What `--check-config` checks of the mode's own settings; the reason when unusable.
-    fn check_mode(&self) -> Result<(), String> {
-        Ok(())
-    }
-
-    /// Whether the mode talks to the OpenAI-compatible endpoint of `ExecutorArgs::llm` (a
-    /// missing key is then worth a warning).
-    fn uses_openai(&self) -> bool {
-        true
-    }
-}
-
 impl ExecutorArgs {
-    /// What `--check-config` checks beyond parsing: the LLM client can be built, the internal
-    /// token is a secret (unless `--dev`, which must listen on loopback) and can travel as
-    /// metadata, and the registration settings are usable.
+    /// What `--check-config` checks of every executor beyond parsing: the internal token is a
+    /// secret (unless `--dev`, which must listen on loopback) and can travel as metadata, and
+    /// the registration settings are usable.
     pub fn check(&self) -> Result<(), CheckError> {
         self.exposure(self.service.listen)?;
-        agentic_llm::OpenAiChatModel::new(self.llm.clone())?;
         SendInternalToken::new(self.internal_token())?;
         self.registration
             .announce("check", "check", self.internal_token())?;
@@ -138,56 +86,6 @@ impl ExecutorArgs {
         check_internal_token(self.internal_token(), self.service.dev)?;
         check_listen("--listen", address, self.service.dev)
     }
-}
-
-/// What an executor's `run` gets to stop on: Ctrl-C or SIGTERM.
-pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// The `main` of an executor binary. Parses `C` from flags and environment; with
-/// `--check-config` checks it (unknown settings too) and exits, with `--probe` asks the
-/// service on `--listen` whether it serves and exits. Otherwise starts telemetry under the
-/// command's name, binds `--listen` and calls `run` until Ctrl-C or SIGTERM.
-pub async fn service_main<C, Run, Served, E>(run: Run) -> Result<(), E>
-where
-    C: ExecutorConfig,
-    Run: FnOnce(C, TcpListener, Shutdown) -> Served,
-    Served: Future<Output = Result<(), E>>,
-    E: From<MainError>,
-{
-    let config = C::parse();
-    let args = config.executor_args();
-    if args.service.check_config {
-        agentic_rpc::config::check_environment(&C::command()).map_err(MainError::from)?;
-        args.check().map_err(MainError::from)?;
-        config
-            .check_mode()
-            .map_err(|reason| MainError::from(CheckError::Mode(reason)))?;
-        println!("configuration ok");
-        return Ok(());
-    }
-    if args.service.probe {
-        agentic_rpc::probe(args.service.listen)
-            .await
-            .map_err(MainError::from)?;
-        return Ok(());
-    }
-    let _telemetry = agentic_telemetry::init(C::command().get_name());
-    if config.uses_openai() && args.llm.openai_api_key.is_none() {
-        tracing::warn!(
-            base_url = %args.llm.openai_base_url,
-            "OPENAI_API_KEY is not set: LLM requests carry no credentials and most endpoints will refuse them"
-        );
-    }
-    let address = args.service.listen;
-    let listener = TcpListener::bind(address)
-        .await
-        .map_err(|source| MainError::Bind { address, source })?;
-    agentic_rpc::run_until_signal(run(
-        config,
-        listener,
-        Box::pin(agentic_rpc::shutdown_signal()),
-    ))
-    .await
 }
 
 /// Serves `mode`'s `Executor` service (with health and reflection, plus `extra_services`
@@ -238,35 +136,14 @@ pub async fn serve<M: Mode>(
     Ok(())
 }
 
-/// Why an executor binary stopped before its `run` did.
-#[derive(Debug, thiserror::Error)]
-pub enum MainError {
-    #[error(transparent)]
-    UnknownSettings(#[from] agentic_rpc::config::UnknownSettings),
-    #[error(transparent)]
-    Check(#[from] CheckError),
-    #[error(transparent)]
-    Probe(#[from] agentic_rpc::ProbeError),
-    #[error("binding {address}")]
-    Bind {
-        address: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("setting up the LLM client: {0}")]
-    Llm(#[from] agentic_llm::LlmError),
     #[error(transparent)]
     InternalToken(#[from] agentic_rpc::InvalidToken),
     #[error(transparent)]
     Exposure(#[from] agentic_rpc::exposure::Exposure),
     #[error(transparent)]
     Registration(#[from] RegistrationError),
-    #[error("{0}")]
-    Mode(String),
 }
 
 /// The executor's clients cannot be set up from its settings.
@@ -298,6 +175,7 @@ pub enum ServeError {
 
 #[cfg(test)]
 mod tests {
+    use agentic_rpc::listen_setting;
     use clap::{CommandFactory as _, Parser as _};
 
     use super::*;

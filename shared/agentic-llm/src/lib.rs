@@ -43,6 +43,18 @@ pub struct LlmConfig {
     pub llm_timeout_secs: u64,
 }
 
+impl LlmConfig {
+    /// Warns, once at start, of settings that will make requests fail: no API key.
+    pub fn announce(&self) {
+        if self.openai_api_key.is_none() {
+            tracing::warn!(
+                base_url = %self.openai_base_url,
+                "OPENAI_API_KEY is not set: LLM requests carry no credentials and most endpoints will refuse them"
+            );
+        }
+    }
+}
+
 /// Which model a request runs on; [`LlmConfig`] maps each tier to a model name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Tier {

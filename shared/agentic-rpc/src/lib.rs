@@ -1,5 +1,5 @@
-//! The common gRPC edge of every agentic service: serving with health and reflection on a
-//! bound listener, client channels, and the one table that maps error kinds to `tonic::Code`
+//! The common gRPC edge of every agentic service: the binary's skeleton ([`service_main`]),
+//! serving with health and reflection on a bound listener, client channels, and the one table that maps error kinds to `tonic::Code`
 //! (with what callers are told about failures).
 
 pub mod asking;
@@ -8,6 +8,7 @@ mod error;
 pub mod exposure;
 mod internal;
 mod listener;
+pub mod service;
 mod tls;
 mod trace_context;
 
@@ -29,6 +30,7 @@ pub use listener::{
     FirstBytesDeadline, KEEPALIVE_TIMEOUT, MAX_HEADER_LIST_BYTES, MAX_STREAMS_PER_CONNECTION,
     PublicLimits, serve_public,
 };
+pub use service::{ServiceArgs, ServiceConfig, Shutdown, listen_setting, service_main};
 pub use tls::{ServerTls, TlsConfigError};
 pub use trace_context::{continue_trace, http_server_span, traceparent_of};
 

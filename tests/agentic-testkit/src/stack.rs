@@ -546,7 +546,7 @@ impl Stack {
             plugins.push("demo".to_owned());
         }
         let config = tool_host::Config {
-            listen: listener.local_addr()?,
+            service: service_args(options, &listener)?,
             database_url: database_url.to_owned(),
             plugins,
             code_runner_url: format!("http://{code_runner}"),
@@ -554,39 +554,27 @@ impl Stack {
             storage: options.tool_host_storage,
             mcp_config: options.tool_host_mcp_config.clone(),
             guardrails: options.guardrails.clone(),
-            internal_token: options.internal_token.clone(),
-            dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
             allow_root: false,
-            check_config: false,
-            probe: false,
         };
         Background::start("tool-host", listener, move |listener| {
             tool_host::run(config, listener, std::future::pending())
         })
     }
 
-    /// What both executors are given: where they listen, the tool-host, the stand-in
-    /// model, how they register and how many runs they work on.
+    /// What every executor is given: where it listens, the tool-host, how it registers and
+    /// how many runs it works on.
     fn executor_args(
         options: &StackOptions,
-        model: &StandInModel,
         tool_host: SocketAddr,
         gateway: SocketAddr,
         listener: &std::net::TcpListener,
     ) -> anyhow::Result<agentic_executor::ExecutorArgs> {
         Ok(agentic_executor::ExecutorArgs {
-            service: agentic_executor::ServiceArgs {
-                listen: listener.local_addr()?,
-                internal_token: options.internal_token.clone(),
-                dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
-                check_config: false,
-                probe: false,
-            },
+            service: service_args(options, listener)?,
             tool_host: agentic_executor::ToolHostArgs {
                 url: format!("http://{tool_host}"),
                 timeout_secs: options.tool_timeout_secs,
             },
-            llm: llm_config(model, options),
             registration: registration(options, gateway, listener.local_addr()?),
             capacity: agentic_executor::Capacity {
                 max_runs: options.executor_max_runs,
@@ -603,7 +591,8 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
-            executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
+            executor: Self::executor_args(options, tool_host, gateway, &listener)?,
+            llm: llm_config(model, options),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
             max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
@@ -622,7 +611,8 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
-            executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
+            executor: Self::executor_args(options, tool_host, gateway, &listener)?,
+            llm: llm_config(model, options),
             max_rounds: 10,
             max_tokens: 4096,
             run_timeout_ms: options.code_run_timeout_ms,
@@ -648,7 +638,7 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = hosted_executor::Config {
-            executor: Self::executor_args(options, model, tool_host, gateway, &listener)?,
+            executor: Self::executor_args(options, tool_host, gateway, &listener)?,
             anthropic_api_key: Some("stand-in".into()),
             anthropic_base_url: options
                 .llm_base_url
@@ -662,6 +652,7 @@ impl Stack {
             allowed_custom_skills: vec!["skill_01abc".to_owned()],
             hosted_timeout_secs: options.llm_timeout_secs,
             hosted_max_retries: options.llm_max_retries,
+            hosted_retry_base_ms: 10,
             max_files: options.hosted_max_files,
             max_file_bytes: 1024 * 1024,
             max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
@@ -681,7 +672,7 @@ impl Stack {
         listener: std::net::TcpListener,
     ) -> anyhow::Result<(Background, SocketAddr)> {
         let config = prompt_gateway::Config {
-            listen: listener.local_addr()?,
+            service: service_args(options, &listener)?,
             http_listen: None,
             http_cors_origins: options.gateway_http_cors_origins.clone(),
             database_url: database_url.to_owned(),
@@ -712,10 +703,6 @@ impl Stack {
             guardrails: options.guardrails.clone(),
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),
-            internal_token: options.internal_token.clone(),
-            dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
-            check_config: false,
-            probe: false,
             auth_tokens: options.auth_tokens.clone(),
             auth_tokens_file: None,
             tls_cert: options.gateway_tls_cert.clone(),
@@ -901,6 +888,20 @@ fn gateway_scheme(options: &StackOptions) -> &'static str {
     } else {
         "http"
     }
+}
+
+/// What every service is given: where it listens, the internal token and `--dev`.
+fn service_args(
+    options: &StackOptions,
+    listener: &std::net::TcpListener,
+) -> anyhow::Result<agentic_rpc::ServiceArgs> {
+    Ok(agentic_rpc::ServiceArgs {
+        listen: listener.local_addr()?,
+        internal_token: options.internal_token.clone(),
+        dev: agentic_rpc::exposure::DevFlag { dev: options.dev },
+        check_config: false,
+        probe: false,
+    })
 }
 
 /// LLM settings that point the executors at the stand-in model with fast retries.

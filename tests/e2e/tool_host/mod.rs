@@ -75,7 +75,7 @@ struct TestToolHost {
 impl TestToolHost {
     async fn start(database: &TestDatabase, plugins: &[&str]) -> anyhow::Result<Self> {
         let config = tool_host::Config {
-            listen: "127.0.0.1:0".parse()?,
+            service: agentic_rpc::ServiceArgs::dev("127.0.0.1:0".parse()?),
             database_url: database.url().to_owned(),
             plugins: plugins.iter().map(|name| (*name).to_owned()).collect(),
             // No test here enables the interpreter, so nothing connects to it.
@@ -84,11 +84,7 @@ impl TestToolHost {
             storage: tool_host::StorageLimits::default(),
             mcp_config: None,
             guardrails: None,
-            internal_token: None,
-            dev: agentic_rpc::exposure::DevFlag { dev: true },
             allow_root: false,
-            check_config: false,
-            probe: false,
         };
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = format!("http://{}", listener.local_addr()?);

@@ -289,7 +289,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
     database: &TestDatabase,
 ) -> anyhow::Result<()> {
     let config = tool_host::Config {
-        listen: "127.0.0.1:0".parse()?,
+        service: agentic_rpc::ServiceArgs::dev("127.0.0.1:0".parse()?),
         database_url: database.url().to_owned(),
         plugins: vec!["artifact".into(), "weather".into()],
         code_runner_url: "http://127.0.0.1:9".into(),
@@ -297,11 +297,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         storage: tool_host::StorageLimits::default(),
         mcp_config: None,
         guardrails: None,
-        internal_token: None,
-        dev: agentic_rpc::exposure::DevFlag { dev: true },
         allow_root: false,
-        check_config: false,
-        probe: false,
     };
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let result = tool_host::run(config, listener, std::future::pending()).await;
