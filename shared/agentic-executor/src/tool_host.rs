@@ -11,10 +11,7 @@ use agentic_llm::Usage;
 use agentic_proto::json;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
-use agentic_proto::v1::{
-    InvokeToolInput, InvokeToolRequest, InvokeToolResponse, PrepareRequest, StoreArtifactRequest,
-    invoke_tool_input, invoke_tool_response, invoke_tool_update,
-};
+use agentic_proto::v1::{InvokeToolRequest, PrepareRequest, invoke_tool_response};
 use agentic_rpc::InternalChannel;
 use serde_json::{Map, Value as Json};
 use tonic::{Code, Status};
@@ -23,13 +20,8 @@ use crate::error::ToolHostError;
 use crate::metrics::ToolCallResult;
 use crate::timeline::{Decision, Progress, RunRequest, ToolCallOutput};
 
-/// Prepare only lists tools and context, and storing an artifact is one insert; a tool-host
-/// that takes longer is not well.
+/// Prepare only lists tools and context; a tool-host that takes longer is not well.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(30);
-const STORE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Decisions waiting to go out on a live call's stream, at most.
-const LIVE_INPUTS: usize = 16;
 
 /// How long a tool call may take when neither the executor's configuration nor the
 /// tool-host says otherwise.
@@ -451,184 +443,6 @@ impl ToolHost {
             .copied()
     }
 
-    /// `InvokeToolLive`: progress goes to `progress`, each call the tool asks approval for
-    /// goes to `asks` (several may wait at once) and its decision back on the stream, until
-    /// the answer comes. The call may take `timeout`, not counting the time during which a
-    /// question is open (the executor keeps this deadline; dropping the stream at it stops
-    /// the call on the tool-host).
-    async fn call_live(
-        &self,
-        request: tonic::Request<InvokeToolRequest>,
-        tool_call_id: &str,
-        progress: &(dyn Fn(Progress) + Send + Sync),
-        asks: &dyn AskApproval,
-        timeout: Duration,
-    ) -> Result<InvokeToolResponse, Status> {
-        use futures::StreamExt as _;
-        let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
-        let start = InvokeToolInput {
-            kind: Some(invoke_tool_input::Kind::Start(request.into_inner())),
-        };
-        // The channel is empty and open: the first message always fits.
-        let _ = inputs.try_send(start);
-        let outgoing = tokio_stream::wrappers::ReceiverStream::new(outgoing);
-        let timed_out = || Status::deadline_exceeded("the tool call timed out");
-        let mut deadline = tokio::time::Instant::now() + timeout;
-        // Since when a question has been open: the deadline moves on by that time.
-        let mut asking_since: Option<tokio::time::Instant> = None;
-        let mut client = self.client.clone();
-        let opened = client.invoke_tool_live(outgoing);
-        let mut updates = tokio::time::timeout_at(deadline, opened)
-            .await
-            .map_err(|_elapsed| timed_out())??
-            .into_inner();
-        let mut deciding = futures::stream::FuturesUnordered::new();
-        let mut answer = None;
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline), if asking_since.is_none() => {
-                    return Err(timed_out());
-                }
-                update = updates.message() => match update? {
-                    Some(update) => match update.kind {
-                        Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
-                            progress(crate::convert::progress_from_proto(&update));
-                        }
-                        Some(invoke_tool_update::Kind::Approval(call)) if answer.is_none() => {
-                            let call = ToolCallOutput {
-                                parent: Some(tool_call_id.to_owned()),
-                                // What a tool-host says a nested call recorded is not a round of ours.
-                                record: None,
-                                ..crate::convert::tool_from_proto(&call)
-                            };
-                            let id = call.id.clone();
-                            asking_since.get_or_insert_with(tokio::time::Instant::now);
-                            deciding.push(async move { (id, asks.decide(call).await) });
-                        }
-                        Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
-                        _ => {}
-                    },
-                    None => break,
-                },
-                Some((id, decision)) = deciding.next(), if !deciding.is_empty() => {
-                    // No decision will come (the run is ending): the call is not run.
-                    let decision = decision.unwrap_or_else(|| Decision {
-                        tool_call_id: id,
-                        reason: "no decision came".into(),
-                        ..Decision::default()
-                    });
-                    let decision = agentic_proto::v1::ApprovalDecision::from(decision);
-                    let input = InvokeToolInput {
-                        kind: Some(invoke_tool_input::Kind::Decision(decision)),
-                    };
-                    // A tool-host that stopped reading ends the stream, which ends this loop.
-                    let _ = inputs.send(input).await;
-                    if deciding.is_empty()
-                        && let Some(since) = asking_since.take()
-                    {
-                        deadline += since.elapsed();
-                    }
-                }
-            }
-        }
-        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
-    }
-
-    /// `InvokeToolWithProgress`: progress updates go to `progress` until the answer comes.
-    async fn call_with_progress(
-        &self,
-        request: tonic::Request<InvokeToolRequest>,
-        progress: &(dyn Fn(Progress) + Send + Sync),
-    ) -> Result<InvokeToolResponse, Status> {
-        let mut client = self.client.clone();
-        let mut updates = client
-            .invoke_tool_with_progress(request)
-            .await?
-            .into_inner();
-        let mut answer = None;
-        // Read to the end of the stream (the answer is its last message), so that the call
-        // ends with the server's trailers: a stream dropped early is reset, and HTTP/2 servers
-        // close a connection whose client resets too many streams.
-        while let Some(update) = updates.message().await? {
-            match update.kind {
-                Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
-                    progress(crate::convert::progress_from_proto(&update));
-                }
-                Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
-                _ => {}
-            }
-        }
-        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
-    }
-
-    /// Stores `data` as a JSON artifact of the run's user (in its conversation, without a
-    /// file name, so it is not shown as a file) and answers its id. Refusals (a full
-    /// quota, an artifact over the size limit) come back as `Refused` with their reason.
-    pub async fn store_artifact(
-        &self,
-        scope: &RunScope,
-        description: &str,
-        data: &Json,
-    ) -> Result<String, ToolHostError> {
-        if self.tape.as_ref().is_some_and(|tape| !tape.tools_live()) {
-            return Err(ToolHostError::Unavailable(
-                "a replay stores no artifacts".into(),
-            ));
-        }
-        let stored = self
-            .store(scope, description, |request| {
-                request.data = Some(json::to_proto(data));
-            })
-            .await?;
-        Ok(stored.id)
-    }
-
-    /// Stores `content` as a file artifact of the run's user, in its conversation (so it is
-    /// one of the conversation's files), and answers its id and size. Refusals (a full quota,
-    /// a file over the size limit) come back as `Refused` with their reason.
-    pub async fn store_file(
-        &self,
-        scope: &RunScope,
-        filename: &str,
-        mime_type: &str,
-        description: &str,
-        content: Vec<u8>,
-    ) -> Result<(String, u64), ToolHostError> {
-        let stored = self
-            .store(scope, description, |request| {
-                request.filename = filename.to_owned();
-                request.mime_type = mime_type.to_owned();
-                request.content = content;
-            })
-            .await?;
-        Ok((stored.id, stored.size))
-    }
-
-    /// Stores an artifact of the run's user in its conversation; `fill` sets what it holds.
-    async fn store(
-        &self,
-        scope: &RunScope,
-        description: &str,
-        fill: impl FnOnce(&mut StoreArtifactRequest),
-    ) -> Result<agentic_proto::v1::Artifact, ToolHostError> {
-        let mut stored = StoreArtifactRequest {
-            user_id: scope.user_id.to_string(),
-            conversation_id: scope.conversation_text(),
-            description: description.to_owned(),
-            ..StoreArtifactRequest::default()
-        };
-        fill(&mut stored);
-        let mut request = tonic::Request::new(stored);
-        request.set_timeout(STORE_TIMEOUT);
-        Ok(self
-            .artifacts
-            .clone()
-            .store_artifact(request)
-            .await
-            .map_err(|status| invoke_error(status, STORE_TIMEOUT))?
-            .into_inner())
-    }
-
     /// Keeps the time limits of this `Prepare` answer, and which tools report progress, for
     /// the calls that follow. Tools the answer does not name keep what an earlier answer
     /// said: another tool-host replica, or an MCP server that is reconnecting, may list them
@@ -711,5 +525,7 @@ fn invoke_error(status: Status, timeout: Duration) -> ToolHostError {
     }
 }
 
+mod artifacts;
+mod streams;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,128 @@
+//! The two streamed ways of calling a tool: `InvokeToolLive` (progress, and questions for
+//! approval of the calls the tool makes, answered on the same stream) and
+//! `InvokeToolWithProgress` (progress only).
+
+use std::time::Duration;
+
+use agentic_proto::v1::{
+    InvokeToolInput, InvokeToolRequest, InvokeToolResponse, invoke_tool_input, invoke_tool_update,
+};
+use tonic::Status;
+
+use super::{AskApproval, ToolHost};
+use crate::timeline::{Decision, Progress, ToolCallOutput};
+
+/// Decisions waiting to go out on a live call's stream, at most.
+const LIVE_INPUTS: usize = 16;
+
+impl ToolHost {
+    /// `InvokeToolLive`: progress goes to `progress`, each call the tool asks approval for
+    /// goes to `asks` (several may wait at once) and its decision back on the stream, until
+    /// the answer comes. The call may take `timeout`, not counting the time during which a
+    /// question is open (the executor keeps this deadline; dropping the stream at it stops
+    /// the call on the tool-host).
+    pub(super) async fn call_live(
+        &self,
+        request: tonic::Request<InvokeToolRequest>,
+        tool_call_id: &str,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+        asks: &dyn AskApproval,
+        timeout: Duration,
+    ) -> Result<InvokeToolResponse, Status> {
+        use futures::StreamExt as _;
+        let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
+        let start = InvokeToolInput {
+            kind: Some(invoke_tool_input::Kind::Start(request.into_inner())),
+        };
+        // The channel is empty and open: the first message always fits.
+        let _ = inputs.try_send(start);
+        let outgoing = tokio_stream::wrappers::ReceiverStream::new(outgoing);
+        let timed_out = || Status::deadline_exceeded("the tool call timed out");
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        // Since when a question has been open: the deadline moves on by that time.
+        let mut asking_since: Option<tokio::time::Instant> = None;
+        let mut client = self.client.clone();
+        let opened = client.invoke_tool_live(outgoing);
+        let mut updates = tokio::time::timeout_at(deadline, opened)
+            .await
+            .map_err(|_elapsed| timed_out())??
+            .into_inner();
+        let mut deciding = futures::stream::FuturesUnordered::new();
+        let mut answer = None;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline), if asking_since.is_none() => {
+                    return Err(timed_out());
+                }
+                update = updates.message() => match update? {
+                    Some(update) => match update.kind {
+                        Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
+                            progress(crate::convert::progress_from_proto(&update));
+                        }
+                        Some(invoke_tool_update::Kind::Approval(call)) if answer.is_none() => {
+                            let call = ToolCallOutput {
+                                parent: Some(tool_call_id.to_owned()),
+                                // What a tool-host says a nested call recorded is not a round of ours.
+                                record: None,
+                                ..crate::convert::tool_from_proto(&call)
+                            };
+                            let id = call.id.clone();
+                            asking_since.get_or_insert_with(tokio::time::Instant::now);
+                            deciding.push(async move { (id, asks.decide(call).await) });
+                        }
+                        Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
+                        _ => {}
+                    },
+                    None => break,
+                },
+                Some((id, decision)) = deciding.next(), if !deciding.is_empty() => {
+                    // No decision will come (the run is ending): the call is not run.
+                    let decision = decision.unwrap_or_else(|| Decision {
+                        tool_call_id: id,
+                        reason: "no decision came".into(),
+                        ..Decision::default()
+                    });
+                    let decision = agentic_proto::v1::ApprovalDecision::from(decision);
+                    let input = InvokeToolInput {
+                        kind: Some(invoke_tool_input::Kind::Decision(decision)),
+                    };
+                    // A tool-host that stopped reading ends the stream, which ends this loop.
+                    let _ = inputs.send(input).await;
+                    if deciding.is_empty()
+                        && let Some(since) = asking_since.take()
+                    {
+                        deadline += since.elapsed();
+                    }
+                }
+            }
+        }
+        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
+    }
+
+    /// `InvokeToolWithProgress`: progress updates go to `progress` until the answer comes.
+    pub(super) async fn call_with_progress(
+        &self,
+        request: tonic::Request<InvokeToolRequest>,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<InvokeToolResponse, Status> {
+        let mut client = self.client.clone();
+        let mut updates = client
+            .invoke_tool_with_progress(request)
+            .await?
+            .into_inner();
+        let mut answer = None;
+        // Read to the end of the stream (the answer is its last message), so that the call
+        // ends with the server's trailers: a stream dropped early is reset, and HTTP/2 servers
+        // close a connection whose client resets too many streams.
+        while let Some(update) = updates.message().await? {
+            match update.kind {
+                Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
+                    progress(crate::convert::progress_from_proto(&update));
+                }
+                Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
+                _ => {}
+            }
+        }
+        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
+    }
+}
