@@ -1,17 +1,17 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
-use agentic_ids::{ConversationId, IdError, IdProblem, PromptId, TriggerId, UserId};
+use agentic_ids::UserId;
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, BusyPolicy, CancelPromptRequest, Conversation,
-    CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest,
-    DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
-    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
-    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
-    ListPromptsResponse, ListToolsRequest, ListToolsResponse, ListTriggersRequest,
-    ListTriggersResponse, Mode, ModelTier, Prompt, RegisterModeRequest, RejectToolCallRequest,
-    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
+    CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest, DeleteTriggerResponse, File,
+    GetConversationRequest, GetFileRequest, GetPromptRequest, ListConversationFilesRequest,
+    ListConversationFilesResponse, ListConversationsRequest, ListConversationsResponse,
+    ListModesRequest, ListModesResponse, ListPromptsRequest, ListPromptsResponse, ListToolsRequest,
+    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
+    RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest, Trigger,
+    UpdateConversationRequest, UpdateTriggerRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -20,12 +20,10 @@ use tonic::{Request, Response, Status};
 
 use crate::approvals::Decide;
 use crate::auth::{Acting, Caller};
-use crate::conversations::NewConversation;
 use crate::error::GatewayError;
 use crate::follow::{EventStream, follow};
-use crate::modes::ModeStatus;
-use crate::prompts::{NewPrompt, Prompts};
-use crate::triggers::{NewTrigger, TriggerChange, Triggers};
+use crate::prompts::Prompts;
+use crate::triggers::Triggers;
 
 pub struct GatewayService {
     pub prompts: Prompts,
@@ -41,6 +39,12 @@ pub struct GatewayService {
     /// Running deletions of all of a user's data (one per user).
     pub deletions: crate::export::OneAtATime,
 }
+
+mod conversations;
+mod parse;
+mod triggers;
+
+use parse::{conversation_id, mode_message, no_nul, optional_conversation_id, prompt_id};
 
 type GrpcResult<T> = Result<Response<T>, Status>;
 
@@ -79,65 +83,11 @@ impl GatewayService {
     }
 }
 
-fn non_empty(value: String) -> Option<String> {
-    let trimmed = value.trim();
-    (!trimmed.is_empty()).then(|| trimmed.to_owned())
-}
-
-/// A request's `on_busy`: one of the policies `BusyPolicy` names.
-fn busy_policy(value: i32) -> Result<BusyPolicy, Status> {
-    BusyPolicy::try_from(value).map_err(|_| {
-        to_status(GatewayError::InvalidArgument(format!(
-            "unknown on_busy policy {value}"
-        )))
-    })
-}
-
 #[tonic::async_trait]
 impl PromptGateway for GatewayService {
     async fn create_prompt(&self, request: Request<CreatePromptRequest>) -> GrpcResult<Prompt> {
-        let user_id = Caller::user_of(&request)?;
-        let deadline = grpc_deadline(request.metadata());
-        let request = request.into_inner();
-        let asked =
-            (request.timeout_ms > 0).then(|| Duration::from_millis(u64::from(request.timeout_ms)));
-        // The shorter of what the call's deadline and the request say.
-        let timeout = match (asked, deadline) {
-            (Some(asked), Some(deadline)) => Some(asked.min(deadline)),
-            (asked, deadline) => asked.or(deadline),
-        };
-        no_nul(&[("input", &request.input), ("mode", &request.mode)])?;
-        let conversation_id = optional_conversation_id(&request.conversation_id)?;
-        let model = match ModelTier::try_from(request.model) {
-            Ok(ModelTier::Unspecified) => ModelTier::Normal,
-            Ok(tier) => tier,
-            Err(_) => {
-                return Err(to_status(GatewayError::InvalidArgument(format!(
-                    "unknown model tier {}",
-                    request.model
-                ))));
-            }
-        };
-        let prompt = self
-            .prompts
-            .create(NewPrompt {
-                id: None,
-                user_id,
-                input: request.input,
-                mode: non_empty(request.mode),
-                model,
-                conversation_id,
-                state: request.state,
-                max_rounds: request.max_rounds,
-                timeout,
-                on_busy: busy_policy(request.on_busy)?,
-                budget: request.budget,
-                approval_timeout: (request.approval_timeout_ms > 0)
-                    .then(|| Duration::from_millis(u64::from(request.approval_timeout_ms))),
-                replay: None,
-            })
-            .await
-            .map_err(to_status)?;
+        let new_prompt = parse::new_prompt(request)?;
+        let prompt = self.prompts.create(new_prompt).await.map_err(to_status)?;
         Ok(Response::new(prompt))
     }
 
@@ -537,86 +487,35 @@ impl PromptGateway for GatewayService {
         &self,
         request: Request<CreateConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        no_nul(&[
-            ("title", &request.title),
-            ("default_mode", &request.default_mode),
-        ])?;
-        let conversation = self
-            .prompts
-            .create_conversation(NewConversation {
-                user_id,
-                title: request.title,
-                default_mode: non_empty(request.default_mode),
-                state: request.state,
-                on_busy: busy_policy(request.on_busy)?,
-            })
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(conversation))
+        self.create_conversation_rpc(request).await
     }
 
     async fn get_conversation(
         &self,
         request: Request<GetConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = Caller::user_of(&request)?;
-        let conversation_id = conversation_id(request.into_inner().conversation_id)?;
-        Ok(Response::new(
-            self.prompts
-                .conversation(&user_id, &conversation_id)
-                .await
-                .map_err(to_status)?,
-        ))
+        self.get_conversation_rpc(request).await
     }
 
     async fn update_conversation(
         &self,
         request: Request<UpdateConversationRequest>,
     ) -> GrpcResult<Conversation> {
-        let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        no_nul(&[("title", request.title.as_deref().unwrap_or_default())])?;
-        let conversation_id = conversation_id(request.conversation_id)?;
-        let on_busy = busy_policy(request.on_busy)?;
-        Ok(Response::new(
-            self.prompts
-                .update_conversation(&user_id, &conversation_id, request.title, on_busy)
-                .await
-                .map_err(to_status)?,
-        ))
+        self.update_conversation_rpc(request).await
     }
 
     async fn list_conversations(
         &self,
         request: Request<ListConversationsRequest>,
     ) -> GrpcResult<ListConversationsResponse> {
-        let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        let page = self
-            .prompts
-            .list_conversations(&user_id, request.limit, &request.page_token)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(ListConversationsResponse {
-            conversations: page.items,
-            next_page_token: page.next,
-        }))
+        self.list_conversations_rpc(request).await
     }
 
     async fn list_conversation_files(
         &self,
         request: Request<ListConversationFilesRequest>,
     ) -> GrpcResult<ListConversationFilesResponse> {
-        let user_id = Caller::user_of(&request)?;
-        let conversation_id = conversation_id(request.into_inner().conversation_id)?;
-        let files = self
-            .prompts
-            .conversation_files(&user_id, &conversation_id)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(ListConversationFilesResponse { files }))
+        self.list_conversation_files_rpc(request).await
     }
 
     async fn get_file(&self, request: Request<GetFileRequest>) -> GrpcResult<File> {
@@ -632,148 +531,24 @@ impl PromptGateway for GatewayService {
     }
 
     async fn create_trigger(&self, request: Request<CreateTriggerRequest>) -> GrpcResult<Trigger> {
-        let user_id = self.acting_user(&request).await?;
-        let request = request.into_inner();
-        no_nul(&[("name", &request.name)])?;
-        let trigger = self
-            .triggers
-            .create(NewTrigger {
-                user_id,
-                name: request.name,
-                schedule: request.schedule,
-                prompt: request.prompt,
-                paused: request.paused,
-                catch_up: request.catch_up,
-            })
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(trigger))
+        self.create_trigger_rpc(request).await
     }
 
     async fn list_triggers(
         &self,
         request: Request<ListTriggersRequest>,
     ) -> GrpcResult<ListTriggersResponse> {
-        let user_id = self.acting_user(&request).await?;
-        let triggers = self
-            .triggers
-            .list(&user_id, request.into_inner().limit)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(ListTriggersResponse { triggers }))
+        self.list_triggers_rpc(request).await
     }
 
     async fn update_trigger(&self, request: Request<UpdateTriggerRequest>) -> GrpcResult<Trigger> {
-        let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        let trigger_id = trigger_id(request.trigger_id)?;
-        let change = TriggerChange {
-            paused: request.paused,
-            schedule: request.schedule,
-        };
-        Ok(Response::new(
-            self.triggers
-                .update(&user_id, &trigger_id, change)
-                .await
-                .map_err(to_status)?,
-        ))
+        self.update_trigger_rpc(request).await
     }
 
     async fn delete_trigger(
         &self,
         request: Request<DeleteTriggerRequest>,
     ) -> GrpcResult<DeleteTriggerResponse> {
-        let user_id = self.acting_user(&request).await?;
-        let trigger_id = trigger_id(request.into_inner().trigger_id)?;
-        self.triggers
-            .delete(&user_id, &trigger_id)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(DeleteTriggerResponse {}))
+        self.delete_trigger_rpc(request).await
     }
-}
-
-/// The caller's gRPC deadline (`grpc-timeout`: digits and a unit), if it sent one.
-fn grpc_deadline(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
-    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    if value.len() < 2 || value.len() > 9 {
-        return None;
-    }
-    let (amount, unit) = value.split_at(value.len() - 1);
-    let amount: u64 = amount.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(amount.saturating_mul(3600)),
-        "M" => Duration::from_secs(amount.saturating_mul(60)),
-        "S" => Duration::from_secs(amount),
-        "m" => Duration::from_millis(amount),
-        "u" => Duration::from_micros(amount),
-        "n" => Duration::from_nanos(amount),
-        _ => return None,
-    })
-}
-
-/// What `ListModes` says of a mode; the endpoint only to internal callers.
-fn mode_message(status: ModeStatus, internal: bool) -> Mode {
-    Mode {
-        id: status.id,
-        name: status.name,
-        endpoint: if internal {
-            status.endpoint
-        } else {
-            String::new()
-        },
-        healthy: status.healthy,
-        lease_ms: 0,
-    }
-}
-
-/// Refuses request text with NUL characters: PostgreSQL cannot store them in text, and no
-/// backend should behave differently from the other. (Outputs and state are stored encoded,
-/// so NUL bytes inside them are kept.)
-fn no_nul(fields: &[(&str, &str)]) -> Result<(), Status> {
-    match fields.iter().find(|(_, value)| value.contains('\0')) {
-        Some((field, _)) => Err(to_status(GatewayError::InvalidArgument(format!(
-            "{field} must not contain NUL characters"
-        )))),
-        None => Ok(()),
-    }
-}
-
-/// The prompt id a request names. Text no id can be (empty, too long) names no prompt: the
-/// answer is NOT_FOUND, as for an unknown id; NUL characters are refused as in any text.
-fn prompt_id(text: String) -> Result<PromptId, Status> {
-    PromptId::parse(text.as_str())
-        .map_err(|error| id_status(&error, text, GatewayError::PromptNotFound))
-}
-
-/// The trigger id a request names, read like [`prompt_id`].
-fn trigger_id(text: String) -> Result<TriggerId, Status> {
-    TriggerId::parse(text.as_str())
-        .map_err(|error| id_status(&error, text, GatewayError::TriggerNotFound))
-}
-
-/// The conversation id a request names, read like [`prompt_id`].
-fn conversation_id(text: String) -> Result<ConversationId, Status> {
-    ConversationId::parse(text.as_str())
-        .map_err(|error| id_status(&error, text, GatewayError::ConversationNotFound))
-}
-
-/// The conversation a request optionally names: none when the field is blank.
-fn optional_conversation_id(text: &str) -> Result<Option<ConversationId>, Status> {
-    ConversationId::parse_optional(text).map_err(|error| {
-        id_status(
-            &error,
-            text.trim().to_owned(),
-            GatewayError::ConversationNotFound,
-        )
-    })
-}
-
-/// What a caller is told of `text` that is no id: NUL is an invalid argument, anything else
-/// names nothing.
-fn id_status(error: &IdError, text: String, not_found: fn(String) -> GatewayError) -> Status {
-    to_status(match error.problem {
-        IdProblem::Nul => GatewayError::InvalidArgument(error.to_string()),
-        IdProblem::Empty | IdProblem::TooLong => not_found(text),
-    })
 }
