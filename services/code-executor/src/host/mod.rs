@@ -10,88 +10,21 @@ use agentic_executor::timeline::{
     RoundRecord, ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
-use agentic_executor::{EventSink, RunTools, StreamClosed};
+use agentic_executor::{RunTools, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest, Tier, Usage};
 use agentic_sandbox::{Clock, Entropy, Host, ToolFailure, seconds};
 use serde_json::Value as Json;
-use tokio::sync::Mutex;
 
 use agentic_executor::approvals::{Approvals, PendingApproval};
 
 use crate::replay::{self, Replay, Replayed};
 
-/// The prompt's timeline as this run extends it. Adding holds the lock while the event is
-/// sent, so concurrent calls (`parallel`) reach the gateway with contiguous indexes.
-pub struct Timeline {
-    events: EventSink,
-    next_index: Mutex<u32>,
-}
+mod live;
+mod paused;
+mod timeline;
 
-impl Timeline {
-    pub fn new(events: EventSink, existing_outputs: usize) -> Timeline {
-        Timeline {
-            events,
-            next_index: Mutex::new(u32::try_from(existing_outputs).unwrap_or(u32::MAX)),
-        }
-    }
-
-    pub async fn add(&self, output: Output) -> Result<u32, StreamClosed> {
-        let mut next = self.next_index.lock().await;
-        let index = *next;
-        self.events
-            .send(Event::OutputAdded { index, output })
-            .await?;
-        *next += 1;
-        Ok(index)
-    }
-
-    /// A new state of output `index` that may be dropped when the gateway reads slowly.
-    pub fn try_update(&self, index: u32, output: Output) -> bool {
-        self.events.try_send(Event::OutputUpdated { index, output })
-    }
-
-    pub async fn update(&self, index: u32, output: Output) -> Result<(), StreamClosed> {
-        self.events
-            .send(Event::OutputUpdated { index, output })
-            .await
-    }
-
-    pub async fn send(&self, event: Event) -> Result<(), StreamClosed> {
-        self.events.send(event).await
-    }
-
-    /// `Err(why)` when the run's budget allows no more model calls (the run stops).
-    pub fn may_call_model(&self) -> Result<(), String> {
-        self.events.may_call_model()
-    }
-
-    /// `Err(why)` when the run's budget allows no more tool calls (the run stops).
-    pub fn may_call_tool(&self) -> Result<(), String> {
-        self.events.may_call_tool()
-    }
-}
-
-/// The `code.execute` output of a round that runs `code`, as it starts.
-pub fn round_output(code: &str) -> ToolCallOutput {
-    ToolCallOutput {
-        id: format!("code_{}", uuid::Uuid::now_v7().simple()),
-        function: crate::prompt::CODE_TOOL.to_owned(),
-        input: serde_json::json!({ "code": code }),
-        result: running(),
-        start: Some(SystemTime::now()),
-        end: None,
-        approval: Approval::new(ApprovalState::NotRequired),
-        parent: None,
-        record: None,
-    }
-}
-
-pub fn running() -> ToolResult {
-    ToolResult::Pending {
-        reason: "running".into(),
-        progress: None,
-    }
-}
+pub use paused::{PausedRun, PausedRuns};
+pub use timeline::{Timeline, round_output, running};
 
 /// Asks the model one question for `llm()` / `llmJson()`.
 pub async fn ask(
@@ -270,75 +203,6 @@ impl PromptHost {
     }
 }
 
-/// The bound on runs paused for approval at once in one code-executor, with a share per
-/// user. A paused run keeps its sandbox (thread and memory) while a person decides, for up to
-/// the approval timeout: without a bound of their own, paused runs could fill every sandbox
-/// slot and stall everyone else. Past the user's share (`CODE_MAX_PAUSED_RUNS_PER_USER`) or
-/// the executor's bound, a call that needs approval fails with an error the code sees, so
-/// one user's pauses never take another user's place.
-#[derive(Clone, Debug)]
-pub struct PausedRuns {
-    slots: agentic_fair::FairPool,
-}
-
-impl PausedRuns {
-    pub fn new(shares: agentic_fair::Shares) -> PausedRuns {
-        PausedRuns {
-            slots: agentic_fair::FairPool::new(shares),
-        }
-    }
-
-    /// One run of `user`'s place, empty until it asks for approval.
-    pub fn for_run(&self, user: &agentic_ids::UserId) -> PausedRun {
-        PausedRun {
-            runs: self.clone(),
-            user: user.as_str().to_owned(),
-            held: std::sync::Mutex::new(None),
-        }
-    }
-}
-
-/// A run's slot among the paused runs, held from its first approval request until its
-/// calls are settled.
-#[derive(Debug)]
-pub struct PausedRun {
-    runs: PausedRuns,
-    user: String,
-    held: std::sync::Mutex<Option<agentic_fair::Slot>>,
-}
-
-impl PausedRun {
-    /// Holds a slot (if it does not already); when none is left, why the call cannot wait.
-    pub fn hold(&self) -> Result<(), String> {
-        let mut held = self
-            .held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if held.is_some() {
-            return Ok(());
-        }
-        match self.runs.slots.try_acquire(&self.user) {
-            Ok(slot) => {
-                *held = Some(slot);
-                Ok(())
-            }
-            Err(agentic_fair::Refusal::UserShare(share)) => Err(format!(
-                "not run: {share} of your runs already wait for a person's approval, the most one user may have waiting on this executor; decide on those first"
-            )),
-            Err(agentic_fair::Refusal::Full(total)) => Err(format!(
-                "not run: {total} runs of this executor already wait for a person's approval; try again later"
-            )),
-        }
-    }
-
-    pub fn release(&self) {
-        *self
-            .held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
-    }
-}
-
 const CLOSED: &str = "the prompt was cancelled";
 
 fn closed() -> ToolFailure {
@@ -448,67 +312,6 @@ impl Host for PromptHost {
         };
         self.lock_round().answers.push((question, content.clone()));
         Ok(content)
-    }
-}
-
-impl PromptHost {
-    /// Records every call first (each call's output, in order); runs those that need no
-    /// approval and waits for them to settle; then asks for every approval at once (each
-    /// `approval_requested`, then one `paused`) and runs each call once it is approved. So a
-    /// pause is announced with nothing else still running: a stream that ends at `waiting`
-    /// has seen everything that happened before the person decides.
-    async fn call_live(
-        &self,
-        calls: Vec<(String, Json)>,
-        clock: &Clock,
-    ) -> Vec<Result<Json, ToolFailure>> {
-        let count = calls.len();
-        let mut started = Vec::with_capacity(count);
-        for (tool_id, input) in calls {
-            match self.start(tool_id, input).await {
-                Ok(call) => started.push(call),
-                Err(StreamClosed) => return vec![Err(closed()); count],
-            }
-        }
-        let (asking, others): (Vec<_>, Vec<_>) = started
-            .into_iter()
-            .enumerate()
-            .partition(|(_, call)| matches!(call.next, Next::AwaitApproval(_)));
-        let mut answers: Vec<Option<Result<Json, ToolFailure>>> = vec![None; count];
-        let settled = others
-            .into_iter()
-            .map(|(slot, call)| async move { (slot, self.finish(call, clock).await) });
-        for (slot, answer) in futures::future::join_all(settled).await {
-            answers[slot] = Some(answer);
-        }
-        if !asking.is_empty() {
-            tracing::info!(calls = asking.len(), "code paused, waiting for approval");
-            for (_, call) in &asking {
-                if self.request_approval(&call.call).await.is_err() {
-                    return vec![Err(closed()); count];
-                }
-            }
-            let resumable = self.keep_record().await;
-            if self
-                .timeline
-                .send(Event::Paused { resumable })
-                .await
-                .is_err()
-            {
-                return vec![Err(closed()); count];
-            }
-        }
-        let decided = asking
-            .into_iter()
-            .map(|(slot, call)| async move { (slot, self.finish(call, clock).await) });
-        for (slot, answer) in futures::future::join_all(decided).await {
-            answers[slot] = Some(answer);
-        }
-        self.paused.release();
-        answers
-            .into_iter()
-            .map(|answer| answer.unwrap_or_else(|| Err(closed())))
-            .collect()
     }
 }
 

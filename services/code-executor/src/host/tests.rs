@@ -3,9 +3,9 @@
 
 use std::sync::Mutex;
 
-use agentic_executor::SchemaCache;
 use agentic_executor::timeline::Decision;
 use agentic_executor::tool_host::{RunScope, ToolHost, ToolSpec};
+use agentic_executor::{EventSink, SchemaCache};
 use agentic_llm::{ChatResponse, LlmError};
 use agentic_proto::v1::tool_host_server::{ToolHost as ToolHostService, ToolHostServer};
 use agentic_proto::v1::{
