@@ -1,22 +1,22 @@
 //! One prompt's live run: what the executor sends, applied in order to the prompt's log.
 
-use agentic_ids::{PromptId, UserId};
+use agentic_ids::PromptId;
 use std::collections::HashSet;
 
 use agentic_proto::v1::{
-    ApprovalDecision, ApprovalState, Budget, CancelExecution, ExecuteEvent, ExecuteInput,
-    OutputAdded, OutputUpdated, Prompt, PromptCompleted, PromptEvent, PromptFailed,
-    PromptGuardrail, PromptOutput, PromptState, PromptWaiting, Usage, execute_event, execute_input,
-    prompt_event, prompt_output,
+    ApprovalDecision, ApprovalState, CancelExecution, ExecuteEvent, ExecuteInput, OutputAdded,
+    OutputUpdated, PromptCompleted, PromptEvent, PromptFailed, PromptGuardrail, PromptOutput,
+    PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
 };
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
+use deltas::{merge_text_deltas, text_of};
+pub(super) use spending::Spending;
+
 use super::{Input, Next};
-use crate::budget;
 use crate::error::GatewayError;
 use crate::hub::Hub;
-use crate::ids::PromptIds as _;
 use crate::store::{Change, EventFor, RunLog, Store};
 
 /// One prompt's live run on this replica: what it has stored and what it waits for. It
@@ -49,68 +49,6 @@ pub(super) struct Run {
     output_guard: Option<Arc<agentic_guard::Guardrails>>,
     /// How long a call the run pauses on may wait for a person: each pause expires then.
     approval_timeout: std::time::Duration,
-}
-
-/// What a prompt may spend and has spent, as its run reports it.
-pub(super) struct Spending {
-    user_id: UserId,
-    budget: Option<Budget>,
-    /// Everything the prompt spent, earlier runs of it included.
-    spent: Usage,
-    /// Tokens its user may spend per UTC day (0: no limit).
-    daily_tokens: u64,
-    /// Tokens were reported since the daily quota was last checked.
-    unchecked_tokens: bool,
-}
-
-impl Spending {
-    pub(super) fn of(prompt: &Prompt, daily_tokens: u64) -> Spending {
-        Spending {
-            user_id: prompt.owner(),
-            budget: prompt.budget,
-            spent: prompt.usage.unwrap_or_default(),
-            daily_tokens,
-            unchecked_tokens: false,
-        }
-    }
-
-    fn add(&mut self, usage: &Usage) {
-        agentic_proto::budget::add_spent(&mut self.spent, usage);
-        self.unchecked_tokens |= usage.total_tokens > 0;
-    }
-
-    /// `ResourceExhausted` once the prompt passed its budget, or its user the day's quota.
-    async fn check(&mut self, store: &Store) -> Result<(), GatewayError> {
-        if let Some(message) = self
-            .budget
-            .as_ref()
-            .and_then(|budget| budget.passed(&self.spent))
-        {
-            crate::metrics::budget_stopped();
-            return Err(GatewayError::ResourceExhausted(message));
-        }
-        if self.daily_tokens > 0 && std::mem::take(&mut self.unchecked_tokens) {
-            let today = budget::today_start(agentic_db::now_millis());
-            let spent = match store.tokens_since(&self.user_id, today).await {
-                Ok(spent) => spent,
-                Err(error) => {
-                    // A backstop that could not read is checked again after the next write;
-                    // the run does not fail for it.
-                    tracing::warn!(user_id = %self.user_id, %error, "could not read the day's tokens");
-                    self.unchecked_tokens = true;
-                    return Ok(());
-                }
-            };
-            if spent >= self.daily_tokens {
-                crate::metrics::budget_stopped();
-                return Err(GatewayError::ResourceExhausted(budget::daily_message(
-                    spent,
-                    self.daily_tokens,
-                )));
-            }
-        }
-        Ok(())
-    }
 }
 
 impl Run {
@@ -641,41 +579,7 @@ const MAX_EVENTS_PER_RUN: usize = 50_000;
 /// 256 KiB; the rest is framing).
 const MAX_EXECUTE_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
-/// Most text one merged `stream` event carries.
-const MAX_MERGED_DELTA_BYTES: usize = 64 * 1024;
-
-/// Text deltas the executor sent back to back become one `stream` event (up to
-/// [`MAX_MERGED_DELTA_BYTES`]): the same text in order, in fewer events and rows.
-fn merge_text_deltas(
-    batch: Vec<Result<ExecuteEvent, tonic::Status>>,
-) -> Vec<Result<ExecuteEvent, tonic::Status>> {
-    let mut merged: Vec<Result<ExecuteEvent, tonic::Status>> = Vec::with_capacity(batch.len());
-    for item in batch {
-        if let Ok(ExecuteEvent {
-            kind: Some(execute_event::Kind::TextDelta(delta)),
-        }) = &item
-            && let Some(Ok(ExecuteEvent {
-                kind: Some(execute_event::Kind::TextDelta(previous)),
-            })) = merged.last_mut()
-            && previous.text.len() + delta.text.len() <= MAX_MERGED_DELTA_BYTES
-        {
-            previous.text.push_str(&delta.text);
-            continue;
-        }
-        merged.push(item);
-    }
-    merged
-}
-
-/// The content of `output` when it is a text output.
-fn text_of(output: Option<&mut PromptOutput>) -> Option<&mut String> {
-    match output? {
-        PromptOutput {
-            kind: Some(prompt_output::Kind::Text(text)),
-        } => Some(&mut text.content),
-        _ => None,
-    }
-}
-
+mod deltas;
+mod spending;
 #[cfg(test)]
 mod tests;

@@ -1,3 +1,4 @@
+use super::deltas::MAX_MERGED_DELTA_BYTES;
 use super::*;
 use agentic_proto::v1::{ExecuteFailed, TextDelta};
 
