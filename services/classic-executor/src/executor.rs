@@ -8,14 +8,14 @@ use std::sync::Arc;
 use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier};
 use tokio::sync::mpsc;
 
-use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache};
+use agentic_executor::{EventSink, Mode, RunError, RunStart, RunTools, SchemaCache};
 
 use crate::messages;
 use agentic_executor::approvals::Approvals;
-use agentic_executor::calls::{CallLimits, Calls, Settled};
+use agentic_executor::calls::{CallLimits, Calls, RunParts, Settled};
 use agentic_executor::functions;
 use agentic_executor::timeline::{Decision, Event, Finish, Output, PastPrompt, RunRequest};
-use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::tool_host::ToolHost;
 
 pub const MODE_ID: &str = "classic";
 pub const MODE_NAME: &str = "Classic tool calling";
@@ -65,14 +65,13 @@ impl Executor {
         events: EventSink,
         approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
-        let tape = agentic_executor::tape::Tape::of(&request, &events);
-        let tool_host = self.tool_host.taped(tape.as_ref());
+        let RunStart {
+            scope,
+            tape,
+            tool_host,
+            prepared,
+        } = RunStart::prepare(&request, &events, &self.tool_host).await?;
         let model = agentic_executor::tape::Tape::model(tape.as_ref(), Arc::clone(&self.model));
-        let prepared = tool_host
-            .prepare(&scope)
-            .await
-            .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
@@ -86,12 +85,14 @@ impl Executor {
             calls: Calls::new(
                 MODE_ID,
                 self.limits,
-                tool_host,
-                &events,
-                scope,
+                RunParts {
+                    tool_host,
+                    events: &events,
+                    scope,
+                    approvals,
+                },
                 tools,
                 request.outputs,
-                approvals,
             ),
         };
         run.go(max_rounds, &request.decisions).await

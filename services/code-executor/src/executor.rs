@@ -11,8 +11,8 @@ use agentic_executor::timeline::{
     ApprovalState, Decision, Event, Finish, Output, RoundRecord, RunRequest, ToolCallOutput,
     ToolResult,
 };
-use agentic_executor::tool_host::{RunScope, ToolHost};
-use agentic_executor::{EventSink, Mode, RunError, SchemaCache, StreamClosed};
+use agentic_executor::tool_host::ToolHost;
+use agentic_executor::{EventSink, Mode, RunError, RunStart, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
 use agentic_sandbox::{
     Completion, Entropy, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent,
@@ -81,14 +81,13 @@ impl CodeMode {
     ) -> Result<Finish, RunError> {
         // A run that starts with decisions takes up a pause whose run was lost (see `replay`).
         let resume = Resume::of(&request).map_err(RunError::Resume)?;
-        let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
-        let tape = Tape::of(&request, events);
-        let tool_host = self.tool_host.taped(tape.as_ref());
+        let RunStart {
+            scope,
+            tape,
+            tool_host,
+            prepared,
+        } = RunStart::prepare(&request, events, &self.tool_host).await?;
         let model = Tape::model(tape.as_ref(), Arc::clone(&self.model));
-        let prepared = tool_host
-            .prepare(&scope)
-            .await
-            .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
         let tools = tools::for_sandbox(prepared.tools, &self.schemas);
         let mut messages = vec![ChatMessage::System(prompt::system(
             tools.specs(),

@@ -9,15 +9,15 @@
 use std::sync::Arc;
 
 use agentic_executor::approvals::Approvals;
-use agentic_executor::calls::{CallLimits, Calls, Settled};
+use agentic_executor::calls::{CallLimits, Calls, RunParts, Settled};
 use agentic_executor::functions;
 use agentic_executor::tape::Tape;
 use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Finish, Output, PastPrompt,
     RunRequest, ToolCallOutput, ToolResult,
 };
-use agentic_executor::tool_host::{RunScope, ToolHost};
-use agentic_executor::{EventSink, Mode, RunError, RunTools, SchemaCache};
+use agentic_executor::tool_host::ToolHost;
+use agentic_executor::{EventSink, Mode, RunError, RunStart, RunTools, SchemaCache};
 use agentic_llm::{Tier, Usage};
 use agentic_proto::v1 as pb;
 use serde_json::{Map, Value as Json, json};
@@ -101,15 +101,18 @@ impl Executor {
     ) -> Result<Finish, RunError> {
         // A recording keeps each provider answer; a replay takes them from it instead, with
         // no container (the code's results are in the answers).
-        let tape = agentic_executor::tape::Tape::of(&request, &events);
-        let tool_host = self.tool_host.taped(tape.as_ref());
+        let RunStart {
+            scope,
+            tape,
+            tool_host,
+            prepared,
+        } = RunStart::prepare(&request, &events, &self.tool_host).await?;
         let skills = container::skills(
             &request.state,
             &self.settings.default_skills,
             &self.settings.allowed_custom_skills,
         )
         .map_err(RunError::Failed)?;
-        let scope = Arc::new(RunScope::of(&request).spending(events.spend()));
         let owner = format!(
             "{}/{}",
             request.user_id,
@@ -127,10 +130,6 @@ impl Executor {
                 .and_then(|kept| self.seal.open(&owner, kept))
         });
         let rounds_so_far = request.spent.rounds;
-        let prepared = tool_host
-            .prepare(&scope)
-            .await
-            .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
         let mut system = SYSTEM_PROMPT.to_owned();
         if !prepared.context.is_empty() {
             system.push_str("\n\nContext:");
@@ -169,12 +168,14 @@ impl Executor {
             calls: Calls::new(
                 MODE_ID,
                 self.limits,
-                tool_host,
-                &events,
-                scope,
+                RunParts {
+                    tool_host,
+                    events: &events,
+                    scope,
+                    approvals,
+                },
                 tools,
                 request.outputs,
-                approvals,
             ),
         };
         run.go(max_rounds, rounds_so_far, &request.decisions).await

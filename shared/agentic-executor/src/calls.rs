@@ -55,20 +55,31 @@ pub struct Calls<'a> {
     approvals: Arc<Approvals>,
 }
 
+/// What a run's calls work with: the run's tool-host client (recording or replaying), where
+/// its events go, who it runs for and its live approvals.
+pub struct RunParts<'a> {
+    pub tool_host: ToolHost,
+    pub events: &'a EventSink,
+    pub scope: Arc<RunScope>,
+    pub approvals: Arc<Approvals>,
+}
+
 impl<'a> Calls<'a> {
     /// The calls of a run of `mode` that starts from `outputs` (empty for a new prompt, the
     /// timeline so far on resume).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         mode: &'static str,
         limits: CallLimits,
-        tool_host: ToolHost,
-        events: &'a EventSink,
-        scope: Arc<RunScope>,
+        run: RunParts<'a>,
         tools: RunTools,
         outputs: Vec<Output>,
-        approvals: Arc<Approvals>,
     ) -> Calls<'a> {
+        let RunParts {
+            tool_host,
+            events,
+            scope,
+            approvals,
+        } = run;
         let call_ids = outputs
             .iter()
             .filter_map(|output| match output {
