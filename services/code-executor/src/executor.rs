@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime};
 use agentic_executor::tape::Tape;
 use agentic_executor::timeline::{
     ApprovalState, Decision, Event, Finish, Output, RoundRecord, RunRequest, ToolCallOutput,
-    ToolResult,
+    ToolResult, round_limit,
 };
-use agentic_executor::tool_host::ToolHost;
-use agentic_executor::{EventSink, Mode, RunError, RunStart, SchemaCache, StreamClosed};
+use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::{EventSink, Mode, RunError, RunStart, RunTools, SchemaCache, StreamClosed};
 use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
 use agentic_sandbox::{
     Completion, Entropy, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent,
@@ -89,73 +89,28 @@ impl CodeMode {
         } = RunStart::prepare(&request, events, &self.tool_host).await?;
         let model = Tape::model(tape.as_ref(), Arc::clone(&self.model));
         let tools = tools::for_sandbox(prepared.tools, &self.schemas);
-        let mut messages = vec![ChatMessage::System(prompt::system(
-            tools.specs(),
-            &prepared.modules,
-            &prepared.context,
-        ))];
-        messages.extend(prompt::history(&request.history));
-        messages.push(ChatMessage::User(request.input.clone()));
-
+        let system = prompt::system(tools.specs(), &prepared.modules, &prepared.context);
+        let mut messages = opening(system, &request);
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
         let sandbox_tools = tools::sandbox_tools(&tools);
-        let paused = self.paused_runs.for_run(&scope.user_id);
-        let host = Arc::new(PromptHost {
-            tools,
-            tool_host,
-            scope,
-            timeline: Arc::clone(&timeline),
-            model: Arc::clone(&model),
-            tier: request.tier,
-            approvals: Arc::clone(approvals),
-            // The prompt's approval timeout and a grace after it (the gateway, which counts
-            // from when the pause was stored, is the one that expires the call; this bound is
-            // for a gateway that went away), within how long this executor holds a run.
-            approval_timeout: request
-                .approval_timeout
-                .map_or(self.approval_timeout, |asked| {
-                    (asked + APPROVAL_GRACE).min(self.approval_timeout)
-                }),
-            paused,
-            round: Default::default(),
-            recorded: 0.into(),
-        });
-        let max_rounds =
-            agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
-        // The prompt's state (its conversation's, with the prompt's own on top) is what
-        // `recall()` finds at first: `_lastData` of the conversation's previous prompt too.
-        let mut memory = request.state.clone();
-        // What the prompt has spent of `limits.prompt`, carried from round to round like the
-        // memory: every round draws from the same budget.
-        let mut spent = Spent::default();
-        // Rounds run again from their records (a resumed run's), the last one the paused one.
-        let (mut recorded, decisions) = resume.map_or_else(
-            || (VecDeque::new(), HashMap::new()),
-            |resume| (resume.rounds, resume.decisions),
+        let host = self.prompt_host(
+            &request,
+            (tools, tool_host, scope),
+            (&timeline, &model, approvals),
         );
-        if recorded.len() > max_rounds as usize {
-            return Err(RunError::Resume(format!(
-                "it paused in round {}, past this executor's limit of {max_rounds} rounds",
-                recorded.len()
-            )));
-        }
+        let max_rounds = round_limit(request.max_rounds, self.default_max_rounds);
+        // What `recall()` finds at first: the prompt's state (and its conversation's).
+        let mut memory = request.state.clone();
+        // Carried from round to round like the memory: every round draws on one budget.
+        let mut spent = Spent::default();
+        let (mut recorded, decisions) = resumed_rounds(resume, max_rounds)?;
 
         for round in 1..=max_rounds {
             let replaying = recorded.pop_front();
+            let ask = ChatRequest::new(request.tier, messages.clone());
             let code = match &replaying {
                 Some(replaying) => replaying.code.clone(),
-                None => {
-                    timeline.may_call_model().map_err(RunError::Budget)?;
-                    agentic_executor::metrics::round(MODE_ID);
-                    timeline.send(Event::Round).await?;
-                    let ask = ChatRequest {
-                        max_tokens: Some(self.max_tokens),
-                        ..ChatRequest::new(request.tier, messages.clone())
-                    };
-                    let reply = model.chat(ask, None).await?;
-                    timeline.send(Event::Usage(reply.usage)).await?;
-                    prompt::extract_code(&reply.content)
-                }
+                None => self.ask_for_code(&timeline, &model, ask).await?,
             };
             let program = Program {
                 code: code.clone(),
@@ -164,35 +119,18 @@ impl CodeMode {
                 input: None,
                 memory: std::mem::take(&mut memory),
                 spent,
-                entropy: match &replaying {
-                    Some(replaying) => Entropy::replaying(&replaying.entropy()),
-                    // A replayed prompt's round reads what the recorded one read.
-                    None => tape
-                        .as_ref()
-                        .and_then(|tape| tape.next_round())
-                        .map_or_else(Entropy::default, |record| {
-                            Entropy::replaying(&crate::replay::entropy_of(&record))
-                        }),
-                },
+                entropy: round_entropy(replaying.as_ref(), tape.as_deref()),
             };
-            let outcome = match replaying {
-                Some(replaying) => {
-                    let paused = recorded.back().unwrap_or(&replaying).clone();
-                    let replayed = self.replay(
-                        &timeline,
-                        &host,
-                        program,
-                        replaying,
-                        (&decisions, tape.as_deref()),
-                    );
-                    match replayed.await {
-                        Err(RunError::Resume(why)) => {
-                            // Nothing of the paused round runs again; its calls say why.
-                            close_paused(&timeline, &paused, &decisions, &why).await?;
-                            return Err(RunError::Resume(why));
-                        }
-                        other => other?,
-                    }
+            // A round run again from its record, and the paused round (the last recorded).
+            let again = replaying.map(|round| {
+                let paused = recorded.back().unwrap_or(&round).clone();
+                (round, paused)
+            });
+            let outcome = match again {
+                Some(again) => {
+                    let tape = tape.as_deref();
+                    self.run_again(&host, program, again, (&decisions, tape))
+                        .await?
                 }
                 None => {
                     self.execute(&timeline, &host, program, tape.as_deref())
@@ -212,11 +150,80 @@ impl CodeMode {
             });
             messages.push(ChatMessage::User(prompt::feedback(round, &outcome)));
         }
-        let closing = format!(
-            "Stopped after reaching the limit of {max_rounds} rounds without the code calling done()."
-        );
-        timeline.add(Output::Text(closing)).await?;
-        Ok(Finish::Completed)
+        stopped_at_round_limit(&timeline, max_rounds).await
+    }
+
+    /// Runs `round` again from its record (a resumed run's); when it cannot, nothing of the
+    /// `paused` round runs again and its calls say why.
+    async fn run_again(
+        &self,
+        host: &Arc<PromptHost>,
+        program: Program,
+        (round, paused): (RecordedRound, RecordedRound),
+        (decisions, tape): (&HashMap<String, Decision>, Option<&Tape>),
+    ) -> Result<RunOutcome, RunError> {
+        let replayed = self.replay(&host.timeline, host, program, round, (decisions, tape));
+        match replayed.await {
+            Err(RunError::Resume(why)) => {
+                close_paused(&host.timeline, &paused, decisions, &why).await?;
+                Err(RunError::Resume(why))
+            }
+            other => other,
+        }
+    }
+
+    /// What the sandbox's host functions do during `request`'s run.
+    fn prompt_host(
+        &self,
+        request: &RunRequest,
+        (tools, tool_host, scope): (RunTools, ToolHost, Arc<RunScope>),
+        (timeline, model, approvals): (&Arc<Timeline>, &Arc<dyn ChatModel>, &Arc<Approvals>),
+    ) -> Arc<PromptHost> {
+        Arc::new(PromptHost {
+            paused: self.paused_runs.for_run(&scope.user_id),
+            tools,
+            tool_host,
+            scope,
+            timeline: Arc::clone(timeline),
+            model: Arc::clone(model),
+            tier: request.tier,
+            approvals: Arc::clone(approvals),
+            approval_timeout: self.approval_timeout_of(request),
+            round: Default::default(),
+            recorded: 0.into(),
+        })
+    }
+
+    /// How long a call waits for a person: the prompt's approval timeout and a grace after it
+    /// (the gateway, which counts from when the pause was stored, is the one that expires the
+    /// call; this bound is for a gateway that went away), within how long this executor
+    /// holds a run.
+    fn approval_timeout_of(&self, request: &RunRequest) -> Duration {
+        request
+            .approval_timeout
+            .map_or(self.approval_timeout, |asked| {
+                (asked + APPROVAL_GRACE).min(self.approval_timeout)
+            })
+    }
+
+    /// A new round: the model is asked for its code (within the budget), and its usage
+    /// counted.
+    async fn ask_for_code(
+        &self,
+        timeline: &Timeline,
+        model: &Arc<dyn ChatModel>,
+        ask: ChatRequest,
+    ) -> Result<String, RunError> {
+        timeline.may_call_model().map_err(RunError::Budget)?;
+        agentic_executor::metrics::round(MODE_ID);
+        timeline.send(Event::Round).await?;
+        let ask = ChatRequest {
+            max_tokens: Some(self.max_tokens),
+            ..ask
+        };
+        let reply = model.chat(ask, None).await?;
+        timeline.send(Event::Usage(reply.usage)).await?;
+        Ok(prompt::extract_code(&reply.content))
     }
 
     /// Runs one round's code in a sandbox, shown on the timeline as a `code.execute` call:
@@ -340,6 +347,56 @@ async fn settle(
 
 /// A resume that failed: the paused round's `code.execute` output and the calls that waited
 /// in it end with `why`, each call showing its decision; none of them ran again.
+/// The rounds a resumed run runs again from their records, the last one the paused one, and
+/// the decisions it resumes with (none for a new run); more rounds than `max_rounds` cannot
+/// be resumed.
+fn resumed_rounds(
+    resume: Option<Resume>,
+    max_rounds: u32,
+) -> Result<(VecDeque<RecordedRound>, HashMap<String, Decision>), RunError> {
+    let (recorded, decisions) = resume.map_or_else(
+        || (VecDeque::new(), HashMap::new()),
+        |resume| (resume.rounds, resume.decisions),
+    );
+    if recorded.len() > max_rounds as usize {
+        return Err(RunError::Resume(format!(
+            "it paused in round {}, past this executor's limit of {max_rounds} rounds",
+            recorded.len()
+        )));
+    }
+    Ok((recorded, decisions))
+}
+
+/// A run that reached its round limit says so, and ends.
+async fn stopped_at_round_limit(timeline: &Timeline, max_rounds: u32) -> Result<Finish, RunError> {
+    let closing = format!(
+        "Stopped after reaching the limit of {max_rounds} rounds without the code calling done()."
+    );
+    timeline.add(Output::Text(closing)).await?;
+    Ok(Finish::Completed)
+}
+
+/// The conversation a run opens with: the system prompt, the history, the input.
+fn opening(system: String, request: &RunRequest) -> Vec<ChatMessage> {
+    let mut messages = vec![ChatMessage::System(system)];
+    messages.extend(prompt::history(&request.history));
+    messages.push(ChatMessage::User(request.input.clone()));
+    messages
+}
+
+/// What a round's code reads as time and chance: its record's when it runs again from it; a
+/// replayed prompt's round reads what the recorded one read.
+fn round_entropy(replaying: Option<&RecordedRound>, tape: Option<&Tape>) -> Entropy {
+    match replaying {
+        Some(replaying) => Entropy::replaying(&replaying.entropy()),
+        None => tape
+            .and_then(|tape| tape.next_round())
+            .map_or_else(Entropy::default, |record| {
+                Entropy::replaying(&crate::replay::entropy_of(&record))
+            }),
+    }
+}
+
 async fn close_paused(
     timeline: &Timeline,
     paused: &RecordedRound,
