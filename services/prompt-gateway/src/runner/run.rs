@@ -4,9 +4,9 @@ use agentic_ids::PromptId;
 use std::collections::HashSet;
 
 use agentic_proto::v1::{
-    ApprovalDecision, ApprovalState, CancelExecution, ExecuteEvent, ExecuteInput, OutputAdded,
-    OutputUpdated, PromptCompleted, PromptEvent, PromptFailed, PromptGuardrail, PromptOutput,
-    PromptState, PromptWaiting, Usage, execute_event, execute_input, prompt_event, prompt_output,
+    ApprovalDecision, CancelExecution, ExecuteEvent, ExecuteInput, PromptCompleted, PromptEvent,
+    PromptFailed, PromptGuardrail, PromptState, PromptWaiting, Usage, execute_event, execute_input,
+    prompt_event,
 };
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -380,17 +380,7 @@ impl Run {
                 )
             }
             execute_event::Kind::Paused(paused) => {
-                self.resumable = paused.resumable;
-                if !self.paused && !self.awaiting.is_empty() {
-                    self.paused = true;
-                    let waiting: EventFor =
-                        Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt }));
-                    let change = Change::PauseLive {
-                        resumable: self.resumable,
-                    };
-                    let events = self.log.append(change, waiting).await?;
-                    self.publish(&events).await?;
-                }
+                self.paused_live(paused.resumable).await?;
                 return Ok(Next::Continue);
             }
             execute_event::Kind::OutputAdded(added) => self.output_added(added)?,
@@ -416,37 +406,11 @@ impl Run {
                 return Ok(Next::Continue);
             }
             execute_event::Kind::StateSet(set) => {
-                let fields = set.fields.unwrap_or_default();
-                let fits = |state: &prost_types::Struct| crate::state::check_state(Some(state));
-                match self
-                    .store
-                    .set_conversation_state(&self.prompt_id, fields, fits)
-                    .await
-                {
-                    Ok(_) => {}
-                    // The prompt goes on; its conversation keeps the state it had.
-                    Err(GatewayError::InvalidArgument(reason)) => {
-                        tracing::warn!(prompt_id = %self.prompt_id, %reason, "conversation state not updated");
-                    }
-                    Err(error) => return Err(error),
-                }
+                self.set_state(set.fields.unwrap_or_default()).await?;
                 return Ok(Next::Continue);
             }
             execute_event::Kind::Exchange(exchange) => {
-                if self.recording {
-                    // Once the recording took nothing more (past its bounds), nothing more
-                    // is written; a recording that cannot be written is lost, not the
-                    // prompt, and is marked incomplete if that can be written.
-                    match self.store.record_exchange(&self.prompt_id, &exchange).await {
-                        Ok(true) => {}
-                        Ok(false) => self.recording = false,
-                        Err(error) => {
-                            tracing::warn!(prompt_id = %self.prompt_id, error = %agentic_telemetry::errors::error_chain(&error), "exchange not recorded: the recording is incomplete");
-                            self.recording = false;
-                            let _ = self.store.recording_incomplete(&self.prompt_id).await;
-                        }
-                    }
-                }
+                self.record(&exchange).await;
                 return Ok(Next::Continue);
             }
             execute_event::Kind::Finished(finished) => finished_in(finished.state)?,
@@ -469,82 +433,56 @@ impl Run {
         Ok(next)
     }
 
-    /// A new output: it must come next in the prompt's timeline.
-    fn output_added(
-        &mut self,
-        OutputAdded { index, output }: OutputAdded,
-    ) -> Result<(Change, EventFor, Next), GatewayError> {
-        if usize::try_from(index).ok() != Some(self.outputs) {
-            return Err(GatewayError::Protocol(format!(
-                "output added at index {index}, expected {}",
-                self.outputs
-            )));
-        }
-        let output =
-            output.ok_or_else(|| GatewayError::Protocol("output added without content".into()))?;
-        self.outputs += 1;
-        if let Some(prompt_output::Kind::Tool(tool)) = &output.kind
-            && agentic_proto::budget::is_tool_call(&tool.function)
-        {
-            let call = Usage {
-                tool_calls: 1,
-                ..Usage::default()
+    /// The run paused live: the prompt waits, once, when some call awaits a decision.
+    async fn paused_live(&mut self, resumable: bool) -> Result<(), GatewayError> {
+        self.resumable = resumable;
+        if !self.paused && !self.awaiting.is_empty() {
+            self.paused = true;
+            let waiting: EventFor =
+                Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt }));
+            let change = Change::PauseLive {
+                resumable: self.resumable,
             };
-            self.spending.add(&call);
-            self.log.add_usage(&call);
-        }
-        let added = OutputAdded {
-            index,
-            output: Some(output.clone()),
-        };
-        Ok((
-            Change::AddOutput { index, output },
-            Box::new(move |_| prompt_event::Kind::Output(added)),
-            Next::Continue,
-        ))
-    }
-
-    /// A new state of an output the prompt has; a decided call may end a live pause.
-    async fn output_updated(
-        &mut self,
-        OutputUpdated { index, output }: OutputUpdated,
-    ) -> Result<(Change, EventFor, Next), GatewayError> {
-        if usize::try_from(index).map_or(true, |index| index >= self.outputs) {
-            return Err(GatewayError::Protocol(format!(
-                "output {index} updated but only {} exist",
-                self.outputs
-            )));
-        }
-        let output = output
-            .ok_or_else(|| GatewayError::Protocol("output updated without content".into()))?;
-        self.resume_if_decided(&output).await?;
-        let updated = OutputUpdated {
-            index,
-            output: Some(output.clone()),
-        };
-        Ok((
-            Change::UpdateOutput { index, output },
-            Box::new(move |_| prompt_event::Kind::OutputUpdated(updated)),
-            Next::Continue,
-        ))
-    }
-
-    /// A live pause ends once every call it waited on is decided (or timed out): `output`
-    /// is a call's new state; the run goes on when it was the last one waited on.
-    async fn resume_if_decided(&mut self, output: &PromptOutput) -> Result<(), GatewayError> {
-        let Some(prompt_output::Kind::Tool(tool)) = &output.kind else {
-            return Ok(());
-        };
-        let decided = tool
-            .approval
-            .as_ref()
-            .is_none_or(|approval| approval.state != ApprovalState::Pending as i32);
-        if decided && self.awaiting.remove(&tool.id) && self.awaiting.is_empty() && self.paused {
-            self.paused = false;
-            let events = self.log.resume_live().await?;
+            let events = self.log.append(change, waiting).await?;
             self.publish(&events).await?;
         }
         Ok(())
+    }
+
+    /// The run set its conversation's state; a state past its bounds is not kept (the prompt
+    /// goes on, and its conversation keeps the state it had).
+    async fn set_state(&mut self, fields: prost_types::Struct) -> Result<(), GatewayError> {
+        let fits = |state: &prost_types::Struct| crate::state::check_state(Some(state));
+        match self
+            .store
+            .set_conversation_state(&self.prompt_id, fields, fits)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(GatewayError::InvalidArgument(reason)) => {
+                tracing::warn!(prompt_id = %self.prompt_id, %reason, "conversation state not updated");
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Keeps one exchange of the run in its recording, when it records. Once the recording
+    /// took nothing more (past its bounds), nothing more is written; a recording that cannot
+    /// be written is lost, not the prompt, and is marked incomplete if that can be written.
+    async fn record(&mut self, exchange: &agentic_proto::v1::Exchange) {
+        if !self.recording {
+            return;
+        }
+        match self.store.record_exchange(&self.prompt_id, exchange).await {
+            Ok(true) => {}
+            Ok(false) => self.recording = false,
+            Err(error) => {
+                tracing::warn!(prompt_id = %self.prompt_id, error = %agentic_telemetry::errors::error_chain(&error), "exchange not recorded: the recording is incomplete");
+                self.recording = false;
+                let _ = self.store.recording_incomplete(&self.prompt_id).await;
+            }
+        }
     }
 }
 
@@ -580,6 +518,7 @@ const MAX_EVENTS_PER_RUN: usize = 50_000;
 const MAX_EXECUTE_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
 mod deltas;
+mod outputs;
 mod spending;
 #[cfg(test)]
 mod tests;
