@@ -410,29 +410,9 @@ impl Runner {
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
     ) -> PromptState {
-        let OpenRun {
-            inputs,
-            events,
-            recording,
-            approval_timeout,
-            notices,
-            ..
-        } = run;
-        let mut run = Run::new(
-            prompt_id,
-            mode,
-            self.store.clone(),
-            self.hub.clone(),
-            inputs,
-            (outputs, recording, approval_timeout),
-            spending,
-        );
-        run.guard_output(&self.guardrails);
-        for tripped in &notices {
-            if let Err(error) = Box::pin(run.notice(tripped)).await {
-                tracing::warn!(%prompt_id, %error, "guardrail event not stored");
-            }
-        }
+        let (mut run, events) = self
+            .start_following(prompt_id, mode, (outputs, spending), run)
+            .await;
         // Everything the executor already sent is taken at once, so it is stored in one write.
         let mut events = events.ready_chunks(MAX_BATCH);
         loop {
@@ -456,10 +436,7 @@ impl Runner {
                                 break;
                             }
                         }
-                        run.cancel(reason.clone());
-                        let result = Box::pin(self.finish(prompt_id, PromptState::Cancelled, reason)).await;
-                        let _ = reply.send(result);
-                        return Box::pin(self.state_or(prompt_id, PromptState::Cancelled)).await;
+                        return Box::pin(self.cancelled(prompt_id, &run, reason, reply)).await;
                     }
                     Command::Decide { decision, reply } => {
                         let decided = run.decide(decision).await;
@@ -481,31 +458,94 @@ impl Runner {
                     }
                 },
             };
-            match outcome {
-                Ok(Next::Continue) => {}
-                Ok(Next::Done(state)) => return state,
-                Ok(Next::Kept) => {
-                    let _ = self.kept.send(prompt_id.clone());
-                    return PromptState::WaitingForApproval;
+            if let Some(ended) = Box::pin(self.after(prompt_id, mode, &run, outcome)).await {
+                return ended;
+            }
+        }
+    }
+
+    /// The run of an opened stream: its guards, and the guardrails that tripped before it
+    /// (on the input) shown first.
+    async fn start_following(
+        &self,
+        prompt_id: &PromptId,
+        mode: &str,
+        (outputs, spending): (usize, Spending),
+        run: OpenRun,
+    ) -> (Run, Streaming<ExecuteEvent>) {
+        let OpenRun {
+            inputs,
+            events,
+            recording,
+            approval_timeout,
+            notices,
+            ..
+        } = run;
+        let mut run = Run::new(
+            prompt_id,
+            mode,
+            self.store.clone(),
+            self.hub.clone(),
+            inputs,
+            (outputs, recording, approval_timeout),
+            spending,
+        );
+        run.guard_output(&self.guardrails);
+        for tripped in &notices {
+            if let Err(error) = Box::pin(run.notice(tripped)).await {
+                tracing::warn!(%prompt_id, %error, "guardrail event not stored");
+            }
+        }
+        (run, events)
+    }
+
+    /// Cancels the run and ends the prompt CANCELLED for `reason`, answering `reply`.
+    async fn cancelled(
+        &self,
+        prompt_id: &PromptId,
+        run: &Run,
+        reason: String,
+        reply: oneshot::Sender<Result<Prompt, GatewayError>>,
+    ) -> PromptState {
+        run.cancel(reason.clone());
+        let result = Box::pin(self.finish(prompt_id, PromptState::Cancelled, reason)).await;
+        let _ = reply.send(result);
+        self.state_or(prompt_id, PromptState::Cancelled).await
+    }
+
+    /// What the run's last step leaves: `None` while it goes on, else the prompt's state
+    /// once the run stopped here (a failure stored as the prompt's end).
+    async fn after(
+        &self,
+        prompt_id: &PromptId,
+        mode: &str,
+        run: &Run,
+        outcome: Result<Next, GatewayError>,
+    ) -> Option<PromptState> {
+        match outcome {
+            Ok(Next::Continue) => None,
+            Ok(Next::Done(state)) => Some(state),
+            Ok(Next::Kept) => {
+                let _ = self.kept.send(prompt_id.clone());
+                Some(PromptState::WaitingForApproval)
+            }
+            Err(GatewayError::PromptEnded(_)) => {
+                // Ended elsewhere (cancelled through another replica, or failed by the
+                // lease reaper): this run has nothing more to say.
+                run.cancel("the prompt has ended".into());
+                Some(Box::pin(self.state_or(prompt_id, PromptState::Failed)).await)
+            }
+            Err(error) => {
+                tracing::warn!(%prompt_id, mode, %error, "prompt run failed");
+                run.cancel(error.to_string());
+                // What the user sees: an internal error only as its trace reference.
+                let message = agentic_rpc::caller_message(&error);
+                if let Err(store_error) =
+                    Box::pin(self.finish(prompt_id, PromptState::Failed, message)).await
+                {
+                    tracing::error!(%prompt_id, error = %store_error, "could not record the failure of a prompt");
                 }
-                Err(GatewayError::PromptEnded(_)) => {
-                    // Ended elsewhere (cancelled through another replica, or failed by the
-                    // lease reaper): this run has nothing more to say.
-                    run.cancel("the prompt has ended".into());
-                    return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
-                }
-                Err(error) => {
-                    tracing::warn!(%prompt_id, mode, %error, "prompt run failed");
-                    run.cancel(error.to_string());
-                    // What the user sees: an internal error only as its trace reference.
-                    let message = agentic_rpc::caller_message(&error);
-                    if let Err(store_error) =
-                        Box::pin(self.finish(prompt_id, PromptState::Failed, message)).await
-                    {
-                        tracing::error!(%prompt_id, error = %store_error, "could not record the failure of a prompt");
-                    }
-                    return Box::pin(self.state_or(prompt_id, PromptState::Failed)).await;
-                }
+                Some(Box::pin(self.state_or(prompt_id, PromptState::Failed)).await)
             }
         }
     }
