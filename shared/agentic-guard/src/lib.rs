@@ -216,50 +216,27 @@ impl Group {
         }
         let mut text = text.to_owned();
         let mut redacted = Vec::new();
-        for guard in guards {
-            let found = guard
-                .pattern
-                .find_iter(&text)
-                .filter(|found| (guard.counts)(found.as_str()))
-                .count();
-            if found == 0 {
-                continue;
-            }
-            let detail = format!(
-                "found {} ({found} time{})",
-                guard.finds,
-                if found == 1 { "" } else { "s" }
-            );
-            match guard.action {
-                Action::Block => {
-                    return Checked::Blocked(Tripped {
-                        guard: guard.name.clone(),
-                        stage,
-                        action: "blocked",
-                        detail,
-                    });
-                }
-                Action::Redact => {
-                    let marker = format!("[redacted: {}]", guard.name);
-                    text = guard
-                        .pattern
-                        .replace_all(&text, |found: &regex::Captures<'_>| {
-                            if (guard.counts)(&found[0]) {
-                                marker.clone()
-                            } else {
-                                found[0].to_owned()
-                            }
-                        })
-                        .into_owned();
-                    redacted.push(Tripped {
-                        guard: guard.name.clone(),
-                        stage,
-                        action: "redacted",
-                        detail,
-                    });
-                }
-            }
+        if let Err(blocked) = built_in(guards, stage, &mut text, &mut redacted) {
+            return Checked::Blocked(blocked);
         }
+        if let Err(blocked) = self
+            .ask_external(stage, user_id, &mut text, &mut redacted)
+            .await
+        {
+            return Checked::Blocked(blocked);
+        }
+        Checked::Pass { text, redacted }
+    }
+
+    /// The group's external guards of `stage`, each on what the previous left: a redaction
+    /// replaces `text`, anything else but an allow blocks.
+    async fn ask_external(
+        &self,
+        stage: Stage,
+        user_id: &str,
+        text: &mut String,
+        redacted: &mut Vec<Tripped>,
+    ) -> Result<(), Tripped> {
         for external in self.external.iter().filter(|e| e.stages.contains(&stage)) {
             let request = GuardCheckRequest {
                 stage: stage.proto().into(),
@@ -274,7 +251,7 @@ impl Group {
                 Ok((GuardVerdict::Redact, reason, replacement))
                     if replacement.len() <= text.len() + MAX_REDACTION_GROWTH =>
                 {
-                    text = replacement;
+                    *text = replacement;
                     redacted.push(Tripped {
                         guard: external.name.clone(),
                         stage,
@@ -283,7 +260,7 @@ impl Group {
                     });
                 }
                 Ok((_, reason, _)) | Err(reason) => {
-                    return Checked::Blocked(Tripped {
+                    return Err(Tripped {
                         guard: external.name.clone(),
                         stage,
                         action: "blocked",
@@ -292,7 +269,7 @@ impl Group {
                 }
             }
         }
-        Checked::Pass { text, redacted }
+        Ok(())
     }
 
     /// Whether the group may see and call `tool_id` at all (its allow and deny lists).
@@ -394,6 +371,61 @@ impl External {
             }
         }
     }
+}
+
+/// The built-in guards of a stage, each on what the previous left: a redaction replaces
+/// `text` (only the matches that count), a block ends the check.
+fn built_in(
+    guards: &[TextGuard],
+    stage: Stage,
+    text: &mut String,
+    redacted: &mut Vec<Tripped>,
+) -> Result<(), Tripped> {
+    for guard in guards {
+        let found = guard
+            .pattern
+            .find_iter(text)
+            .filter(|found| (guard.counts)(found.as_str()))
+            .count();
+        if found == 0 {
+            continue;
+        }
+        let detail = format!(
+            "found {} ({found} time{})",
+            guard.finds,
+            if found == 1 { "" } else { "s" }
+        );
+        match guard.action {
+            Action::Block => {
+                return Err(Tripped {
+                    guard: guard.name.clone(),
+                    stage,
+                    action: "blocked",
+                    detail,
+                });
+            }
+            Action::Redact => {
+                let marker = format!("[redacted: {}]", guard.name);
+                *text = guard
+                    .pattern
+                    .replace_all(text, |found: &regex::Captures<'_>| {
+                        if (guard.counts)(&found[0]) {
+                            marker.clone()
+                        } else {
+                            found[0].to_owned()
+                        }
+                    })
+                    .into_owned();
+                redacted.push(Tripped {
+                    guard: guard.name.clone(),
+                    stage,
+                    action: "redacted",
+                    detail,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `pattern` (a tool id, or a prefix ending in `*`) names `tool_id`.
