@@ -67,30 +67,7 @@ impl AnswerReader {
                 self.started += 1;
                 self.open = Some((index, event["content_block"].clone(), String::new()));
             }
-            "content_block_delta" => {
-                let index = self.index(&event)?;
-                let delta = &event["delta"];
-                let Some((_, block, input)) =
-                    self.open.as_mut().filter(|(open, ..)| *open == index)
-                else {
-                    return Err(ProviderError::Invalid("a delta for no open block".into()));
-                };
-                match delta["type"].as_str().unwrap_or_default() {
-                    "text_delta" => {
-                        let text = delta["text"].as_str().unwrap_or_default();
-                        match &mut block["text"] {
-                            Json::String(whole) => whole.push_str(text),
-                            other => *other = Json::String(text.to_owned()),
-                        }
-                        return Ok((!text.is_empty()).then(|| Streamed::Text(text.to_owned())));
-                    }
-                    "input_json_delta" => {
-                        input.push_str(delta["partial_json"].as_str().unwrap_or_default());
-                    }
-                    // Thinking, signatures and citations are not shown.
-                    _ => {}
-                }
-            }
+            "content_block_delta" => return self.delta(&event),
             "content_block_stop" => {
                 let index = self.index(&event)?;
                 let Some((_, mut block, input)) = self.open.take_if(|(open, ..)| *open == index)
@@ -128,6 +105,32 @@ impl AnswerReader {
                     detail: String::new(),
                 });
             }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Adds a `content_block_delta` event to the open block: a text fragment comes back to
+    /// show at once, a fragment of a tool's input JSON is kept for the block's end.
+    fn delta(&mut self, event: &Json) -> Result<Option<Streamed>, ProviderError> {
+        let index = self.index(event)?;
+        let delta = &event["delta"];
+        let Some((_, block, input)) = self.open.as_mut().filter(|(open, ..)| *open == index) else {
+            return Err(ProviderError::Invalid("a delta for no open block".into()));
+        };
+        match delta["type"].as_str().unwrap_or_default() {
+            "text_delta" => {
+                let text = delta["text"].as_str().unwrap_or_default();
+                match &mut block["text"] {
+                    Json::String(whole) => whole.push_str(text),
+                    other => *other = Json::String(text.to_owned()),
+                }
+                return Ok((!text.is_empty()).then(|| Streamed::Text(text.to_owned())));
+            }
+            "input_json_delta" => {
+                input.push_str(delta["partial_json"].as_str().unwrap_or_default());
+            }
+            // Thinking, signatures and citations are not shown.
             _ => {}
         }
         Ok(None)

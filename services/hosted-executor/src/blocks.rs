@@ -304,28 +304,8 @@ fn timeline(
                     flush(&mut assistant, &mut results);
                 }
                 group_start = call.start;
-                let input = match &call.input {
-                    Json::Object(_) => call.input.clone(),
-                    other => json!({ "input": other }),
-                };
-                assistant.push(json!({
-                    "type": "tool_use",
-                    "id": call.id,
-                    "name": names.model_name(&call.function),
-                    "input": input,
-                }));
-                let read = functions::shown(
-                    &functions::tool_message(&call.result),
-                    "result",
-                    max_bytes,
-                    stored.get(&call.id).map(String::as_str),
-                );
-                let mut result =
-                    json!({"type": "tool_result", "tool_use_id": call.id, "content": read});
-                if matches!(call.result, ToolResult::Error { .. }) {
-                    result["is_error"] = json!(true);
-                }
-                results.push(result);
+                assistant.push(tool_use_block(call, names));
+                results.push(tool_result_block(call, max_bytes, stored));
             }
             Output::File(_) => {}
         }
@@ -333,6 +313,48 @@ fn timeline(
     flush(&mut assistant, &mut results);
     // A turn the provider paused goes back as the last message, which may not end with
     // whitespace.
+    trim_last_text(&mut messages);
+    messages
+}
+
+/// A client call's `tool_use` block, under the function name the model knows; an input that
+/// is not an object goes as `{"input": …}`.
+fn tool_use_block(call: &ToolCallOutput, names: &FunctionNames) -> Json {
+    let input = match &call.input {
+        Json::Object(_) => call.input.clone(),
+        other => json!({ "input": other }),
+    };
+    json!({
+        "type": "tool_use",
+        "id": call.id,
+        "name": names.model_name(&call.function),
+        "input": input,
+    })
+}
+
+/// A client call's `tool_result` block: its result as the model reads tool results (at most
+/// `max_bytes`, or what `stored` keeps for it), marked as an error when it is one.
+fn tool_result_block(
+    call: &ToolCallOutput,
+    max_bytes: usize,
+    stored: &std::collections::HashMap<String, String>,
+) -> Json {
+    let read = functions::shown(
+        &functions::tool_message(&call.result),
+        "result",
+        max_bytes,
+        stored.get(&call.id).map(String::as_str),
+    );
+    let mut result = json!({"type": "tool_result", "tool_use_id": call.id, "content": read});
+    if matches!(call.result, ToolResult::Error { .. }) {
+        result["is_error"] = json!(true);
+    }
+    result
+}
+
+/// Trims the whitespace off the end of the last message when it is the assistant's and ends
+/// with text; a text block, then a message, left empty is dropped.
+fn trim_last_text(messages: &mut Vec<Json>) {
     if let Some(last) = messages.last_mut()
         && last["role"] == "assistant"
         && let Some(blocks) = last["content"].as_array_mut()
@@ -350,7 +372,6 @@ fn timeline(
             messages.pop();
         }
     }
-    messages
 }
 
 /// A code execution as the provider sent it: its `server_tool_use` block and, once it has

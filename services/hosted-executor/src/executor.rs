@@ -16,7 +16,7 @@ use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Finish, Output, PastPrompt,
     RunRequest, ToolCallOutput, ToolResult,
 };
-use agentic_executor::tool_host::ToolHost;
+use agentic_executor::tool_host::{ContextItem, ToolHost};
 use agentic_executor::{EventSink, Mode, RunError, RunStart, RunTools, SchemaCache};
 use agentic_llm::{Tier, Usage};
 use agentic_proto::v1 as pb;
@@ -113,14 +113,7 @@ impl Executor {
             &self.settings.allowed_custom_skills,
         )
         .map_err(RunError::Failed)?;
-        let owner = format!(
-            "{}/{}",
-            request.user_id,
-            request.conversation_id.as_ref().map_or_else(
-                || format!("prompt {}", request.prompt_id),
-                ToString::to_string
-            )
-        );
+        let owner = container_owner(&request);
         // A resumed prompt goes on in the container its timeline names; a new one in the
         // conversation's, when the state holds one this executor sealed for it.
         let container = blocks::container_of(&request.outputs).or_else(|| {
@@ -130,13 +123,7 @@ impl Executor {
                 .and_then(|kept| self.seal.open(&owner, kept))
         });
         let rounds_so_far = request.spent.rounds;
-        let mut system = SYSTEM_PROMPT.to_owned();
-        if !prepared.context.is_empty() {
-            system.push_str("\n\nContext:");
-            for item in &prepared.context {
-                system.push_str(&format!("\n{}: {}", item.name, item.content));
-            }
-        }
+        let system = system_prompt(&prepared.context);
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.settings.max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
@@ -180,6 +167,31 @@ impl Executor {
         };
         run.go(max_rounds, rounds_so_far, &request.decisions).await
     }
+}
+
+/// Who a run's container is sealed for: the user and the conversation (the prompt, for a
+/// prompt outside any conversation).
+fn container_owner(request: &RunRequest) -> String {
+    format!(
+        "{}/{}",
+        request.user_id,
+        request.conversation_id.as_ref().map_or_else(
+            || format!("prompt {}", request.prompt_id),
+            ToString::to_string
+        )
+    )
+}
+
+/// The system prompt: the mode's own, then the context the tool-host gave, if any.
+fn system_prompt(context: &[ContextItem]) -> String {
+    let mut system = SYSTEM_PROMPT.to_owned();
+    if !context.is_empty() {
+        system.push_str("\n\nContext:");
+        for item in context {
+            system.push_str(&format!("\n{}: {}", item.name, item.content));
+        }
+    }
+    system
 }
 
 struct Run<'a> {

@@ -200,6 +200,52 @@ fn guardrails(config: &Config) -> anyhow::Result<Arc<agentic_guard::Guardrails>>
     }))
 }
 
+/// The services the plugins call: code-executor's `CodeRunner` and the gateway, both reached
+/// with the internal token.
+fn plugin_services(config: &Config) -> anyhow::Result<plugins::Services> {
+    let token = agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())
+        .context("internal token")?;
+    let code_runner = agentic_rpc::channel(&config.code_runner_url, &token)
+        .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
+    let gateway = agentic_rpc::channel(&config.gateway_url, &token)
+        .with_context(|| format!("invalid gateway url {:?}", config.gateway_url))?;
+    Ok(plugins::Services {
+        code_runner,
+        gateway,
+    })
+}
+
+/// The registry of every tool the executors may call, behind the guardrails: the built-in
+/// `plugins`' tools and the MCP servers', which start here; the hub that runs those servers
+/// comes back with it (none without servers).
+fn tool_registry(
+    config: &Config,
+    plugins: Vec<Arc<dyn plugin::Plugin>>,
+    mcp_servers: Vec<mcp::ServerConfig>,
+    store: &store::Store,
+) -> anyhow::Result<(Arc<Registry>, Option<Arc<mcp::Hub>>)> {
+    if !mcp_servers.is_empty() {
+        // stdio MCP servers run as this process's user: they must not read its environment
+        // (the internal token, database passwords) through /proc/<pid>/environ.
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+            .context(
+                "making the tool-host's memory and environment unreadable to its MCP servers",
+            )?;
+    }
+    let hub =
+        (!mcp_servers.is_empty()).then(|| Arc::new(mcp::Hub::start(mcp_servers, store.clone())));
+    let registry = Arc::new(Registry::new(plugins, hub.clone())?.guarded(guardrails(config)?));
+    if registry.tools().next().is_none() && hub.is_none() {
+        tracing::warn!("no plugins enabled: executors will see no tools");
+    }
+    tracing::info!(
+        plugins = ?registry.plugin_names(),
+        tools = registry.tools().count(),
+        "plugins loaded"
+    );
+    Ok((registry, hub))
+}
+
 /// Opens the database, loads the plugins and serves `ToolHost` and `ArtifactStore` (plus
 /// health and reflection) on `listener` until `shutdown` resolves.
 pub async fn run(
@@ -217,39 +263,12 @@ pub async fn run(
     let store = store::Store::open(&config.database_url, config.storage)
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
-    let token = agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())
-        .context("internal token")?;
-    let code_runner = agentic_rpc::channel(&config.code_runner_url, &token)
-        .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
-    let gateway = agentic_rpc::channel(&config.gateway_url, &token)
-        .with_context(|| format!("invalid gateway url {:?}", config.gateway_url))?;
-    let services = plugins::Services {
-        code_runner,
-        gateway,
-    };
+    let services = plugin_services(&config)?;
     let plugins = enabled
         .into_iter()
         .map(|plugin| plugin.build(&store, &services))
         .collect();
-    if !mcp_servers.is_empty() {
-        // stdio MCP servers run as this process's user: they must not read its environment
-        // (the internal token, database passwords) through /proc/<pid>/environ.
-        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
-            .context(
-                "making the tool-host's memory and environment unreadable to its MCP servers",
-            )?;
-    }
-    let hub =
-        (!mcp_servers.is_empty()).then(|| Arc::new(mcp::Hub::start(mcp_servers, store.clone())));
-    let registry = Arc::new(Registry::new(plugins, hub.clone())?.guarded(guardrails(&config)?));
-    if registry.tools().next().is_none() && hub.is_none() {
-        tracing::warn!("no plugins enabled: executors will see no tools");
-    }
-    tracing::info!(
-        plugins = ?registry.plugin_names(),
-        tools = registry.tools().count(),
-        "plugins loaded"
-    );
+    let (registry, hub) = tool_registry(&config, plugins, mcp_servers, &store)?;
 
     let (router, reporter) = agentic_rpc::router(&[
         agentic_proto::v1::tool_host_server::SERVICE_NAME,

@@ -83,36 +83,7 @@ impl Sandboxes {
     ) -> RunOutcome {
         // Held until the run ends; a run that gets no slot within its budget never starts.
         let Ok(_slot) = tokio::time::timeout(limits.timeout, self.slots.acquire(user)).await else {
-            let shares = self.slots.shares();
-            tracing::warn!(
-                max_sandboxes = shares.total,
-                per_user = shares.per_user,
-                "no sandbox slot freed within the run's budget"
-            );
-            let why = if shares.per_user < shares.total
-                && self.slots.held_by(user) >= shares.per_user
-            {
-                format!(
-                    "your other runs held all {} sandboxes one user may hold at once for the whole time limit",
-                    shares.per_user
-                )
-            } else {
-                format!(
-                    "all {} sandboxes of the code-executor stayed busy for the whole time limit",
-                    shares.total
-                )
-            };
-            return RunOutcome {
-                result: Err(CodeError::unpositioned(format!(
-                    "The code could not run: {why}; try again later"
-                ))),
-                logs: Vec::new(),
-                completion: None,
-                spent: program.spent,
-                memory: program.memory,
-                tool_calls: 0,
-                admission: Admission::Refused,
-            };
+            return self.no_slot(user, program);
         };
         let (cancel_on_drop, cancel) = session::cancellation();
         // Kept so that a crash of the sandbox thread does not also wipe earlier rounds' memory.
@@ -156,6 +127,39 @@ impl Sandboxes {
         drop(cancel_on_drop);
         span.record("tool_calls", i64::from(outcome.tool_calls));
         outcome
+    }
+
+    /// The outcome of a run that got no slot within its budget: refused, its spending and
+    /// memory as they were, and an error that says whose runs held the sandboxes.
+    fn no_slot(&self, user: &str, program: Program) -> RunOutcome {
+        let shares = self.slots.shares();
+        tracing::warn!(
+            max_sandboxes = shares.total,
+            per_user = shares.per_user,
+            "no sandbox slot freed within the run's budget"
+        );
+        let why = if shares.per_user < shares.total && self.slots.held_by(user) >= shares.per_user {
+            format!(
+                "your other runs held all {} sandboxes one user may hold at once for the whole time limit",
+                shares.per_user
+            )
+        } else {
+            format!(
+                "all {} sandboxes of the code-executor stayed busy for the whole time limit",
+                shares.total
+            )
+        };
+        RunOutcome {
+            result: Err(CodeError::unpositioned(format!(
+                "The code could not run: {why}; try again later"
+            ))),
+            logs: Vec::new(),
+            completion: None,
+            spent: program.spent,
+            memory: program.memory,
+            tool_calls: 0,
+            admission: Admission::Refused,
+        }
     }
 }
 

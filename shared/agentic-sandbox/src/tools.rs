@@ -95,25 +95,7 @@ pub(crate) fn install<'js>(
         API_NAMES.contains(&name) || globals.contains_key(name).unwrap_or(true)
     }));
 
-    for entry in &table.entries {
-        // A tool whose function name went to another (or is taken) is also a global under
-        // its dotted id, as the seed has it: `globalThis['artifact.store'](input)`. An id
-        // that is itself taken stays reachable through `callTool` alone.
-        let name = match &entry.function {
-            Some(function) => function.as_str(),
-            None if !API_NAMES.contains(&entry.tool.id.as_str())
-                && !globals.contains_key(entry.tool.id.as_str()).unwrap_or(true) =>
-            {
-                entry.tool.id.as_str()
-            }
-            None => continue,
-        };
-        let id = entry.tool.id.clone();
-        define(ctx, &globals, name, slot, move |ctx, session, args| {
-            let input = tool_input(ctx, session, &id, argument(ctx, &args, 0))?;
-            Ok(to_js(ctx, &call(session, &id, input)?)?)
-        })?;
-    }
+    install_tool_functions(ctx, &globals, slot, &table)?;
 
     let tools = Rc::clone(&table);
     define(
@@ -168,6 +150,36 @@ pub(crate) fn install<'js>(
     })?;
 
     install_artifact_helpers(ctx, &globals, slot)
+}
+
+/// Defines one global function per tool of `table`, under its function name, else under its
+/// dotted id when that is free; it calls the tool with its one argument as input.
+fn install_tool_functions<'js>(
+    ctx: &Ctx<'js>,
+    globals: &Object<'js>,
+    slot: &SessionSlot,
+    table: &ToolTable,
+) -> rquickjs::Result<()> {
+    for entry in &table.entries {
+        // A tool whose function name went to another (or is taken) is also a global under
+        // its dotted id, as the seed has it: `globalThis['artifact.store'](input)`. An id
+        // that is itself taken stays reachable through `callTool` alone.
+        let name = match &entry.function {
+            Some(function) => function.as_str(),
+            None if !API_NAMES.contains(&entry.tool.id.as_str())
+                && !globals.contains_key(entry.tool.id.as_str()).unwrap_or(true) =>
+            {
+                entry.tool.id.as_str()
+            }
+            None => continue,
+        };
+        let id = entry.tool.id.clone();
+        define(ctx, globals, name, slot, move |ctx, session, args| {
+            let input = tool_input(ctx, session, &id, argument(ctx, &args, 0))?;
+            Ok(to_js(ctx, &call(session, &id, input)?)?)
+        })?;
+    }
+    Ok(())
 }
 
 /// The input of a tool call: an omitted input is `{}`. Its JSON may be at most

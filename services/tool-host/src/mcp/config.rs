@@ -240,16 +240,7 @@ fn server(
 ) -> Result<ServerConfig, String> {
     check_name(name, reserved)?;
     let substitute = |text: &str| substitute(text, env);
-    let kind = match raw.kind.as_deref() {
-        None => None,
-        Some("stdio") => Some(false),
-        Some("http" | "streamable-http" | "streamableHttp") => Some(true),
-        Some(other) => {
-            return Err(format!(
-                "unknown type {other:?} (known: stdio, http; SSE-only servers are not supported)"
-            ));
-        }
-    };
+    let kind = type_is_http(raw.kind.as_deref())?;
     let transport = match (raw.command, raw.url, kind) {
         (Some(command), None, None | Some(false)) => {
             if !raw.headers.is_empty() {
@@ -299,24 +290,8 @@ fn server(
             return Err("a stdio server needs command, an HTTP server url".into());
         }
     };
-    let timeout = match raw.timeout_seconds {
-        None => DEFAULT_TIMEOUT,
-        Some(seconds @ 1..=MAX_TIMEOUT_SECS) => Duration::from_secs(seconds),
-        Some(seconds) => {
-            return Err(format!(
-                "timeoutSeconds must be 1 to {MAX_TIMEOUT_SECS}, not {seconds}"
-            ));
-        }
-    };
-    let max_calls_per_user = match raw.max_calls_per_user {
-        None => DEFAULT_CALLS_PER_USER,
-        Some(calls @ 1..=MAX_CALLS_PER_USER) => calls,
-        Some(calls) => {
-            return Err(format!(
-                "maxCallsPerUser must be 1 to {MAX_CALLS_PER_USER}, not {calls}"
-            ));
-        }
-    };
+    let timeout = call_timeout(raw.timeout_seconds)?;
+    let max_calls_per_user = calls_per_user(raw.max_calls_per_user)?;
     Ok(ServerConfig {
         name: name.to_owned(),
         transport,
@@ -326,6 +301,42 @@ fn server(
         tools: raw.tools,
         max_calls_per_user,
     })
+}
+
+/// What the `type` field says: `Some(true)` for HTTP, `Some(false)` for stdio, `None` when it
+/// is not given (then `command` or `url` decides).
+fn type_is_http(kind: Option<&str>) -> Result<Option<bool>, String> {
+    match kind {
+        None => Ok(None),
+        Some("stdio") => Ok(Some(false)),
+        Some("http" | "streamable-http" | "streamableHttp") => Ok(Some(true)),
+        Some(other) => Err(format!(
+            "unknown type {other:?} (known: stdio, http; SSE-only servers are not supported)"
+        )),
+    }
+}
+
+/// The time one call may take, from `timeoutSeconds` (1 to an hour; default a minute).
+fn call_timeout(seconds: Option<u64>) -> Result<Duration, String> {
+    match seconds {
+        None => Ok(DEFAULT_TIMEOUT),
+        Some(seconds @ 1..=MAX_TIMEOUT_SECS) => Ok(Duration::from_secs(seconds)),
+        Some(seconds) => Err(format!(
+            "timeoutSeconds must be 1 to {MAX_TIMEOUT_SECS}, not {seconds}"
+        )),
+    }
+}
+
+/// The calls one user may have running on the server at once, from `maxCallsPerUser` (1 to
+/// `MAX_CALLS_PER_USER`; default `DEFAULT_CALLS_PER_USER`).
+fn calls_per_user(calls: Option<usize>) -> Result<usize, String> {
+    match calls {
+        None => Ok(DEFAULT_CALLS_PER_USER),
+        Some(calls @ 1..=MAX_CALLS_PER_USER) => Ok(calls),
+        Some(calls) => Err(format!(
+            "maxCallsPerUser must be 1 to {MAX_CALLS_PER_USER}, not {calls}"
+        )),
+    }
 }
 
 /// Server names become the namespace of tool ids and a code-mode identifier: a lowercase

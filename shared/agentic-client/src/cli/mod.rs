@@ -200,6 +200,7 @@ pub(crate) fn shell_word(text: &str) -> String {
     }
 }
 
+/// Runs the command of `cli` on a client connected as it says.
 async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
     let builder = client_builder(&cli)?;
     let again = follow::Again(connection_flags(&cli));
@@ -211,72 +212,13 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
     };
     let json = cli.json;
     match cli.command {
-        Command::Prompt {
-            input,
-            mode,
-            conversation,
-            model,
-            state,
-            on_busy,
-            budget,
-        } => {
-            let request = prompt::OneShot {
-                input,
-                mode,
-                conversation,
-                model: tier(model),
-                state,
-                on_busy: busy_policy(on_busy),
-                budget: budget.budget(),
-            };
-            prompt::one_shot(&client, console, json, request, &again).await
-        }
-        Command::Chat {
-            mode,
-            conversation,
-            model,
-            state,
-            on_busy,
-            budget,
-        } => {
-            let options = chat::ChatStart {
-                mode,
-                conversation,
-                model: tier(model),
-                state,
-                on_busy: busy_policy(on_busy),
-                budget: budget.budget(),
-            };
-            chat::repl(&client, console, json, options, &again).await
+        command @ (Command::Prompt { .. } | Command::Chat { .. }) => {
+            start_prompt(&client, console, json, command, &again).await
         }
         Command::Modes => inspect::modes(&client, console, json).await,
         Command::Tools => inspect::tools(&client, console, json).await,
-        Command::Approve {
-            prompt,
-            call,
-            no_follow,
-        } => {
-            let request = prompt::Decide {
-                prompt_id: prompt,
-                call_id: call,
-                decision: prompt::Decision::Approve,
-                follow: !no_follow,
-            };
-            prompt::decide(&client, console, json, request, &again).await
-        }
-        Command::Reject {
-            prompt,
-            call,
-            reason,
-            no_follow,
-        } => {
-            let request = prompt::Decide {
-                prompt_id: prompt,
-                call_id: call,
-                decision: prompt::Decision::Reject(reason),
-                follow: !no_follow,
-            };
-            prompt::decide(&client, console, json, request, &again).await
+        command @ (Command::Approve { .. } | Command::Reject { .. }) => {
+            decide(&client, console, json, command, &again).await
         }
         Command::Cancel { prompt, reason } => {
             prompt::cancel(&client, console, json, &prompt, &reason).await
@@ -310,6 +252,99 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         } => recordings::replay(&client, console, &prompt, live_tools, live_model).await,
         Command::Recordings { command } => recordings::run(&client, console, command).await,
         Command::Mcp { allow_approvals } => mcp::serve(client, console, allow_approvals).await,
+    }
+}
+
+/// Runs `agentic prompt` (one prompt, streamed) or `agentic chat` (a conversation, one
+/// message after another); `execute` passes no other command.
+async fn start_prompt(
+    client: &Client,
+    console: &mut Console<'_>,
+    json: bool,
+    command: Command,
+    again: &follow::Again,
+) -> anyhow::Result<u8> {
+    match command {
+        Command::Prompt {
+            input,
+            mode,
+            conversation,
+            model,
+            state,
+            on_busy,
+            budget,
+        } => {
+            let request = prompt::OneShot {
+                input,
+                mode,
+                conversation,
+                model: tier(model),
+                state,
+                on_busy: busy_policy(on_busy),
+                budget: budget.budget(),
+            };
+            prompt::one_shot(client, console, json, request, again).await
+        }
+        Command::Chat {
+            mode,
+            conversation,
+            model,
+            state,
+            on_busy,
+            budget,
+        } => {
+            let options = chat::ChatStart {
+                mode,
+                conversation,
+                model: tier(model),
+                state,
+                on_busy: busy_policy(on_busy),
+                budget: budget.budget(),
+            };
+            chat::repl(client, console, json, options, again).await
+        }
+        _ => unreachable!("execute passes only prompt and chat to start_prompt"),
+    }
+}
+
+/// Runs `agentic approve` or `agentic reject` on a call that waits for approval, then
+/// follows the prompt unless told not to; `execute` passes no other command.
+async fn decide(
+    client: &Client,
+    console: &mut Console<'_>,
+    json: bool,
+    command: Command,
+    again: &follow::Again,
+) -> anyhow::Result<u8> {
+    match command {
+        Command::Approve {
+            prompt,
+            call,
+            no_follow,
+        } => {
+            let request = prompt::Decide {
+                prompt_id: prompt,
+                call_id: call,
+                decision: prompt::Decision::Approve,
+                follow: !no_follow,
+            };
+            prompt::decide(client, console, json, request, again).await
+        }
+        Command::Reject {
+            prompt,
+            call,
+            reason,
+            no_follow,
+        } => {
+            let request = prompt::Decide {
+                prompt_id: prompt,
+                call_id: call,
+                decision: prompt::Decision::Reject(reason),
+                follow: !no_follow,
+            };
+            prompt::decide(client, console, json, request, again).await
+        }
+        _ => unreachable!("execute passes only approve and reject to decide"),
     }
 }
 

@@ -4,7 +4,9 @@
 use std::io;
 
 use agentic_proto::json::from_proto_opt;
-use agentic_proto::v1::{PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result};
+use agentic_proto::v1::{
+    PromptCompleted, PromptEvent, PromptOutput, prompt_event, prompt_output, tool_result,
+};
 
 use super::Console;
 use super::printable::{self, name, text};
@@ -61,22 +63,7 @@ impl Renderer {
                     name(&request.tool_call_id)
                 )?;
             }
-            Some(prompt_event::Kind::Completed(completed)) => {
-                self.end_line(console)?;
-                let usage = completed
-                    .prompt
-                    .as_ref()
-                    .and_then(|prompt| prompt.usage)
-                    .unwrap_or_default();
-                writeln!(
-                    console.err,
-                    "[completed: {} tokens in, {} out, {} round{}]",
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.rounds,
-                    if usage.rounds == 1 { "" } else { "s" }
-                )?;
-            }
+            Some(prompt_event::Kind::Completed(completed)) => self.completed(console, completed)?,
             Some(prompt_event::Kind::Waiting(_)) => {
                 self.end_line(console)?;
                 writeln!(console.err, "[waiting for approval]")?;
@@ -105,6 +92,29 @@ impl Renderer {
             Some(prompt_event::Kind::Created(_)) | None => {}
         }
         Ok(())
+    }
+
+    /// Ends the streamed text and prints what the completed prompt used: tokens in and out,
+    /// and rounds.
+    fn completed(
+        &mut self,
+        console: &mut Console<'_>,
+        completed: &PromptCompleted,
+    ) -> io::Result<()> {
+        self.end_line(console)?;
+        let usage = completed
+            .prompt
+            .as_ref()
+            .and_then(|prompt| prompt.usage)
+            .unwrap_or_default();
+        writeln!(
+            console.err,
+            "[completed: {} tokens in, {} out, {} round{}]",
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.rounds,
+            if usage.rounds == 1 { "" } else { "s" }
+        )
     }
 
     /// Ends a line of streamed text that no text output closed (a run that stopped mid-answer).

@@ -50,26 +50,7 @@ pub async fn run(
     command: SkillsCommand,
 ) -> anyhow::Result<u8> {
     match command {
-        SkillsCommand::List => {
-            let skills = client.list_skills().await?;
-            if as_json {
-                document(console, &ListSkillsResponse { skills })?;
-            } else if skills.is_empty() {
-                writeln!(console.err, "no skills")?;
-            } else {
-                writeln!(console.out, "NAME\tVERSION\tDESCRIPTION")?;
-                for skill in &skills {
-                    let description = skill.description.lines().next().unwrap_or_default();
-                    writeln!(
-                        console.out,
-                        "{}\t{}\t{}",
-                        printable::name(&skill.name),
-                        skill.version,
-                        printable::name(description)
-                    )?;
-                }
-            }
-        }
+        SkillsCommand::List => list(client, console, as_json).await?,
         SkillsCommand::Save {
             name,
             from,
@@ -83,36 +64,8 @@ pub async fn run(
                 input_schema: schema.map(|text| input_schema(&text)).transpose()?,
                 ..CreateSkillRequest::default()
             };
-            // A new version keeps the description and schema it is not given.
-            if (request.description.is_empty() || request.input_schema.is_none())
-                && let Ok(newest) = client.get_skill(&request.name, 0).await
-            {
-                if request.description.is_empty() {
-                    request.description = newest.description;
-                }
-                if request.input_schema.is_none() {
-                    request.input_schema = newest.input_schema;
-                }
-            }
-            match (from, file) {
-                (Some(from), _) => {
-                    let (prompt, round) = match from.rsplit_once(':') {
-                        Some((prompt, round)) => (
-                            prompt.to_owned(),
-                            round.parse().map_err(|_| {
-                                anyhow::anyhow!("--from {from:?}: ROUND must be a number")
-                            })?,
-                        ),
-                        None => (from, 0),
-                    };
-                    request.from_prompt_id = prompt;
-                    request.from_round = round;
-                }
-                (None, Some(path)) => request.code = read(&path)?,
-                (None, None) => {
-                    anyhow::bail!("give the code: --from PROMPT_ID[:ROUND] or --file FILE")
-                }
-            }
+            keep_newest(client, &mut request).await;
+            set_code(&mut request, from, file)?;
             let skill = client.create_skill(request).await?;
             if as_json {
                 document(console, &skill)?;
@@ -142,6 +95,75 @@ pub async fn run(
         }
     }
     Ok(0)
+}
+
+/// Lists the newest version of each skill: a table on stdout, or the gateway's answer as
+/// JSON.
+async fn list(client: &Client, console: &mut Console<'_>, as_json: bool) -> anyhow::Result<()> {
+    let skills = client.list_skills().await?;
+    if as_json {
+        document(console, &ListSkillsResponse { skills })?;
+    } else if skills.is_empty() {
+        writeln!(console.err, "no skills")?;
+    } else {
+        writeln!(console.out, "NAME\tVERSION\tDESCRIPTION")?;
+        for skill in &skills {
+            let description = skill.description.lines().next().unwrap_or_default();
+            writeln!(
+                console.out,
+                "{}\t{}\t{}",
+                printable::name(&skill.name),
+                skill.version,
+                printable::name(description)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Fills in the description and input schema `request` is not given from the skill's newest
+/// version, when there is one.
+async fn keep_newest(client: &Client, request: &mut CreateSkillRequest) {
+    // A new version keeps the description and schema it is not given.
+    if (request.description.is_empty() || request.input_schema.is_none())
+        && let Ok(newest) = client.get_skill(&request.name, 0).await
+    {
+        if request.description.is_empty() {
+            request.description = newest.description;
+        }
+        if request.input_schema.is_none() {
+            request.input_schema = newest.input_schema;
+        }
+    }
+}
+
+/// Sets where the skill's code comes from: a prompt's round (`--from PROMPT_ID[:ROUND]`) or
+/// a file (`--file`).
+fn set_code(
+    request: &mut CreateSkillRequest,
+    from: Option<String>,
+    file: Option<std::path::PathBuf>,
+) -> anyhow::Result<()> {
+    match (from, file) {
+        (Some(from), _) => {
+            let (prompt, round) = match from.rsplit_once(':') {
+                Some((prompt, round)) => (
+                    prompt.to_owned(),
+                    round
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--from {from:?}: ROUND must be a number"))?,
+                ),
+                None => (from, 0),
+            };
+            request.from_prompt_id = prompt;
+            request.from_round = round;
+        }
+        (None, Some(path)) => request.code = read(&path)?,
+        (None, None) => {
+            anyhow::bail!("give the code: --from PROMPT_ID[:ROUND] or --file FILE")
+        }
+    }
+    Ok(())
 }
 
 /// The details on stderr-free stdout: a header of `key: value` lines, then the code.

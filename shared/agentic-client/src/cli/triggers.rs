@@ -82,20 +82,7 @@ pub async fn run(
 ) -> anyhow::Result<u8> {
     let trigger = match command {
         TriggersCommand::List => {
-            // Every one: a user has at most 100.
-            let triggers = client.list_triggers(500).await?;
-            if as_json {
-                document(console, &ListTriggersResponse { triggers })?;
-                return Ok(0);
-            }
-            if triggers.is_empty() {
-                writeln!(console.err, "no triggers")?;
-                return Ok(0);
-            }
-            writeln!(console.out, "{}", HEADER.join("\t"))?;
-            for trigger in &triggers {
-                line(console, trigger)?;
-            }
+            list(client, console, as_json).await?;
             return Ok(0);
         }
         TriggersCommand::Create {
@@ -111,15 +98,7 @@ pub async fn run(
             skip_missed,
             paused,
         } => {
-            let kind = match (cron, every, at) {
-                (Some(cron), _, _) => schedule::Kind::Cron(cron),
-                (_, Some(every), _) => schedule::Kind::EveryMs(every),
-                (_, _, Some(at)) => schedule::Kind::At(
-                    prost_types::Timestamp::from_str(&at)
-                        .map_err(|_| anyhow::anyhow!("--at {at:?} is not an RFC 3339 time"))?,
-                ),
-                _ => anyhow::bail!("give one of --cron, --every or --at"),
-            };
+            let kind = schedule_kind(cron, every, at)?;
             let request = CreateTriggerRequest {
                 name,
                 schedule: Some(Schedule {
@@ -161,6 +140,43 @@ pub async fn run(
         line(console, &trigger)?;
     }
     Ok(0)
+}
+
+/// Lists every trigger of the user: a table on stdout, or the gateway's answer as JSON.
+async fn list(client: &Client, console: &mut Console<'_>, as_json: bool) -> anyhow::Result<()> {
+    // Every one: a user has at most 100.
+    let triggers = client.list_triggers(500).await?;
+    if as_json {
+        document(console, &ListTriggersResponse { triggers })?;
+        return Ok(());
+    }
+    if triggers.is_empty() {
+        writeln!(console.err, "no triggers")?;
+        return Ok(());
+    }
+    writeln!(console.out, "{}", HEADER.join("\t"))?;
+    for trigger in &triggers {
+        line(console, trigger)?;
+    }
+    Ok(())
+}
+
+/// The schedule `--cron`, `--every` or `--at` gives (the first given, in that order).
+fn schedule_kind(
+    cron: Option<String>,
+    every: Option<u64>,
+    at: Option<String>,
+) -> anyhow::Result<schedule::Kind> {
+    let kind = match (cron, every, at) {
+        (Some(cron), _, _) => schedule::Kind::Cron(cron),
+        (_, Some(every), _) => schedule::Kind::EveryMs(every),
+        (_, _, Some(at)) => schedule::Kind::At(
+            prost_types::Timestamp::from_str(&at)
+                .map_err(|_| anyhow::anyhow!("--at {at:?} is not an RFC 3339 time"))?,
+        ),
+        _ => anyhow::bail!("give one of --cron, --every or --at"),
+    };
+    Ok(kind)
 }
 
 fn paused(trigger_id: String, paused: bool) -> UpdateTriggerRequest {
