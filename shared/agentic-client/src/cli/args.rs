@@ -53,73 +53,18 @@ pub(super) struct Cli {
 #[derive(Subcommand, Debug)]
 pub(super) enum Command {
     /// Run one prompt and stream it: text to stdout, tool calls and the ids to stderr.
-    Prompt {
-        input: String,
-        /// Execution mode (default: the conversation's, else classic).
-        #[arg(short, long)]
-        mode: Option<String>,
-        /// Continue this conversation; without it a new one is created.
-        #[arg(short, long)]
-        conversation: Option<String>,
-        /// Model tier.
-        #[arg(long, value_enum)]
-        model: Option<Tier>,
-        /// Keys to set in the prompt's state, as a JSON object (over the conversation's).
-        #[arg(long, value_name = "JSON", value_parser = state_object)]
-        state: Option<StateObject>,
-        /// When the conversation is busy with another prompt: wait in its queue (the
-        /// conversation's default, else enqueue), refuse, cancel the running prompt first,
-        /// or run beside it.
-        #[arg(long, value_enum)]
-        on_busy: Option<OnBusy>,
-        #[command(flatten)]
-        budget: BudgetArgs,
-    },
+    Prompt(PromptArgs),
     /// Chat in a conversation: `/mode <name>` switches modes, `/quit` (or Ctrl-D) exits.
-    Chat {
-        /// Execution mode (default: the conversation's, else classic).
-        #[arg(short, long)]
-        mode: Option<String>,
-        /// Continue this conversation; without it a new one is created.
-        #[arg(short, long)]
-        conversation: Option<String>,
-        /// Model tier.
-        #[arg(long, value_enum)]
-        model: Option<Tier>,
-        /// Keys to set in each message's prompt state, as a JSON object.
-        #[arg(long, value_name = "JSON", value_parser = state_object)]
-        state: Option<StateObject>,
-        /// When the conversation is busy with another prompt (see `prompt --help`).
-        #[arg(long, value_enum)]
-        on_busy: Option<OnBusy>,
-        #[command(flatten)]
-        budget: BudgetArgs,
-    },
+    Chat(ChatArgs),
     /// List the execution modes the gateway knows and whether their executors answer.
     Modes,
     /// List the tools your prompts can call (built-in plugins and MCP servers), by source,
     /// with each source's health and which calls need your approval.
     Tools,
     /// Let a tool call that waits for approval run, then follow the prompt.
-    Approve {
-        prompt: String,
-        /// The tool call's id (shown when approval was requested).
-        call: String,
-        /// Print the prompt instead of following its stream.
-        #[arg(long)]
-        no_follow: bool,
-    },
+    Approve(ApproveArgs),
     /// Refuse a tool call that waits for approval, then follow the prompt.
-    Reject {
-        prompt: String,
-        call: String,
-        /// Why; the model is told.
-        #[arg(long, default_value = "rejected by the user")]
-        reason: String,
-        /// Print the prompt instead of following its stream.
-        #[arg(long)]
-        no_follow: bool,
-    },
+    Reject(RejectArgs),
     /// Stop a running, waiting or queued prompt.
     Cancel {
         prompt: String,
@@ -310,4 +255,79 @@ pub(super) fn tier(tier: Option<Tier>) -> ModelTier {
         Some(Tier::Normal) => ModelTier::Normal,
         Some(Tier::High) => ModelTier::High,
     }
+}
+
+// `agentic prompt`'s arguments (a plain comment: a doc comment here would replace the
+// command's help).
+#[derive(clap::Args, Debug)]
+pub(super) struct PromptArgs {
+    pub(super) input: String,
+    /// Execution mode (default: the conversation's, else classic).
+    #[arg(short, long)]
+    pub(super) mode: Option<String>,
+    /// Continue this conversation; without it a new one is created.
+    #[arg(short, long)]
+    pub(super) conversation: Option<String>,
+    /// Model tier.
+    #[arg(long, value_enum)]
+    pub(super) model: Option<Tier>,
+    /// Keys to set in the prompt's state, as a JSON object (over the conversation's).
+    #[arg(long, value_name = "JSON", value_parser = state_object)]
+    pub(super) state: Option<StateObject>,
+    /// When the conversation is busy with another prompt: wait in its queue (the
+    /// conversation's default, else enqueue), refuse, cancel the running prompt first,
+    /// or run beside it.
+    #[arg(long, value_enum)]
+    pub(super) on_busy: Option<OnBusy>,
+    #[command(flatten)]
+    pub(super) budget: BudgetArgs,
+}
+
+// `agentic chat`'s arguments (a plain comment: a doc comment here would replace the
+// command's help).
+#[derive(clap::Args, Debug)]
+pub(super) struct ChatArgs {
+    /// Execution mode (default: the conversation's, else classic).
+    #[arg(short, long)]
+    pub(super) mode: Option<String>,
+    /// Continue this conversation; without it a new one is created.
+    #[arg(short, long)]
+    pub(super) conversation: Option<String>,
+    /// Model tier.
+    #[arg(long, value_enum)]
+    pub(super) model: Option<Tier>,
+    /// Keys to set in each message's prompt state, as a JSON object.
+    #[arg(long, value_name = "JSON", value_parser = state_object)]
+    pub(super) state: Option<StateObject>,
+    /// When the conversation is busy with another prompt (see `prompt --help`).
+    #[arg(long, value_enum)]
+    pub(super) on_busy: Option<OnBusy>,
+    #[command(flatten)]
+    pub(super) budget: BudgetArgs,
+}
+
+// `agentic approve`'s arguments (a plain comment: a doc comment here would replace the
+// command's help).
+#[derive(clap::Args, Debug)]
+pub(super) struct ApproveArgs {
+    pub(super) prompt: String,
+    /// The tool call's id (shown when approval was requested).
+    pub(super) call: String,
+    /// Print the prompt instead of following its stream.
+    #[arg(long)]
+    pub(super) no_follow: bool,
+}
+
+// `agentic reject`'s arguments (a plain comment: a doc comment here would replace the
+// command's help).
+#[derive(clap::Args, Debug)]
+pub(super) struct RejectArgs {
+    pub(super) prompt: String,
+    pub(super) call: String,
+    /// Why; the model is told.
+    #[arg(long, default_value = "rejected by the user")]
+    pub(super) reason: String,
+    /// Print the prompt instead of following its stream.
+    #[arg(long)]
+    pub(super) no_follow: bool,
 }

@@ -28,8 +28,8 @@ use tokio::io::AsyncBufRead;
 
 use crate::{Client, ClientBuilder};
 use args::{
-    Cli, Command, DEFAULT_SERVER, DEFAULT_USER, MAX_CA_CERT_BYTES, PromptsCommand, Secret,
-    busy_policy, tier,
+    ChatArgs, Cli, Command, DEFAULT_SERVER, DEFAULT_USER, MAX_CA_CERT_BYTES, PromptArgs,
+    PromptsCommand, Secret, busy_policy, tier,
 };
 
 /// Exit status of a command that went wrong (the server is down, the prompt failed, …).
@@ -212,13 +212,23 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
     };
     let json = cli.json;
     match cli.command {
-        command @ (Command::Prompt { .. } | Command::Chat { .. }) => {
-            start_prompt(&client, console, json, command, &again).await
-        }
+        Command::Prompt(args) => one_shot(&client, console, json, args, &again).await,
+        Command::Chat(args) => chat(&client, console, json, args, &again).await,
         Command::Modes => inspect::modes(&client, console, json).await,
         Command::Tools => inspect::tools(&client, console, json).await,
-        command @ (Command::Approve { .. } | Command::Reject { .. }) => {
-            decide(&client, console, json, command, &again).await
+        Command::Approve(args) => {
+            let request = decision(
+                args.prompt,
+                args.call,
+                prompt::Decision::Approve,
+                args.no_follow,
+            );
+            prompt::decide(&client, console, json, request, &again).await
+        }
+        Command::Reject(args) => {
+            let rejected = prompt::Decision::Reject(args.reason);
+            let request = decision(args.prompt, args.call, rejected, args.no_follow);
+            prompt::decide(&client, console, json, request, &again).await
         }
         Command::Cancel { prompt, reason } => {
             prompt::cancel(&client, console, json, &prompt, &reason).await
@@ -255,96 +265,58 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
     }
 }
 
-/// Runs `agentic prompt` (one prompt, streamed) or `agentic chat` (a conversation, one
-/// message after another); `execute` passes no other command.
-async fn start_prompt(
+/// `agentic prompt`: one prompt, streamed.
+async fn one_shot(
     client: &Client,
     console: &mut Console<'_>,
     json: bool,
-    command: Command,
+    args: PromptArgs,
     again: &follow::Again,
 ) -> anyhow::Result<u8> {
-    match command {
-        Command::Prompt {
-            input,
-            mode,
-            conversation,
-            model,
-            state,
-            on_busy,
-            budget,
-        } => {
-            let request = prompt::OneShot {
-                input,
-                mode,
-                conversation,
-                model: tier(model),
-                state,
-                on_busy: busy_policy(on_busy),
-                budget: budget.budget(),
-            };
-            prompt::one_shot(client, console, json, request, again).await
-        }
-        Command::Chat {
-            mode,
-            conversation,
-            model,
-            state,
-            on_busy,
-            budget,
-        } => {
-            let options = chat::ChatStart {
-                mode,
-                conversation,
-                model: tier(model),
-                state,
-                on_busy: busy_policy(on_busy),
-                budget: budget.budget(),
-            };
-            chat::repl(client, console, json, options, again).await
-        }
-        _ => unreachable!("execute passes only prompt and chat to start_prompt"),
-    }
+    let request = prompt::OneShot {
+        input: args.input,
+        mode: args.mode,
+        conversation: args.conversation,
+        model: tier(args.model),
+        state: args.state,
+        on_busy: busy_policy(args.on_busy),
+        budget: args.budget.budget(),
+    };
+    prompt::one_shot(client, console, json, request, again).await
 }
 
-/// Runs `agentic approve` or `agentic reject` on a call that waits for approval, then
-/// follows the prompt unless told not to; `execute` passes no other command.
-async fn decide(
+/// `agentic chat`: a conversation, one message after another.
+async fn chat(
     client: &Client,
     console: &mut Console<'_>,
     json: bool,
-    command: Command,
+    args: ChatArgs,
     again: &follow::Again,
 ) -> anyhow::Result<u8> {
-    match command {
-        Command::Approve {
-            prompt,
-            call,
-            no_follow,
-        } => {
-            let request = prompt::Decide {
-                prompt_id: prompt,
-                call_id: call,
-                decision: prompt::Decision::Approve,
-                follow: !no_follow,
-            };
-            prompt::decide(client, console, json, request, again).await
-        }
-        Command::Reject {
-            prompt,
-            call,
-            reason,
-            no_follow,
-        } => {
-            let request = prompt::Decide {
-                prompt_id: prompt,
-                call_id: call,
-                decision: prompt::Decision::Reject(reason),
-                follow: !no_follow,
-            };
-            prompt::decide(client, console, json, request, again).await
-        }
-        _ => unreachable!("execute passes only approve and reject to decide"),
+    let options = chat::ChatStart {
+        mode: args.mode,
+        conversation: args.conversation,
+        model: tier(args.model),
+        state: args.state,
+        on_busy: busy_policy(args.on_busy),
+        budget: args.budget.budget(),
+    };
+    chat::repl(client, console, json, options, again).await
+}
+
+/// `agentic approve` or `agentic reject` of a call that waits for approval; then the prompt
+/// is followed unless told not to.
+fn decision(
+    prompt: String,
+    call: String,
+    decision: prompt::Decision,
+    no_follow: bool,
+) -> prompt::Decide {
+    prompt::Decide {
+        prompt_id: prompt,
+        call_id: call,
+        decision,
+        follow: !no_follow,
     }
 }
 
