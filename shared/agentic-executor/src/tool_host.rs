@@ -11,7 +11,9 @@ use agentic_llm::Usage;
 use agentic_proto::json;
 use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
-use agentic_proto::v1::{InvokeToolRequest, PrepareRequest, invoke_tool_response};
+use agentic_proto::v1::{
+    InvokeToolRequest, InvokeToolResponse, PrepareRequest, invoke_tool_response,
+};
 use agentic_rpc::InternalChannel;
 use serde_json::{Map, Value as Json};
 use tonic::{Code, Status};
@@ -294,8 +296,14 @@ impl ToolHost {
         progress: &(dyn Fn(Progress) + Send + Sync),
         asks: Option<&dyn AskApproval>,
     ) -> Result<Invoked, ToolHostError> {
-        self.call(scope, tool_id, input, tool_call_id, progress, asks, "")
-            .await
+        let call = Call {
+            scope,
+            tool_id,
+            input,
+            tool_call_id,
+            round_code: "",
+        };
+        self.call(call, progress, asks).await
     }
 
     /// Like [`ToolHost::invoke_reporting`], for a call `code` makes: a tool whose definition
@@ -309,9 +317,14 @@ impl ToolHost {
         progress: &(dyn Fn(Progress) + Send + Sync),
         code: &str,
     ) -> Result<Invoked, ToolHostError> {
-        let code = if self.wants_code(tool_id) { code } else { "" };
-        self.call(scope, tool_id, input, tool_call_id, progress, None, code)
-            .await
+        let call = Call {
+            scope,
+            tool_id,
+            input,
+            tool_call_id,
+            round_code: if self.wants_code(tool_id) { code } else { "" },
+        };
+        self.call(call, progress, None).await
     }
 
     /// Whether calls of `tool_id` from code carry the calling code.
@@ -322,34 +335,22 @@ impl ToolHost {
             .contains_key(tool_id)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// One call of a tool through the tool-host (or from the run's recording), within its
+    /// deadline, counted in the metrics and recorded on the run's tape.
     async fn call(
         &self,
-        scope: &RunScope,
-        tool_id: &str,
-        input: &Json,
-        tool_call_id: &str,
+        call: Call<'_>,
         progress: &(dyn Fn(Progress) + Send + Sync),
         asks: Option<&dyn AskApproval>,
-        round_code: &str,
     ) -> Result<Invoked, ToolHostError> {
+        let Call {
+            tool_id,
+            input,
+            tool_call_id,
+            ..
+        } = call;
         let timeout = self.timeout_of(tool_id);
-        let mut request = tonic::Request::new(InvokeToolRequest {
-            tool_id: tool_id.to_owned(),
-            input: Some(json::to_proto(input)),
-            user_id: scope.user_id.to_string(),
-            prompt_id: scope.prompt_text(),
-            conversation_id: scope.conversation_text(),
-            state: Some(json::map_to_struct(&scope.state)),
-            tool_call_id: tool_call_id.to_owned(),
-            round_code: round_code.to_owned(),
-            budget_left: scope.spend.as_ref().and_then(|spend| spend.left()),
-            model: match scope.tier {
-                agentic_llm::Tier::Normal => agentic_proto::v1::ModelTier::Normal,
-                agentic_llm::Tier::High => agentic_proto::v1::ModelTier::High,
-            }
-            .into(),
-        });
+        let mut request = tonic::Request::new(call.request());
         // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
         // moment; the local timer covers a tool-host that does not answer at all.
         request.set_timeout(timeout);
@@ -395,44 +396,7 @@ impl ToolHost {
                 return Err(error);
             }
         };
-        let result = match response.result {
-            Some(invoke_tool_response::Result::Output(output)) => Ok(json::from_proto(&output)),
-            Some(invoke_tool_response::Result::Error(error)) => Err(error),
-            None => Ok(Json::Null),
-        };
-        let outcome = match result {
-            Ok(_) => ToolCallResult::Success,
-            Err(_) => ToolCallResult::Error,
-        };
-        crate::metrics::tool_call(tool_id, outcome);
-        let files = response
-            .files
-            .into_iter()
-            .map(|file| ToolFile {
-                filename: file.filename,
-                mime_type: file.mime_type,
-                size: file.size,
-                artifact_id: file.artifact_id,
-            })
-            .collect();
-        let usage = response.usage.map(usage_from_proto).unwrap_or_default();
-        // Bounded by the answer's size; each is this call's child whatever the answer says.
-        let nested = response
-            .nested
-            .iter()
-            .map(|tool| crate::timeline::ToolCallOutput {
-                parent: Some(tool_call_id.to_owned()),
-                // What a tool-host says a nested call recorded is not a round of ours.
-                record: None,
-                ..crate::convert::tool_from_proto(tool)
-            })
-            .collect();
-        Ok(Invoked {
-            result,
-            files,
-            usage,
-            nested,
-        })
+        Ok(invoked(response, tool_id, tool_call_id))
     }
 
     fn streamed(&self, tool_id: &str) -> Option<Streamed> {
@@ -467,6 +431,85 @@ impl ToolHost {
             .iter()
             .map(|tool| (tool.id.as_str(), tool.wants_code.then_some(())));
         merge(&self.code_tools, code.collect());
+    }
+}
+
+/// One call of a tool, as a run makes it.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    scope: &'a RunScope,
+    tool_id: &'a str,
+    input: &'a Json,
+    tool_call_id: &'a str,
+    /// The code that makes the call, for a tool that asks for it (`wants_code`); else empty.
+    round_code: &'a str,
+}
+
+impl Call<'_> {
+    /// The call as the tool-host receives it: who it is for, where it runs, and what the
+    /// prompt may still spend.
+    fn request(&self) -> InvokeToolRequest {
+        let scope = self.scope;
+        InvokeToolRequest {
+            tool_id: self.tool_id.to_owned(),
+            input: Some(json::to_proto(self.input)),
+            user_id: scope.user_id.to_string(),
+            prompt_id: scope.prompt_text(),
+            conversation_id: scope.conversation_text(),
+            state: Some(json::map_to_struct(&scope.state)),
+            tool_call_id: self.tool_call_id.to_owned(),
+            round_code: self.round_code.to_owned(),
+            budget_left: scope.spend.as_ref().and_then(|spend| spend.left()),
+            model: match scope.tier {
+                agentic_llm::Tier::Normal => agentic_proto::v1::ModelTier::Normal,
+                agentic_llm::Tier::High => agentic_proto::v1::ModelTier::High,
+            }
+            .into(),
+        }
+    }
+}
+
+/// The tool-host's answer to a call of `tool_id` as the run uses it, counted in the metrics:
+/// its result, the files it made, what it spent, and the calls it made in turn (each this
+/// call's child, whatever the answer says).
+fn invoked(response: InvokeToolResponse, tool_id: &str, tool_call_id: &str) -> Invoked {
+    let result = match response.result {
+        Some(invoke_tool_response::Result::Output(output)) => Ok(json::from_proto(&output)),
+        Some(invoke_tool_response::Result::Error(error)) => Err(error),
+        None => Ok(Json::Null),
+    };
+    let outcome = match result {
+        Ok(_) => ToolCallResult::Success,
+        Err(_) => ToolCallResult::Error,
+    };
+    crate::metrics::tool_call(tool_id, outcome);
+    let files = response
+        .files
+        .into_iter()
+        .map(|file| ToolFile {
+            filename: file.filename,
+            mime_type: file.mime_type,
+            size: file.size,
+            artifact_id: file.artifact_id,
+        })
+        .collect();
+    let usage = response.usage.map(usage_from_proto).unwrap_or_default();
+    // Bounded by the answer's size.
+    let nested = response
+        .nested
+        .iter()
+        .map(|tool| crate::timeline::ToolCallOutput {
+            parent: Some(tool_call_id.to_owned()),
+            // What a tool-host says a nested call recorded is not a round of ours.
+            record: None,
+            ..crate::convert::tool_from_proto(tool)
+        })
+        .collect();
+    Invoked {
+        result,
+        files,
+        usage,
+        nested,
     }
 }
 
