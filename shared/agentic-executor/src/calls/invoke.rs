@@ -2,7 +2,9 @@
 //! the live pauses for approval of the calls they make in turn, and recording each answer.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use agentic_llm::Usage;
 use futures::StreamExt;
@@ -15,7 +17,7 @@ use crate::timeline::{
 use crate::tool_host::AskApproval;
 use crate::{RunError, ToolHostError};
 
-impl Calls<'_> {
+impl<'a> Calls<'a> {
     /// Invokes the calls at these indexes, at most `max_concurrent_tool_calls` at once (the
     /// others wait their turn, and their deadlines start when they do), and records each
     /// result as it comes. Tokens the tools spent count into the prompt's usage. A tool-host
@@ -30,44 +32,8 @@ impl Calls<'_> {
         let (ask, mut asked) = mpsc::channel::<Asked>(ASKS_BUFFER);
         // While a live pause lasts, progress of other calls is not sent: a stream that ends
         // at `waiting` sees nothing after it.
-        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let ready: Vec<_> = calls
-            .into_iter()
-            .filter_map(|(index, approval)| {
-                let Some(Output::Tool(call)) = self.outputs.get(index) else {
-                    return None;
-                };
-                let (tool_id, input, call_id) =
-                    (call.function.clone(), call.input.clone(), call.id.clone());
-                let (tool_host, scope) = (self.tool_host.clone(), Arc::clone(&self.scope));
-                // Progress the tool reports updates the running call's output (dropped when
-                // the gateway reads slowly).
-                let (events, mut running) = (self.events, call.clone());
-                running.approval = approval.clone();
-                let asker = Asker(ask.clone());
-                let paused = Arc::clone(&paused);
-                Some(async move {
-                    let report = |progress: Progress| {
-                        if paused.load(std::sync::atomic::Ordering::Relaxed) {
-                            return;
-                        }
-                        let mut output = running.clone();
-                        output.result = ToolResult::Pending {
-                            reason: "running".into(),
-                            progress: Some(progress),
-                        };
-                        events.try_send(Event::OutputUpdated {
-                            index: wire_index(index),
-                            output: Output::Tool(output),
-                        });
-                    };
-                    let invoked = tool_host
-                        .invoke_asking(&scope, &tool_id, &input, &call_id, &report, Some(&asker))
-                        .await;
-                    (index, approval, invoked)
-                })
-            })
-            .collect();
+        let paused = Arc::new(AtomicBool::new(false));
+        let ready = self.ready_calls(calls, &ask, &paused);
         drop(ask);
         let mut running = futures::stream::iter(ready)
             .buffer_unordered(self.limits.max_concurrent_tool_calls.max(1));
@@ -129,6 +95,55 @@ impl Calls<'_> {
             Some(message) => Err(RunError::ToolHostUnavailable(message)),
             None => Ok(()),
         }
+    }
+
+    /// Each call ready to run as a future that runs it through the tool-host: progress the
+    /// tool reports updates the running call's output (unless a live pause lasts, and dropped
+    /// when the gateway reads slowly), and calls it makes in turn that need approval are
+    /// handed to `ask`.
+    fn ready_calls(
+        &self,
+        calls: Vec<(usize, Approval)>,
+        ask: &mpsc::Sender<Asked>,
+        paused: &Arc<AtomicBool>,
+    ) -> Vec<impl Future<Output = Invocation> + use<'a>> {
+        calls
+            .into_iter()
+            .filter_map(|(index, approval)| {
+                let Some(Output::Tool(call)) = self.outputs.get(index) else {
+                    return None;
+                };
+                let (tool_id, input, call_id) =
+                    (call.function.clone(), call.input.clone(), call.id.clone());
+                let (tool_host, scope) = (self.tool_host.clone(), Arc::clone(&self.scope));
+                // Progress the tool reports updates the running call's output (dropped when
+                // the gateway reads slowly).
+                let (events, mut running) = (self.events, call.clone());
+                running.approval = approval.clone();
+                let asker = Asker(ask.clone());
+                let paused = Arc::clone(paused);
+                Some(async move {
+                    let report = |progress: Progress| {
+                        if paused.load(std::sync::atomic::Ordering::Relaxed) {
+                            return;
+                        }
+                        let mut output = running.clone();
+                        output.result = ToolResult::Pending {
+                            reason: "running".into(),
+                            progress: Some(progress),
+                        };
+                        events.try_send(Event::OutputUpdated {
+                            index: wire_index(index),
+                            output: Output::Tool(output),
+                        });
+                    };
+                    let invoked = tool_host
+                        .invoke_asking(&scope, &tool_id, &input, &call_id, &report, Some(&asker))
+                        .await;
+                    (index, approval, invoked)
+                })
+            })
+            .collect()
     }
 
     /// Records one call's answer: the calls it made in turn, its result, the files it made.
