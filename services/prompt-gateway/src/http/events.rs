@@ -33,25 +33,8 @@ pub(super) async fn prompt_events(
     Path(prompt_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    let after = headers
-        .get("last-event-id")
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| {
-            let params: HashMap<&str, &str> = raw
-                .as_deref()
-                .unwrap_or_default()
-                .split('&')
-                .filter_map(|pair| pair.split_once('='))
-                .collect();
-            params.get("after").map(|after| (*after).to_owned())
-        });
-    let after_sequence = match after.as_deref().map(str::parse::<u64>) {
-        None => 0,
-        Some(Ok(after)) => after,
-        Some(Err(_)) => {
-            return invalid("Last-Event-ID and `after` are event sequences (whole numbers)");
-        }
+    let Some(after_sequence) = resume_after(&headers, raw.as_deref()) else {
+        return invalid("Last-Event-ID and `after` are event sequences (whole numbers)");
     };
     let message = StreamPromptRequest {
         prompt_id,
@@ -91,37 +74,70 @@ pub(super) async fn prompt_events(
             if *failed {
                 return std::future::ready(None);
             }
-            let event = match item {
-                Some(Ok(event)) => match canonical::compact(&event) {
-                    Ok(json) => {
-                        *last = ends_stream(&event);
-                        Event::default().id(event.sequence.to_string()).data(json)
-                    }
-                    Err(problem) => {
-                        tracing::error!(%problem, "an event could not be written as JSON");
-                        *failed = true;
-                        let body = error_body("INTERNAL", "an event could not be written as JSON");
-                        Event::default().event("error").data(body.to_string())
-                    }
-                },
-                Some(Err(status)) => {
-                    *failed = true;
-                    let body = error_body(code_name(status.code()), status.message());
-                    Event::default().event("error").data(body.to_string())
-                }
-                None => {
-                    *failed = true;
-                    let reason = last.unwrap_or("ended");
-                    Event::default()
-                        .event("end")
-                        .data(json!({"reason": reason}).to_string())
-                }
-            };
+            let event = sse_event(item, failed, last);
             std::future::ready(Some(Ok::<_, Infallible>(event)))
         });
     Sse::new(reconnect.chain(events))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response()
+}
+
+/// Where a stream resumes: after the `Last-Event-ID` header's sequence, else the `after`
+/// query parameter's, else from the start; `None` for one that is no whole number.
+fn resume_after(headers: &HeaderMap, raw_query: Option<&str>) -> Option<u64> {
+    let after = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| {
+            let params: HashMap<&str, &str> = raw_query
+                .unwrap_or_default()
+                .split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .collect();
+            params.get("after").map(|after| (*after).to_owned())
+        });
+    match after.as_deref().map(str::parse::<u64>) {
+        None => Some(0),
+        Some(Ok(after)) => Some(after),
+        Some(Err(_)) => None,
+    }
+}
+
+/// One item of the stream as an SSE event: an event of the prompt (its sequence as `id`),
+/// the error that ends the stream (`failed` is then set), or, at the stream's own end, the
+/// `end` event with the reason the `last` event gave.
+fn sse_event(
+    item: Option<Result<agentic_proto::v1::PromptEvent, tonic::Status>>,
+    failed: &mut bool,
+    last: &mut Option<&'static str>,
+) -> Event {
+    match item {
+        Some(Ok(event)) => match canonical::compact(&event) {
+            Ok(json) => {
+                *last = ends_stream(&event);
+                Event::default().id(event.sequence.to_string()).data(json)
+            }
+            Err(problem) => {
+                tracing::error!(%problem, "an event could not be written as JSON");
+                *failed = true;
+                let body = error_body("INTERNAL", "an event could not be written as JSON");
+                Event::default().event("error").data(body.to_string())
+            }
+        },
+        Some(Err(status)) => {
+            *failed = true;
+            let body = error_body(code_name(status.code()), status.message());
+            Event::default().event("error").data(body.to_string())
+        }
+        None => {
+            *failed = true;
+            let reason = last.unwrap_or("ended");
+            Event::default()
+                .event("end")
+                .data(json!({"reason": reason}).to_string())
+        }
+    }
 }
 
 /// How long a client waits before it reconnects (the stream's first field, `retry:`): a stream
