@@ -24,7 +24,7 @@ use agentic_proto::v1::{
     run_code_response, run_code_update,
 };
 use agentic_rpc::{ErrorKind, ServiceError, to_status};
-use agentic_sandbox::{Clock, Host, Limits, Program, Sandboxes, Spent, ToolFailure};
+use agentic_sandbox::{Clock, Host, Limits, Program, RunOutcome, Sandboxes, Spent, ToolFailure};
 use serde_json::Value as Json;
 use tokio::sync::oneshot;
 use tonic::{Request, Response, Status};
@@ -157,27 +157,8 @@ impl CodeRunnerService {
         if request.user_id.is_empty() {
             return Err(RunCodeError::InvalidArgument("user_id is required".into()));
         }
-        let invalid = |error: IdError| RunCodeError::InvalidArgument(error.to_string());
         let budget_left = request.budget_left;
-        let scope = Arc::new(RunScope {
-            user_id: UserId::parse(request.user_id).map_err(invalid)?,
-            prompt_id: PromptId::parse_optional(&request.prompt_id).map_err(invalid)?,
-            conversation_id: ConversationId::parse_optional(&request.conversation_id)
-                .map_err(invalid)?,
-            state: request
-                .state
-                .as_ref()
-                .map(json::struct_to_map)
-                .unwrap_or_default(),
-            // The code's `llm()` asks what the calling prompt asks.
-            tier: match agentic_proto::v1::ModelTier::try_from(request.model) {
-                Ok(agentic_proto::v1::ModelTier::High) => Tier::High,
-                _ => Tier::Normal,
-            },
-            // The code's own calls are checked against what the caller's budget leaves
-            // (see `RecordingHost::budget_left`); the tools it calls spend nothing further.
-            spend: None,
-        });
+        let scope = Arc::new(scope_of(&request)?);
         let prepared = self
             .tool_host
             .prepare(&scope)
@@ -222,38 +203,68 @@ impl CodeRunnerService {
             .run(host.scope.user_id.as_str(), program, host.clone(), limits)
             .await;
         crate::metrics::sandbox_run(&outcome);
-
-        let mut logs: Vec<String> =
-            std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
-        logs.extend(outcome.logs);
-        let outcome = match outcome.result {
-            Ok(value) if bounds::too_deep(&value) => {
-                run_code_response::Outcome::Error(bounds::too_deep_error())
-            }
-            Ok(value) => run_code_response::Outcome::Result(json::to_proto(&value)),
-            Err(error) => run_code_response::Outcome::Error(PbCodeError {
-                message: error.message,
-                line: error.line.unwrap_or_default(),
-                column: error.column.unwrap_or_default(),
-                context: error.context.unwrap_or_default(),
-                timeout: error.timeout,
-            }),
-        };
-        let tool_calls =
-            std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
-        let files = std::mem::take(&mut *host.files.lock().unwrap_or_else(PoisonError::into_inner));
-        let mut response = RunCodeResponse {
-            outcome: Some(outcome),
-            logs,
-            tool_calls,
-            usage: Some(usage_proto(
-                *host.usage.lock().unwrap_or_else(PoisonError::into_inner),
-            )),
-            files,
-        };
-        bounds::fit(&mut response);
-        Ok(response)
+        Ok(answer(&host, outcome))
     }
+}
+
+/// Who a `RunCode` call runs for, checked: its user (required), prompt and conversation,
+/// state and tier.
+fn scope_of(request: &RunCodeRequest) -> Result<RunScope, RunCodeError> {
+    let invalid = |error: IdError| RunCodeError::InvalidArgument(error.to_string());
+    Ok(RunScope {
+        user_id: UserId::parse(request.user_id.clone()).map_err(invalid)?,
+        prompt_id: PromptId::parse_optional(&request.prompt_id).map_err(invalid)?,
+        conversation_id: ConversationId::parse_optional(&request.conversation_id)
+            .map_err(invalid)?,
+        state: request
+            .state
+            .as_ref()
+            .map(json::struct_to_map)
+            .unwrap_or_default(),
+        // The code's `llm()` asks what the calling prompt asks.
+        tier: match agentic_proto::v1::ModelTier::try_from(request.model) {
+            Ok(agentic_proto::v1::ModelTier::High) => Tier::High,
+            _ => Tier::Normal,
+        },
+        // The code's own calls are checked against what the caller's budget leaves
+        // (see `RecordingHost::budget_left`); the tools it calls spend nothing further.
+        spend: None,
+    })
+}
+
+/// The answer of a run: its value or error, its logs (the host's outputs first), the calls
+/// it made, what it spent and the files it made, cut to fit one message.
+fn answer(host: &RecordingHost, outcome: RunOutcome) -> RunCodeResponse {
+    let mut logs: Vec<String> =
+        std::mem::take(&mut *host.outputs.lock().unwrap_or_else(PoisonError::into_inner));
+    logs.extend(outcome.logs);
+    let outcome = match outcome.result {
+        Ok(value) if bounds::too_deep(&value) => {
+            run_code_response::Outcome::Error(bounds::too_deep_error())
+        }
+        Ok(value) => run_code_response::Outcome::Result(json::to_proto(&value)),
+        Err(error) => run_code_response::Outcome::Error(PbCodeError {
+            message: error.message,
+            line: error.line.unwrap_or_default(),
+            column: error.column.unwrap_or_default(),
+            context: error.context.unwrap_or_default(),
+            timeout: error.timeout,
+        }),
+    };
+    let tool_calls =
+        std::mem::take(&mut *host.calls.lock().unwrap_or_else(PoisonError::into_inner));
+    let files = std::mem::take(&mut *host.files.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut response = RunCodeResponse {
+        outcome: Some(outcome),
+        logs,
+        tool_calls,
+        usage: Some(usage_proto(
+            *host.usage.lock().unwrap_or_else(PoisonError::into_inner),
+        )),
+        files,
+    };
+    bounds::fit(&mut response);
+    response
 }
 
 /// Runs tools for `RunCode` and keeps a record of every call for the answer.
