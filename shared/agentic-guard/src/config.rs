@@ -131,48 +131,6 @@ impl Guardrails {
 impl Group {
     fn from_config(config: GroupConfig) -> Result<Group, ConfigError> {
         let group = config.name.clone();
-        let text_guards = |guards: Vec<TextGuardConfig>| -> Result<Vec<TextGuard>, ConfigError> {
-            let mut compiled = Vec::new();
-            for guard in guards {
-                let what = format!("group {group:?}, guard {:?}", guard.name);
-                if let Some(pattern) = &guard.pattern {
-                    compiled.push(TextGuard {
-                        name: guard.name.clone(),
-                        pattern: compile(pattern, &what)?,
-                        action: guard.action,
-                        finds: "text its pattern matches".into(),
-                        counts: any_match,
-                    });
-                }
-                if let Some(kind) = guard.pii.iter().find(|kind| pii(kind).is_none()) {
-                    return Err(ConfigError::Invalid(format!(
-                        "{what}: unknown pii kind {kind:?} (known: email, phone, card)"
-                    )));
-                }
-                // Cards before phones: a card number is also a long run of digits.
-                for kind in PII_ORDER
-                    .iter()
-                    .filter(|kind| guard.pii.iter().any(|k| k == *kind))
-                {
-                    let Some((pattern, finds, counts)) = pii(kind) else {
-                        continue;
-                    };
-                    compiled.push(TextGuard {
-                        name: guard.name.clone(),
-                        pattern: compile(pattern, &what)?,
-                        action: guard.action,
-                        finds: finds.into(),
-                        counts,
-                    });
-                }
-                if guard.pattern.is_none() && guard.pii.is_empty() {
-                    return Err(ConfigError::Invalid(format!(
-                        "{what}: give a pattern or pii kinds"
-                    )));
-                }
-            }
-            Ok(compiled)
-        };
         let arguments = config
             .tools
             .arguments
@@ -189,28 +147,11 @@ impl Group {
         let external = config
             .external
             .into_iter()
-            .map(|guard| {
-                let endpoint = tonic::transport::Endpoint::from_shared(guard.url.clone())
-                    .map_err(|error| {
-                        ConfigError::Invalid(format!(
-                            "group {group:?}, external guard {:?}: url {:?}: {error}",
-                            guard.name, guard.url
-                        ))
-                    })?
-                    .connect_timeout(EXTERNAL_TIMEOUT)
-                    .timeout(EXTERNAL_TIMEOUT);
-                // No internal token: an external guard is not an agentic service.
-                Ok(External {
-                    name: guard.name,
-                    stages: guard.stages,
-                    client: GuardClient::new(endpoint.connect_lazy())
-                        .max_decoding_message_size(agentic_proto::MAX_MESSAGE_BYTES),
-                })
-            })
+            .map(|guard| external_guard(&group, guard))
             .collect::<Result<_, ConfigError>>()?;
         Ok(Group {
-            input: text_guards(config.input)?,
-            output: text_guards(config.output)?,
+            input: text_guards(&group, config.input)?,
+            output: text_guards(&group, config.output)?,
             name: config.name,
             users: config.users,
             max_input_bytes: config.max_input_bytes,
@@ -220,6 +161,70 @@ impl Group {
             external,
         })
     }
+}
+
+/// A stage's text guards of `group`, compiled: each one's pattern, then its PII kinds (cards
+/// before phones: a card number is also a long run of digits).
+fn text_guards(group: &str, guards: Vec<TextGuardConfig>) -> Result<Vec<TextGuard>, ConfigError> {
+    let mut compiled = Vec::new();
+    for guard in guards {
+        let what = format!("group {group:?}, guard {:?}", guard.name);
+        if let Some(pattern) = &guard.pattern {
+            compiled.push(TextGuard {
+                name: guard.name.clone(),
+                pattern: compile(pattern, &what)?,
+                action: guard.action,
+                finds: "text its pattern matches".into(),
+                counts: any_match,
+            });
+        }
+        if let Some(kind) = guard.pii.iter().find(|kind| pii(kind).is_none()) {
+            return Err(ConfigError::Invalid(format!(
+                "{what}: unknown pii kind {kind:?} (known: email, phone, card)"
+            )));
+        }
+        for kind in PII_ORDER
+            .iter()
+            .filter(|kind| guard.pii.iter().any(|k| k == *kind))
+        {
+            let Some((pattern, finds, counts)) = pii(kind) else {
+                continue;
+            };
+            compiled.push(TextGuard {
+                name: guard.name.clone(),
+                pattern: compile(pattern, &what)?,
+                action: guard.action,
+                finds: finds.into(),
+                counts,
+            });
+        }
+        if guard.pattern.is_none() && guard.pii.is_empty() {
+            return Err(ConfigError::Invalid(format!(
+                "{what}: give a pattern or pii kinds"
+            )));
+        }
+    }
+    Ok(compiled)
+}
+
+/// An external guard of `group`: a `Guard` client of its URL, within [`EXTERNAL_TIMEOUT`].
+/// No internal token: an external guard is not an agentic service.
+fn external_guard(group: &str, guard: ExternalConfig) -> Result<External, ConfigError> {
+    let endpoint = tonic::transport::Endpoint::from_shared(guard.url.clone())
+        .map_err(|error| {
+            ConfigError::Invalid(format!(
+                "group {group:?}, external guard {:?}: url {:?}: {error}",
+                guard.name, guard.url
+            ))
+        })?
+        .connect_timeout(EXTERNAL_TIMEOUT)
+        .timeout(EXTERNAL_TIMEOUT);
+    Ok(External {
+        name: guard.name,
+        stages: guard.stages,
+        client: GuardClient::new(endpoint.connect_lazy())
+            .max_decoding_message_size(agentic_proto::MAX_MESSAGE_BYTES),
+    })
 }
 
 fn any_match(_: &str) -> bool {
