@@ -190,36 +190,8 @@ impl Store {
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
         let mut conn = tx.conn();
-        if conn
-            .execute(LOCK_CONVERSATION, &[conversation.into()])
-            .await?
-            == 0
-        {
-            return Ok(None);
-        }
-        let busy: Option<(String, i32)> = conn
-            .optional(
-                BUSY_PROMPT,
-                &[
-                    conversation.into(),
-                    RUNNING.into(),
-                    WAITING.into(),
-                    QUEUED.into(),
-                ],
-            )
-            .await?;
-        match busy {
-            Some((_, QUEUED)) => {}
-            _ => return Ok(None),
-        }
-        let next: Option<(String, i64)> = conn
-            .optional(
-                "SELECT id, timeout_ms FROM prompts WHERE conversation_id = $1 AND state = $2 \
-                 ORDER BY queue_rank, created_at, id LIMIT 1",
-                &[conversation.into(), QUEUED.into()],
-            )
-            .await?;
-        let Some((prompt_id, timeout_ms)) = next else {
+        let Some((prompt_id, timeout_ms)) = Self::next_queued(&mut conn, conversation).await?
+        else {
             return Ok(None);
         };
         let prompt_id = PromptId::known(prompt_id);
@@ -267,6 +239,44 @@ impl Store {
             started,
             timeout,
         }))
+    }
+
+    /// The queued prompt of `conversation` that runs next (its id and time limit), with the
+    /// conversation's row locked; `None` when the conversation is gone, something of it runs or
+    /// waits, or nothing is queued.
+    async fn next_queued(
+        conn: &mut Conn<'_>,
+        conversation: &ConversationId,
+    ) -> Result<Option<(String, i64)>, GatewayError> {
+        if conn
+            .execute(LOCK_CONVERSATION, &[conversation.into()])
+            .await?
+            == 0
+        {
+            return Ok(None);
+        }
+        let busy: Option<(String, i32)> = conn
+            .optional(
+                BUSY_PROMPT,
+                &[
+                    conversation.into(),
+                    RUNNING.into(),
+                    WAITING.into(),
+                    QUEUED.into(),
+                ],
+            )
+            .await?;
+        match busy {
+            Some((_, QUEUED)) => {}
+            _ => return Ok(None),
+        }
+        Ok(conn
+            .optional(
+                "SELECT id, timeout_ms FROM prompts WHERE conversation_id = $1 AND state = $2 \
+             ORDER BY queue_rank, created_at, id LIMIT 1",
+                &[conversation.into(), QUEUED.into()],
+            )
+            .await?)
     }
 
     /// The owner of the conversation's queued prompts; `None` when none is queued.

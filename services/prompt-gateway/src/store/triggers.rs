@@ -266,40 +266,10 @@ impl Store {
                 crate::metrics::trigger_due("skipped");
                 continue;
             }
-            let prompt_id = PromptId::generate();
-            // A due time has one firing: one claimed already (an update raced its claim and
-            // set the due time back) is not fired again.
-            let inserted = conn
-                .execute(
-                    "INSERT INTO trigger_firings (prompt_id, trigger_id, due_at, claimed_until) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    &[
-                        (&prompt_id).into(),
-                        (&trigger.id).into(),
-                        due_at.into(),
-                        claimed_until.into(),
-                    ],
-                )
-                .await?;
-            if inserted == 0 {
-                conn.execute(
-                    "UPDATE triggers SET next_fire_at = $1 WHERE id = $2",
-                    &[next.into(), (&trigger.id).into()],
-                )
-                .await?;
+            let claimed = Self::claim_firing(&mut conn, &trigger.id, (due_at, next, claimed_until));
+            let Some(prompt_id) = claimed.await? else {
                 continue;
-            }
-            conn.execute(
-                "UPDATE triggers SET next_fire_at = $1, last_fired_at = $2, last_prompt_id = $3, \
-                 last_error = '', fired_count = fired_count + 1 WHERE id = $4",
-                &[
-                    next.into(),
-                    due_at.into(),
-                    (&prompt_id).into(),
-                    (&trigger.id).into(),
-                ],
-            )
-            .await?;
+            };
             firings.push(Firing {
                 prompt_id,
                 due_at,
@@ -308,6 +278,49 @@ impl Store {
         }
         tx.commit().await?;
         Ok(firings)
+    }
+
+    /// Claims the firing of `trigger` at `due_at` until `claimed_until` and moves the trigger
+    /// on to `next`; `None` when that due time was claimed already (an update raced its claim
+    /// and set the due time back): a due time has one firing.
+    async fn claim_firing(
+        conn: &mut Conn<'_>,
+        trigger: &str,
+        (due_at, next, claimed_until): (i64, Option<i64>, i64),
+    ) -> Result<Option<PromptId>, GatewayError> {
+        let prompt_id = PromptId::generate();
+        let inserted = conn
+            .execute(
+                "INSERT INTO trigger_firings (prompt_id, trigger_id, due_at, claimed_until) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                &[
+                    (&prompt_id).into(),
+                    trigger.into(),
+                    due_at.into(),
+                    claimed_until.into(),
+                ],
+            )
+            .await?;
+        if inserted == 0 {
+            conn.execute(
+                "UPDATE triggers SET next_fire_at = $1 WHERE id = $2",
+                &[next.into(), trigger.into()],
+            )
+            .await?;
+            return Ok(None);
+        }
+        conn.execute(
+            "UPDATE triggers SET next_fire_at = $1, last_fired_at = $2, last_prompt_id = $3, \
+             last_error = '', fired_count = fired_count + 1 WHERE id = $4",
+            &[
+                next.into(),
+                due_at.into(),
+                (&prompt_id).into(),
+                trigger.into(),
+            ],
+        )
+        .await?;
+        Ok(Some(prompt_id))
     }
 
     /// Takes over up to `limit` firings whose claim expired before `now` (their replica
