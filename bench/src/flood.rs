@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 use crate::Effort;
 use crate::load::{load_prompt, mib, rules};
 use crate::prompts::follow_prompt;
-use crate::report::{Figure, Samples, Target};
+use crate::report::{Figure, Latency, Samples, Target};
 
 /// How long the stand-in model takes for every answer of the floods.
 const MODEL_DELAY_MS: u64 = 1000;
@@ -498,9 +498,21 @@ pub async fn noisy_neighbour(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let outcome = flooding.await?;
     let logs = (loaded.is_err() || !outcome.errors.is_empty()).then(|| keep_logs(&stack, "10"));
     let loaded = loaded?.latency();
-    let run = outcome.runs.latency();
+    let mut figures = neighbour_figures(prompts, unloaded, loaded, outcome.refusals);
+    figures.push(flood_figure(prompts, &outcome, &stack, logs));
+    Ok(figures)
+}
+
+/// Figures 10a and 10b: the second user's latency without and with the flood of `prompts`
+/// (its client retried `refusals` RESOURCE_EXHAUSTED).
+fn neighbour_figures(
+    prompts: usize,
+    unloaded: Latency,
+    loaded: Latency,
+    refusals: u64,
+) -> Vec<Figure> {
     let growth = loaded.p99_us - unloaded.p99_us;
-    Ok(vec![
+    vec![
         Figure::latency(
             "10a",
             "second user's trivial prompts one after another, no flood",
@@ -528,36 +540,47 @@ pub async fn noisy_neighbour(effort: Effort) -> anyhow::Result<Vec<Figure>> {
              all {prompts} at once and queues them to {ADMISSION_LIMIT} running, the gateway's \
              default admission limit per user ({} RESOURCE_EXHAUSTED retried)",
             growth / 1000.0,
-            outcome.refusals,
+            refusals,
         ))
         .details(json!({"unloaded": unloaded, "p99_growth_us": growth})),
-        Figure::value(
-            "10c",
-            "… the flood's prompts completed",
-            outcome.completed() as f64,
-            "prompts",
-            Some(Target::Min {
-                value: prompts as f64,
-            }),
-        )
-        .note(format!(
-            "{} errors{}; done in {:.1} s ({:.0} prompts/s; per prompt once admitted p50 {}, \
-             p99 {})",
-            outcome.errors.len(),
-            outcome
-                .errors
-                .first()
-                .map(|error| format!(" (first: {error})"))
-                .unwrap_or_default(),
-            outcome.wall.as_secs_f64(),
-            outcome.completed() as f64 / outcome.wall.as_secs_f64(),
-            millis(run.p50_us),
-            millis(run.p99_us),
-        ))
-        .details(json!({
-            "flood": outcome.details(prompts),
-            "peak_rss_bytes": peaks(&stack),
-            "logs": logs,
-        })),
-    ])
+    ]
+}
+
+/// Figure 10c: how many of the flood's `prompts` completed, with each service's peak RSS
+/// and, after errors, where their `logs` went.
+fn flood_figure(
+    prompts: usize,
+    outcome: &Outcome,
+    stack: &ProcessStack,
+    logs: Option<Json>,
+) -> Figure {
+    let run = outcome.runs.latency();
+    Figure::value(
+        "10c",
+        "… the flood's prompts completed",
+        outcome.completed() as f64,
+        "prompts",
+        Some(Target::Min {
+            value: prompts as f64,
+        }),
+    )
+    .note(format!(
+        "{} errors{}; done in {:.1} s ({:.0} prompts/s; per prompt once admitted p50 {}, \
+         p99 {})",
+        outcome.errors.len(),
+        outcome
+            .errors
+            .first()
+            .map(|error| format!(" (first: {error})"))
+            .unwrap_or_default(),
+        outcome.wall.as_secs_f64(),
+        outcome.completed() as f64 / outcome.wall.as_secs_f64(),
+        millis(run.p50_us),
+        millis(run.p99_us),
+    ))
+    .details(json!({
+        "flood": outcome.details(prompts),
+        "peak_rss_bytes": peaks(stack),
+        "logs": logs,
+    }))
 }

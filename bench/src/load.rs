@@ -3,12 +3,12 @@
 //! (`agentic_testkit::ProcessStack`, the release binaries next to this one) so each one's
 //! peak memory can be read.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use agentic_client::NewPrompt;
+use agentic_client::{Client, NewPrompt};
 use agentic_testkit::model::{Match, Reply, Rule};
 use agentic_testkit::{ProcessStack, ProcessStackOptions, Service, StackDatabase};
-use serde_json::json;
+use serde_json::{Value as Json, json};
 
 use crate::Effort;
 use crate::prompts::run_prompt;
@@ -70,6 +70,16 @@ pub fn rules(delay_ms: u64) -> Vec<Rule> {
     ]
 }
 
+/// What item 7's prompts came to.
+struct Run {
+    /// Each completed prompt's time from its start to its end.
+    durations: Samples,
+    errors: Vec<String>,
+    /// From the first prompt's start to the last one's end.
+    wall: Duration,
+}
+
+/// Item 7: 1,000 streaming prompts at once, model 200 ms, and each service's peak RSS.
 pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let prompts = effort.pick(200, 1_000);
     let options = ProcessStackOptions {
@@ -88,6 +98,26 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         .map(|service| stack.peak_rss_bytes(*service))
         .collect();
 
+    let run = run_all(&clients, prompts).await;
+
+    let mut rss = serde_json::Map::new();
+    let mut peaks = Vec::new();
+    for (service, idle) in Service::ALL.iter().zip(baseline_rss) {
+        let peak = stack.peak_rss_bytes(*service);
+        rss.insert(
+            service.binary().to_owned(),
+            json!({"peak_rss_bytes": peak, "peak_rss_bytes_before_load": idle}),
+        );
+        peaks.push((service.binary(), peak));
+    }
+    let mut figures = run_figures(prompts, &run, rss);
+    figures.extend(peak_figures(peaks, prompts / 2));
+    Ok(figures)
+}
+
+/// Starts `prompts` prompts at once over `clients` in turn, alternately classic and code, and
+/// waits for them all.
+async fn run_all(clients: &[Client], prompts: usize) -> Run {
     let started = Instant::now();
     let tasks: Vec<_> = (0..prompts)
         .map(|index| {
@@ -111,20 +141,23 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         }
     }
     let wall = started.elapsed();
-
-    let mut rss = serde_json::Map::new();
-    let mut peaks = Vec::new();
-    for (service, idle) in Service::ALL.iter().zip(baseline_rss) {
-        let peak = stack.peak_rss_bytes(*service);
-        rss.insert(
-            service.binary().to_owned(),
-            json!({"peak_rss_bytes": peak, "peak_rss_bytes_before_load": idle}),
-        );
-        peaks.push((service.binary(), peak));
+    Run {
+        durations,
+        errors,
+        wall,
     }
+}
+
+/// Figures 7a and 7b: how many of the `prompts` completed, and the errors.
+fn run_figures(prompts: usize, run: &Run, rss: serde_json::Map<String, Json>) -> Vec<Figure> {
+    let Run {
+        durations,
+        errors,
+        wall,
+    } = run;
     let completed = durations.len();
     let latency = durations.latency();
-    let mut figures = vec![
+    vec![
         Figure::value(
             "7a",
             &format!("{prompts} concurrent streaming prompts, model 200 ms: completed"),
@@ -155,24 +188,29 @@ pub async fn concurrent_prompts(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         )
         .note(errors.first().cloned().unwrap_or_default())
         .details(json!({"first_errors": errors.iter().take(5).collect::<Vec<_>>()})),
-    ];
-    let code_prompts = prompts / 2;
-    figures.extend(peaks.into_iter().map(|(service, peak)| {
-        let note = if service == Service::Code.binary() {
-            format!(
-                "VmHWM of the service process (its whole life: start-up and the load), with {code_prompts} concurrent code prompts (9b: 1,000 and 10,000)"
+    ]
+}
+
+/// Figures 7c: each service's peak RSS, with `code_prompts` of the prompts code.
+fn peak_figures(peaks: Vec<(&'static str, Option<u64>)>, code_prompts: usize) -> Vec<Figure> {
+    peaks
+        .into_iter()
+        .map(|(service, peak)| {
+            let note = if service == Service::Code.binary() {
+                format!(
+                    "VmHWM of the service process (its whole life: start-up and the load), with {code_prompts} concurrent code prompts (9b: 1,000 and 10,000)"
+                )
+            } else {
+                "VmHWM of the service process (its whole life: start-up and the load)".to_owned()
+            };
+            Figure::value(
+                "7c",
+                &format!("… peak RSS of {service}"),
+                mib(peak),
+                "MiB",
+                Some(Target::Max { value: MAX_RSS_MIB }),
             )
-        } else {
-            "VmHWM of the service process (its whole life: start-up and the load)".to_owned()
-        };
-        Figure::value(
-            "7c",
-            &format!("… peak RSS of {service}"),
-            mib(peak),
-            "MiB",
-            Some(Target::Max { value: MAX_RSS_MIB }),
-        )
-        .note(note)
-    }));
-    Ok(figures)
+            .note(note)
+        })
+        .collect()
 }

@@ -17,12 +17,12 @@ use agentic_client::{Client, NewConversation, NewPrompt};
 use agentic_proto::v1::{CreateTriggerRequest, Schedule, TriggeredPrompt, schedule};
 use agentic_testkit::model::{Match, Reply, Rule};
 use agentic_testkit::{ProcessStack, ProcessStackOptions, Service, StackDatabase};
-use serde_json::json;
+use serde_json::{Value as Json, json};
 
 use crate::Effort;
 use crate::load::mib;
 use crate::prompts::run_prompt;
-use crate::report::{Figure, Samples, Target};
+use crate::report::{Figure, Latency, Samples, Target};
 
 const SLEEPER: &str = "tenancy: sleep in a tool";
 const PAUSED: &str = "tenancy: wait for approval";
@@ -192,30 +192,49 @@ async fn hold_everything(flooder: &Client, http: &str) -> anyhow::Result<Held> {
     })
 }
 
+/// The second user's one-round classic prompt.
+fn neighbour_classic() -> NewPrompt {
+    NewPrompt::new(NEIGHBOUR_CLASSIC)
+}
+
+/// The second user's `1 + 1` code prompt.
+fn neighbour_code() -> NewPrompt {
+    NewPrompt::new(NEIGHBOUR_CODE).mode("code")
+}
+
+/// The second user's latencies of each of its prompts.
+struct Neighbour {
+    classic: Latency,
+    code: Latency,
+}
+
+/// `samples` of the second user's classic prompts, then as many of its code prompts.
+async fn neighbour(second: &Client, samples: usize) -> anyhow::Result<Neighbour> {
+    let classic = one_after_another(second, samples, neighbour_classic)
+        .await?
+        .latency();
+    let code = one_after_another(second, samples, neighbour_code)
+        .await?
+        .latency();
+    Ok(Neighbour { classic, code })
+}
+
 /// Items 10d–10g: the second user's prompts while the first holds every pool.
 pub async fn pools_held(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let samples = effort.pick(50, 300);
     let (stack, http) = start(rules()).await?;
     let flooder = stack.client("flooder").await?;
     let second = stack.client("neighbour").await?;
-    let classic = || NewPrompt::new(NEIGHBOUR_CLASSIC);
-    let code = || NewPrompt::new(NEIGHBOUR_CODE).mode("code");
 
     // Warm up, then measure on the idle stack.
-    one_after_another(&second, samples / 10, classic).await?;
-    one_after_another(&second, samples / 10, code).await?;
-    let classic_idle = one_after_another(&second, samples, classic)
-        .await?
-        .latency();
-    let code_idle = one_after_another(&second, samples, code).await?.latency();
+    one_after_another(&second, samples / 10, neighbour_classic).await?;
+    one_after_another(&second, samples / 10, neighbour_code).await?;
+    let idle = neighbour(&second, samples).await?;
 
     let held = hold_everything(&flooder, &http).await?;
     // The sleepers reach their tool call, the others their pause or their queue.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let classic_held = one_after_another(&second, samples, classic)
-        .await?
-        .latency();
-    let code_held = one_after_another(&second, samples, code).await?.latency();
+    let during = neighbour(&second, samples).await?;
     let what = format!(
         "the first user holds {} code prompts sleeping in a tool, {} waiting for approval, a \
          conversation with one waiting and {} queued, {} triggers ({} more refused) and {} \
@@ -239,17 +258,23 @@ pub async fn pools_held(effort: Effort) -> anyhow::Result<Vec<Figure>> {
             .collect::<serde_json::Map<_, _>>(),
     });
     drop(held);
+    Ok(pools_figures(idle, during, &what, details))
+}
+
+/// Figures 10d–10g: the second user's latencies on the idle stack and `during` the hold;
+/// `what` says what the first user holds, `details` goes with each held figure.
+fn pools_figures(idle: Neighbour, during: Neighbour, what: &str, details: Json) -> Vec<Figure> {
     let growth = |held: f64, idle: f64| {
         format!(
             "p99 {:+.1} ms against the idle stack",
             (held - idle) / 1000.0
         )
     };
-    Ok(vec![
+    vec![
         Figure::latency(
             "10d",
             "second user's one-round classic prompts, idle stack",
-            classic_idle,
+            idle.classic,
             None,
         )
         .note(
@@ -258,48 +283,41 @@ pub async fn pools_held(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         Figure::latency(
             "10e",
             "… while the first user holds every pool",
-            classic_held,
+            during.classic,
             Some(Target::MaxP99Micros {
-                micros: classic_idle.p99_us + MAX_P99_GROWTH_MICROS,
+                micros: idle.classic.p99_us + MAX_P99_GROWTH_MICROS,
             }),
         )
         .note(format!(
             "{}; {what}",
-            growth(classic_held.p99_us, classic_idle.p99_us)
+            growth(during.classic.p99_us, idle.classic.p99_us)
         ))
         .details(details.clone()),
         Figure::latency(
             "10f",
             "second user's `1 + 1` code prompts, idle stack",
-            code_idle,
+            idle.code,
             None,
         )
         .note("CreatePrompt → completed: one round of code, no tool call; one after another"),
         Figure::latency(
             "10g",
             "… while the first user holds every pool",
-            code_held,
+            during.code,
             Some(Target::MaxP99Micros {
-                micros: code_idle.p99_us + MAX_P99_GROWTH_MICROS,
+                micros: idle.code.p99_us + MAX_P99_GROWTH_MICROS,
             }),
         )
         .note(format!(
             "{}; {what}",
-            growth(code_held.p99_us, code_idle.p99_us)
+            growth(during.code.p99_us, idle.code.p99_us)
         ))
         .details(details),
-    ])
+    ]
 }
 
-/// Item 13: every user lists their conversations at once.
-pub async fn many_users(effort: Effort) -> anyhow::Result<Vec<Figure>> {
-    let users = effort.pick(200, 1_000);
-    let (stack, _) = start(Vec::new()).await?;
-    let mut clients = Vec::with_capacity(users);
-    for user in 0..users {
-        clients.push(stack.client(&format!("user-{user}")).await?);
-    }
-    let created = Instant::now();
+/// Every client's user makes [`CONVERSATIONS_PER_USER`] conversations, all users at once.
+async fn make_conversations(clients: &[Client]) -> anyhow::Result<()> {
     let making: Vec<_> = clients
         .iter()
         .cloned()
@@ -319,10 +337,11 @@ pub async fn many_users(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     for task in making {
         task.await??;
     }
-    let created = created.elapsed();
-    let before = stack.peak_rss_bytes(Service::Gateway);
+    Ok(())
+}
 
-    let started = Instant::now();
+/// Every client's user lists their conversations, all at once: each listing's latency.
+async fn list_all(clients: &[Client]) -> anyhow::Result<Samples> {
     let listing: Vec<_> = clients
         .iter()
         .cloned()
@@ -343,6 +362,24 @@ pub async fn many_users(effort: Effort) -> anyhow::Result<Vec<Figure>> {
     for task in listing {
         latencies.push(task.await??);
     }
+    Ok(latencies)
+}
+
+/// Item 13: every user lists their conversations at once.
+pub async fn many_users(effort: Effort) -> anyhow::Result<Vec<Figure>> {
+    let users = effort.pick(200, 1_000);
+    let (stack, _) = start(Vec::new()).await?;
+    let mut clients = Vec::with_capacity(users);
+    for user in 0..users {
+        clients.push(stack.client(&format!("user-{user}")).await?);
+    }
+    let created = Instant::now();
+    make_conversations(&clients).await?;
+    let created = created.elapsed();
+    let before = stack.peak_rss_bytes(Service::Gateway);
+
+    let started = Instant::now();
+    let latencies = list_all(&clients).await?;
     let wall = started.elapsed();
     let peak = stack.peak_rss_bytes(Service::Gateway);
     let conversations = users * CONVERSATIONS_PER_USER;
