@@ -54,9 +54,7 @@ impl ServiceConfig for Config {
     }
 
     fn check(&self) -> anyhow::Result<()> {
-        self.executor.check()?;
-        OpenAiChatModel::new(self.llm.clone()).context("setting up the LLM client")?;
-        Ok(())
+        Ok(self.executor.check_with_llm(&self.llm)?)
     }
 
     fn announce(&self) {

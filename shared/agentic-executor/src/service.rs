@@ -61,6 +61,14 @@ impl ExecutorArgs {
         Ok(())
     }
 
+    /// [`ExecutorArgs::check`] for a mode that talks to the OpenAI-compatible endpoint `llm`
+    /// describes: its client can be built too.
+    pub fn check_with_llm(&self, llm: &agentic_llm::LlmConfig) -> Result<(), CheckError> {
+        self.check()?;
+        agentic_llm::OpenAiChatModel::new(llm.clone())?;
+        Ok(())
+    }
+
     /// A client of the configured tool-host that sends the internal token with every call.
     pub fn tool_host(&self) -> Result<ToolHost, SetupError> {
         let token =
@@ -138,6 +146,8 @@ pub async fn serve<M: Mode>(
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
+    #[error("setting up the LLM client: {0}")]
+    Llm(#[from] agentic_llm::LlmError),
     #[error(transparent)]
     InternalToken(#[from] agentic_rpc::InvalidToken),
     #[error(transparent)]
