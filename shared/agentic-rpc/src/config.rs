@@ -13,6 +13,8 @@ pub const ENV_PREFIXES: &[&str] = &[
     "CODE_",
     "OPENAI_",
     "LLM_",
+    "HOSTED_",
+    "ANTHROPIC_",
 ];
 
 /// Agentic settings every binary reads outside its clap `Config`: `agentic_telemetry::init`
