@@ -99,7 +99,8 @@ impl CodeMode {
             (&timeline, &model, approvals),
         );
         let max_rounds = round_limit(request.max_rounds, self.default_max_rounds);
-        // What `recall()` finds at first: the prompt's state (and its conversation's).
+        // What `recall()` finds at first: the prompt's state (its conversation's with the
+        // prompt's own on top), `_lastData` of the conversation's previous prompt too.
         let mut memory = request.state.clone();
         // Carried from round to round like the memory: every round draws on one budget.
         let mut spent = Spent::default();
@@ -345,8 +346,6 @@ async fn settle(
     Ok(())
 }
 
-/// A resume that failed: the paused round's `code.execute` output and the calls that waited
-/// in it end with `why`, each call showing its decision; none of them ran again.
 /// The rounds a resumed run runs again from their records, the last one the paused one, and
 /// the decisions it resumes with (none for a new run); more rounds than `max_rounds` cannot
 /// be resumed.
@@ -397,6 +396,8 @@ fn round_entropy(replaying: Option<&RecordedRound>, tape: Option<&Tape>) -> Entr
     }
 }
 
+/// A resume that failed: the paused round's `code.execute` output and the calls that waited
+/// in it end with `why`, each call showing its decision; none of them ran again.
 async fn close_paused(
     timeline: &Timeline,
     paused: &RecordedRound,

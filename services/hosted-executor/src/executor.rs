@@ -99,6 +99,13 @@ impl Executor {
         events: EventSink,
         approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
+        // Checked before anything is asked of the tool-host (or recorded).
+        let skills = container::skills(
+            &request.state,
+            &self.settings.default_skills,
+            &self.settings.allowed_custom_skills,
+        )
+        .map_err(RunError::Failed)?;
         // A recording keeps each provider answer; a replay takes them from it instead, with
         // no container (the code's results are in the answers).
         let RunStart {
@@ -107,12 +114,6 @@ impl Executor {
             tool_host,
             prepared,
         } = RunStart::prepare(&request, &events, &self.tool_host).await?;
-        let skills = container::skills(
-            &request.state,
-            &self.settings.default_skills,
-            &self.settings.allowed_custom_skills,
-        )
-        .map_err(RunError::Failed)?;
         let owner = container_owner(&request);
         // A resumed prompt goes on in the container its timeline names; a new one in the
         // conversation's, when the state holds one this executor sealed for it.

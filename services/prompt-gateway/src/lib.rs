@@ -133,7 +133,7 @@ pub async fn run_with_clock(
     let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
-    let background = background_tasks(&config, (&prompts, &triggers, &tool_host), receivers);
+    let background = background_tasks(&config, (&prompts, &triggers), receivers);
     announce_auth(&auth, config.service.internal_token.is_some());
 
     let router = public_router(&config).await?;
@@ -163,6 +163,7 @@ pub async fn run_with_clock(
     // The HTTP routes come from the descriptor set: one that does not hold them is a build
     // that must not start.
     http::transcode::bindings().map_err(|error| anyhow::anyhow!("the HTTP routes: {error}"))?;
+    let retention = retention_task(&config, &service);
     let http_server =
         http.map(|http| serve_http(&config, (service, authenticate), http, shutdown.clone()));
     tracing::info!(
@@ -177,7 +178,7 @@ pub async fn run_with_clock(
     };
     let served =
         agentic_rpc::serve_public(router.add_service(gateway), listener, limits, shutdown).await;
-    for task in background.into_iter().chain(http_server) {
+    for task in background.into_iter().chain([retention]).chain(http_server) {
         task.abort();
     }
     served?;
@@ -254,11 +255,10 @@ async fn open(config: &Config, clock: Clock) -> anyhow::Result<Opened> {
 }
 
 /// The gateway's loops beside its servers: leases, other replicas' events, SQLite
-/// checkpoints, queues, kept pauses and their expiry, storage accounting, triggers and
-/// retention.
+/// checkpoints, queues, kept pauses and their expiry, storage accounting and triggers.
 fn background_tasks(
     config: &Config,
-    (prompts, triggers, tool_host): (&Prompts, &triggers::Triggers, &agentic_rpc::InternalChannel),
+    (prompts, triggers): (&Prompts, &triggers::Triggers),
     (queue_moves, kept_pauses): Receivers,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
@@ -276,15 +276,19 @@ fn background_tasks(
             triggers.clone(),
             Duration::from_millis(config.trigger_tick_ms),
         )),
-        tokio::spawn(retention::retire(
-            prompts.clone(),
-            tool_host.clone(),
-            retention::Retention {
-                max_age: Duration::from_secs(config.retention_secs),
-                tick: Duration::from_millis(config.retention_tick_ms),
-            },
-        )),
     ]
+}
+
+/// Retention, which deletes data, started only once every check of the start has passed.
+fn retention_task(config: &Config, service: &GatewayService) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(retention::retire(
+        service.prompts.clone(),
+        service.tool_host.clone(),
+        retention::Retention {
+            max_age: Duration::from_secs(config.retention_secs),
+            tick: Duration::from_millis(config.retention_tick_ms),
+        },
+    ))
 }
 
 /// Serves the HTTP API on `http` until `shutdown`, in a task of its own.

@@ -458,6 +458,10 @@ impl Runner {
                     }
                 },
             };
+            // The usual step lets the run go on, without boxing a future for it.
+            if matches!(outcome, Ok(Next::Continue)) {
+                continue;
+            }
             if let Some(ended) = Box::pin(self.after(prompt_id, mode, &run, outcome)).await {
                 return ended;
             }

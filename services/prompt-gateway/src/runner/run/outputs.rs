@@ -71,10 +71,7 @@ impl Run {
 
     /// A live pause ends once every call it waited on is decided (or timed out): `output`
     /// is a call's new state; the run goes on when it was the last one waited on.
-    pub(super) async fn resume_if_decided(
-        &mut self,
-        output: &PromptOutput,
-    ) -> Result<(), GatewayError> {
+    async fn resume_if_decided(&mut self, output: &PromptOutput) -> Result<(), GatewayError> {
         let Some(prompt_output::Kind::Tool(tool)) = &output.kind else {
             return Ok(());
         };

@@ -12,13 +12,13 @@ use crate::store::Store;
 /// What a prompt may spend and has spent, as its run reports it.
 pub(in crate::runner) struct Spending {
     pub(super) user_id: UserId,
-    pub(super) budget: Option<Budget>,
+    budget: Option<Budget>,
     /// Everything the prompt spent, earlier runs of it included.
-    pub(super) spent: Usage,
+    spent: Usage,
     /// Tokens its user may spend per UTC day (0: no limit).
-    pub(super) daily_tokens: u64,
+    daily_tokens: u64,
     /// Tokens were reported since the daily quota was last checked.
-    pub(super) unchecked_tokens: bool,
+    unchecked_tokens: bool,
 }
 
 impl Spending {
