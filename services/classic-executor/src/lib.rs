@@ -7,9 +7,10 @@ mod messages;
 use std::future::Future;
 use std::sync::Arc;
 
+use agentic_executor::calls::CallLimitArgs;
 use agentic_executor::{ExecutorArgs, SchemaCache};
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
-use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
+use agentic_rpc::{ServiceArgs, ServiceConfig, env_setting, listen_setting};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
@@ -22,7 +23,16 @@ pub use crate::executor::{MODE_ID, MODE_NAME};
     name = "classic-executor",
     version,
     about = "The classic execution mode of agentic",
-    mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "127.0.0.1:50052"))
+    mut_arg("listen", listen_setting("CLASSIC_EXECUTOR_LISTEN", "127.0.0.1:50052")),
+    mut_arg(
+        "max_concurrent_tool_calls",
+        env_setting("CLASSIC_MAX_CONCURRENT_TOOL_CALLS")
+    ),
+    mut_arg(
+        "max_tool_calls_per_reply",
+        env_setting("CLASSIC_MAX_TOOL_CALLS_PER_REPLY")
+    ),
+    mut_arg("max_tool_result_bytes", env_setting("CLASSIC_MAX_TOOL_RESULT_BYTES"))
 )]
 pub struct Config {
     /// What every executor takes: `--listen`, the internal token, the tool-host,
@@ -35,17 +45,10 @@ pub struct Config {
     /// Model rounds per prompt when the prompt names no limit.
     #[arg(long, env = "CLASSIC_MAX_ROUNDS", default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: u32,
-    /// Tool calls of one model reply that run at once; the others wait their turn.
-    #[arg(long, env = "CLASSIC_MAX_CONCURRENT_TOOL_CALLS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_concurrent_tool_calls: u32,
-    /// Tool calls one model reply may make; each call past it gets an error result instead
-    /// of running.
-    #[arg(long, env = "CLASSIC_MAX_TOOL_CALLS_PER_REPLY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tool_calls_per_reply: u32,
-    /// Longest tool result (or text) the model reads whole, in bytes; a longer one is cut
-    /// with a marker, and a cut result is stored whole as an artifact the marker names.
-    #[arg(long, env = "CLASSIC_MAX_TOOL_RESULT_BYTES", default_value_t = 32 * 1024, value_parser = clap::value_parser!(u32).range(1024..))]
-    pub max_tool_result_bytes: u32,
+    /// How many tool calls a model reply may start, at once and in all, and how much of a
+    /// result the model reads.
+    #[command(flatten)]
+    pub calls: CallLimitArgs,
 }
 
 impl ServiceConfig for Config {
@@ -86,11 +89,7 @@ pub async fn run_with_model(
         tool_host: config.executor.tool_host()?,
         default_max_rounds: config.max_rounds,
         schemas: SchemaCache::default(),
-        limits: agentic_executor::calls::CallLimits {
-            max_concurrent_tool_calls: config.max_concurrent_tool_calls as usize,
-            max_tool_calls_per_reply: config.max_tool_calls_per_reply as usize,
-            max_tool_result_bytes: config.max_tool_result_bytes as usize,
-        },
+        limits: config.calls.into(),
     };
     agentic_executor::serve(
         executor,

@@ -14,9 +14,9 @@ mod provider_error;
 use std::future::Future;
 use std::time::Duration;
 
-use agentic_executor::calls::CallLimits;
+use agentic_executor::calls::CallLimitArgs;
 use agentic_executor::{ExecutorArgs, SchemaCache};
-use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
+use agentic_rpc::{ServiceArgs, ServiceConfig, env_setting, listen_setting};
 use anyhow::Context as _;
 use serde_json::Value as Json;
 use tokio::net::TcpListener;
@@ -32,7 +32,16 @@ pub use crate::executor::{MODE_ID, MODE_NAME};
     name = "hosted-executor",
     version,
     about = "The hosted execution mode of agentic: code runs in the model provider's container",
-    mut_arg("listen", listen_setting("HOSTED_EXECUTOR_LISTEN", "127.0.0.1:50056"))
+    mut_arg("listen", listen_setting("HOSTED_EXECUTOR_LISTEN", "127.0.0.1:50056")),
+    mut_arg(
+        "max_concurrent_tool_calls",
+        env_setting("HOSTED_MAX_CONCURRENT_TOOL_CALLS")
+    ),
+    mut_arg(
+        "max_tool_calls_per_reply",
+        env_setting("HOSTED_MAX_TOOL_CALLS_PER_REPLY")
+    ),
+    mut_arg("max_tool_result_bytes", env_setting("HOSTED_MAX_TOOL_RESULT_BYTES"))
 )]
 pub struct Config {
     /// What every executor takes: `--listen`, the internal token, the tool-host,
@@ -87,15 +96,10 @@ pub struct Config {
     /// The largest file downloaded from the container, in bytes.
     #[arg(long, env = "HOSTED_MAX_FILE_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub max_file_bytes: u64,
-    /// Tool calls of one answer that run at once.
-    #[arg(long, env = "HOSTED_MAX_CONCURRENT_TOOL_CALLS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_concurrent_tool_calls: u32,
-    /// Tool calls one answer may make; each past it gets an error result instead of running.
-    #[arg(long, env = "HOSTED_MAX_TOOL_CALLS_PER_REPLY", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tool_calls_per_reply: u32,
-    /// Longest tool result the model reads whole, in bytes.
-    #[arg(long, env = "HOSTED_MAX_TOOL_RESULT_BYTES", default_value_t = 32 * 1024, value_parser = clap::value_parser!(u32).range(1024..))]
-    pub max_tool_result_bytes: u32,
+    /// How many of agentic's tool calls an answer may start, at once and in all, and how
+    /// much of a result the model reads.
+    #[command(flatten)]
+    pub calls: CallLimitArgs,
 }
 
 impl ServiceConfig for Config {
@@ -156,11 +160,7 @@ pub async fn run(
         provider,
         tool_host: config.executor.tool_host()?,
         schemas: SchemaCache::default(),
-        limits: CallLimits {
-            max_concurrent_tool_calls: config.max_concurrent_tool_calls as usize,
-            max_tool_calls_per_reply: config.max_tool_calls_per_reply as usize,
-            max_tool_result_bytes: config.max_tool_result_bytes as usize,
-        },
+        limits: config.calls.into(),
         settings: Settings {
             max_rounds: config.max_rounds,
             model_normal: config.hosted_model_normal.clone(),
@@ -215,6 +215,32 @@ mod tests {
         assert!(
             refusal(parse(&["--anthropic-base-url", "ftp://x"])).contains("ANTHROPIC_BASE_URL")
         );
+    }
+
+    #[test]
+    fn the_shared_call_limits_are_read_from_the_hosted_variables() {
+        let command = Config::command();
+        for (id, env) in [
+            (
+                "max_concurrent_tool_calls",
+                "HOSTED_MAX_CONCURRENT_TOOL_CALLS",
+            ),
+            (
+                "max_tool_calls_per_reply",
+                "HOSTED_MAX_TOOL_CALLS_PER_REPLY",
+            ),
+            ("max_tool_result_bytes", "HOSTED_MAX_TOOL_RESULT_BYTES"),
+        ] {
+            let arg = command
+                .get_arguments()
+                .find(|arg| arg.get_id() == id)
+                .unwrap();
+            assert_eq!(arg.get_env(), Some(std::ffi::OsStr::new(env)), "{id}");
+        }
+        let config =
+            Config::try_parse_from(["hosted-executor", "--max-tool-calls-per-reply", "3"]).unwrap();
+        assert_eq!(config.calls.max_tool_calls_per_reply, 3);
+        assert_eq!(config.calls.max_concurrent_tool_calls, 8);
     }
 
     #[test]

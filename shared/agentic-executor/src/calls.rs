@@ -34,6 +34,33 @@ pub struct CallLimits {
     pub max_tool_result_bytes: usize,
 }
 
+/// [`CallLimits`] as flags, declared once for the modes whose model calls tools by name
+/// (classic, hosted); each names their environment variables (`agentic_rpc::env_setting`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct CallLimitArgs {
+    /// Tool calls of one model reply that run at once; the others wait their turn.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_concurrent_tool_calls: u32,
+    /// Tool calls one model reply may make; each call past it gets an error result instead
+    /// of running.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tool_calls_per_reply: u32,
+    /// Longest tool result (or text) the model reads whole, in bytes; a longer one is cut
+    /// with a marker, and a cut result is stored whole as an artifact the marker names.
+    #[arg(long, default_value_t = 32 * 1024, value_parser = clap::value_parser!(u32).range(1024..))]
+    pub max_tool_result_bytes: u32,
+}
+
+impl From<CallLimitArgs> for CallLimits {
+    fn from(args: CallLimitArgs) -> CallLimits {
+        CallLimits {
+            max_concurrent_tool_calls: args.max_concurrent_tool_calls as usize,
+            max_tool_calls_per_reply: args.max_tool_calls_per_reply as usize,
+            max_tool_result_bytes: args.max_tool_result_bytes as usize,
+        }
+    }
+}
+
 /// One run's timeline and the tool calls on it.
 pub struct Calls<'a> {
     /// The mode, as metrics name it.

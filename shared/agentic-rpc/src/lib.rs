@@ -30,7 +30,9 @@ pub use listener::{
     FirstBytesDeadline, KEEPALIVE_TIMEOUT, MAX_HEADER_LIST_BYTES, MAX_STREAMS_PER_CONNECTION,
     PublicLimits, serve_public,
 };
-pub use service::{ServiceArgs, ServiceConfig, Shutdown, listen_setting, service_main};
+pub use service::{
+    ServiceArgs, ServiceConfig, Shutdown, env_setting, listen_setting, service_main,
+};
 pub use tls::{ServerTls, TlsConfigError};
 pub use trace_context::{continue_trace, http_server_span, traceparent_of};
 

@@ -57,6 +57,12 @@ pub fn listen_setting(
     move |listen| listen.env(env).default_value(default).required(false)
 }
 
+/// The environment variable of a flag declared once in a group that several services flatten
+/// under names of their own: `#[command(mut_arg("max_rounds", env_setting("CLASSIC_MAX_ROUNDS")))]`.
+pub fn env_setting(env: &'static str) -> impl FnOnce(clap::Arg) -> clap::Arg {
+    move |arg| arg.env(env)
+}
+
 /// What a service's `run` gets to stop on: Ctrl-C or SIGTERM.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
 

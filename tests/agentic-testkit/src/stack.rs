@@ -594,9 +594,7 @@ impl Stack {
             executor: Self::executor_args(options, tool_host, gateway, &listener)?,
             llm: llm_config(model, options),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
-            max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
-            max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
-            max_tool_result_bytes: options.classic_max_tool_result_bytes,
+            calls: call_limits(options),
         };
         Background::start("classic-executor", listener, move |listener| {
             classic_executor::run(config, listener, std::future::pending())
@@ -655,9 +653,7 @@ impl Stack {
             hosted_retry_base_ms: 10,
             max_files: options.hosted_max_files,
             max_file_bytes: 1024 * 1024,
-            max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
-            max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
-            max_tool_result_bytes: options.classic_max_tool_result_bytes,
+            calls: call_limits(options),
         };
         Background::start("hosted-executor", listener, move |listener| {
             hosted_executor::run(config, listener, std::future::pending())
@@ -887,6 +883,15 @@ fn gateway_scheme(options: &StackOptions) -> &'static str {
         "https"
     } else {
         "http"
+    }
+}
+
+/// The call limits of the classic and hosted executors.
+fn call_limits(options: &StackOptions) -> agentic_executor::calls::CallLimitArgs {
+    agentic_executor::calls::CallLimitArgs {
+        max_concurrent_tool_calls: options.classic_max_concurrent_tool_calls,
+        max_tool_calls_per_reply: options.classic_max_tool_calls_per_reply,
+        max_tool_result_bytes: options.classic_max_tool_result_bytes,
     }
 }
 
