@@ -44,17 +44,14 @@ impl Mode for Executor {
     /// Runs one prompt to its end, sending every step to `events`. The model's own calls
     /// that need approval end the run (a durable pause, resumed by a new run with the
     /// decisions); calls a tool makes in turn (code run by `interpreter.run-code`) wait live
-    /// for theirs, which arrive on `decisions`.
+    /// for theirs, which the edge routes to `approvals`.
     async fn run(
         &self,
         request: RunRequest,
         events: EventSink,
-        decisions: mpsc::Receiver<Decision>,
+        approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        Approvals::routing(decisions, |approvals| {
-            self.run_with(request, events, approvals)
-        })
-        .await
+        self.run_with(request, events, approvals).await
     }
 }
 

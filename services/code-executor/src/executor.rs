@@ -18,7 +18,6 @@ use agentic_sandbox::{
     Completion, Entropy, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent,
 };
 use serde_json::Map;
-use tokio::sync::mpsc;
 
 use crate::host::{PausedRuns, PromptHost, Timeline, round_output};
 use crate::prompt;
@@ -60,12 +59,9 @@ impl Mode for CodeMode {
         &self,
         request: RunRequest,
         events: EventSink,
-        decisions: mpsc::Receiver<Decision>,
+        approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        Approvals::routing(decisions, |approvals| async move {
-            self.try_run(request, &events, &approvals).await
-        })
-        .await
+        self.try_run(request, &events, &approvals).await
     }
 }
 

@@ -83,12 +83,9 @@ impl Mode for Executor {
         &self,
         request: RunRequest,
         events: EventSink,
-        decisions: mpsc::Receiver<Decision>,
+        approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError> {
-        Approvals::routing(decisions, |approvals| {
-            self.run_with(request, events, approvals)
-        })
-        .await
+        self.run_with(request, events, approvals).await
     }
 }
 

@@ -17,6 +17,7 @@ use tokio_stream::StreamExt as _;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument as _;
 
+use crate::approvals::Approvals;
 use crate::bounds;
 use crate::deltas::{RuntimeClock, coalesced};
 use crate::error::{ExecuteError, RunError};
@@ -41,13 +42,13 @@ pub trait Mode: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     /// Runs one prompt to its end, sending every step to `events`, and returns how it ended;
     /// the edge sends the `finished` event, or the `failed` one for a [`RunError`] (after
-    /// the run's own events). `decisions` carries approval decisions that arrive while the
-    /// run is live.
+    /// the run's own events). The edge routes approval decisions that arrive while the run
+    /// is live to the calls waiting in `approvals`.
     async fn run(
         &self,
         request: RunRequest,
         events: EventSink,
-        decisions: mpsc::Receiver<Decision>,
+        approvals: Arc<Approvals>,
     ) -> Result<Finish, RunError>;
 }
 
@@ -284,7 +285,8 @@ async fn supervise<M: Mode>(
     let work = async {
         let _slot = slots.take(user.as_str(), mode.id(), &admitted).await;
         let events = EventSink::with_spend(sender.clone(), Arc::clone(&spend));
-        let ended = mode.run(run, events, decisions).await;
+        let ended =
+            Approvals::routing(decisions, |approvals| mode.run(run, events, approvals)).await;
         match (ended, spend.stop_reason()) {
             // Its last spending passed the budget: it fails as a run stopped earlier would.
             (Ok(_), Some(reason)) => {
