@@ -328,15 +328,13 @@ fn prompts(
     let hub = Hub::default();
     let guardrails = config::guardrails(config)?;
     let runner = Runner::new(
-        store.clone(),
-        hub.clone(),
+        (store.clone(), hub.clone()),
         Admission::new(admission::Limits {
             per_user: config.max_running_per_user,
             max_running: config.max_running,
             max_wait: Duration::from_millis(config.admission_wait_ms),
         }),
-        queues,
-        kept,
+        (queues, kept),
         config.daily_tokens_per_user,
     )
     .with_guardrails(Arc::clone(&guardrails));

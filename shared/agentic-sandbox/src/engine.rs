@@ -65,7 +65,11 @@ pub(crate) fn execute(
         ..limits
     };
     let session = Rc::new(Session::new(
-        host, limits, runtime, cancel, memory, spent, entropy,
+        host,
+        limits,
+        runtime,
+        cancel,
+        (memory, spent, entropy),
     ));
     let run = Run {
         code: &code,

@@ -108,9 +108,7 @@ impl Session {
         limits: Limits,
         runtime: tokio::runtime::Handle,
         cancel: CancelSignal,
-        memory: Map<String, Json>,
-        spent: Spent,
-        entropy: Entropy,
+        (memory, spent, entropy): (Map<String, Json>, Spent, Entropy),
     ) -> Session {
         Session {
             host,

@@ -109,11 +109,12 @@ enum Next {
 
 impl Runner {
     pub fn new(
-        store: Store,
-        hub: Hub,
+        (store, hub): (Store, Hub),
         admission: Admission,
-        queues: mpsc::UnboundedSender<ConversationId>,
-        kept: mpsc::UnboundedSender<PromptId>,
+        (queues, kept): (
+            mpsc::UnboundedSender<ConversationId>,
+            mpsc::UnboundedSender<PromptId>,
+        ),
         daily_tokens: u64,
     ) -> Runner {
         Runner {
@@ -486,10 +487,8 @@ impl Runner {
             ..
         } = run;
         let mut run = Run::new(
-            prompt_id,
-            mode,
-            self.store.clone(),
-            self.hub.clone(),
+            (prompt_id, mode),
+            (self.store.clone(), self.hub.clone()),
             inputs,
             (outputs, recording, approval_timeout),
             spending,

@@ -53,10 +53,8 @@ pub(super) struct Run {
 
 impl Run {
     pub(super) fn new(
-        prompt_id: &PromptId,
-        mode: &str,
-        store: Store,
-        hub: Hub,
+        (prompt_id, mode): (&PromptId, &str),
+        (store, hub): (Store, Hub),
         inputs: mpsc::Sender<Input>,
         (outputs, recording, approval_timeout): (usize, bool, std::time::Duration),
         spending: Spending,
