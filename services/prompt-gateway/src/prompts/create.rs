@@ -251,7 +251,6 @@ impl Prompts {
         .map_err(|error| GatewayError::Internal(format!("starting the prompt: {error}")))?
     }
 
-    /// Stores `prompt` in its conversation as `policy` decides given what else runs there,
     /// `text` from `user_id` (`what` names it in a refusal) as the input guards of the user's
     /// group leave it, with the guards that redacted it; a guard that blocks it refuses it.
     /// Whatever a user writes that is stored or reaches a model passes here first: prompts'
@@ -274,6 +273,7 @@ impl Prompts {
         }
     }
 
+    /// Stores `prompt` in its conversation as `policy` decides given what else runs there,
     /// then starts it (or abandons it when its run cannot start), or queues it (interrupting
     /// what runs, for INTERRUPT).
     async fn admit_and_start(
