@@ -21,14 +21,7 @@ the call or tell the user what went wrong. Once you have what you need, answer i
 language without calling tools.";
 
 pub fn system_prompt(context: &[ContextItem]) -> String {
-    let mut prompt = SYSTEM_PROMPT.to_owned();
-    if !context.is_empty() {
-        prompt.push_str("\n\nContext:");
-        for item in context {
-            prompt.push_str(&format!("\n{}: {}", item.name, item.content));
-        }
-    }
-    prompt
+    agentic_executor::functions::system_prompt(SYSTEM_PROMPT, context)
 }
 
 /// How outputs read to the model.

@@ -16,7 +16,7 @@ use agentic_executor::timeline::{
     Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Finish, Output, PastPrompt,
     RunRequest, ToolCallOutput, ToolResult,
 };
-use agentic_executor::tool_host::{ContextItem, ToolHost};
+use agentic_executor::tool_host::ToolHost;
 use agentic_executor::{EventSink, Mode, RunError, RunStart, RunTools, SchemaCache};
 use agentic_llm::{Tier, Usage};
 use agentic_proto::v1 as pb;
@@ -121,7 +121,7 @@ impl Executor {
                 .and_then(|kept| self.seal.open(&owner, kept))
         });
         let rounds_so_far = request.spent.rounds;
-        let system = system_prompt(&prepared.context);
+        let system = functions::system_prompt(SYSTEM_PROMPT, &prepared.context);
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.settings.max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
@@ -178,18 +178,6 @@ fn container_owner(request: &RunRequest) -> String {
             ToString::to_string
         )
     )
-}
-
-/// The system prompt: the mode's own, then the context the tool-host gave, if any.
-fn system_prompt(context: &[ContextItem]) -> String {
-    let mut system = SYSTEM_PROMPT.to_owned();
-    if !context.is_empty() {
-        system.push_str("\n\nContext:");
-        for item in context {
-            system.push_str(&format!("\n{}: {}", item.name, item.content));
-        }
-    }
-    system
 }
 
 struct Run<'a> {

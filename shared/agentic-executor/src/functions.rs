@@ -12,6 +12,19 @@ use serde_json::{Value as Json, json};
 /// OpenAI function names must match `^[a-zA-Z0-9_-]{1,64}$`.
 const MAX_FUNCTION_NAME_CHARS: usize = 64;
 
+/// A mode's system prompt `base`, followed by the context the tool-host gave the run (each
+/// item as `name: content`), if any: what the modes that call tools by name send first.
+pub fn system_prompt(base: &str, context: &[crate::tool_host::ContextItem]) -> String {
+    let mut prompt = base.to_owned();
+    if !context.is_empty() {
+        prompt.push_str("\n\nContext:");
+        for item in context {
+            prompt.push_str(&format!("\n{}: {}", item.name, item.content));
+        }
+    }
+    prompt
+}
+
 /// What the model reads as a tool's answer: its JSON output, or `{"error": "…"}`.
 pub fn tool_message(result: &ToolResult) -> String {
     match result {
