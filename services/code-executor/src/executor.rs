@@ -104,10 +104,9 @@ impl CodeMode {
 
         for round in 1..=max_rounds {
             let replaying = recorded.pop_front();
-            let ask = ChatRequest::new(request.tier, messages.clone());
             let code = match &replaying {
                 Some(replaying) => replaying.code.clone(),
-                None => self.ask_for_code(&timeline, &model, ask).await?,
+                None => self.ask_for_code(&host, &messages).await?,
             };
             let program = Program {
                 code: code.clone(),
@@ -203,23 +202,22 @@ impl CodeMode {
             })
     }
 
-    /// A new round: the model is asked for its code (within the budget), and its usage
-    /// counted.
+    /// A new round: the run's model is asked for its code (within the budget), and its
+    /// usage counted.
     async fn ask_for_code(
         &self,
-        timeline: &Timeline,
-        model: &Arc<dyn ChatModel>,
-        ask: ChatRequest,
+        host: &PromptHost,
+        messages: &[ChatMessage],
     ) -> Result<String, RunError> {
-        timeline.may_call_model().map_err(RunError::Budget)?;
+        host.timeline.may_call_model().map_err(RunError::Budget)?;
         agentic_executor::metrics::round(MODE_ID);
-        timeline.send(Event::Round).await?;
+        host.timeline.send(Event::Round).await?;
         let ask = ChatRequest {
             max_tokens: Some(self.max_tokens),
-            ..ask
+            ..ChatRequest::new(host.tier, messages.to_vec())
         };
-        let reply = model.chat(ask, None).await?;
-        timeline.send(Event::Usage(reply.usage)).await?;
+        let reply = host.model.chat(ask, None).await?;
+        host.timeline.send(Event::Usage(reply.usage)).await?;
         Ok(prompt::extract_code(&reply.content))
     }
 
