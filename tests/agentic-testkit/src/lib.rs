@@ -9,8 +9,8 @@ pub mod stack;
 pub mod stored;
 
 pub use model::{
-    HostedBlock, HostedFile, HostedMatch, HostedReply, HostedRule, Match, RecordedRequest, Reply,
-    Rule, ScriptedCall, StandInModel,
+    HostedBlock, HostedFile, HostedImage, HostedMatch, HostedReply, HostedRule, ImagePart, Match,
+    RecordedRequest, Reply, Rule, ScriptedCall, StandInModel, UploadedFile,
 };
 pub use processes::{ProcessStack, ProcessStackOptions, Service};
 pub use stack::{GatewayReplica, Stack, StackDatabase, StackOptions, TestClock};

@@ -1,6 +1,8 @@
 //! The stand-in's Files API, as Anthropic documents it (beta `files-api-2025-04-14`):
 //! `GET /v1/files`, `GET /v1/files/{id}`, `GET /v1/files/{id}/content` and
-//! `DELETE /v1/files/{id}`, over the files code made in a hosted container.
+//! `DELETE /v1/files/{id}`, over the files code made in a hosted container and the files
+//! uploaded through `POST /v1/files` (`uploads.rs`). Only the former can be downloaded: the
+//! content of an uploaded file is refused with 400 `invalid_request_error`.
 
 use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
@@ -60,13 +62,22 @@ pub(crate) async fn file_metadata(
     })
 }
 
-/// `GET /v1/files/{id}/content`: one file's bytes.
+/// `GET /v1/files/{id}/content`: one file's bytes, when it is downloadable.
 pub(crate) async fn file_content(
     State(state): State<std::sync::Arc<ServerState>>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
     with_file(&state, &headers, &id, |file| {
+        if !file.downloadable {
+            // The provider serves only files its tools made; its exact wording for an
+            // uploaded file is not documented, a 400 invalid_request_error stands for it.
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                &format!("File {} is not downloadable", file.id),
+            );
+        }
         Response::builder()
             .header(header::CONTENT_TYPE, file.mime_type.as_str())
             .body(Body::from(file.content.clone()))
@@ -85,12 +96,16 @@ pub(crate) async fn delete_file(
     if let Err(refused) = files_allowed(&headers) {
         return *refused;
     }
-    let mut files = super::server::lock(&state.hosted.files);
-    let before = files.len();
-    files.retain(|file| file.id != id);
-    if files.len() == before {
+    let removed = {
+        let mut files = super::server::lock(&state.hosted.files);
+        let before = files.len();
+        files.retain(|file| file.id != id);
+        files.len() < before
+    };
+    if !removed {
         return file_not_found(&id);
     }
+    state.hosted.mark_deleted(&id);
     axum::Json(json!({"id": id, "type": "file_deleted"})).into_response()
 }
 
@@ -112,7 +127,8 @@ fn with_file(
     }
 }
 
-fn files_allowed(headers: &HeaderMap) -> Result<(), Box<Response>> {
+/// Refuses a request without the key or the Files API beta.
+pub(super) fn files_allowed(headers: &HeaderMap) -> Result<(), Box<Response>> {
     if header_text(headers, "x-api-key").is_none() {
         return Err(Box::new(error_response(
             StatusCode::UNAUTHORIZED,
@@ -131,7 +147,8 @@ fn files_allowed(headers: &HeaderMap) -> Result<(), Box<Response>> {
     Ok(())
 }
 
-fn metadata(file: &StoredFile) -> Value {
+/// A file's metadata object.
+pub(super) fn metadata(file: &StoredFile) -> Value {
     json!({
         "id": file.id,
         "type": "file",
@@ -139,7 +156,7 @@ fn metadata(file: &StoredFile) -> Value {
         "mime_type": file.mime_type,
         "size_bytes": file.content.len(),
         "created_at": file.created_at,
-        "downloadable": true,
+        "downloadable": file.downloadable,
     })
 }
 

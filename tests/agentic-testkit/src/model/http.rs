@@ -49,7 +49,7 @@ pub async fn post(address: SocketAddr, path: &str, body: &Value) -> HttpAnswer {
     request(address, "POST", path, &[], Some(body)).await
 }
 
-/// [`post`] with any method, extra headers, and a body or none.
+/// [`post`] with any method, extra headers, and a JSON body or none.
 pub async fn request(
     address: SocketAddr,
     method: &str,
@@ -57,18 +57,33 @@ pub async fn request(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> HttpAnswer {
-    let stream = TcpStream::connect(address).await.expect("connect");
     let payload = body.map(Value::to_string).unwrap_or_default();
+    let mut all = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    send(address, method, path, &all, payload.as_bytes()).await
+}
+
+/// A request with these headers (`content-type` among them) and this body, sent as is.
+pub async fn send(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    payload: &[u8],
+) -> HttpAnswer {
+    let stream = TcpStream::connect(address).await.expect("connect");
     let extra: String = headers
         .iter()
         .map(|(name, value)| format!("{name}: {value}\r\n"))
         .collect();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\n\
-         {extra}content-length: {}\r\nconnection: close\r\n\r\n{payload}",
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\n\
+         {extra}content-length: {}\r\nconnection: close\r\n\r\n",
         payload.len()
-    );
-    let mut unsent = request.as_bytes();
+    )
+    .into_bytes();
+    request.extend_from_slice(payload);
+    let mut unsent = request.as_slice();
     while !unsent.is_empty() {
         stream.writable().await.expect("writable");
         match stream.try_write(unsent) {
@@ -98,6 +113,25 @@ pub async fn request(
         body.to_owned()
     };
     HttpAnswer { status, head, body }
+}
+
+/// A `multipart/form-data` body of one file part: the `content-type` header value (with its
+/// boundary) and the body.
+pub fn multipart(
+    part_name: &str,
+    filename: &str,
+    content_type: &str,
+    content: &[u8],
+) -> (String, Vec<u8>) {
+    let boundary = "stand-in-boundary-7MA4YWxkTrZu0gW";
+    let mut body = format!(
+        "--{boundary}\r\ncontent-disposition: form-data; name=\"{part_name}\"; \
+         filename=\"{filename}\"\r\ncontent-type: {content_type}\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(content);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
 fn dechunk(mut encoded: &str) -> String {

@@ -1,17 +1,32 @@
 //! The stand-in model: an OpenAI-compatible Chat Completions server that answers from a script,
 //! and on the same port the Anthropic Messages and Files APIs for hosted mode (`hosted.rs`),
-//! with a script of their own.
+//! with a script of their own (`hosted_script.rs`).
 //!
 //! No real LLM is reachable from tests, so the services' real HTTP client talks to this server
 //! instead. It speaks the wire format faithfully (streamed chunks, fragmented tool-call
-//! arguments, usage) so client bugs show up here rather than against the real API.
+//! arguments, usage) so client bugs show up here rather than against the real API, and it
+//! refuses malformed requests as the providers do.
+//!
+//! Files in: a Chat Completions user message may be an array of `text` and `image_url` parts
+//! (https or base64 data URLs of PNG, JPEG, GIF or WebP; `parts.rs`), recorded in
+//! [`RecordedRequest::images`]. On the Anthropic side files are uploaded with
+//! `POST /v1/files` (multipart, `uploads.rs`; see [`StandInModel::uploaded_files`]), put in
+//! the container with `container_upload` blocks and shown as `image` blocks (base64, url or
+//! file sources; `user_blocks.rs`), recorded in [`HostedRequest::container_uploads`] and
+//! [`HostedRequest::images`]. Anything else about them is refused with each provider's
+//! 400 `invalid_request_error`.
 
 mod files;
 mod hosted;
+mod hosted_script;
+mod hosted_wire;
 pub mod http;
+mod parts;
 mod request;
 mod script;
 mod server;
+mod uploads;
+mod user_blocks;
 mod wire;
 
 #[cfg(test)]
@@ -25,14 +40,17 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use hosted::{
-    CODE_EXECUTION_BETA, FILES_BETA, HostedBlock, HostedFile, HostedMatch, HostedReply,
-    HostedRequest, HostedRule, SKILLS_BETA, demo_hosted_rules,
+pub use hosted::{CODE_EXECUTION_BETA, FILES_BETA, HostedRequest, SKILLS_BETA};
+pub use hosted_script::{
+    HostedBlock, HostedFile, HostedMatch, HostedReply, HostedRule, demo_hosted_rules,
 };
+pub use parts::ImagePart;
 pub use request::RecordedRequest;
 pub use script::{
     DEFAULT_USAGE, Match, Reply, Rule, ScriptedCall, demo_rules, rules_from_recording,
 };
+pub use uploads::UploadedFile;
+pub use user_blocks::HostedImage;
 
 use server::ServerState;
 
@@ -97,9 +115,16 @@ impl StandInModel {
         self.state.hosted.add_rule(rule);
     }
 
-    /// The ids of the files the Files API holds now (made in containers, not deleted).
+    /// The ids of the files the Files API holds now that code made in containers (not
+    /// deleted; uploaded files are in [`StandInModel::uploaded_files`]).
     pub fn hosted_file_ids(&self) -> Vec<String> {
         self.state.hosted.file_ids()
+    }
+
+    /// Every file uploaded through `POST /v1/files`, in order, deleted ones included (with
+    /// `deleted` set).
+    pub fn uploaded_files(&self) -> Vec<UploadedFile> {
+        self.state.hosted.uploaded_files()
     }
 
     /// Every Messages request received so far, in order, refused ones included.
@@ -116,6 +141,12 @@ impl StandInModel {
     /// The `skills` a container was asked for (`null` when none).
     pub fn container_skills(&self, id: &str) -> Option<serde_json::Value> {
         self.state.hosted.container_skills(id)
+    }
+
+    /// The ids of the uploaded files `container_upload` blocks put in a container, in the
+    /// order they first came; `None` when there is no such container.
+    pub fn container_files(&self, id: &str) -> Option<Vec<String>> {
+        self.state.hosted.container_files(id)
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::parts::ImagePart;
+
 /// One request the stand-in model received, recorded before it was answered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -9,8 +11,11 @@ pub struct RecordedRequest {
     pub body: Value,
     /// Whether the client asked for a streamed (server-sent events) answer.
     pub stream: bool,
-    /// Index of the rule that answered, or `None` when no rule matched.
+    /// Index of the rule that answered, or `None` when no rule matched (or the request was
+    /// refused).
     pub answered_by: Option<usize>,
+    /// The `image_url` parts of its user messages, in order (empty when it was refused).
+    pub images: Vec<ImagePart>,
 }
 
 impl RecordedRequest {
@@ -20,6 +25,7 @@ impl RecordedRequest {
             body,
             stream,
             answered_by: None,
+            images: Vec::new(),
         }
     }
 
@@ -103,13 +109,14 @@ pub(crate) fn role(message: &Value) -> Option<&str> {
     message.get("role").and_then(Value::as_str)
 }
 
-/// A message's text: the string content, or the text parts of an array content joined by
-/// newlines, since clients may send either form.
+/// A message's text: the string content, or the `text` parts of an array content joined by
+/// newlines (image parts left out), since clients may send either form.
 pub(crate) fn content_text(message: &Value) -> String {
     match message.get("content") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
             .filter_map(|part| part.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n"),

@@ -1,4 +1,8 @@
 //! The HTTP edge: routes, the shared state, and turning a matched rule into a response.
+//!
+//! A Chat Completions request whose messages have content parts OpenAI refuses (`parts.rs`)
+//! is recorded and answered 400 with OpenAI's `invalid_request_error` object, before any rule
+//! is tried.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,9 +19,10 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::parts::check_messages;
 use super::request::RecordedRequest;
 use super::script::{DEFAULT_USAGE, Placeholders, Reply, Rule, ScriptedCall};
-use super::wire::{Completion, WireCall, error_body};
+use super::wire::{Completion, WireCall, error_body, invalid_request_body};
 
 /// Agent conversations with large tool results outgrow axum's 2 MiB default body limit.
 const BODY_LIMIT_BYTES: usize = 64 * 1024 * 1024;
@@ -104,7 +109,12 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
         .route("/v1/messages", post(super::hosted::messages_endpoint))
-        .route("/v1/files", get(super::files::list_files))
+        .route(
+            "/v1/files",
+            get(super::files::list_files)
+                .post(super::uploads::upload_file)
+                .layer(DefaultBodyLimit::max(super::uploads::UPLOAD_LIMIT_BYTES)),
+        )
         .route(
             "/v1/files/{id}",
             get(super::files::file_metadata).delete(super::files::delete_file),
@@ -115,20 +125,10 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
 }
 
 async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) -> Response {
-    let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
-        let raw = String::from_utf8_lossy(&body).into_owned();
-        state.record(Arc::new(RecordedRequest::new(Value::String(raw))));
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "stand-in model: the request body is not JSON",
-        );
+    let (request, claimed) = match admit(&state, &body) {
+        Ok(admitted) => admitted,
+        Err(refused) => return *refused,
     };
-    let mut request = RecordedRequest::new(parsed);
-    let claimed = state.claim_rule(&request);
-    request.answered_by = claimed.as_ref().map(|(index, _)| *index);
-    // Recorded as it is answered, without copying it (an agent's request can be large).
-    let request = Arc::new(request);
-    state.record(Arc::clone(&request));
 
     let Some((index, rule)) = claimed else {
         let last_user = request
@@ -188,6 +188,39 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
     } else {
         axum::Json(completion.to_response()).into_response()
     }
+}
+
+/// A recorded request and the rule that answers it, with the rule's index.
+type Admitted = (Arc<RecordedRequest>, Option<(usize, Rule)>);
+
+/// Parses, checks and records a request, with the rule that answers it (its use spent), or
+/// the refusal of a body that is not JSON or has content parts OpenAI refuses.
+fn admit(state: &ServerState, body: &[u8]) -> Result<Admitted, Box<Response>> {
+    let Ok(parsed) = serde_json::from_slice::<Value>(body) else {
+        let raw = String::from_utf8_lossy(body).into_owned();
+        state.record(Arc::new(RecordedRequest::new(Value::String(raw))));
+        return Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            "stand-in model: the request body is not JSON",
+        )));
+    };
+    let mut request = RecordedRequest::new(parsed);
+    match check_messages(&request.body) {
+        Ok(images) => request.images = images,
+        Err(refusal) => {
+            state.record(Arc::new(request));
+            let body = invalid_request_body(&refusal.message, &refusal.param, refusal.code);
+            return Err(Box::new(
+                (StatusCode::BAD_REQUEST, axum::Json(body)).into_response(),
+            ));
+        }
+    }
+    let claimed = state.claim_rule(&request);
+    request.answered_by = claimed.as_ref().map(|(index, _)| *index);
+    // Recorded as it is answered, without copying it (an agent's request can be large).
+    let request = Arc::new(request);
+    state.record(Arc::clone(&request));
+    Ok((request, claimed))
 }
 
 fn wire_call(state: &ServerState, placeholders: &Placeholders, call: &ScriptedCall) -> WireCall {

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 use super::http::post;
 use super::{Match, Reply, Rule, ScriptedCall, StandInModel, demo_rules};
 
+mod files_in;
+
 fn conversation(user: &str) -> Value {
     json!({"model": "gpt-test", "messages": [
         {"role": "system", "content": "be brief"},

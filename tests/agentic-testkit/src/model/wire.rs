@@ -150,6 +150,17 @@ pub(crate) fn error_body(message: &str) -> Value {
     json!({"error": {"message": message, "type": "server_error", "code": null}})
 }
 
+/// OpenAI's error body for a request it refuses (HTTP 400): the offending parameter's path
+/// (`messages.[0].content.[1].type`) and a machine-readable `code` (`invalid_value`, …).
+pub(crate) fn invalid_request_body(message: &str, param: &str, code: &str) -> Value {
+    json!({"error": {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": param,
+        "code": code,
+    }})
+}
+
 /// Splits text into words that keep their trailing whitespace, so the pieces concatenate back
 /// to the original.
 fn split_words(text: &str) -> Vec<&str> {
