@@ -47,18 +47,7 @@ export class Api {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    const response = await fetch(path, init);
-    const text = await response.text();
-    let value = null;
-    try {
-      value = text ? JSON.parse(text) : {};
-    } catch {
-      throw new ApiError(response.status, "UNKNOWN", `the gateway answered ${response.status} with no JSON`);
-    }
-    if (!response.ok) {
-      throw new ApiError(response.status, value.code || "UNKNOWN", value.message || `HTTP ${response.status}`);
-    }
-    return value;
+    return answerOf(await fetch(path, init));
   }
 
   get(path) {
@@ -75,6 +64,17 @@ export class Api {
 
   delete(path) {
     return this.request("DELETE", path);
+  }
+
+  // Uploads `file` (a File) as the caller's, in `conversationId` when one is given: the
+  // gateway's FileOutput, whose id a prompt's `attachments` name. `signal` aborts it.
+  async upload(file, conversationId, signal) {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    if (conversationId) form.append("conversation_id", conversationId);
+    // No Content-Type of ours: the browser writes multipart/form-data with its boundary.
+    const init = { method: "POST", headers: this.headers(), body: form, cache: "no-store", signal };
+    return answerOf(await fetch("/v1/files", init));
   }
 
   // The bytes of a file, as a Blob (the content route needs the caller's headers, so a plain
@@ -138,6 +138,25 @@ export class Api {
       }
     }
   }
+}
+
+// The JSON of an answer, or ApiError with the code and message of an error's Status (an
+// error answered with no JSON, by a proxy say, gives its status and the start of its text).
+async function answerOf(response) {
+  const text = await response.text();
+  let value = null;
+  try {
+    value = text ? JSON.parse(text) : {};
+  } catch {
+    if (response.ok) {
+      throw new ApiError(response.status, "UNKNOWN", `the gateway answered ${response.status} with no JSON`);
+    }
+    value = { message: `HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ""}` };
+  }
+  if (!response.ok) {
+    throw new ApiError(response.status, value.code || "UNKNOWN", value.message || `HTTP ${response.status}`);
+  }
+  return value;
 }
 
 // One SSE block's fields: `event`, `id` and the `data` lines joined; comments (keep-alives)

@@ -1,10 +1,12 @@
 // The playground: a sidebar of the caller's conversations, the open conversation's prompts
-// with their live timelines, and a box to send the next prompt in a mode and model tier.
+// with their live timelines, and a box to send the next prompt in a mode and model tier,
+// with files attached (the Attach button, or dropped on the box).
 // The open conversation is in the URL (`#/c/<id>`), so a reload reopens it and resumes its
 // running prompts where they were.
 
 import { Api, ApiError } from "./api.js";
 import { PromptView, el, button } from "./timeline.js";
+import { Attachments, acceptDrops } from "./attachments.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
@@ -13,7 +15,21 @@ const page = {
   conversationId: null,
   conversations: [],
   views: [],
+  sending: false,
 };
+
+// The files the next prompt goes with.
+const attachments = new Attachments(api, {
+  list: $("attachments"),
+  conversation: () => page.conversationId,
+  onChange: updateSend,
+  onError: showError,
+});
+
+// Send waits for a prompt being sent and for every upload.
+function updateSend() {
+  $("send").disabled = page.sending || attachments.busy;
+}
 
 // A browser opens at most 6 HTTP/1.1 connections per origin, and each event stream holds
 // one. The unfinished prompts of an opened conversation (a queue behind a prompt waiting for
@@ -108,6 +124,7 @@ async function openConversation(id) {
   stopViews();
   clearError();
   page.conversationId = id;
+  attachments.keepFor(id);
   renderSidebar();
   const prompts = $("prompts");
   prompts.replaceChildren();
@@ -157,9 +174,11 @@ function scrollToEnd() {
 async function send(event) {
   event.preventDefault();
   const input = $("input").value.trim();
-  if (!input) return;
+  // Enter sends too: not while the last prompt is being sent or a file uploads.
+  if (!input || page.sending || attachments.busy) return;
   clearError();
-  $("send").disabled = true;
+  page.sending = true;
+  updateSend();
   try {
     let id = page.conversationId;
     if (!id) {
@@ -173,20 +192,20 @@ async function send(event) {
       $("delete-conversation").hidden = false;
       await loadConversations();
     }
-    const prompt = await api.post("/v1/prompts", {
-      input,
-      mode: $("mode").value,
-      model: $("tier").value,
-      conversationId: id,
-    });
+    const body = { input, mode: $("mode").value, model: $("tier").value, conversationId: id };
+    const files = attachments.ids();
+    if (files.length) body.attachments = files;
+    const prompt = await api.post("/v1/prompts", body);
     $("input").value = "";
+    attachments.sent(files);
     const view = show(prompt);
     scrollToEnd();
     view.follow();
   } catch (error) {
     showError(error, "send");
   } finally {
-    $("send").disabled = false;
+    page.sending = false;
+    updateSend();
   }
 }
 
@@ -268,6 +287,13 @@ function wire() {
   $("user").value = api.user;
   $("settings-form").addEventListener("submit", saveSettings);
   $("composer").addEventListener("submit", send);
+  $("attach").addEventListener("click", () => $("attach-input").click());
+  $("attach-input").addEventListener("change", (event) => {
+    attachments.add(Array.from(event.target.files || []));
+    // The same file can be chosen again.
+    event.target.value = "";
+  });
+  acceptDrops($("composer"), (files) => attachments.add(files));
   $("input").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
   });

@@ -1,7 +1,8 @@
-// One prompt on the page: its input, its live timeline (text streaming in, code blocks, tool
-// calls, files, approvals), its state and, at the end, its usage. The view is a function of
-// a small model that events update in order; the model is kept in session storage as it
-// changes, so a reload resumes after the last event it saw, with nothing lost or repeated.
+// One prompt on the page: its input and the files sent with it, its live timeline (text
+// streaming in, code blocks, tool calls, files, approvals), its state and, at the end, its
+// usage. The view is a function of a small model that events update in order; the model is
+// kept in session storage as it changes, so a reload resumes after the last event it saw,
+// with nothing lost or repeated.
 
 import { renderMarkdown } from "./markdown.js";
 
@@ -71,7 +72,7 @@ export class PromptView {
   // Reads the whole input of a prompt shown from a listing's summary.
   async loadInput() {
     const prompt = await this.api.get(`/v1/prompts/${encodeURIComponent(this.id)}`);
-    this.model.prompt = { ...this.model.prompt, input: prompt.input };
+    this.model.prompt = { ...this.model.prompt, input: prompt.input, attachments: prompt.attachments };
     this.render();
   }
 
@@ -235,6 +236,7 @@ export class PromptView {
     }
     header.append(input, meta);
     root.append(header);
+    if (prompt.attachments && prompt.attachments.length) root.append(this.renderAttachments(prompt.attachments));
 
     const timeline = el("div", "timeline");
     outputs.forEach((output, index) => {
@@ -354,8 +356,30 @@ export class PromptView {
   renderFile(file) {
     const row = el("div", "file");
     row.dataset.kind = "file";
-    const link = el("a", "download");
-    link.href = "#";
+    const link = this.downloadLink(file, "download");
+    const source = file.source === "FILE_SOURCE_HOSTED" ? ", made in the provider's container" : "";
+    row.dataset.source = file.source === "FILE_SOURCE_HOSTED" ? "hosted" : "local";
+    row.append(text("📎 "), link, text(` ${file.mimeType || ""}, ${formatSize(Number(file.size || 0))}${source}`));
+    return row;
+  }
+
+  // The files the prompt was sent with, as chips that download them.
+  renderAttachments(files) {
+    const row = el("div", "prompt-attachments");
+    for (const file of files) {
+      const link = this.downloadLink(file, "attachment");
+      link.title = `${file.mimeType || "file"}, ${formatSize(Number(file.size || 0))}`;
+      row.append(link);
+    }
+    return row;
+  }
+
+  // A link named after `file` that saves its bytes: the content route needs the caller's
+  // headers, so a click fetches them and saves the Blob (the href only shows where they are).
+  downloadLink(file, className) {
+    const link = el("a", className);
+    link.href = `/v1/files/${encodeURIComponent(file.id)}/content`;
+    link.dataset.fileId = file.id;
     link.textContent = file.filename || "file";
     link.addEventListener("click", async (event) => {
       event.preventDefault();
@@ -373,10 +397,7 @@ export class PromptView {
         this.onError(error, "download");
       }
     });
-    const source = file.source === "FILE_SOURCE_HOSTED" ? ", made in the provider's container" : "";
-    row.dataset.source = file.source === "FILE_SOURCE_HOSTED" ? "hosted" : "local";
-    row.append(text("📎 "), link, text(` ${file.mimeType || ""}, ${formatSize(Number(file.size || 0))}${source}`));
-    return row;
+    return link;
   }
 }
 
@@ -445,7 +466,7 @@ function tierName(tier) {
   return tier === "MODEL_TIER_HIGH" ? "high" : "normal";
 }
 
-function formatSize(bytes) {
+export function formatSize(bytes) {
   if (bytes < 1024) return `${bytes} B`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;

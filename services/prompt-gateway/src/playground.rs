@@ -28,6 +28,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../playground/timeline.js"),
     ),
     (
+        "attachments.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../playground/attachments.js"),
+    ),
+    (
         "markdown.js",
         "text/javascript; charset=utf-8",
         include_str!("../playground/markdown.js"),

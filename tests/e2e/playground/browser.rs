@@ -10,7 +10,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
-use crate::support::PATIENCE;
+use crate::support::{PATIENCE, eventually};
 
 pub struct Browser {
     pub client: Client,
@@ -153,6 +153,38 @@ impl Browser {
             .unwrap();
         field.clear().await.unwrap();
         field.send_keys(text).await.unwrap();
+    }
+
+    /// Chooses the file at `path` (absolute) in the file input `selector`, as a person picking
+    /// it in the dialog would (chromedriver fills a file input from keys naming the path, even
+    /// a hidden one).
+    pub async fn choose_file(&self, selector: &str, path: &Path) {
+        assert!(path.is_absolute(), "{} is not absolute", path.display());
+        self.client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css(selector))
+            .await
+            .unwrap_or_else(|error| panic!("no {selector}: {error}"))
+            .send_keys(path.to_str().unwrap())
+            .await
+            .unwrap();
+    }
+
+    /// The text of the file `name` the browser downloaded, once it is whole. Chrome reserves
+    /// the name with an empty file and writes into `*.crdownload` before renaming it over
+    /// that file: the download is done when no partial file is left and the named one has
+    /// bytes.
+    pub async fn downloaded(&self, name: &str) -> String {
+        let path = self.downloads.path().join(name);
+        eventually(&format!("{name} is downloaded"), || {
+            let partial = std::fs::read_dir(self.downloads.path())
+                .unwrap()
+                .any(|entry| entry.unwrap().path().extension() == Some("crdownload".as_ref()));
+            !partial && std::fs::metadata(&path).is_ok_and(|file| file.len() > 0)
+        })
+        .await;
+        std::fs::read_to_string(&path).unwrap()
     }
 
     /// Sends `input` from the prompt box in `mode`.

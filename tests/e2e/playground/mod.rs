@@ -2,6 +2,7 @@
 //! stack with the stand-in model: what a person sees and clicks. Screenshots land in
 //! `target/playground/`.
 
+mod attachments;
 mod browser;
 mod event_source;
 mod lifecycle;
@@ -392,19 +393,8 @@ async fn a_file_of_the_prompt_downloads_with_its_bytes() {
         .await;
     assert_eq!(name, "browser.md");
     browser.click("#prompts .prompt .file a.download").await;
-    let path = browser.downloads.path().join("browser.md");
-    // Chrome reserves the name with an empty file and writes into `*.crdownload` before
-    // renaming it over that file: the download is done when no partial file is left and
-    // the named one has bytes.
-    eventually("the file is downloaded", || {
-        let partial = std::fs::read_dir(browser.downloads.path())
-            .unwrap()
-            .any(|entry| entry.unwrap().path().extension() == Some("crdownload".as_ref()));
-        !partial && std::fs::metadata(&path).is_ok_and(|file| file.len() > 0)
-    })
-    .await;
     assert_eq!(
-        std::fs::read_to_string(&path).unwrap(),
+        browser.downloaded("browser.md").await,
         "# Browser\n\n- one\n- two\n"
     );
     browser.close().await;
