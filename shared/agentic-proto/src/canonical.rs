@@ -22,7 +22,7 @@ use crate::v1::{
     DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse, DeletePromptRequest,
     DeletePromptResponse, DeleteRecordingRequest, DeleteRecordingResponse, DeleteSkillRequest,
     DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, ExportDataRequest,
-    ExportItem, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    ExportItem, File, FileOutput, GetConversationRequest, GetFileRequest, GetPromptRequest,
     GetRecordingRequest, GetSkillRequest, GetStorageUsageRequest, ImportRecordingRequest,
     ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
     ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
@@ -30,6 +30,7 @@ use crate::v1::{
     ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
     PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill, StorageUsage,
     StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    UploadFileRequest,
 };
 use prost_reflect::{
     DescriptorPool, DeserializeOptions, DynamicMessage, ReflectMessage, SerializeOptions,
@@ -242,6 +243,8 @@ described!(
     ListConversationFilesRequest,
     GetFileRequest,
     File,
+    FileOutput,
+    UploadFileRequest,
     PromptEvent,
     ListToolsResponse,
     Prompt,

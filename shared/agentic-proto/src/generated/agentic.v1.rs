@@ -99,6 +99,17 @@ pub struct Prompt {
     /// In listings only: `input` is the first 200 characters of a longer input.
     #[prost(bool, tag = "18")]
     pub input_cut: bool,
+    /// Files the user attached to the input (`source` USER), in the order they were named.
+    /// Each is also a file of the prompt's conversation; the model reads it as its mode can
+    /// (images as images, text inline up to a limit, other files by name and id).
+    #[prost(message, repeated, tag = "19")]
+    pub attachments: ::prost::alloc::vec::Vec<FileOutput>,
+}
+/// A prompt's attachments as the gateway stores them (one column of the prompt).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Attachments {
+    #[prost(message, repeated, tag = "1")]
+    pub files: ::prost::alloc::vec::Vec<FileOutput>,
 }
 /// One entry of the prompt's timeline. Every mode writes the same three kinds.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -555,6 +566,8 @@ pub enum FileSource {
     /// In the model provider's container (hosted mode), downloaded through its Files API into
     /// the artifact store.
     Hosted = 2,
+    /// Attached by the prompt's user (uploaded with `UploadFile`, or inline in the request).
+    User = 3,
 }
 impl FileSource {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -566,6 +579,7 @@ impl FileSource {
             Self::Unspecified => "FILE_SOURCE_UNSPECIFIED",
             Self::Local => "FILE_SOURCE_LOCAL",
             Self::Hosted => "FILE_SOURCE_HOSTED",
+            Self::User => "FILE_SOURCE_USER",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -574,6 +588,7 @@ impl FileSource {
             "FILE_SOURCE_UNSPECIFIED" => Some(Self::Unspecified),
             "FILE_SOURCE_LOCAL" => Some(Self::Local),
             "FILE_SOURCE_HOSTED" => Some(Self::Hosted),
+            "FILE_SOURCE_USER" => Some(Self::User),
             _ => None,
         }
     }
@@ -4505,6 +4520,53 @@ pub struct CreatePromptRequest {
     /// expired; 0 or more than the operator's (GATEWAY_APPROVAL_TIMEOUT_SECS): the operator's.
     #[prost(uint32, tag = "10")]
     pub approval_timeout_ms: u32,
+    /// Files to attach, by the `id` UploadFile answered or the id of any file of the caller's
+    /// (a conversation's file, an artifact); at most 16 with `inline_attachments`.
+    #[prost(string, repeated, tag = "11")]
+    pub attachments: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Small files sent with the request itself (at most 1 MiB together), stored as uploads.
+    #[prost(message, repeated, tag = "12")]
+    pub inline_attachments: ::prost::alloc::vec::Vec<InlineAttachment>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct InlineAttachment {
+    #[prost(string, tag = "1")]
+    pub filename: ::prost::alloc::string::String,
+    /// Empty: guessed from the name's extension, else `application/octet-stream`.
+    #[prost(string, tag = "2")]
+    pub mime_type: ::prost::alloc::string::String,
+    #[prost(bytes = "vec", tag = "3")]
+    pub content: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UploadFileRequest {
+    #[prost(oneof = "upload_file_request::Kind", tags = "1, 2")]
+    pub kind: ::core::option::Option<upload_file_request::Kind>,
+}
+/// Nested message and enum types in `UploadFileRequest`.
+pub mod upload_file_request {
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Kind {
+        /// Always the first message, and only the first.
+        #[prost(message, tag = "1")]
+        Header(super::UploadFileHeader),
+        /// The file's next bytes.
+        #[prost(bytes, tag = "2")]
+        Chunk(::prost::alloc::vec::Vec<u8>),
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UploadFileHeader {
+    /// The file's name (at most 255 characters; a path keeps only its last part).
+    #[prost(string, tag = "1")]
+    pub filename: ::prost::alloc::string::String,
+    /// Empty: guessed from the name's extension, else `application/octet-stream`.
+    #[prost(string, tag = "2")]
+    pub mime_type: ::prost::alloc::string::String,
+    /// Keep the file with this conversation of the caller's: deleting the conversation deletes
+    /// it. Empty: the file stays until it (or the prompt it is attached to) is deleted.
+    #[prost(string, tag = "3")]
+    pub conversation_id: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StreamPromptRequest {
@@ -5503,6 +5565,32 @@ pub mod prompt_gateway_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// Stores a file of the caller's, to attach to prompts by the `id` it answers (a file of
+        /// `source` USER). The first message is the header, the others the bytes in chunks; the
+        /// whole is bounded (GATEWAY_MAX_UPLOAD_BYTES, INVALID_ARGUMENT past it) and counts against
+        /// the caller's storage quota (RESOURCE_EXHAUSTED past it). Over HTTP: `POST /v1/files` as
+        /// `multipart/form-data` with a `file` part and an optional `conversation_id` part.
+        pub async fn upload_file(
+            &mut self,
+            request: impl tonic::IntoStreamingRequest<Message = super::UploadFileRequest>,
+        ) -> std::result::Result<tonic::Response<super::FileOutput>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/UploadFile",
+            );
+            let mut req = request.into_streaming_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "UploadFile"));
+            self.inner.client_streaming(req, path, codec).await
+        }
         pub async fn get_file(
             &mut self,
             request: impl tonic::IntoRequest<super::GetFileRequest>,
@@ -6028,6 +6116,15 @@ pub mod prompt_gateway_server {
             tonic::Response<super::ListConversationFilesResponse>,
             tonic::Status,
         >;
+        /// Stores a file of the caller's, to attach to prompts by the `id` it answers (a file of
+        /// `source` USER). The first message is the header, the others the bytes in chunks; the
+        /// whole is bounded (GATEWAY_MAX_UPLOAD_BYTES, INVALID_ARGUMENT past it) and counts against
+        /// the caller's storage quota (RESOURCE_EXHAUSTED past it). Over HTTP: `POST /v1/files` as
+        /// `multipart/form-data` with a `file` part and an optional `conversation_id` part.
+        async fn upload_file(
+            &self,
+            request: tonic::Request<tonic::Streaming<super::UploadFileRequest>>,
+        ) -> std::result::Result<tonic::Response<super::FileOutput>, tonic::Status>;
         async fn get_file(
             &self,
             request: tonic::Request<super::GetFileRequest>,
@@ -7039,6 +7136,53 @@ pub mod prompt_gateway_server {
                                 max_encoding_message_size,
                             );
                         let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/UploadFile" => {
+                    #[allow(non_camel_case_types)]
+                    struct UploadFileSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::ClientStreamingService<super::UploadFileRequest>
+                    for UploadFileSvc<T> {
+                        type Response = super::FileOutput;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<
+                                tonic::Streaming<super::UploadFileRequest>,
+                            >,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::upload_file(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = UploadFileSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.client_streaming(method, req).await;
                         Ok(res)
                     };
                     Box::pin(fut)
