@@ -109,6 +109,11 @@ pub struct Config {
         default_value_t = 1 << 30
     )]
     pub max_stored_bytes_per_user: u64,
+    /// The largest file `UploadFile` (`POST /v1/files`) takes, in bytes; past it the upload
+    /// is refused. The tool-host's TOOL_HOST_MAX_ARTIFACT_BYTES and each user's storage quota
+    /// bound what it keeps too.
+    #[arg(long, env = "GATEWAY_MAX_UPLOAD_BYTES", default_value_t = 8 << 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=12 << 20))]
+    pub max_upload_bytes: usize,
     /// How often the accounting of users' stored bytes looks for rows to count, in
     /// milliseconds.
     #[arg(long, env = "GATEWAY_STORAGE_TICK_MS", default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(10..=600_000))]

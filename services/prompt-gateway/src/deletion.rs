@@ -116,18 +116,24 @@ impl Prompts {
         Ok(DeletePromptResponse { files })
     }
 
-    /// Deletes file `file_id`: its bytes from the artifact store, then its entry.
+    /// Deletes file `file_id`: its bytes from the artifact store, then its entry. An upload
+    /// (or any artifact of the caller's) goes by its id, and with it the bytes of every
+    /// prompt it is attached to (their timelines still show that it was).
     pub async fn delete_file(
         &self,
         user_id: &UserId,
         file_id: &str,
         tool_host: &InternalChannel,
     ) -> Result<(), GatewayError> {
-        let file = self
-            .store
-            .file(user_id, file_id)
-            .await?
-            .ok_or_else(|| GatewayError::FileNotFound(file_id.to_owned()))?;
+        let Some(file) = self.store.file(user_id, file_id).await? else {
+            if uuid::Uuid::try_parse(file_id).is_ok()
+                && delete_artifact(tool_host, user_id, file_id.to_owned()).await?
+            {
+                metrics::deleted("file", 1);
+                return Ok(());
+            }
+            return Err(GatewayError::FileNotFound(file_id.to_owned()));
+        };
         delete_artifact(tool_host, user_id, file.artifact_id).await?;
         self.store
             .delete_file(user_id, file_id)

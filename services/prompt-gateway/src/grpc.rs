@@ -41,6 +41,7 @@ pub struct GatewayService {
 }
 
 mod conversations;
+pub mod files;
 mod parse;
 mod triggers;
 
@@ -516,6 +517,13 @@ impl PromptGateway for GatewayService {
         request: Request<ListConversationFilesRequest>,
     ) -> GrpcResult<ListConversationFilesResponse> {
         self.list_conversation_files_rpc(request).await
+    }
+
+    async fn upload_file(
+        &self,
+        request: Request<tonic::Streaming<agentic_proto::v1::UploadFileRequest>>,
+    ) -> GrpcResult<agentic_proto::v1::FileOutput> {
+        self.upload_file_rpc(request).await
     }
 
     async fn get_file(&self, request: Request<GetFileRequest>) -> GrpcResult<File> {

@@ -4,9 +4,9 @@
 //! its fields), authenticated by the gRPC service's own auth layer (`layers::guard`), passed
 //! to the gRPC service's own method, and answered as its message in the same JSON; errors are
 //! the standard mapping of gRPC codes to HTTP statuses with `{"code", "message", "details"}`.
-//! No behaviour lives here. Three routes have a shape of their own: `StreamPrompt` as
-//! server-sent events (`events`), `ExportData` as JSON Lines (`data`), and a file's bytes
-//! (`files`). The OpenAPI document is generated from the same routes (`openapi`).
+//! No behaviour lives here. Four routes have a shape of their own: `StreamPrompt` as
+//! server-sent events (`events`), `ExportData` as JSON Lines (`data`), a file's bytes and
+//! `UploadFile` as a multipart form (`files`). The OpenAPI document is generated from the same routes (`openapi`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use axum::routing::{MethodRouter, get, post};
 use serde_json::{Value, json};
 use tonic::Status;
 
@@ -43,6 +43,9 @@ pub struct HttpApi {
     pub stream_lifetime: Duration,
 }
 
+/// Where uploads go (`UploadFile`, a client stream, has no route in the proto).
+const UPLOAD_PATH: &str = "/v1/files";
+
 /// The RPCs whose routes have a shape of their own (not one JSON answer).
 const OWN_ROUTES: &[&str] = &["StreamPrompt", "ExportData"];
 
@@ -59,6 +62,11 @@ fn routes() -> Vec<(String, MethodRouter<HttpApi>)> {
         (
             "/v1/files/{file_id}/content".to_owned(),
             get(files::file_content),
+        ),
+        // The guard bounds the body by the upload limit instead of the request limit.
+        (
+            UPLOAD_PATH.to_owned(),
+            post(files::upload).layer(DefaultBodyLimit::disable()),
         ),
         ("/v1/openapi.json".to_owned(), get(openapi_document)),
     ]);

@@ -12,6 +12,7 @@ mod deletion;
 mod error;
 mod export;
 mod exposure;
+mod files;
 mod follow;
 mod grpc;
 mod http;
@@ -43,6 +44,7 @@ use crate::admission::Admission;
 use crate::auth::{Auth, Authenticate};
 pub use auth::USER_HEADER;
 pub use config::{Config, RecordPrompts, check};
+pub use files::MAX_UPLOADS_PER_USER;
 pub use http::openapi::text as openapi_text;
 pub use http::route_paths as http_route_paths;
 pub use modes::ModeSpec;
@@ -58,8 +60,9 @@ use crate::runner::Runner;
 use crate::store::{Owner, Store};
 
 /// Largest request the public API reads: the largest legitimate one is a `CreatePrompt` with
-/// its input (256 KiB) and state (1 MiB). Answers may be larger (a prompt's whole timeline).
-pub const MAX_REQUEST_BYTES: usize = 2 * 1024 * 1024;
+/// its input (256 KiB), state (1 MiB) and inline attachments (1 MiB). Answers may be larger
+/// (a prompt's whole timeline). Uploads (`UploadFile`) come in chunks, each within it.
+pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
 
 /// Serves the gateway on `listener` until `shutdown` resolves.
 /// Says at start who the gateway will trust: loudly when it trusts callers' word.
@@ -124,15 +127,12 @@ pub async fn run_with_clock(
     )?;
     let Opened {
         owner,
-        token,
         store_is_shared,
         prompts,
         triggers,
         receivers,
     } = open(&config, clock).await?;
-    let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
-        anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
-    })?;
+    let tool_host = prompts.files.tool_host();
     let background = background_tasks(&config, (&prompts, &triggers), receivers);
     announce_auth(&auth, config.service.internal_token.is_some());
 
@@ -208,7 +208,6 @@ type Receivers = (
 /// The gateway's store and use cases, opened.
 struct Opened {
     owner: Owner,
-    token: agentic_rpc::SendInternalToken,
     store_is_shared: bool,
     prompts: Prompts,
     triggers: triggers::Triggers,
@@ -227,7 +226,10 @@ async fn open(config: &Config, clock: Clock) -> anyhow::Result<Opened> {
     let store_is_shared = store.is_shared();
     let (queues, queue_moves) = tokio::sync::mpsc::unbounded_channel();
     let (kept, kept_pauses) = tokio::sync::mpsc::unbounded_channel();
-    let prompts = prompts(config, store, &token, (queues, kept))?;
+    let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
+        anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
+    })?;
+    let prompts = prompts(config, (store, tool_host), &token, (queues, kept))?;
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
         tracing::warn!(
@@ -246,7 +248,6 @@ async fn open(config: &Config, clock: Clock) -> anyhow::Result<Opened> {
     };
     Ok(Opened {
         owner,
-        token,
         store_is_shared,
         prompts,
         triggers,
@@ -318,7 +319,7 @@ const MAX_STREAMS: usize = 16_384;
 /// The gateway's use cases over `store`: the runner with its admission limits, and the modes.
 fn prompts(
     config: &Config,
-    store: Store,
+    (store, tool_host): (Store, agentic_rpc::InternalChannel),
     token: &agentic_rpc::SendInternalToken,
     (queues, kept): (
         tokio::sync::mpsc::UnboundedSender<agentic_ids::ConversationId>,
@@ -368,6 +369,7 @@ fn prompts(
             daily_tokens: config.daily_tokens_per_user,
             approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         },
+        files: files::Files::new(tool_host, config.max_upload_bytes),
         quotas: budget::Quotas {
             conversations: config.max_conversations_per_user,
             prompts: config.max_prompts_per_user,

@@ -65,6 +65,8 @@ pub struct NewPrompt {
     /// The recording it replays (a replay, which has no conversation and never pauses, so
     /// its one run gets it at its start).
     pub replay: Option<agentic_proto::v1::ExecuteReplay>,
+    /// Files attached to the input (at most [`crate::files::MAX_ATTACHMENTS`]).
+    pub attachments: Vec<crate::files::Attachment>,
 }
 
 /// Earlier prompts an executor is given as history, at most.
@@ -102,6 +104,8 @@ pub struct Prompts {
     pub max_run_time: Duration,
     /// Every prompt's budget and every user's daily tokens, as the operator set them.
     pub limits: crate::budget::Limits,
+    /// Uploads and attachments, kept in the tool-host's artifact store.
+    pub files: crate::files::Files,
     /// How many conversations and prompts one user may keep.
     pub quotas: crate::budget::Quotas,
     /// Whether runs record their exchanges (`--record-prompts`); replays never do.

@@ -82,6 +82,11 @@ impl Prompts {
             budget: None,
             approval_timeout: None,
             replay: Some(replay),
+            attachments: source
+                .attachments
+                .into_iter()
+                .map(|file| crate::files::Attachment::Id(file.artifact_id))
+                .collect(),
         })
         .await
     }

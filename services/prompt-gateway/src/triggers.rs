@@ -505,6 +505,7 @@ impl Triggers {
                 budget: prompt.budget,
                 approval_timeout: None,
                 replay: None,
+                attachments: Vec::new(),
             })
             .await?;
         Ok(())

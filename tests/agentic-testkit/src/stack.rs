@@ -687,6 +687,7 @@ impl Stack {
             max_conversations_per_user: options.storage_quotas.0,
             max_prompts_per_user: options.storage_quotas.1,
             max_stored_bytes_per_user: options.stored_bytes.0,
+            max_upload_bytes: 8 << 20,
             storage_tick_ms: options.stored_bytes.1,
             max_streams_per_user: options.stream_bounds.0,
             http_connections_per_address: options.stream_bounds.1,

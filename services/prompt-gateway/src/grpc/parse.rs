@@ -10,6 +10,7 @@ use tonic::{Request, Status};
 
 use crate::auth::Caller;
 use crate::error::GatewayError;
+use crate::files::{Attachment, MAX_ATTACHMENTS, MAX_INLINE_BYTES, Upload};
 use crate::modes::ModeStatus;
 use crate::prompts::NewPrompt;
 
@@ -28,6 +29,7 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
     };
     no_nul(&[("input", &request.input), ("mode", &request.mode)])?;
     let conversation_id = optional_conversation_id(&request.conversation_id)?;
+    let attachments = attachments(request.attachments, request.inline_attachments)?;
     let model = match ModelTier::try_from(request.model) {
         Ok(ModelTier::Unspecified) => ModelTier::Normal,
         Ok(tier) => tier,
@@ -53,7 +55,46 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
         approval_timeout: (request.approval_timeout_ms > 0)
             .then(|| Duration::from_millis(u64::from(request.approval_timeout_ms))),
         replay: None,
+        attachments,
     })
+}
+
+/// A request's attachments, within their count and inline bytes.
+fn attachments(
+    ids: Vec<String>,
+    inline: Vec<agentic_proto::v1::InlineAttachment>,
+) -> Result<Vec<Attachment>, Status> {
+    let invalid = |reason: String| to_status(GatewayError::InvalidArgument(reason));
+    if ids.len() + inline.len() > MAX_ATTACHMENTS {
+        return Err(invalid(format!(
+            "a prompt carries at most {MAX_ATTACHMENTS} attachments"
+        )));
+    }
+    let inline_bytes: usize = inline.iter().map(|file| file.content.len()).sum();
+    if inline_bytes > MAX_INLINE_BYTES {
+        return Err(invalid(format!(
+            "inline attachments are {inline_bytes} bytes together, more than {MAX_INLINE_BYTES}: \
+             upload larger files with UploadFile and attach them by id"
+        )));
+    }
+    for id in &ids {
+        if id.is_empty() || id.len() > 64 || id.contains('\0') {
+            return Err(invalid(format!(
+                "attachment {:?} is no file id",
+                agentic_rpc::shown_id(id)
+            )));
+        }
+    }
+    let mut attachments: Vec<Attachment> = ids.into_iter().map(Attachment::Id).collect();
+    attachments.extend(inline.into_iter().map(|file| Attachment::Inline {
+        upload: Upload {
+            filename: file.filename,
+            mime_type: file.mime_type,
+            conversation_id: None,
+        },
+        content: file.content,
+    }));
+    Ok(attachments)
 }
 
 pub(super) fn non_empty(value: String) -> Option<String> {

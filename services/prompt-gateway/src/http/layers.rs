@@ -11,6 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{HttpApi, error, status_response};
+use crate::auth::Caller;
 
 /// A dev gateway trusts whoever reaches it to say who they are, which is safe only on this
 /// machine: it answers only requests whose `Host` is a loopback name. A web page on another
@@ -72,9 +73,14 @@ pub(super) fn route_of<'a>(routes: &'a [String], path: &str) -> &'a str {
 /// How long a request body may take to arrive.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a multipart upload may add to its file's bytes: boundaries, part headers and a
+/// conversation id.
+const MULTIPART_FRAMING_BYTES: usize = 16 * 1024;
+
 /// Before any route: the caller is authenticated from the headers alone (a refused request
-/// never has its body read) and handed to the route as an extension, then the body is read within `BODY_READ_TIMEOUT` and the size
-/// limit; answers are never cached. The OpenAPI document needs no caller.
+/// never has its body read) and handed to the route as an extension, then the body is read
+/// within `BODY_READ_TIMEOUT` and the size limit (an upload's: the upload limit); answers
+/// are never cached. The OpenAPI document needs no caller.
 pub(super) async fn guard(
     State((api, max_request_bytes)): State<(HttpApi, usize)>,
     request: axum::extract::Request,
@@ -93,6 +99,22 @@ pub(super) async fn guard(
             Err(status) => return status_response(&status),
         }
     }
+    // An upload may be as large as the upload limit, with room for its multipart framing,
+    // and takes one of its user's upload slots while its body arrives and is stored.
+    let upload =
+        request.method() == axum::http::Method::POST && request.uri().path() == super::UPLOAD_PATH;
+    let _upload_slot = match request.extensions().get::<Caller>() {
+        Some(Caller::User(user)) if upload => match api.service.prompts.files.upload_slot(user) {
+            Ok(slot) => Some(slot),
+            Err(refusal) => return status_response(&agentic_rpc::to_status(refusal)),
+        },
+        _ => None,
+    };
+    let max_request_bytes = if upload {
+        api.service.prompts.files.max_upload_bytes + MULTIPART_FRAMING_BYTES
+    } else {
+        max_request_bytes
+    };
     let (parts, body) = request.into_parts();
     let read = tokio::time::timeout(
         BODY_READ_TIMEOUT,

@@ -34,6 +34,13 @@ pub fn document() -> Result<Value, String> {
         .entry("/v1/files/{file_id}/content".into())
         .or_default()
         .insert("get".into(), file_content());
+    let file_output = pool
+        .get_message_by_name("agentic.v1.FileOutput")
+        .ok_or("no FileOutput in the descriptor set")?;
+    paths
+        .entry("/v1/files".into())
+        .or_default()
+        .insert("post".into(), upload(schemas.refer(&file_output)));
     paths
         .entry("/v1/openapi.json".into())
         .or_default()
@@ -216,6 +223,33 @@ fn file_content() -> Value {
             "200": {"description": "The file's bytes.",
                     "content": {"application/octet-stream": {
                         "schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}},
+            "default": error_response(),
+        },
+    })
+}
+
+fn upload(file_output: Value) -> Value {
+    json!({
+        "operationId": "UploadFile",
+        "tags": ["files"],
+        "description": "Stores a file of the caller's, to attach to prompts by the `id` it \
+                        answers (CreatePrompt's `attachments`): UploadFile as a form. The file \
+                        is bounded by GATEWAY_MAX_UPLOAD_BYTES (413 past it) and counts against \
+                        the caller's storage quota.",
+        "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {
+            "type": "object",
+            "required": ["file"],
+            "properties": {
+                "file": {"type": "string", "contentMediaType": "application/octet-stream",
+                         "description": "The file, with its name and type in the part's headers."},
+                "conversation_id": {"type": "string",
+                                    "description": "Keep the file with this conversation: \
+                                                    deleting it deletes the file."},
+            },
+        }}}},
+        "responses": {
+            "200": {"description": "The file, of source FILE_SOURCE_USER.",
+                    "content": {"application/json": {"schema": file_output}}},
             "default": error_response(),
         },
     })

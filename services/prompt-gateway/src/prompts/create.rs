@@ -19,6 +19,8 @@ struct Resolved {
     conversation: Option<Conversation>,
     mode: crate::modes::Mode,
     state: Option<prost_types::Struct>,
+    /// The request's attachments as files of the prompt.
+    attachments: Vec<agentic_proto::v1::FileOutput>,
 }
 
 /// The request's own bounds: a non-empty input within [`MAX_INPUT_BYTES`], a round limit
@@ -94,7 +96,18 @@ impl Prompts {
             (Some(asked), Some(budget)) => Some(asked.min(budget)),
             (asked, budget) => asked.or(budget),
         };
-        let resolved = self.resolve(&mut request).await?;
+        let mut resolved = self.resolve(&mut request).await?;
+        // Inline attachments are stored here: should the prompt be refused after this, they
+        // stay as the caller's uploads (counted, listed, deletable like any other).
+        resolved.attachments = self
+            .files
+            .attach(
+                &self.store,
+                &request.user_id,
+                request.conversation_id.as_ref(),
+                std::mem::take(&mut request.attachments),
+            )
+            .await?;
         let policy = busy_policy(resolved.conversation.as_ref(), request.on_busy);
         let mode = resolved.mode.clone();
         let prompt = self.record(request, resolved, budget);
@@ -188,6 +201,7 @@ impl Prompts {
             conversation,
             mode,
             state,
+            attachments: Vec::new(),
         })
     }
 
@@ -218,6 +232,7 @@ impl Prompts {
             budget,
             approval_timeout_ms: self.limits.approval_timeout_ms(request.approval_timeout),
             input_cut: false,
+            attachments: resolved.attachments,
         }
     }
 

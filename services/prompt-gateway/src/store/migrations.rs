@@ -67,6 +67,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0014_trace_parent.sql",
         sql: include_str!("../../migrations/sqlite/0014_trace_parent.sql"),
     },
+    MigrationFile {
+        name: "0015_attachments.sql",
+        sql: include_str!("../../migrations/sqlite/0015_attachments.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -125,6 +129,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0014_trace_parent.sql",
         sql: include_str!("../../migrations/postgres/0014_trace_parent.sql"),
+    },
+    MigrationFile {
+        name: "0015_attachments.sql",
+        sql: include_str!("../../migrations/postgres/0015_attachments.sql"),
     },
 ];
 

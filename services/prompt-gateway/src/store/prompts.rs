@@ -51,7 +51,9 @@ impl Store {
                 .bind(timestamp_millis(&at))
                 .bind(event.encode_to_vec())
                 .bind(&budget)
-                .bind(i64::from(prompt.approval_timeout_ms));
+                .bind(i64::from(prompt.approval_timeout_ms))
+                .bind(encoded_attachments(prompt))
+                .bind(attachment_rows(prompt));
             write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);

@@ -145,10 +145,11 @@ impl Store {
         };
         prompt.state = state;
         let budget = encoded_budget(&prompt);
+        let attachments = encoded_attachments(&prompt);
         let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
              max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at, \
-             queue_rank, timeout_ms, budget, approval_timeout_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)";
+             queue_rank, timeout_ms, budget, approval_timeout_ms, attachments) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)";
         let args = [
             (&prompt.id).into(),
             (&prompt.user_id).into(),
@@ -169,8 +170,26 @@ impl Store {
             timeout_ms.into(),
             (&budget).into(),
             i64::from(prompt.approval_timeout_ms).into(),
+            (&attachments).into(),
         ];
         conn.execute(insert, &args).await?;
+        // Each attachment is a file of the conversation, before the timeline's files.
+        let count = prompt.attachments.len() as i64;
+        for (index, file) in prompt.attachments.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    (&file.id).into(),
+                    (&prompt.id).into(),
+                    (&prompt.user_id).into(),
+                    (&prompt.conversation_id).into(),
+                    (index as i64 - count).into(),
+                    (&file.encode_to_vec()).into(),
+                ],
+            )
+            .await?;
+        }
         let kind = prompt_event::Kind::Created(agentic_proto::v1::PromptCreated {
             prompt: Some(prompt.clone()),
         });

@@ -44,6 +44,7 @@ pub(super) struct PromptRow {
     pub(super) tool_calls: i64,
     pub(super) budget: Vec<u8>,
     pub(super) approval_timeout_ms: i64,
+    pub(super) attachments: Vec<u8>,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptRow
@@ -74,6 +75,7 @@ where
             tool_calls: columns.get("tool_calls")?,
             budget: columns.get("budget")?,
             approval_timeout_ms: columns.get("approval_timeout_ms")?,
+            attachments: columns.get("attachments")?,
         })
     }
 }
@@ -114,6 +116,11 @@ impl PromptRow {
                 .transpose()?,
             approval_timeout_ms: u32::try_from(self.approval_timeout_ms).unwrap_or_default(),
             input_cut: false,
+            attachments: (!self.attachments.is_empty())
+                .then(|| agentic_proto::v1::Attachments::decode(self.attachments.as_slice()))
+                .transpose()?
+                .map(|stored| stored.files)
+                .unwrap_or_default(),
         })
     }
 }
