@@ -100,10 +100,14 @@ const UNCAUGHT: &str = "Uncaught exception:";
 /// to the last bytes). Nothing else of ours sees that moment, so a thrown `null` counts as
 /// running out of memory unless the code visibly throws or rejects with `null` itself.
 /// A swallowed `null` (`catch (e) {}`) goes unnoticed, but the engine's limit still held.
+/// Likewise an `InternalError` whose message could not be read: the engine's own "out of
+/// memory" error, met when even its message no longer fits (unless the code names
+/// `InternalError` itself).
 pub(crate) fn is_out_of_memory_null(error: &CodeError, code: &str) -> bool {
-    error.message == format!("{UNCAUGHT} null")
+    let null = error.message == format!("{UNCAUGHT} null")
         && !code.contains("throw null")
-        && !code.contains("reject(null)")
+        && !code.contains("reject(null)");
+    null || (error.message == "InternalError" && !code.contains("InternalError"))
 }
 
 /// Errors of a module (unknown, or failing while it loads) have no frame in the model's code:
