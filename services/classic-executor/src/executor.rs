@@ -72,11 +72,12 @@ impl Executor {
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
+        let attached = tool_host.attachments(&scope, &request.attachments).await;
         let mut run = Run {
             model,
             events: &events,
             tier: request.tier,
-            input: request.input,
+            input: agentic_executor::attachments::user_message(&request.input, &attached),
             history: request.history,
             system_prompt: messages::system_prompt(&prepared.context),
             calls: Calls::new(
@@ -102,7 +103,8 @@ struct Run<'a> {
     model: Arc<dyn ChatModel>,
     events: &'a EventSink,
     tier: Tier,
-    input: String,
+    /// The user's message: the input with its attachments.
+    input: agentic_llm::ChatMessage,
     history: Vec<PastPrompt>,
     system_prompt: String,
     /// The timeline and the tool calls on it, with the executor's tool-host (recorded or

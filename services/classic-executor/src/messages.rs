@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use agentic_llm::{ChatMessage, ToolCall};
 use serde_json::Value as Json;
 
+use agentic_executor::attachments::past_input;
 use agentic_executor::timeline::{Output, PastPrompt, ToolCallOutput};
 use agentic_executor::tool_host::ContextItem;
 
@@ -34,21 +35,25 @@ pub struct View<'a> {
     pub stored_results: &'a HashMap<String, String>,
 }
 
-/// The whole request: system prompt, each history prompt (input, then what was done for it),
-/// the current input, then the current prompt's outputs.
+/// The whole request: system prompt, each history prompt (input with its attachments named,
+/// then what was done for it), the user's message (the input with its attachments), then the
+/// current prompt's outputs.
 pub fn build(
     system_prompt: &str,
     history: &[PastPrompt],
-    input: &str,
+    input: &ChatMessage,
     outputs: &[Output],
     view: &View<'_>,
 ) -> Vec<ChatMessage> {
     let mut messages = vec![ChatMessage::System(system_prompt.to_owned())];
     for past in history {
-        messages.push(ChatMessage::User(past.input.clone()));
+        messages.push(ChatMessage::User(past_input(
+            &past.input,
+            &past.attachments,
+        )));
         messages.extend(from_outputs(&past.outputs, view));
     }
-    messages.push(ChatMessage::User(input.to_owned()));
+    messages.push(input.clone());
     messages.extend(from_outputs(outputs, view));
     messages
 }
@@ -273,8 +278,10 @@ mod tests {
                 tool("run1", "code.execute", at(5), success(json!(3))),
                 Output::Text("It is 3.".into()),
             ],
+            attachments: Vec::new(),
         }];
-        let messages = build("system", &history, "and now?", &[], &view(&HashMap::new()));
+        let input = ChatMessage::User("and now?".into());
+        let messages = build("system", &history, &input, &[], &view(&HashMap::new()));
         assert_eq!(
             messages,
             vec![

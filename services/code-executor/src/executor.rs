@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use agentic_executor::attachments::Attached;
 use agentic_executor::tape::Tape;
 use agentic_executor::timeline::{
     ApprovalState, Decision, Event, Finish, Output, RoundRecord, RunRequest, ToolCallOutput,
@@ -86,7 +87,8 @@ impl CodeMode {
         let model = Tape::model(tape.as_ref(), Arc::clone(&self.model));
         let tools = tools::for_sandbox(prepared.tools, &self.schemas);
         let system = prompt::system(tools.specs(), &prepared.modules, &prepared.context);
-        let mut messages = opening(system, &request);
+        let attached = tool_host.attachments(&scope, &request.attachments).await;
+        let mut messages = opening(system, &request, &attached);
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
         let sandbox_tools = tools::sandbox_tools(&tools);
         let host = self.prompt_host(
@@ -369,11 +371,15 @@ async fn stopped_at_round_limit(timeline: &Timeline, max_rounds: u32) -> Result<
     Ok(Finish::Completed)
 }
 
-/// The conversation a run opens with: the system prompt, the history, the input.
-fn opening(system: String, request: &RunRequest) -> Vec<ChatMessage> {
+/// The conversation a run opens with: the system prompt, the history, the input with its
+/// attachments.
+fn opening(system: String, request: &RunRequest, attached: &[Attached]) -> Vec<ChatMessage> {
     let mut messages = vec![ChatMessage::System(system)];
     messages.extend(prompt::history(&request.history));
-    messages.push(ChatMessage::User(request.input.clone()));
+    messages.push(agentic_executor::attachments::user_message(
+        &request.input,
+        attached,
+    ));
     messages
 }
 

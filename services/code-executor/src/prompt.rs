@@ -39,6 +39,8 @@ Functions:
 - `storeArtifact(data, description?)` returns an id; `getArtifact(id)`; `listArtifacts()`;
   `deleteArtifact(id)` (waits for the user's approval).
 - `writeFile(name, content, mimeType?)` creates a file the user can download; returns its id.
+- `readFile(artifactId)` reads a file (one the user attached, or any artifact) whole:
+  `{filename, mime_type, size, data, encoding}`, `data` as text, or as base64 when `encoding` is `base64`.
 There is no fetch, require, process, filesystem, network or timers.
 Unless you call `complete()` or `done()`, the value of your last expression, any error (with its line) and your logs come back to you next round.";
 
@@ -90,7 +92,9 @@ fn summary(description: &str) -> String {
 pub fn history(history: &[PastPrompt]) -> Vec<ChatMessage> {
     let mut messages = Vec::new();
     for past in history {
-        messages.push(ChatMessage::User(past.input.clone()));
+        messages.push(ChatMessage::User(
+            agentic_executor::attachments::past_input(&past.input, &past.attachments),
+        ));
         let mut transcript = String::new();
         for output in &past.outputs {
             match output {

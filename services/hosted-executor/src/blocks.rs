@@ -210,7 +210,7 @@ pub fn current_container_start(outputs: &[Output], replacing: bool) -> usize {
 /// prompt's timeline (the code of containers lost before `fresh_from` as text).
 pub fn messages(
     history: &[PastPrompt],
-    input: &str,
+    input: &Json,
     calls: &Calls<'_>,
     (container, fresh_from): (Option<&str>, usize),
 ) -> Vec<Json> {
@@ -226,7 +226,8 @@ pub fn messages(
         } else {
             past.outputs.len()
         };
-        messages.push(json!({"role": "user", "content": non_empty(&past.input)}));
+        let past_input = agentic_executor::attachments::past_input(&past.input, &past.attachments);
+        messages.push(json!({"role": "user", "content": non_empty(&past_input)}));
         let done = timeline(
             &past.outputs,
             &calls.names,
@@ -239,7 +240,7 @@ pub fn messages(
             messages.extend(done);
         }
     }
-    messages.push(json!({"role": "user", "content": non_empty(input)}));
+    messages.push(json!({"role": "user", "content": input}));
     messages.extend(timeline(
         &calls.outputs,
         &calls.names,
@@ -249,13 +250,7 @@ pub fn messages(
     messages
 }
 
-fn non_empty(text: &str) -> String {
-    if text.trim().is_empty() {
-        "(empty)".to_owned()
-    } else {
-        text.to_owned()
-    }
-}
+use crate::uploads::non_empty;
 
 /// This prompt's outputs as assistant messages, each group of client calls followed by a
 /// user message with their results. Calls of one reply share their start time.

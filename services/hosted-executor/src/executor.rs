@@ -112,19 +112,21 @@ impl Executor {
             prepared,
         } = RunStart::prepare(&request, &events, &self.tool_host).await?;
         let owner = container_owner(&request);
-        // A resumed prompt goes on in the container its timeline names; a new one in the
-        // conversation's, when the state holds one this executor sealed for it.
-        let container = blocks::container_of(&request.outputs).or_else(|| {
-            request
-                .state
-                .get(CONTAINER_KEY)
-                .and_then(|kept| self.seal.open(&owner, kept))
-        });
+        let container = self.container_of(&request, &owner);
         let rounds_so_far = request.spent.rounds;
         let system = functions::system_prompt(SYSTEM_PROMPT, &prepared.context);
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.settings.max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
+        let live = tape.as_ref().is_none_or(|tape| tape.model_live());
+        let attached = crate::uploads::attach(
+            &self.provider,
+            (&tool_host, &scope),
+            &request.input,
+            &request.attachments,
+            live,
+        )
+        .await?;
         let files_so_far = request
             .outputs
             .iter()
@@ -138,7 +140,7 @@ impl Executor {
                 Tier::High => self.settings.model_high.clone(),
             },
             system,
-            input: request.input,
+            input: attached.content,
             history: request.history,
             skills,
             owner,
@@ -163,7 +165,22 @@ impl Executor {
                 request.outputs,
             ),
         };
-        run.go(max_rounds, rounds_so_far, &request.decisions).await
+        let finish = run.go(max_rounds, rounds_so_far, &request.decisions).await;
+        crate::uploads::delete_uploads(&self.provider, &attached.uploaded).await;
+        finish
+    }
+}
+
+impl Executor {
+    /// The container a run goes on in: a resumed prompt's, as its timeline names it; a new
+    /// prompt's conversation's, when the state holds one this executor sealed for `owner`.
+    fn container_of(&self, request: &RunRequest, owner: &str) -> Option<String> {
+        blocks::container_of(&request.outputs).or_else(|| {
+            request
+                .state
+                .get(CONTAINER_KEY)
+                .and_then(|kept| self.seal.open(owner, kept))
+        })
     }
 }
 
@@ -185,7 +202,8 @@ struct Run<'a> {
     events: &'a EventSink,
     model: String,
     system: String,
-    input: String,
+    /// The user's message content: the input, with its attachments.
+    input: Json,
     history: Vec<PastPrompt>,
     skills: Vec<Json>,
     /// Who the container is sealed for: the user and the conversation.

@@ -10,6 +10,7 @@ mod container;
 mod executor;
 mod provider;
 mod provider_error;
+mod uploads;
 
 use std::future::Future;
 use std::time::Duration;

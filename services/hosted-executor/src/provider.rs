@@ -242,6 +242,38 @@ impl Provider {
         capped(response, max_bytes, "the file").await
     }
 
+    /// Uploads a file to the provider's Files API (an attachment, to put in the container)
+    /// and answers its id there.
+    pub async fn upload_file(
+        &self,
+        filename: &str,
+        mime_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<String, ProviderError> {
+        let mime: mime_guess::mime::Mime = mime_type
+            .parse()
+            .unwrap_or(mime_guess::mime::APPLICATION_OCTET_STREAM);
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(filename.to_owned())
+            .mime_str(mime.as_ref())
+            .map_err(|error| ProviderError::Invalid(format!("the file's type: {error}")))?;
+        let form = reqwest::multipart::Form::new().part("file", part);
+        let response = answered(
+            self.request(reqwest::Method::POST, "/v1/files", false)
+                .multipart(form)
+                .timeout(self.config.timeout),
+        )
+        .await?;
+        let info = capped(response, MAX_METADATA_BYTES as u64, "the upload's answer").await?;
+        let info: Json = serde_json::from_slice(&info)
+            .map_err(|_| ProviderError::Invalid("the upload's answer is not JSON".into()))?;
+        info["id"]
+            .as_str()
+            .filter(|id| !id.is_empty() && id.len() <= 200)
+            .map(str::to_owned)
+            .ok_or_else(|| ProviderError::Invalid("the upload's answer names no file id".into()))
+    }
+
     /// Deletes a file from the provider's Files API (once its bytes are kept here).
     pub async fn delete_file(&self, file_id: &str) -> Result<(), ProviderError> {
         let response = answered(

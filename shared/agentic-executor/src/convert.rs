@@ -54,6 +54,7 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
             .map(|past| PastPrompt {
                 input: past.input.clone(),
                 outputs: past.output.iter().filter_map(output_from_proto).collect(),
+                attachments: past.attachments.iter().map(file_from_proto).collect(),
             })
             .collect();
         let limits = start.limits.unwrap_or_default();
@@ -67,6 +68,7 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
             conversation_id,
             user_id,
             input: prompt.input,
+            attachments: prompt.attachments.iter().map(file_from_proto).collect(),
             tier,
             outputs,
             history,
@@ -104,18 +106,23 @@ fn output_from_proto(output: &pb::PromptOutput) -> Option<Output> {
     Some(match output.kind.as_ref()? {
         prompt_output::Kind::Text(text) => Output::Text(text.content.clone()),
         prompt_output::Kind::Tool(tool) => Output::Tool(tool_from_proto(tool)),
-        prompt_output::Kind::File(file) => Output::File(FileOutput {
-            id: file.id.clone(),
-            filename: file.filename.clone(),
-            mime_type: file.mime_type.clone(),
-            size: file.size,
-            artifact_id: file.artifact_id.clone(),
-            source: match file.source() {
-                pb::FileSource::Hosted => FileSource::Hosted,
-                pb::FileSource::Local | pb::FileSource::Unspecified => FileSource::Local,
-            },
-        }),
+        prompt_output::Kind::File(file) => Output::File(file_from_proto(file)),
     })
+}
+
+fn file_from_proto(file: &pb::FileOutput) -> FileOutput {
+    FileOutput {
+        id: file.id.clone(),
+        filename: file.filename.clone(),
+        mime_type: file.mime_type.clone(),
+        size: file.size,
+        artifact_id: file.artifact_id.clone(),
+        source: match file.source() {
+            pb::FileSource::Hosted => FileSource::Hosted,
+            pb::FileSource::User => FileSource::User,
+            pb::FileSource::Local | pb::FileSource::Unspecified => FileSource::Local,
+        },
+    }
 }
 
 /// A tool call as the timeline keeps it (also the nested calls a tool-host answer carries).
@@ -311,6 +318,7 @@ fn output_to_proto(output: Output) -> pb::PromptOutput {
             source: match file.source {
                 FileSource::Local => pb::FileSource::Local,
                 FileSource::Hosted => pb::FileSource::Hosted,
+                FileSource::User => pb::FileSource::User,
             }
             .into(),
         }),

@@ -6,6 +6,7 @@
 //! its binary's `main` calls `agentic_rpc::service_main`, its `run` calls [`serve`].
 
 pub mod approvals;
+pub mod attachments;
 pub mod bounds;
 pub mod budget;
 pub mod calls;

@@ -268,6 +268,11 @@ impl Tape {
         self.keep(Kind::Hosted(answer)).await;
     }
 
+    /// Whether the model answers for real in this run (not from the recording).
+    pub fn model_live(&self) -> bool {
+        self.answers_model().is_none()
+    }
+
     /// Whether tools run for real in this run (so artifacts may be stored).
     pub fn tools_live(&self) -> bool {
         self.replay.as_ref().is_none_or(|replay| replay.live_tools)
@@ -382,6 +387,11 @@ fn request_json(request: &ChatRequest) -> Json {
         .map(|message| match message {
             ChatMessage::System(content) => json!({"role": "system", "content": content}),
             ChatMessage::User(content) => json!({"role": "user", "content": content}),
+            // A recording keeps how many images there were, not their bytes (the attachments
+            // themselves stay in the artifact store).
+            ChatMessage::UserWithImages { text, image_urls } => {
+                json!({"role": "user", "content": text, "images": image_urls.len()})
+            }
             ChatMessage::Assistant {
                 content,
                 tool_calls,

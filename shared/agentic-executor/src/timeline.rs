@@ -15,6 +15,8 @@ pub struct RunRequest {
     pub conversation_id: Option<ConversationId>,
     pub user_id: UserId,
     pub input: String,
+    /// Files the user attached to the input.
+    pub attachments: Vec<FileOutput>,
     pub tier: Tier,
     /// The prompt's outputs so far: empty for a new prompt, the whole timeline on resume.
     pub outputs: Vec<Output>,
@@ -51,6 +53,8 @@ pub fn round_limit(asked: Option<u32>, limit: u32) -> u32 {
 pub struct PastPrompt {
     pub input: String,
     pub outputs: Vec<Output>,
+    /// Files the user attached to its input.
+    pub attachments: Vec<FileOutput>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -183,12 +187,13 @@ pub struct FileOutput {
 }
 
 /// Where a file was made: by agentic's own tools, or in the provider's container (hosted
-/// mode).
+/// mode); or who brought it: the prompt's user, as an attachment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FileSource {
     #[default]
     Local,
     Hosted,
+    User,
 }
 
 /// What the executor tells the gateway, in order.

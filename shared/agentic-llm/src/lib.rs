@@ -67,6 +67,12 @@ pub enum Tier {
 pub enum ChatMessage {
     System(String),
     User(String),
+    /// A user's text with images (files the user attached), each a `data:` URL
+    /// (`data:image/png;base64,…`), sent as `image_url` content parts after the text.
+    UserWithImages {
+        text: String,
+        image_urls: Vec<String>,
+    },
     Assistant {
         content: String,
         tool_calls: Vec<ToolCall>,

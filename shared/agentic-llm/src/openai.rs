@@ -369,6 +369,22 @@ fn to_library_message(message: &ChatMessage) -> ChatCompletionMessage {
     match message {
         ChatMessage::System(content) => plain(MessageRole::system, content),
         ChatMessage::User(content) => plain(MessageRole::user, content),
+        ChatMessage::UserWithImages { text, image_urls } => {
+            let text = api::ImageUrl {
+                r#type: api::ContentType::text,
+                text: Some(text.clone()),
+                image_url: None,
+            };
+            let images = image_urls.iter().map(|url| api::ImageUrl {
+                r#type: api::ContentType::image_url,
+                text: None,
+                image_url: Some(api::ImageUrlType { url: url.clone() }),
+            });
+            ChatCompletionMessage {
+                content: Content::ImageUrl(std::iter::once(text).chain(images).collect()),
+                ..plain(MessageRole::user, "")
+            }
+        }
         ChatMessage::Assistant {
             content,
             tool_calls,

@@ -38,6 +38,7 @@ pub(crate) const API_NAMES: &[&str] = &[
     "output",
     "parallel",
     "performance",
+    "readFile",
     "recall",
     "store",
     "storeArtifact",

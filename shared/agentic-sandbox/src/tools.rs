@@ -305,9 +305,10 @@ fn parallel<'js>(
     Ok(to_js(ctx, &Json::Array(results))?)
 }
 
-/// `storeArtifact`, `getArtifact`, `deleteArtifact`, `listArtifacts` and `writeFile`:
-/// shorthands for the `artifact.*` tools that unwrap the one field the code wants. A named
-/// artifact is a file, so `writeFile` becomes a `file` output of the prompt.
+/// `storeArtifact`, `getArtifact`, `deleteArtifact`, `listArtifacts`, `readFile` and
+/// `writeFile`: shorthands for the `artifact.*` tools that unwrap the one field the code wants
+/// (`readFile` answers the whole file). A named artifact is a file, so `writeFile` becomes
+/// a `file` output of the prompt.
 fn install_artifact_helpers<'js>(
     ctx: &Ctx<'js>,
     globals: &Object<'js>,
@@ -354,6 +355,7 @@ fn install_artifact_helpers<'js>(
             )
         },
     )?;
+    install_read_file(ctx, globals, slot)?;
     define(ctx, globals, "listArtifacts", slot, |ctx, session, _| {
         field(ctx, call(session, "artifact.list", json!({}))?, "artifacts")
     })?;
@@ -380,6 +382,20 @@ fn install_artifact_helpers<'js>(
             call(session, "artifact.store", Json::Object(input))?,
             "id",
         )
+    })
+}
+
+/// `readFile(id)`: a file (a user's attachment, any artifact) whole: its name, type, size and
+/// `data`, as text when it is UTF-8, else as base64 (`encoding` says which).
+fn install_read_file<'js>(
+    ctx: &Ctx<'js>,
+    globals: &Object<'js>,
+    slot: &SessionSlot,
+) -> rquickjs::Result<()> {
+    define(ctx, globals, "readFile", slot, |ctx, session, args| {
+        let id = tool_input(ctx, session, "artifact.get", argument(ctx, &args, 0))?;
+        let input = json!({ "id": id, "encoding": "auto" });
+        Ok(to_js(ctx, &call(session, "artifact.get", input)?)?)
     })
 }
 

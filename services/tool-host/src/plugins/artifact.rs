@@ -88,15 +88,21 @@ impl ArtifactPlugin {
                     Error::ArtifactNotFound(_) => ToolFailure::new(error.to_string()),
                     _ => internal(error),
                 })?;
-        let data = match body {
-            ArtifactBody::Json(value) => value,
-            // Files reach the model as text when they are text; binary content is not shown.
-            ArtifactBody::Bytes(bytes) => String::from_utf8(bytes)
-                .map(Value::String)
-                .unwrap_or(Value::Null),
-        };
+        let encoding = input
+            .get("encoding")
+            .and_then(Value::as_str)
+            .unwrap_or("text");
         let mut output = summary(&meta);
+        let (data, encoded) = match body {
+            ArtifactBody::Json(value) => (value, None),
+            // Files reach the model as text when they are text; binary content only when
+            // asked for (base64, or auto: base64 when not UTF-8).
+            ArtifactBody::Bytes(bytes) => file_data(bytes, encoding),
+        };
         output["data"] = data;
+        if let Some(encoded) = encoded {
+            output["encoding"] = json!(encoded);
+        }
         Ok(ToolOutcome::output(output))
     }
 
@@ -184,6 +190,12 @@ impl Plugin for ArtifactPlugin {
                     "type": "object",
                     "properties": {
                         "id": {"type": "string", "minLength": 1, "pattern": NO_NUL, "description": "The artifact id."},
+                        "encoding": {
+                            "enum": ["text", "base64", "auto"],
+                            "description": "How a file's bytes come back in `data`: text (null when they are \
+                                            not UTF-8; the default), base64, or auto (text when UTF-8, else \
+                                            base64). `encoding` in the answer says which.",
+                        },
                     },
                     "required": ["id"],
                     "additionalProperties": false,
@@ -281,6 +293,23 @@ impl Plugin for ArtifactPlugin {
             "artifact.delete" => self.delete(input, ctx).await,
             _ => Err(ToolFailure::new(format!("artifact has no tool {tool_id}"))),
         }
+    }
+}
+
+/// A file's bytes as `data` in `encoding` (text, base64 or auto), and the encoding used.
+fn file_data(bytes: Vec<u8>, encoding: &str) -> (Value, Option<&'static str>) {
+    use base64::Engine as _;
+    let base64 = |bytes: &[u8]| {
+        (
+            Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+            Some("base64"),
+        )
+    };
+    match (encoding, String::from_utf8(bytes)) {
+        ("base64", Ok(text)) => base64(text.as_bytes()),
+        ("base64" | "auto", Err(error)) => base64(error.as_bytes()),
+        (_, Ok(text)) => (Value::String(text), Some("utf-8")),
+        (_, Err(_)) => (Value::Null, None),
     }
 }
 

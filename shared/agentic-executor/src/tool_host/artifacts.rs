@@ -1,5 +1,5 @@
 //! Artifacts an executor stores for its run's user: JSON values (a cut tool result kept
-//! whole) and files (what hosted mode's container made).
+//! whole) and files (what hosted mode's container made); and those it reads (attachments).
 
 use std::time::Duration;
 
@@ -55,6 +55,27 @@ impl ToolHost {
             })
             .await?;
         Ok((stored.id, stored.size))
+    }
+
+    /// An artifact of the run's user with what it holds (an attachment's bytes); one of
+    /// another user's is `Refused` as not found.
+    pub async fn read_artifact(
+        &self,
+        scope: &RunScope,
+        artifact_id: &str,
+    ) -> Result<agentic_proto::v1::Artifact, ToolHostError> {
+        let mut request = tonic::Request::new(agentic_proto::v1::GetArtifactRequest {
+            user_id: scope.user_id.to_string(),
+            artifact_id: artifact_id.to_owned(),
+        });
+        request.set_timeout(STORE_TIMEOUT);
+        Ok(self
+            .artifacts
+            .clone()
+            .get_artifact(request)
+            .await
+            .map_err(|status| invoke_error(status, STORE_TIMEOUT))?
+            .into_inner())
     }
 
     /// Stores an artifact of the run's user in its conversation; `fill` sets what it holds.
