@@ -47,6 +47,9 @@ pub struct NewPrompt {
     /// How long a person may take to decide on one of its calls before the call is rejected
     /// as expired; `None`: the gateway's limit (which also caps it).
     pub approval_timeout: Option<Duration>,
+    /// Files to attach, by the ids [`Client::upload_file`] answered (or of any file of the
+    /// caller's); at most 16.
+    pub attachments: Vec<String>,
 }
 
 impl NewPrompt {
@@ -101,6 +104,12 @@ impl NewPrompt {
     /// (at most the gateway's limit).
     pub fn approval_timeout(mut self, timeout: Duration) -> NewPrompt {
         self.approval_timeout = Some(timeout);
+        self
+    }
+
+    /// Attaches a file of the caller's, by id (an upload's, a conversation file's).
+    pub fn attach(mut self, file_id: impl Into<String>) -> NewPrompt {
+        self.attachments.push(file_id.into());
         self
     }
 }
@@ -168,6 +177,8 @@ impl Client {
                     .unwrap_or(u32::MAX)
                     .max(1)
             }),
+            attachments: prompt.attachments,
+            inline_attachments: Vec::new(),
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

@@ -39,6 +39,9 @@ pub enum ClientError {
     /// The gateway answered the call with an error status.
     #[error("{}", status_text(.0))]
     Status(#[from] Status),
+    /// A local file could not be read (an attachment).
+    #[error("{0}")]
+    Local(String),
     /// A prompt's event stream ended before the prompt finished or paused.
     #[error("the event stream of prompt {prompt_id} ended while the prompt was still running")]
     StreamEnded { prompt_id: String },

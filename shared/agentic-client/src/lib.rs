@@ -47,6 +47,7 @@ mod credentials;
 mod deletion;
 mod error;
 mod events;
+mod files;
 pub mod json;
 mod session;
 

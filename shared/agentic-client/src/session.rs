@@ -187,6 +187,7 @@ impl Session {
                 on_busy: options.on_busy,
                 budget: options.budget,
                 approval_timeout: None,
+                attachments: Vec::new(),
             })
             .await?;
         self.client.events(&prompt.id, 0).await

@@ -281,6 +281,10 @@ pub(super) struct PromptArgs {
     pub(super) on_busy: Option<OnBusy>,
     #[command(flatten)]
     pub(super) budget: BudgetArgs,
+    /// Attach this file to the prompt (repeatable): it is uploaded into the conversation,
+    /// and the model reads it (images as images, text inline, other files by name).
+    #[arg(long, value_name = "FILE")]
+    pub(super) attach: Vec<std::path::PathBuf>,
 }
 
 // `agentic chat`'s arguments (a plain comment: a doc comment here would replace the

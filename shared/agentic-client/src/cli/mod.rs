@@ -281,6 +281,7 @@ async fn one_shot(
         state: args.state,
         on_busy: busy_policy(args.on_busy),
         budget: args.budget.budget(),
+        attach: args.attach,
     };
     prompt::one_shot(client, console, json, request, again).await
 }

@@ -17,6 +17,8 @@ pub struct OneShot {
     pub state: Option<serde_json::Map<String, serde_json::Value>>,
     pub on_busy: crate::BusyPolicy,
     pub budget: Option<crate::Budget>,
+    /// Files to upload and attach (`--attach`).
+    pub attach: Vec<std::path::PathBuf>,
 }
 
 /// Most characters of a conversation's title taken from its first input.
@@ -68,6 +70,9 @@ pub async fn one_shot(
     if let Some(mode) = &request.mode {
         check_mode(client, mode).await?;
     }
+    if let Some(missing) = request.attach.iter().find(|path| !path.is_file()) {
+        anyhow::bail!("cannot attach {}: there is no such file", missing.display());
+    }
     let conversation_id = match request.conversation {
         Some(id) => id,
         None => {
@@ -80,6 +85,14 @@ pub async fn one_shot(
             client.create_conversation(new).await?.id
         }
     };
+    let mut attachments = Vec::with_capacity(request.attach.len());
+    for path in &request.attach {
+        let file = client
+            .upload_path(path, Some(&conversation_id))
+            .await
+            .map_err(|error| anyhow::anyhow!("attaching {}: {error}", path.display()))?;
+        attachments.push(file.id);
+    }
     let prompt = client
         .create_prompt(NewPrompt {
             input: request.input,
@@ -92,6 +105,7 @@ pub async fn one_shot(
             on_busy: request.on_busy,
             budget: request.budget,
             approval_timeout: None,
+            attachments,
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;
