@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod approvals;
+mod attachments;
 mod auth;
 mod budget_edges;
 mod budgets;

@@ -318,6 +318,13 @@ impl PromptGateway for HostileGateway {
         Ok(Response::new(ListConversationFilesResponse { files }))
     }
 
+    async fn upload_file(
+        &self,
+        _: Request<tonic::Streaming<agentic_proto::v1::UploadFileRequest>>,
+    ) -> Result<Response<agentic_proto::v1::FileOutput>, Status> {
+        unimplemented()
+    }
+
     async fn get_file(&self, request: Request<GetFileRequest>) -> Result<Response<File>, Status> {
         let id = request.into_inner().file_id;
         let file = self

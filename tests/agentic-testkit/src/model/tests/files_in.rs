@@ -101,7 +101,7 @@ async fn an_uploaded_file_goes_into_the_container_with_container_upload() {
         .to_owned();
     assert_eq!(
         model.hosted_requests()[0].container_uploads,
-        [file_id.clone()]
+        std::slice::from_ref(&file_id)
     );
     assert_eq!(
         model.container_files(&container),
