@@ -188,29 +188,15 @@ struct BenchToolHost;
 
 #[tonic::async_trait]
 impl ToolHost for BenchToolHost {
-    type InvokeToolWithProgressStream =
-        tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>;
+    type InvokeToolStream = tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>;
 
-    /// The bench's tools report no progress.
-    async fn invoke_tool_with_progress(
+    /// The bench's tools report no progress and ask for no approvals: one answer each.
+    async fn invoke_tool(
         &self,
-        _request: Request<InvokeToolRequest>,
-    ) -> Result<Response<Self::InvokeToolWithProgressStream>, Status> {
-        Err(Status::unimplemented(
-            "the bench's tools report no progress",
-        ))
-    }
-
-    type InvokeToolLiveStream = tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>;
-
-    /// The bench's tools ask for no approvals.
-    async fn invoke_tool_live(
-        &self,
-        _request: Request<tonic::Streaming<agentic_proto::v1::InvokeToolInput>>,
-    ) -> Result<Response<Self::InvokeToolLiveStream>, Status> {
-        Err(Status::unimplemented(
-            "the bench's tools ask for no approvals",
-        ))
+        request: Request<tonic::Streaming<agentic_proto::v1::InvokeToolInput>>,
+    ) -> Result<Response<Self::InvokeToolStream>, Status> {
+        agentic_executor::tool_host::answer_once(request, |call| async move { Ok(record(&call)) })
+            .await
     }
 
     async fn list_tools(
@@ -248,28 +234,24 @@ impl ToolHost for BenchToolHost {
             modules: Vec::new(),
         }))
     }
+}
 
-    async fn invoke_tool(
-        &self,
-        request: Request<InvokeToolRequest>,
-    ) -> Result<Response<InvokeToolResponse>, Status> {
-        let request = request.into_inner();
-        // A small, realistic record: an id, a state and a few fields.
-        let output = json!({
-            "id": format!("{}-1", request.tool_id.replace('.', "-")),
-            "status": "ok",
-            "customer_id": "cus-42",
-            "order_id": "ord-1001",
-            "updated_at": "2025-01-01T12:00:00Z",
-        });
-        Ok(Response::new(InvokeToolResponse {
-            result: Some(invoke_tool_response::Result::Output(json::to_proto(
-                &output,
-            ))),
-            files: Vec::new(),
-            usage: None,
-            nested: Vec::new(),
-        }))
+/// A small, realistic record: an id, a state and a few fields.
+fn record(request: &InvokeToolRequest) -> InvokeToolResponse {
+    let output = json!({
+        "id": format!("{}-1", request.tool_id.replace('.', "-")),
+        "status": "ok",
+        "customer_id": "cus-42",
+        "order_id": "ord-1001",
+        "updated_at": "2025-01-01T12:00:00Z",
+    });
+    InvokeToolResponse {
+        result: Some(invoke_tool_response::Result::Output(json::to_proto(
+            &output,
+        ))),
+        files: Vec::new(),
+        usage: None,
+        nested: Vec::new(),
     }
 }
 

@@ -11,7 +11,6 @@ use agentic_rpc::{MAX_MESSAGE_BYTES, to_status};
 use pb::tool_host_server::{ToolHost, ToolHostServer};
 use serde_json::Value;
 use tonic::{Request, Response, Status};
-use tracing::Instrument as _;
 
 use crate::error::Error;
 use crate::plugin::{
@@ -31,7 +30,7 @@ pub use skills::{SkillsService, skills_server};
 /// Progress updates a call may have waiting to be sent; more are dropped.
 const PROGRESS_BUFFER: usize = 8;
 
-/// `InvokeToolWithProgress`'s answer: progress updates, then the call's answer.
+/// `InvokeTool`'s answer: progress and questions, then the call's answer.
 pub type UpdateStream = std::pin::Pin<
     Box<dyn futures::Stream<Item = Result<pb::InvokeToolUpdate, Status>> + Send + 'static>,
 >;
@@ -87,85 +86,20 @@ impl ToolHost for ToolHostService {
         }))
     }
 
-    /// Runs the tool inside this handler's future: when the caller hangs up, tonic drops the
-    /// future and the tool with it.
+    type InvokeToolStream = UpdateStream;
+
+    /// Runs one call (see the proto): the tool's progress, and the calls it makes in turn
+    /// that need approval when the caller answers them (`answers_approvals`), go out as
+    /// updates ahead of its answer; each decision that comes back on the input stream goes to
+    /// the call waiting for it (see `agentic_rpc::asking`). The call runs in a task the answer
+    /// stream owns: a caller that hangs up drops it, and the tool with it.
     async fn invoke_tool(
-        &self,
-        request: Request<pb::InvokeToolRequest>,
-    ) -> Result<Response<pb::InvokeToolResponse>, Status> {
-        let call = ToolCall::try_from(request.into_inner()).map_err(to_status)?;
-        let answer = self
-            .registry
-            .invoke(&call.tool_id, call.input, &call.ctx)
-            .await
-            .map_err(to_status)?;
-        Ok(Response::new(invoke_tool_response(answer)))
-    }
-
-    type InvokeToolWithProgressStream = UpdateStream;
-
-    /// As `invoke_tool`, with the tool's progress sent ahead of its answer. The call runs
-    /// inside the response stream: a caller that hangs up drops it, and the tool with it.
-    async fn invoke_tool_with_progress(
-        &self,
-        request: Request<pb::InvokeToolRequest>,
-    ) -> Result<Response<UpdateStream>, Status> {
-        use futures::StreamExt;
-        use pb::invoke_tool_update::Kind;
-
-        let call = ToolCall::try_from(request.into_inner()).map_err(to_status)?;
-        let (sender, receiver) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
-        let registry = Arc::clone(&self.registry);
-        // Polled by the response stream, after this handler returned: in the request's span,
-        // so the tool's spans (an MCP call's among them) stay in the caller's trace.
-        let answer = async move {
-            let answer = registry
-                .invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None)
-                .await
-                .map_err(to_status)?;
-            Ok(pb::InvokeToolUpdate {
-                kind: Some(Kind::Done(invoke_tool_response(answer))),
-            })
-        }
-        .instrument(tracing::Span::current());
-        let progress = tokio_stream::wrappers::ReceiverStream::new(receiver).map(|progress| {
-            Ok(pb::InvokeToolUpdate {
-                kind: Some(Kind::Progress(pb::ToolProgress {
-                    progress: progress.progress,
-                    total: progress.total.unwrap_or_default(),
-                    message: progress.message,
-                })),
-            })
-        });
-        // The progress stream ends when the call does (its sender goes with it); whatever
-        // progress is still buffered then is dropped: the answer is the last message.
-        let updates = futures::stream::select(progress, futures::stream::once(answer)).scan(
-            false,
-            |answered, update| {
-                let next = (!*answered).then(|| {
-                    *answered = matches!(
-                        &update,
-                        Ok(pb::InvokeToolUpdate {
-                            kind: Some(Kind::Done(_))
-                        }) | Err(_)
-                    );
-                    update
-                });
-                std::future::ready(next)
-            },
-        );
-        Ok(Response::new(Box::pin(updates)))
-    }
-
-    type InvokeToolLiveStream = UpdateStream;
-
-    /// As `invoke_tool`, for a caller that decides on the calls the tool makes in turn that
-    /// need approval: each is sent as an `approval` update, and the decision that comes back
-    /// on the input stream goes to the call waiting for it (see `agentic_rpc::asking`).
-    async fn invoke_tool_live(
         &self,
         request: Request<tonic::Streaming<pb::InvokeToolInput>>,
     ) -> Result<Response<UpdateStream>, Status> {
+        // The answer is streamed, so tonic's own deadline ends at its headers: the call's
+        // holds the tool to it (a caller that answers approvals sends none).
+        let deadline = agentic_rpc::grpc_deadline(request.metadata());
         let mut inputs = request.into_inner();
         let start = match inputs.message().await? {
             Some(pb::InvokeToolInput {
@@ -173,37 +107,36 @@ impl ToolHost for ToolHostService {
             }) => start,
             _ => {
                 return Err(Status::invalid_argument(
-                    "the first message of InvokeToolLive must be the call",
+                    "the first message of InvokeTool must be the call",
                 ));
             }
         };
+        let answers_approvals = start.answers_approvals;
         let call = ToolCall::try_from(start).map_err(to_status)?;
         let registry = Arc::clone(&self.registry);
-        let updates =
-            agentic_rpc::asking::serve_asking::<LiveCall, _>(inputs, |questions| async move {
-                // The plugin asks in its own words; each question goes out under its call's id.
-                let (asks, mut asked) = tokio::sync::mpsc::channel::<ApprovalAsk>(PROGRESS_BUFFER);
-                let forward = async move {
-                    while let Some(ApprovalAsk { call, decision }) = asked.recv().await {
-                        if questions
-                            .send((call.id.clone(), call, decision))
-                            .await
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                };
-                let answer = registry.invoke_reporting(
-                    &call.tool_id,
-                    call.input,
-                    &call.ctx,
-                    None,
-                    Some(asks),
+        let updates = agentic_rpc::asking::serve_reporting::<LiveCall, _>(
+            inputs,
+            |questions, reports| async move {
+                let (asks, asked) = tokio::sync::mpsc::channel::<ApprovalAsk>(PROGRESS_BUFFER);
+                let (progress, progressed) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+                let answer = within(
+                    deadline,
+                    registry.invoke_reporting(
+                        &call.tool_id,
+                        call.input,
+                        &call.ctx,
+                        Some(progress),
+                        answers_approvals.then_some(asks),
+                    ),
                 );
-                let (answer, ()) = tokio::join!(answer, forward);
-                answer.map(invoke_tool_response).map_err(to_status)
-            });
+                let (answer, (), ()) = tokio::join!(
+                    answer,
+                    forward_questions(asked, questions),
+                    forward_progress(progressed, reports)
+                );
+                answer.map(invoke_tool_response)
+            },
+        );
         Ok(Response::new(updates))
     }
 
@@ -373,6 +306,56 @@ fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeT
 }
 
 /// `InvokeToolLive`'s messages: decisions answer the plugin's approval asks.
+/// `work` within `deadline` (none: as long as it takes); past it the tool is dropped and
+/// the call is DEADLINE_EXCEEDED.
+async fn within<T>(
+    deadline: Option<std::time::Duration>,
+    work: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Status> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout(deadline, work)
+            .await
+            .map_err(|_elapsed| Status::deadline_exceeded("the tool call passed its deadline"))?
+            .map_err(to_status),
+        None => work.await.map_err(to_status),
+    }
+}
+
+/// The plugin asks in its own words; each question goes out under its call's id.
+async fn forward_questions(
+    mut asked: tokio::sync::mpsc::Receiver<ApprovalAsk>,
+    questions: agentic_rpc::asking::Questions<pb::ToolOutput, Decided>,
+) {
+    while let Some(ApprovalAsk { call, decision }) = asked.recv().await {
+        if questions
+            .send((call.id.clone(), call, decision))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// The tool's progress, as updates ahead of its answer.
+async fn forward_progress(
+    mut progressed: tokio::sync::mpsc::Receiver<crate::plugin::Progress>,
+    reports: agentic_rpc::asking::Reports<pb::InvokeToolUpdate>,
+) {
+    while let Some(progress) = progressed.recv().await {
+        let update = pb::InvokeToolUpdate {
+            kind: Some(pb::invoke_tool_update::Kind::Progress(pb::ToolProgress {
+                progress: progress.progress,
+                total: progress.total.unwrap_or_default(),
+                message: progress.message,
+            })),
+        };
+        if reports.send(update).await.is_err() {
+            break;
+        }
+    }
+}
+
 struct LiveCall;
 
 impl agentic_rpc::asking::Asking for LiveCall {

@@ -55,7 +55,7 @@ pub trait Plugin: Send + Sync {
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure>;
 
-    /// As [`Plugin::invoke`], for a caller that can ask a person (`InvokeToolLive`): a tool
+    /// As [`Plugin::invoke`], for a caller that can ask a person (`InvokeTool` with `answers_approvals`): a tool
     /// whose calls make calls in turn that need approval (its spec's `asks_approval`) sends
     /// each to `asks` and waits for the decision instead of refusing it.
     async fn invoke_live(
@@ -101,9 +101,9 @@ pub struct ToolSpec {
     /// How long a call may take before the executor gives up on it; `None`: the executor's
     /// default (a minute unless configured). For tools that legitimately run longer.
     pub timeout: Option<Duration>,
-    /// Calls may report progress (`InvokeToolWithProgress` shows it): MCP tools.
+    /// Calls may report progress (`InvokeTool`'s `progress` updates): MCP tools.
     pub reports_progress: bool,
-    /// Calls may make calls in turn that need approval (`InvokeToolLive` asks the caller):
+    /// Calls may make calls in turn that need approval (`InvokeTool` asks a caller that `answers_approvals`):
     /// `interpreter.run-code`.
     pub asks_approval: bool,
     /// Calls from code mode carry the calling round's code ([`CallContext::round_code`]):

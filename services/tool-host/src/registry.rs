@@ -122,13 +122,8 @@ impl Registry {
             .collect()
     }
 
-    /// Validates `input` against the tool's schema, then runs the tool. The outer error is for
-    /// the caller (no such tool); the inner one is the tool's answer for the model, which
-    /// includes input that does not match the schema.
-    ///
-    /// The tool runs inside the returned future: dropping it (a caller that hangs up) stops
-    /// the tool at its next await point and leaves nothing running (an MCP server is told
-    /// the call was cancelled).
+    /// [`Registry::invoke_reporting`] without progress or questions (the tests' calls).
+    #[cfg(test)]
     pub async fn invoke(
         &self,
         tool_id: &ToolId,
@@ -138,9 +133,15 @@ impl Registry {
         self.invoke_reporting(tool_id, input, ctx, None, None).await
     }
 
-    /// [`Registry::invoke`], sending the progress the tool reports to `progress`, and the
-    /// calls it makes in turn that need approval to `asks` (a plugin tool that may make such
-    /// calls; without `asks` it refuses them).
+    /// Validates `input` against the tool's schema, then runs the tool, sending the progress
+    /// it reports to `progress`, and the calls it makes in turn that need approval to `asks`
+    /// (a plugin tool that may make such calls; without `asks` it refuses them). The outer
+    /// error is for the caller (no such tool); the inner one is the tool's answer for the
+    /// model, which includes input that does not match the schema.
+    ///
+    /// The tool runs inside the returned future: dropping it (a caller that hangs up) stops
+    /// the tool at its next await point and leaves nothing running (an MCP server is told
+    /// the call was cancelled).
     pub async fn invoke_reporting(
         &self,
         tool_id: &ToolId,

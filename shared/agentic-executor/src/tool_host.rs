@@ -39,22 +39,12 @@ pub struct ToolHost {
     /// prepares before it calls a tool, so a tool's limit is known by the time a call needs
     /// it (MCP tools come and go: an answer updates the tools it names, see `merge`).
     tool_timeouts: Arc<RwLock<HashMap<String, Duration>>>,
-    /// Tools called over a stream: those that report progress, and those whose calls may
-    /// ask for approval of calls they make (a tool that does neither is absent).
-    streamed_tools: Arc<RwLock<HashMap<String, Streamed>>>,
+    /// Tools whose calls may ask for approval of calls they make (`asks_approval`).
+    asking_tools: Arc<RwLock<HashMap<String, ()>>>,
     /// Tools whose calls from code carry the calling code (`wants_code`).
     code_tools: Arc<RwLock<HashMap<String, ()>>>,
     /// The run's recording or replay (see [`crate::tape`]); `None` for a plain client.
     tape: Option<Arc<crate::tape::Tape>>,
-}
-
-/// How a tool's calls are made when not with a plain `InvokeTool`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Streamed {
-    /// `InvokeToolWithProgress`.
-    Progress,
-    /// `InvokeToolLive`: progress, and approvals asked of the caller.
-    Live,
 }
 
 /// Asks a person to decide on a call a tool makes in turn (`interpreter.run-code`'s code
@@ -169,7 +159,7 @@ impl ToolHost {
             artifacts,
             default_timeout: DEFAULT_TOOL_TIMEOUT,
             tool_timeouts: Arc::default(),
-            streamed_tools: Arc::default(),
+            asking_tools: Arc::default(),
             code_tools: Arc::default(),
             tape: None,
         }
@@ -350,35 +340,18 @@ impl ToolHost {
             ..
         } = call;
         let timeout = self.timeout_of(tool_id);
-        let mut request = tonic::Request::new(call.request());
-        // The deadline travels as `grpc-timeout`, so the tool-host drops the tool at the same
-        // moment; the local timer covers a tool-host that does not answer at all.
-        request.set_timeout(timeout);
         let recorded = self
             .tape
             .as_ref()
             .and_then(|tape| tape.recorded_call(tool_id, input));
-        let answer = match (recorded, self.streamed(tool_id), asks) {
-            (Some(recorded), _, _) => Ok(recorded),
-            // Its deadline does not count the time a person takes to decide: it keeps its own.
-            (None, Some(Streamed::Live), Some(asks)) => self
-                .call_live(request, tool_call_id, progress, asks, timeout)
+        // Only a tool that may ask is asked about (and only by a caller that can answer).
+        let asks = asks.filter(|_| self.asks(tool_id));
+        let answer = match recorded {
+            Some(recorded) => Ok(recorded),
+            None => self
+                .call_stream(call.request(), tool_call_id, progress, asks, timeout)
                 .await
                 .map_err(|status| invoke_error(status, timeout)),
-            (None, streamed, _) => {
-                let call = async {
-                    if streamed.is_some() {
-                        self.call_with_progress(request, progress).await
-                    } else {
-                        let mut client = self.client.clone();
-                        Ok(client.invoke_tool(request).await?.into_inner())
-                    }
-                };
-                match tokio::time::timeout(timeout, call).await {
-                    Ok(answer) => answer.map_err(|status| invoke_error(status, timeout)),
-                    Err(_elapsed) => Err(ToolHostError::TimedOut { after: timeout }),
-                }
-            }
         };
         let response = match answer {
             Ok(response) => {
@@ -399,16 +372,16 @@ impl ToolHost {
         Ok(invoked(response, tool_id, tool_call_id))
     }
 
-    fn streamed(&self, tool_id: &str) -> Option<Streamed> {
-        self.streamed_tools
+    /// Whether calls of `tool_id` may ask about the calls they make in turn.
+    fn asks(&self, tool_id: &str) -> bool {
+        self.asking_tools
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(tool_id)
-            .copied()
+            .contains_key(tool_id)
     }
 
-    /// Keeps the time limits of this `Prepare` answer, and which tools report progress, for
-    /// the calls that follow. Tools the answer does not name keep what an earlier answer
+    /// Keeps the time limits of this `Prepare` answer, and which tools may ask about calls
+    /// they make, for the calls that follow. Tools the answer does not name keep what an earlier answer
     /// said: another tool-host replica, or an MCP server that is reconnecting, may list them
     /// again.
     fn remember_timeouts(&self, tools: &[agentic_proto::v1::ToolDefinition]) {
@@ -418,15 +391,10 @@ impl ToolHost {
             (tool.id.as_str(), limit)
         });
         merge(&self.tool_timeouts, timeouts.collect());
-        let streamed = tools.iter().map(|tool| {
-            let how = if tool.asks_approval {
-                Some(Streamed::Live)
-            } else {
-                tool.reports_progress.then_some(Streamed::Progress)
-            };
-            (tool.id.as_str(), how)
-        });
-        merge(&self.streamed_tools, streamed.collect());
+        let asking = tools
+            .iter()
+            .map(|tool| (tool.id.as_str(), tool.asks_approval.then_some(())));
+        merge(&self.asking_tools, asking.collect());
         let code = tools
             .iter()
             .map(|tool| (tool.id.as_str(), tool.wants_code.then_some(())));
@@ -465,6 +433,8 @@ impl Call<'_> {
                 agentic_llm::Tier::High => agentic_proto::v1::ModelTier::High,
             }
             .into(),
+            // Set by the call itself, when someone can answer.
+            answers_approvals: false,
         }
     }
 }
@@ -570,5 +540,6 @@ fn invoke_error(status: Status, timeout: Duration) -> ToolHostError {
 
 mod artifacts;
 mod streams;
+pub use streams::answer_once;
 #[cfg(test)]
 mod tests;

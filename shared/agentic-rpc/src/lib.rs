@@ -4,6 +4,7 @@
 
 pub mod asking;
 pub mod config;
+mod deadline;
 mod error;
 pub mod exposure;
 mod internal;
@@ -20,6 +21,7 @@ use tonic::transport::server::{Router, TcpIncoming};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint, Server};
 use tonic_health::server::HealthReporter;
 
+pub use deadline::grpc_deadline;
 pub use error::{
     ErrorKind, MAX_SHOWN_ID_CHARS, ServiceError, caller_message, relayed, shown_id, to_status,
 };

@@ -125,7 +125,7 @@ async fn artifact_tools_store_and_read_back_data_for_the_calling_user_only(
     let input =
         json!({"data": {"total": 42}, "description": "the answer", "filename": "answer.json"});
     let stored = tools
-        .invoke_tool(invoke("artifact.store", "alice", input))
+        .invoke_once(invoke("artifact.store", "alice", input))
         .await?
         .into_inner();
     let id = output(&stored)?["id"]
@@ -142,7 +142,7 @@ async fn artifact_tools_store_and_read_back_data_for_the_calling_user_only(
     );
 
     let fetched = tools
-        .invoke_tool(invoke("artifact.get", "alice", json!({"id": id})))
+        .invoke_once(invoke("artifact.get", "alice", json!({"id": id})))
         .await?
         .into_inner();
     let fetched = output(&fetched)?;
@@ -150,13 +150,13 @@ async fn artifact_tools_store_and_read_back_data_for_the_calling_user_only(
     assert_eq!(fetched["description"], "the answer");
 
     let listed = tools
-        .invoke_tool(invoke("artifact.list", "alice", json!({})))
+        .invoke_once(invoke("artifact.list", "alice", json!({})))
         .await?
         .into_inner();
     assert_eq!(output(&listed)?["artifacts"][0]["id"], id.as_str());
 
     let foreign = tools
-        .invoke_tool(invoke("artifact.get", "bob", json!({"id": id})))
+        .invoke_once(invoke("artifact.get", "bob", json!({"id": id})))
         .await?
         .into_inner();
     assert_eq!(tool_error(&foreign)?, format!("artifact not found: {id}"));
@@ -170,7 +170,7 @@ async fn a_named_text_artifact_is_kept_as_the_files_text(
     let mut tools = host.tools().await?;
     let input = json!({"data": "a,b\n1,2\n", "filename": "table.csv", "mime_type": "text/csv"});
     let stored = tools
-        .invoke_tool(invoke("artifact.store", "alice", input))
+        .invoke_once(invoke("artifact.store", "alice", input))
         .await?
         .into_inner();
     let id = output(&stored)?["id"]
@@ -196,7 +196,7 @@ async fn a_named_text_artifact_is_kept_as_the_files_text(
     );
 
     let fetched = tools
-        .invoke_tool(invoke("artifact.get", "alice", json!({"id": id})))
+        .invoke_once(invoke("artifact.get", "alice", json!({"id": id})))
         .await?
         .into_inner();
     assert_eq!(output(&fetched)?["data"], "a,b\n1,2\n");
@@ -211,20 +211,20 @@ async fn nul_characters_in_artifact_metadata_are_refused_and_in_data_kept(
     for field in ["description", "filename", "mime_type"] {
         let input = json!({"data": 1, field: "a\u{0}b"});
         let refused = tools
-            .invoke_tool(invoke("artifact.store", "alice", input))
+            .invoke_once(invoke("artifact.store", "alice", input))
             .await?
             .into_inner();
         let error = tool_error(&refused)?;
         assert!(error.contains(field), "{field}: {error}");
     }
     let refused = tools
-        .invoke_tool(invoke("artifact.get", "alice", json!({"id": "\u{0}"})))
+        .invoke_once(invoke("artifact.get", "alice", json!({"id": "\u{0}"})))
         .await?
         .into_inner();
     assert!(tool_error(&refused)?.contains("id"));
 
     let stored = tools
-        .invoke_tool(invoke(
+        .invoke_once(invoke(
             "artifact.store",
             "alice",
             json!({"data": "a\u{0}b"}),
@@ -233,7 +233,7 @@ async fn nul_characters_in_artifact_metadata_are_refused_and_in_data_kept(
         .into_inner();
     let id = output(&stored)?["id"].as_str().context("no id")?.to_owned();
     let fetched = tools
-        .invoke_tool(invoke("artifact.get", "alice", json!({"id": id})))
+        .invoke_once(invoke("artifact.get", "alice", json!({"id": id})))
         .await?
         .into_inner();
     assert_eq!(output(&fetched)?["data"], "a\u{0}b");
@@ -286,7 +286,7 @@ async fn a_corrupt_artifact_is_an_internal_error_naming_a_trace_not_the_decode_e
 
     let mut tools = host.tools().await?;
     let answer = tools
-        .invoke_tool(invoke("artifact.get", "alice", json!({"id": stored.id})))
+        .invoke_once(invoke("artifact.get", "alice", json!({"id": stored.id})))
         .await?
         .into_inner();
     let error = tool_error(&answer)?;

@@ -165,3 +165,36 @@ fn store_request(user_id: &str, data: Value) -> StoreArtifactRequest {
         ..Default::default()
     }
 }
+
+/// One tool call as a request and its answer: `InvokeTool`'s stream opened with the call
+/// (the request's metadata, a deadline among them, kept) and read to its end.
+pub trait InvokeOnce {
+    async fn invoke_once(
+        &mut self,
+        request: impl tonic::IntoRequest<InvokeToolRequest>,
+    ) -> Result<tonic::Response<InvokeToolResponse>, tonic::Status>;
+}
+
+impl InvokeOnce for ToolHostClient<Channel> {
+    async fn invoke_once(
+        &mut self,
+        request: impl tonic::IntoRequest<InvokeToolRequest>,
+    ) -> Result<tonic::Response<InvokeToolResponse>, tonic::Status> {
+        use agentic_proto::v1::{InvokeToolInput, invoke_tool_input, invoke_tool_update};
+        let (metadata, extensions, call) = request.into_request().into_parts();
+        let start = InvokeToolInput {
+            kind: Some(invoke_tool_input::Kind::Start(call)),
+        };
+        let request = tonic::Request::from_parts(metadata, extensions, tokio_stream::once(start));
+        let mut updates = self.invoke_tool(request).await?.into_inner();
+        let mut answer = None;
+        while let Some(update) = updates.message().await? {
+            if let Some(invoke_tool_update::Kind::Done(done)) = update.kind {
+                answer = Some(done);
+            }
+        }
+        answer
+            .map(tonic::Response::new)
+            .ok_or_else(|| tonic::Status::unavailable("the call ended without an answer"))
+    }
+}

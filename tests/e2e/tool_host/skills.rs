@@ -94,7 +94,7 @@ async fn a_skill_call_for_another_user_runs_nothing(database: &TestDatabase) -> 
         .await?;
     let mut tools = host.tools().await?;
     let answer = tools
-        .invoke_tool(invoke("skill.secret", "bob", json!({})))
+        .invoke_once(invoke("skill.secret", "bob", json!({})))
         .await?
         .into_inner();
     let error = tool_error(&answer)?;

@@ -23,7 +23,7 @@ async fn invalid_tool_input_is_answered_with_an_error_naming_the_field(
     let host = started(database).await?;
     let mut tools = host.tools().await?;
     let too_many = tools
-        .invoke_tool(invoke("artifact.list", "alice", json!({"limit": 500})))
+        .invoke_once(invoke("artifact.list", "alice", json!({"limit": 500})))
         .await?
         .into_inner();
     let message = tool_error(&too_many)?;
@@ -33,7 +33,7 @@ async fn invalid_tool_input_is_answered_with_an_error_naming_the_field(
     );
 
     let missing = tools
-        .invoke_tool(invoke("artifact.store", "alice", json!({"note": 1})))
+        .invoke_once(invoke("artifact.store", "alice", json!({"note": 1})))
         .await?
         .into_inner();
     let message = tool_error(&missing)?;
@@ -49,7 +49,7 @@ async fn an_unknown_tool_is_not_found(database: &TestDatabase) -> anyhow::Result
     let host = started(database).await?;
     let mut tools = host.tools().await?;
     let status = tools
-        .invoke_tool(invoke("demo.nope", "alice", json!({})))
+        .invoke_once(invoke("demo.nope", "alice", json!({})))
         .await
         .err()
         .context("nope ran")?;
@@ -66,7 +66,7 @@ async fn a_failing_tool_answers_with_exactly_its_message(
     let host = started(database).await?;
     let mut tools = host.tools().await?;
     let failed = tools
-        .invoke_tool(invoke(
+        .invoke_once(invoke(
             "demo.fail",
             "alice",
             json!({"message": "boom: disk full"}),
@@ -82,15 +82,15 @@ async fn demo_tools_echo_sleep_and_act_deterministically(
     let host = started(database).await?;
     let mut tools = host.tools().await?;
     let echoed = tools
-        .invoke_tool(invoke("demo.echo", "alice", json!({"a": [1, "x"]})))
+        .invoke_once(invoke("demo.echo", "alice", json!({"a": [1, "x"]})))
         .await?;
     assert_eq!(output(echoed.get_ref())?, json!({"echo": {"a": [1, "x"]}}));
     let slept = tools
-        .invoke_tool(invoke("demo.sleep", "alice", json!({"ms": 5})))
+        .invoke_once(invoke("demo.sleep", "alice", json!({"ms": 5})))
         .await?;
     assert_eq!(output(slept.get_ref())?, json!({"slept_ms": 5}));
     let done = tools
-        .invoke_tool(invoke(
+        .invoke_once(invoke(
             "demo.dangerous",
             "alice",
             json!({"action": "launch"}),
@@ -109,7 +109,7 @@ async fn a_call_past_its_deadline_ends_without_waiting_for_the_tool(
     request.set_timeout(Duration::from_millis(100));
     let started_at = std::time::Instant::now();
     let status = tools
-        .invoke_tool(request)
+        .invoke_once(request)
         .await
         .err()
         .context("the sleep outlived its deadline")?;
@@ -232,7 +232,7 @@ async fn ids_no_id_can_be_are_refused_and_the_host_serves_on(
     ];
     for (request, message) in refused {
         let status = tools
-            .invoke_tool(request)
+            .invoke_once(request)
             .await
             .err()
             .with_context(|| format!("ran despite {message}"))?;
@@ -253,7 +253,7 @@ async fn ids_no_id_can_be_are_refused_and_the_host_serves_on(
 
     // The same host still answers a well-formed call.
     let echoed = tools
-        .invoke_tool(invoke("demo.echo", "alice", json!({"text": "hi"})))
+        .invoke_once(invoke("demo.echo", "alice", json!({"text": "hi"})))
         .await?
         .into_inner();
     assert_eq!(output(&echoed)?, json!({"echo": {"text": "hi"}}));
@@ -277,7 +277,7 @@ async fn the_demo_plugin_is_off_unless_listed(database: &TestDatabase) -> anyhow
             .all(|tool| tool.id.starts_with("artifact."))
     );
     let status = tools
-        .invoke_tool(invoke("demo.echo", "alice", json!({})))
+        .invoke_once(invoke("demo.echo", "alice", json!({})))
         .await
         .err()
         .context("demo ran")?;
@@ -334,7 +334,7 @@ async fn demo_report_writes_a_markdown_file_the_caller_can_read_back(
     let host = started(database).await?;
     let mut tools = host.tools().await?;
     let response = tools
-        .invoke_tool(invoke(
+        .invoke_once(invoke(
             "demo.report",
             "alice",
             json!({"title": "Q3 Plan", "lines": ["ship", "rest"]}),

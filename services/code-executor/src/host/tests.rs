@@ -9,7 +9,7 @@ use agentic_executor::{EventSink, SchemaCache};
 use agentic_llm::{ChatResponse, LlmError};
 use agentic_proto::v1::tool_host_server::{ToolHost as ToolHostService, ToolHostServer};
 use agentic_proto::v1::{
-    InvokeToolRequest, InvokeToolResponse, PrepareRequest, PrepareResponse, invoke_tool_response,
+    InvokeToolResponse, PrepareRequest, PrepareResponse, invoke_tool_response,
 };
 use agentic_sandbox::{Limits, Program, Sandboxes};
 use serde_json::{Map, json};
@@ -26,24 +26,16 @@ struct FakeToolHost {
 
 #[tonic::async_trait]
 impl ToolHostService for FakeToolHost {
-    type InvokeToolWithProgressStream =
-        futures::stream::Empty<Result<agentic_proto::v1::InvokeToolUpdate, tonic::Status>>;
+    type InvokeToolStream = tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>;
 
-    async fn invoke_tool_with_progress(
+    async fn invoke_tool(
         &self,
-        _request: tonic::Request<InvokeToolRequest>,
-    ) -> Result<tonic::Response<Self::InvokeToolWithProgressStream>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not needed here"))
-    }
-
-    type InvokeToolLiveStream =
-        futures::stream::Empty<Result<agentic_proto::v1::InvokeToolUpdate, tonic::Status>>;
-
-    async fn invoke_tool_live(
-        &self,
-        _request: tonic::Request<tonic::Streaming<agentic_proto::v1::InvokeToolInput>>,
-    ) -> Result<tonic::Response<Self::InvokeToolLiveStream>, tonic::Status> {
-        Err(tonic::Status::unimplemented("not needed here"))
+        request: tonic::Request<tonic::Streaming<agentic_proto::v1::InvokeToolInput>>,
+    ) -> Result<tonic::Response<Self::InvokeToolStream>, tonic::Status> {
+        agentic_executor::tool_host::answer_once(request, |call| async move {
+            Ok(self.answer(call.tool_id))
+        })
+        .await
     }
 
     async fn list_tools(
@@ -59,12 +51,10 @@ impl ToolHostService for FakeToolHost {
     ) -> Result<tonic::Response<PrepareResponse>, tonic::Status> {
         Err(tonic::Status::unimplemented("not needed here"))
     }
+}
 
-    async fn invoke_tool(
-        &self,
-        request: tonic::Request<InvokeToolRequest>,
-    ) -> Result<tonic::Response<InvokeToolResponse>, tonic::Status> {
-        let tool_id = request.into_inner().tool_id;
+impl FakeToolHost {
+    fn answer(&self, tool_id: String) -> InvokeToolResponse {
         self.invoked.lock().unwrap().push(tool_id.clone());
         let output = agentic_proto::json::to_proto(&json!({ "done": tool_id }));
         let usage = (tool_id == "files.summarize").then_some(agentic_proto::v1::Usage {
@@ -74,12 +64,12 @@ impl ToolHostService for FakeToolHost {
             llm_calls: 2,
             ..agentic_proto::v1::Usage::default()
         });
-        Ok(tonic::Response::new(InvokeToolResponse {
+        InvokeToolResponse {
             result: Some(invoke_tool_response::Result::Output(output)),
             files: Vec::new(),
             usage,
             nested: Vec::new(),
-        }))
+        }
     }
 }
 

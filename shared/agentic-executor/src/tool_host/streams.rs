@@ -1,6 +1,5 @@
-//! The two streamed ways of calling a tool: `InvokeToolLive` (progress, and questions for
-//! approval of the calls the tool makes, answered on the same stream) and
-//! `InvokeToolWithProgress` (progress only).
+//! Calling a tool: one `InvokeTool` stream, with the tool's progress and its questions for
+//! approval of the calls it makes (answered on the same stream) ahead of its answer.
 
 use std::time::Duration;
 
@@ -16,39 +15,49 @@ use crate::timeline::{Decision, Progress, ToolCallOutput};
 const LIVE_INPUTS: usize = 16;
 
 impl ToolHost {
-    /// `InvokeToolLive`: progress goes to `progress`, each call the tool asks approval for
-    /// goes to `asks` (several may wait at once) and its decision back on the stream, until
-    /// the answer comes. The call may take `timeout`, not counting the time during which a
-    /// question is open (the executor keeps this deadline; dropping the stream at it stops
-    /// the call on the tool-host).
-    pub(super) async fn call_live(
+    /// `InvokeTool`: progress goes to `progress`, each call the tool asks approval for goes
+    /// to `asks` (several may wait at once; only when there is someone to ask) and its
+    /// decision back on the stream, until the answer comes. The call may take `timeout`, not
+    /// counting the time during which a question is open (the executor keeps this deadline;
+    /// dropping the stream at it stops the call on the tool-host). A call that cannot be asked
+    /// about carries its deadline as `grpc-timeout` too, so the tool-host drops the tool at
+    /// the same moment.
+    pub(super) async fn call_stream(
         &self,
-        request: tonic::Request<InvokeToolRequest>,
+        mut start: InvokeToolRequest,
         tool_call_id: &str,
         progress: &(dyn Fn(Progress) + Send + Sync),
-        asks: &dyn AskApproval,
+        asks: Option<&dyn AskApproval>,
         timeout: Duration,
     ) -> Result<InvokeToolResponse, Status> {
         use futures::StreamExt as _;
+        start.answers_approvals = asks.is_some();
         let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
         let start = InvokeToolInput {
-            kind: Some(invoke_tool_input::Kind::Start(request.into_inner())),
+            kind: Some(invoke_tool_input::Kind::Start(start)),
         };
         // The channel is empty and open: the first message always fits.
         let _ = inputs.try_send(start);
-        let outgoing = tokio_stream::wrappers::ReceiverStream::new(outgoing);
+        let mut request =
+            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
+        if asks.is_none() {
+            request.set_timeout(timeout);
+        }
         let timed_out = || Status::deadline_exceeded("the tool call timed out");
         let mut deadline = tokio::time::Instant::now() + timeout;
         // Since when a question has been open: the deadline moves on by that time.
         let mut asking_since: Option<tokio::time::Instant> = None;
         let mut client = self.client.clone();
-        let opened = client.invoke_tool_live(outgoing);
+        let opened = client.invoke_tool(request);
         let mut updates = tokio::time::timeout_at(deadline, opened)
             .await
             .map_err(|_elapsed| timed_out())??
             .into_inner();
         let mut deciding = futures::stream::FuturesUnordered::new();
         let mut answer = None;
+        // Read to the end of the stream (the answer is its last message), so that the call
+        // ends with the server's trailers: a stream dropped early is reset, and HTTP/2 servers
+        // close a connection whose client resets too many streams.
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline), if asking_since.is_none() => {
@@ -60,6 +69,7 @@ impl ToolHost {
                             progress(crate::convert::progress_from_proto(&update));
                         }
                         Some(invoke_tool_update::Kind::Approval(call)) if answer.is_none() => {
+                            let Some(asks) = asks else { continue };
                             let call = ToolCallOutput {
                                 parent: Some(tool_call_id.to_owned()),
                                 // What a tool-host says a nested call recorded is not a round of ours.
@@ -98,31 +108,31 @@ impl ToolHost {
         }
         answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
     }
+}
 
-    /// `InvokeToolWithProgress`: progress updates go to `progress` until the answer comes.
-    pub(super) async fn call_with_progress(
-        &self,
-        request: tonic::Request<InvokeToolRequest>,
-        progress: &(dyn Fn(Progress) + Send + Sync),
-    ) -> Result<InvokeToolResponse, Status> {
-        let mut client = self.client.clone();
-        let mut updates = client
-            .invoke_tool_with_progress(request)
-            .await?
-            .into_inner();
-        let mut answer = None;
-        // Read to the end of the stream (the answer is its last message), so that the call
-        // ends with the server's trailers: a stream dropped early is reset, and HTTP/2 servers
-        // close a connection whose client resets too many streams.
-        while let Some(update) = updates.message().await? {
-            match update.kind {
-                Some(invoke_tool_update::Kind::Progress(update)) if answer.is_none() => {
-                    progress(crate::convert::progress_from_proto(&update));
-                }
-                Some(invoke_tool_update::Kind::Done(response)) => answer = Some(response),
-                _ => {}
-            }
-        }
-        answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
-    }
+/// What a stand-in tool-host (tests, the bench) answers `InvokeTool` with when its tools
+/// report no progress and ask nothing: `answer`'s response to the call, as the one update.
+pub async fn answer_once<F, Fut>(
+    request: tonic::Request<tonic::Streaming<InvokeToolInput>>,
+    answer: F,
+) -> Result<tonic::Response<tonic::codegen::BoxStream<agentic_proto::v1::InvokeToolUpdate>>, Status>
+where
+    F: FnOnce(InvokeToolRequest) -> Fut,
+    Fut: Future<Output = Result<InvokeToolResponse, Status>>,
+{
+    let mut inputs = request.into_inner();
+    let Some(InvokeToolInput {
+        kind: Some(invoke_tool_input::Kind::Start(start)),
+    }) = inputs.message().await?
+    else {
+        return Err(Status::invalid_argument(
+            "the first message of InvokeTool must be the call",
+        ));
+    };
+    let update = agentic_proto::v1::InvokeToolUpdate {
+        kind: Some(invoke_tool_update::Kind::Done(answer(start).await?)),
+    };
+    Ok(tonic::Response::new(Box::pin(futures::stream::iter([Ok(
+        update,
+    )]))))
 }

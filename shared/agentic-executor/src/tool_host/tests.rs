@@ -20,47 +20,53 @@ struct SlowToolHost {
 
 #[tonic::async_trait]
 impl ToolHostService for SlowToolHost {
-    type InvokeToolWithProgressStream = tonic::codegen::BoxStream<pb::InvokeToolUpdate>;
-    type InvokeToolLiveStream = tonic::codegen::BoxStream<pb::InvokeToolUpdate>;
+    type InvokeToolStream = tonic::codegen::BoxStream<pb::InvokeToolUpdate>;
 
-    async fn invoke_tool_live(
+    async fn invoke_tool(
         &self,
-        _request: tonic::Request<tonic::Streaming<pb::InvokeToolInput>>,
-    ) -> Result<tonic::Response<Self::InvokeToolLiveStream>, Status> {
-        Err(Status::unimplemented("not needed here"))
-    }
-
-    async fn invoke_tool_with_progress(
-        &self,
-        _request: tonic::Request<pb::InvokeToolRequest>,
-    ) -> Result<tonic::Response<Self::InvokeToolWithProgressStream>, Status> {
-        use futures::StreamExt;
-        use pb::invoke_tool_update::Kind;
-        let progress = |n: f64| pb::InvokeToolUpdate {
-            kind: Some(Kind::Progress(pb::ToolProgress {
-                progress: n,
-                total: 2.0,
-                message: format!("step {n}"),
-            })),
+        request: tonic::Request<tonic::Streaming<pb::InvokeToolInput>>,
+    ) -> Result<tonic::Response<Self::InvokeToolStream>, Status> {
+        let deadline = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        self.deadlines.lock().unwrap().push(deadline);
+        let mut inputs = request.into_inner();
+        let Some(pb::InvokeToolInput {
+            kind: Some(pb::invoke_tool_input::Kind::Start(start)),
+        }) = inputs.message().await?
+        else {
+            return Err(Status::invalid_argument("no call"));
         };
-        let done = pb::InvokeToolUpdate {
-            kind: Some(Kind::Done(pb::InvokeToolResponse {
-                result: Some(invoke_tool_response::Result::Output(json::to_proto(
-                    &json!("done"),
-                ))),
-                ..pb::InvokeToolResponse::default()
-            })),
-        };
-        let drained = Arc::clone(&self.drained);
-        // The stream ends a little after the answer: a caller that stops at the answer
-        // returns before this runs.
-        let end = futures::stream::once(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            drained.store(true, std::sync::atomic::Ordering::SeqCst);
-        })
-        .filter_map(|()| std::future::ready(None));
-        let updates = futures::stream::iter([progress(1.0), progress(2.0), done].map(Ok));
-        Ok(tonic::Response::new(Box::pin(updates.chain(end))))
+        match start.tool_id.as_str() {
+            "slow.progress" => Ok(tonic::Response::new(self.progress_then_answer())),
+            "slow.hang" => std::future::pending().await,
+            _ => {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let done = pb::InvokeToolResponse {
+                    result: Some(invoke_tool_response::Result::Output(json::to_proto(
+                        &json!("done"),
+                    ))),
+                    files: Vec::new(),
+                    usage: Some(pb::Usage {
+                        input_tokens: 3,
+                        output_tokens: 2,
+                        total_tokens: 5,
+                        llm_calls: 1,
+                        ..pb::Usage::default()
+                    }),
+                    nested: Vec::new(),
+                };
+                let update = pb::InvokeToolUpdate {
+                    kind: Some(pb::invoke_tool_update::Kind::Done(done)),
+                };
+                Ok(tonic::Response::new(Box::pin(futures::stream::iter([Ok(
+                    update,
+                )]))))
+            }
+        }
     }
 
     async fn list_tools(
@@ -95,36 +101,38 @@ impl ToolHostService for SlowToolHost {
             ..pb::PrepareResponse::default()
         }))
     }
+}
 
-    async fn invoke_tool(
-        &self,
-        request: tonic::Request<pb::InvokeToolRequest>,
-    ) -> Result<tonic::Response<pb::InvokeToolResponse>, Status> {
-        let deadline = request
-            .metadata()
-            .get("grpc-timeout")
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
-        self.deadlines.lock().unwrap().push(deadline);
-        if request.get_ref().tool_id == "slow.hang" {
-            std::future::pending::<()>().await;
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        Ok(tonic::Response::new(pb::InvokeToolResponse {
-            result: Some(invoke_tool_response::Result::Output(json::to_proto(
-                &json!("done"),
-            ))),
-            files: Vec::new(),
-            usage: Some(pb::Usage {
-                input_tokens: 3,
-                output_tokens: 2,
-                total_tokens: 5,
-                llm_calls: 1,
-                ..pb::Usage::default()
-            }),
-            nested: Vec::new(),
-        }))
+impl SlowToolHost {
+    /// Two progress updates, the answer, and the stream's end a little after it.
+    fn progress_then_answer(&self) -> tonic::codegen::BoxStream<pb::InvokeToolUpdate> {
+        use futures::StreamExt;
+        use pb::invoke_tool_update::Kind;
+        let progress = |n: f64| pb::InvokeToolUpdate {
+            kind: Some(Kind::Progress(pb::ToolProgress {
+                progress: n,
+                total: 2.0,
+                message: format!("step {n}"),
+            })),
+        };
+        let done = pb::InvokeToolUpdate {
+            kind: Some(Kind::Done(pb::InvokeToolResponse {
+                result: Some(invoke_tool_response::Result::Output(json::to_proto(
+                    &json!("done"),
+                ))),
+                ..pb::InvokeToolResponse::default()
+            })),
+        };
+        let drained = Arc::clone(&self.drained);
+        // The stream ends a little after the answer: a caller that stops at the answer
+        // returns before this runs.
+        let end = futures::stream::once(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drained.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+        .filter_map(|()| std::future::ready(None));
+        let updates = futures::stream::iter([progress(1.0), progress(2.0), done].map(Ok));
+        Box::pin(updates.chain(end))
     }
 }
 

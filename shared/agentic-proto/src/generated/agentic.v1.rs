@@ -608,11 +608,11 @@ pub struct ToolDefinition {
     /// How long a call may take before the executor gives up on it; 0: the executor's default.
     #[prost(uint32, tag = "5")]
     pub timeout_ms: u32,
-    /// Calls may report progress: call it with `InvokeToolWithProgress` to see it.
+    /// Calls may report progress (`progress` updates of `InvokeTool`).
     #[prost(bool, tag = "6")]
     pub reports_progress: bool,
     /// Calls may make calls in turn that need a person's approval: call it with
-    /// `InvokeToolLive` to be asked (otherwise such calls are refused).
+    /// `answers_approvals` to be asked (otherwise such calls are refused).
     #[prost(bool, tag = "7")]
     pub asks_approval: bool,
     /// Calls made from code mode carry the calling round's code (`InvokeToolRequest.round_code`):
@@ -2047,6 +2047,10 @@ pub struct InvokeToolRequest {
     /// (`wants_code`); empty otherwise.
     #[prost(string, tag = "10")]
     pub round_code: ::prost::alloc::string::String,
+    /// The caller decides on the calls the tool makes in turn that need approval (`approval`
+    /// updates, answered on the input stream). Without it such calls are refused.
+    #[prost(bool, tag = "11")]
+    pub answers_approvals: bool,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct InvokeToolResponse {
@@ -2337,65 +2341,15 @@ pub mod tool_host_client {
                 .insert(GrpcMethod::new("agentic.v1.ToolHost", "Prepare"));
             self.inner.unary(req, path, codec).await
         }
-        /// Validates `input` against the tool's JSON Schema, then runs the tool.
+        /// Runs one tool call: the first input message is the call (`start`), whose `input` is
+        /// validated against the tool's JSON Schema before the tool runs. While it runs, a tool that
+        /// reports progress (`reports_progress`) sends `progress` updates (rate-limited: at most one
+        /// per 500 ms, 100 per call), and a tool that may ask a person to approve calls it makes in
+        /// turn (`asks_approval`: `interpreter.run-code`) sends each such call as an `approval`
+        /// update when the start says the caller decides (`answers_approvals`); the caller answers
+        /// with a `decision` on the input stream. The answer (`done`) is the last update. A caller
+        /// that hangs up stops the call.
         pub async fn invoke_tool(
-            &mut self,
-            request: impl tonic::IntoRequest<super::InvokeToolRequest>,
-        ) -> std::result::Result<
-            tonic::Response<super::InvokeToolResponse>,
-            tonic::Status,
-        > {
-            self.inner
-                .ready()
-                .await
-                .map_err(|e| {
-                    tonic::Status::unknown(
-                        format!("Service was not ready: {}", e.into()),
-                    )
-                })?;
-            let codec = crate::codec::Codec::default();
-            let path = http::uri::PathAndQuery::from_static(
-                "/agentic.v1.ToolHost/InvokeTool",
-            );
-            let mut req = request.into_request();
-            req.extensions_mut()
-                .insert(GrpcMethod::new("agentic.v1.ToolHost", "InvokeTool"));
-            self.inner.unary(req, path, codec).await
-        }
-        /// The same for tools that report progress (`reports_progress`): progress updates while the
-        /// call runs, then its answer as the last message. Progress is rate-limited by the
-        /// tool-host (at most one update per 500 ms, 100 per call).
-        pub async fn invoke_tool_with_progress(
-            &mut self,
-            request: impl tonic::IntoRequest<super::InvokeToolRequest>,
-        ) -> std::result::Result<
-            tonic::Response<tonic::codec::Streaming<super::InvokeToolUpdate>>,
-            tonic::Status,
-        > {
-            self.inner
-                .ready()
-                .await
-                .map_err(|e| {
-                    tonic::Status::unknown(
-                        format!("Service was not ready: {}", e.into()),
-                    )
-                })?;
-            let codec = crate::codec::Codec::default();
-            let path = http::uri::PathAndQuery::from_static(
-                "/agentic.v1.ToolHost/InvokeToolWithProgress",
-            );
-            let mut req = request.into_request();
-            req.extensions_mut()
-                .insert(
-                    GrpcMethod::new("agentic.v1.ToolHost", "InvokeToolWithProgress"),
-                );
-            self.inner.server_streaming(req, path, codec).await
-        }
-        /// For tools whose calls may ask a person to approve calls they make in turn
-        /// (`asks_approval`: `interpreter.run-code`): the first message is the call; each call the
-        /// tool makes that needs approval comes as an `approval` update, and the executor answers
-        /// with its decision on the same stream. The answer is the last message.
-        pub async fn invoke_tool_live(
             &mut self,
             request: impl tonic::IntoStreamingRequest<Message = super::InvokeToolInput>,
         ) -> std::result::Result<
@@ -2412,11 +2366,11 @@ pub mod tool_host_client {
                 })?;
             let codec = crate::codec::Codec::default();
             let path = http::uri::PathAndQuery::from_static(
-                "/agentic.v1.ToolHost/InvokeToolLive",
+                "/agentic.v1.ToolHost/InvokeTool",
             );
             let mut req = request.into_streaming_request();
             req.extensions_mut()
-                .insert(GrpcMethod::new("agentic.v1.ToolHost", "InvokeToolLive"));
+                .insert(GrpcMethod::new("agentic.v1.ToolHost", "InvokeTool"));
             self.inner.streaming(req, path, codec).await
         }
         /// Every tool a user's prompts can call now, with where it comes from, and the state of each
@@ -2464,47 +2418,24 @@ pub mod tool_host_server {
             &self,
             request: tonic::Request<super::PrepareRequest>,
         ) -> std::result::Result<tonic::Response<super::PrepareResponse>, tonic::Status>;
-        /// Validates `input` against the tool's JSON Schema, then runs the tool.
+        /// Server streaming response type for the InvokeTool method.
+        type InvokeToolStream: tonic::codegen::tokio_stream::Stream<
+                Item = std::result::Result<super::InvokeToolUpdate, tonic::Status>,
+            >
+            + std::marker::Send
+            + 'static;
+        /// Runs one tool call: the first input message is the call (`start`), whose `input` is
+        /// validated against the tool's JSON Schema before the tool runs. While it runs, a tool that
+        /// reports progress (`reports_progress`) sends `progress` updates (rate-limited: at most one
+        /// per 500 ms, 100 per call), and a tool that may ask a person to approve calls it makes in
+        /// turn (`asks_approval`: `interpreter.run-code`) sends each such call as an `approval`
+        /// update when the start says the caller decides (`answers_approvals`); the caller answers
+        /// with a `decision` on the input stream. The answer (`done`) is the last update. A caller
+        /// that hangs up stops the call.
         async fn invoke_tool(
             &self,
-            request: tonic::Request<super::InvokeToolRequest>,
-        ) -> std::result::Result<
-            tonic::Response<super::InvokeToolResponse>,
-            tonic::Status,
-        >;
-        /// Server streaming response type for the InvokeToolWithProgress method.
-        type InvokeToolWithProgressStream: tonic::codegen::tokio_stream::Stream<
-                Item = std::result::Result<super::InvokeToolUpdate, tonic::Status>,
-            >
-            + std::marker::Send
-            + 'static;
-        /// The same for tools that report progress (`reports_progress`): progress updates while the
-        /// call runs, then its answer as the last message. Progress is rate-limited by the
-        /// tool-host (at most one update per 500 ms, 100 per call).
-        async fn invoke_tool_with_progress(
-            &self,
-            request: tonic::Request<super::InvokeToolRequest>,
-        ) -> std::result::Result<
-            tonic::Response<Self::InvokeToolWithProgressStream>,
-            tonic::Status,
-        >;
-        /// Server streaming response type for the InvokeToolLive method.
-        type InvokeToolLiveStream: tonic::codegen::tokio_stream::Stream<
-                Item = std::result::Result<super::InvokeToolUpdate, tonic::Status>,
-            >
-            + std::marker::Send
-            + 'static;
-        /// For tools whose calls may ask a person to approve calls they make in turn
-        /// (`asks_approval`: `interpreter.run-code`): the first message is the call; each call the
-        /// tool makes that needs approval comes as an `approval` update, and the executor answers
-        /// with its decision on the same stream. The answer is the last message.
-        async fn invoke_tool_live(
-            &self,
             request: tonic::Request<tonic::Streaming<super::InvokeToolInput>>,
-        ) -> std::result::Result<
-            tonic::Response<Self::InvokeToolLiveStream>,
-            tonic::Status,
-        >;
+        ) -> std::result::Result<tonic::Response<Self::InvokeToolStream>, tonic::Status>;
         /// Every tool a user's prompts can call now, with where it comes from, and the state of each
         /// tool source (built-in plugins and MCP servers).
         async fn list_tools(
@@ -2640,16 +2571,19 @@ pub mod tool_host_server {
                     struct InvokeToolSvc<T: ToolHost>(pub Arc<T>);
                     impl<
                         T: ToolHost,
-                    > tonic::server::UnaryService<super::InvokeToolRequest>
+                    > tonic::server::StreamingService<super::InvokeToolInput>
                     for InvokeToolSvc<T> {
-                        type Response = super::InvokeToolResponse;
+                        type Response = super::InvokeToolUpdate;
+                        type ResponseStream = T::InvokeToolStream;
                         type Future = BoxFuture<
-                            tonic::Response<Self::Response>,
+                            tonic::Response<Self::ResponseStream>,
                             tonic::Status,
                         >;
                         fn call(
                             &mut self,
-                            request: tonic::Request<super::InvokeToolRequest>,
+                            request: tonic::Request<
+                                tonic::Streaming<super::InvokeToolInput>,
+                            >,
                         ) -> Self::Future {
                             let inner = Arc::clone(&self.0);
                             let fut = async move {
@@ -2665,101 +2599,6 @@ pub mod tool_host_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = InvokeToolSvc(inner);
-                        let codec = crate::codec::Codec::default();
-                        let mut grpc = tonic::server::Grpc::new(codec)
-                            .apply_compression_config(
-                                accept_compression_encodings,
-                                send_compression_encodings,
-                            )
-                            .apply_max_message_size_config(
-                                max_decoding_message_size,
-                                max_encoding_message_size,
-                            );
-                        let res = grpc.unary(method, req).await;
-                        Ok(res)
-                    };
-                    Box::pin(fut)
-                }
-                "/agentic.v1.ToolHost/InvokeToolWithProgress" => {
-                    #[allow(non_camel_case_types)]
-                    struct InvokeToolWithProgressSvc<T: ToolHost>(pub Arc<T>);
-                    impl<
-                        T: ToolHost,
-                    > tonic::server::ServerStreamingService<super::InvokeToolRequest>
-                    for InvokeToolWithProgressSvc<T> {
-                        type Response = super::InvokeToolUpdate;
-                        type ResponseStream = T::InvokeToolWithProgressStream;
-                        type Future = BoxFuture<
-                            tonic::Response<Self::ResponseStream>,
-                            tonic::Status,
-                        >;
-                        fn call(
-                            &mut self,
-                            request: tonic::Request<super::InvokeToolRequest>,
-                        ) -> Self::Future {
-                            let inner = Arc::clone(&self.0);
-                            let fut = async move {
-                                <T as ToolHost>::invoke_tool_with_progress(&inner, request)
-                                    .await
-                            };
-                            Box::pin(fut)
-                        }
-                    }
-                    let accept_compression_encodings = self.accept_compression_encodings;
-                    let send_compression_encodings = self.send_compression_encodings;
-                    let max_decoding_message_size = self.max_decoding_message_size;
-                    let max_encoding_message_size = self.max_encoding_message_size;
-                    let inner = self.inner.clone();
-                    let fut = async move {
-                        let method = InvokeToolWithProgressSvc(inner);
-                        let codec = crate::codec::Codec::default();
-                        let mut grpc = tonic::server::Grpc::new(codec)
-                            .apply_compression_config(
-                                accept_compression_encodings,
-                                send_compression_encodings,
-                            )
-                            .apply_max_message_size_config(
-                                max_decoding_message_size,
-                                max_encoding_message_size,
-                            );
-                        let res = grpc.server_streaming(method, req).await;
-                        Ok(res)
-                    };
-                    Box::pin(fut)
-                }
-                "/agentic.v1.ToolHost/InvokeToolLive" => {
-                    #[allow(non_camel_case_types)]
-                    struct InvokeToolLiveSvc<T: ToolHost>(pub Arc<T>);
-                    impl<
-                        T: ToolHost,
-                    > tonic::server::StreamingService<super::InvokeToolInput>
-                    for InvokeToolLiveSvc<T> {
-                        type Response = super::InvokeToolUpdate;
-                        type ResponseStream = T::InvokeToolLiveStream;
-                        type Future = BoxFuture<
-                            tonic::Response<Self::ResponseStream>,
-                            tonic::Status,
-                        >;
-                        fn call(
-                            &mut self,
-                            request: tonic::Request<
-                                tonic::Streaming<super::InvokeToolInput>,
-                            >,
-                        ) -> Self::Future {
-                            let inner = Arc::clone(&self.0);
-                            let fut = async move {
-                                <T as ToolHost>::invoke_tool_live(&inner, request).await
-                            };
-                            Box::pin(fut)
-                        }
-                    }
-                    let accept_compression_encodings = self.accept_compression_encodings;
-                    let send_compression_encodings = self.send_compression_encodings;
-                    let max_decoding_message_size = self.max_decoding_message_size;
-                    let max_encoding_message_size = self.max_encoding_message_size;
-                    let inner = self.inner.clone();
-                    let fut = async move {
-                        let method = InvokeToolLiveSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
