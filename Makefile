@@ -69,7 +69,7 @@ fmt:
 proto:
 	scripts/proto-gen.sh
 
-## Writes the HTTP API's OpenAPI document (services/prompt-gateway/src/openapi.json) from the
+## Writes the HTTP API's OpenAPI document (services/prompt-gateway/src/api/openapi.json) from the
 ## proto's routes and comments; a unit test fails while the checked-in one differs.
 openapi:
 	AGENTIC_WRITE_OPENAPI=1 $(CARGO) test --workspace --locked --lib -- the_checked_in_openapi_document

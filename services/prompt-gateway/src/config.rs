@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use agentic_rpc::{ServiceArgs, ServiceConfig, listen_setting};
 
-use crate::MAX_STREAMS;
-use crate::auth::Auth;
-use crate::exposure;
-use crate::modes::ModeSpec;
+use crate::api::auth::Auth;
+use crate::api::{MAX_STREAMS, exposure};
+use crate::engine::modes::ModeSpec;
 
 #[derive(clap::Parser, Debug, Clone)]
 #[command(

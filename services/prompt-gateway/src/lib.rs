@@ -1,36 +1,20 @@
 //! prompt-gateway: the public gRPC API of agentic. Owns prompts, their ordered event log and
 //! the mode registry; forwards execution to the executor of each prompt's mode.
+//!
+//! Its layers are its folders, and their arrows run down only: `api` (gRPC, HTTP, auth, the
+//! playground) calls `app` (the use cases, one a file), which calls `engine` (the runner,
+//! admission, the hub, streams, modes, the engine's loops), which calls `store` (the
+//! database). Beside them, `error`, `ids` and `metrics` are shared by every layer and import
+//! none; this file and `config` wire the layers together from the operator's settings.
 
-mod admission;
-mod approvals;
-mod auth;
-mod background;
-mod budget;
+mod api;
+mod app;
 mod config;
-mod conversations;
-mod deletion;
+mod engine;
 mod error;
-mod export;
-mod exposure;
-mod files;
-mod follow;
-mod grpc;
-mod http;
-mod hub;
 mod ids;
 mod metrics;
-mod modes;
-mod paging;
-mod playground;
-mod prompts;
-mod recordings;
-mod retention;
-mod runner;
-mod skills;
-mod state;
-mod storage;
 mod store;
-mod triggers;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -40,29 +24,29 @@ use agentic_proto::v1::prompt_gateway_server::PromptGatewayServer;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
-use crate::admission::Admission;
-use crate::auth::{Auth, Authenticate};
-pub use auth::USER_HEADER;
+pub use api::MAX_REQUEST_BYTES;
+pub use api::auth::USER_HEADER;
+pub use api::http::openapi::text as openapi_text;
+pub use api::http::route_paths as http_route_paths;
+pub use app::files::MAX_UPLOADS_PER_USER;
+pub use app::prompts::DEFAULT_MODE;
+pub use app::triggers::{Clock, system_clock};
 pub use config::{Config, RecordPrompts, check};
-pub use files::MAX_UPLOADS_PER_USER;
-pub use http::openapi::text as openapi_text;
-pub use http::route_paths as http_route_paths;
-pub use modes::ModeSpec;
-pub use prompts::DEFAULT_MODE;
+pub use engine::modes::ModeSpec;
 pub use store::MIGRATIONS;
-pub use triggers::{Clock, system_clock};
 
-use crate::grpc::GatewayService;
-use crate::hub::Hub;
-use crate::modes::ModeRegistry;
-use crate::prompts::Prompts;
-use crate::runner::Runner;
+use crate::api::MAX_STREAMS;
+use crate::api::auth::{Auth, Authenticate};
+use crate::api::grpc::GatewayService;
+use crate::api::{exposure, grpc, http};
+use crate::app::prompts::Prompts;
+use crate::app::{export, files, retention, skills, triggers};
+use crate::engine::admission::{self, Admission};
+use crate::engine::budget;
+use crate::engine::hub::Hub;
+use crate::engine::modes::ModeRegistry;
+use crate::engine::runner::Runner;
 use crate::store::{Owner, Store};
-
-/// Largest request the public API reads: the largest legitimate one is a `CreatePrompt` with
-/// its input (256 KiB), state (1 MiB) and inline attachments (1 MiB). Answers may be larger
-/// (a prompt's whole timeline). Uploads (`UploadFile`) come in chunks, each within it.
-pub const MAX_REQUEST_BYTES: usize = 3 * 1024 * 1024;
 
 /// Serves the gateway on `listener` until `shutdown` resolves.
 /// Says at start who the gateway will trust: loudly when it trusts callers' word.
@@ -263,13 +247,23 @@ fn background_tasks(
     (queue_moves, kept_pauses): Receivers,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
-        tokio::spawn(background::keep_leases(prompts.clone())),
-        tokio::spawn(background::follow_other_replicas(prompts.clone())),
-        tokio::spawn(background::checkpoint(prompts.store.clone())),
-        tokio::spawn(background::dispatch_queues(prompts.clone(), queue_moves)),
-        tokio::spawn(background::resume_kept_pauses(prompts.clone(), kept_pauses)),
-        tokio::spawn(background::expire_pauses(prompts.clone())),
-        tokio::spawn(background::account_storage(
+        tokio::spawn(app::background::keep_leases(prompts.clone())),
+        tokio::spawn(engine::background::follow_other_replicas(
+            prompts.store.clone(),
+            prompts.hub.clone(),
+            prompts.runner.clone(),
+        )),
+        tokio::spawn(engine::background::checkpoint(prompts.store.clone())),
+        tokio::spawn(app::background::dispatch_queues(
+            prompts.clone(),
+            queue_moves,
+        )),
+        tokio::spawn(app::background::resume_kept_pauses(
+            prompts.clone(),
+            kept_pauses,
+        )),
+        tokio::spawn(app::background::expire_pauses(prompts.clone())),
+        tokio::spawn(engine::background::account_storage(
             prompts.store.clone(),
             Duration::from_millis(config.storage_tick_ms),
         )),
@@ -312,9 +306,6 @@ fn serve_http(
     };
     tokio::spawn(http::serve::serve(api, http, bounds, shutdown))
 }
-
-/// `StreamPrompt` streams a gateway serves at once, all users together.
-const MAX_STREAMS: usize = 16_384;
 
 /// The gateway's use cases over `store`: the runner with its admission limits, and the modes.
 fn prompts(

@@ -31,7 +31,6 @@ use sqlx::postgres::PgListener;
 
 use crate::error::GatewayError;
 use crate::ids::PromptIds as _;
-use crate::paging::Cursor;
 
 /// The PostgreSQL channel every stored event is announced on.
 const EVENTS_CHANNEL: &str = "agentic_prompt_events";
@@ -396,12 +395,11 @@ mod deletion;
 mod events;
 mod files;
 mod leases;
-#[cfg(test)]
-mod log_properties;
 mod migrations;
 mod modes;
 mod notifications;
 mod owned;
+pub(crate) mod paging;
 mod postgres;
 mod prompts;
 mod queue;
@@ -419,6 +417,7 @@ pub use migrations::MIGRATIONS;
 pub use modes::ModeRegistration;
 pub use notifications::Wake;
 pub use owned::{Owned, OwnedCursor};
+use paging::Cursor;
 pub use queue::Admitted;
 pub use recordings::{MAX_RECORDED_EXCHANGES, MAX_RECORDING_BYTES};
 use rows::*;
