@@ -18,7 +18,7 @@ use crate::error::GatewayError;
 /// the call's deadline and the request's), the mode, tier and conversation, checked.
 pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPrompt, Status> {
     let user_id = Caller::user_of(&request)?;
-    let deadline = grpc_deadline(request.metadata());
+    let deadline = agentic_rpc::grpc_deadline(request.metadata());
     let request = request.into_inner();
     let asked =
         (request.timeout_ms > 0).then(|| Duration::from_millis(u64::from(request.timeout_ms)));
@@ -108,25 +108,6 @@ pub(super) fn busy_policy(value: i32) -> Result<BusyPolicy, Status> {
         to_status(GatewayError::InvalidArgument(format!(
             "unknown on_busy policy {value}"
         )))
-    })
-}
-
-/// The caller's gRPC deadline (`grpc-timeout`: digits and a unit), if it sent one.
-pub(super) fn grpc_deadline(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
-    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    if value.len() < 2 || value.len() > 9 {
-        return None;
-    }
-    let (amount, unit) = value.split_at(value.len() - 1);
-    let amount: u64 = amount.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(amount.saturating_mul(3600)),
-        "M" => Duration::from_secs(amount.saturating_mul(60)),
-        "S" => Duration::from_secs(amount),
-        "m" => Duration::from_millis(amount),
-        "u" => Duration::from_micros(amount),
-        "n" => Duration::from_nanos(amount),
-        _ => return None,
     })
 }
 
