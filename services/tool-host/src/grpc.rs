@@ -114,6 +114,10 @@ impl ToolHost for ToolHostService {
         let answers_approvals = start.answers_approvals;
         let call = ToolCall::try_from(start).map_err(to_status)?;
         let registry = Arc::clone(&self.registry);
+        if !answers_approvals {
+            // Nothing to ask: the call runs inside the answer stream, with no task of its own.
+            return Ok(Response::new(reporting(registry, call, deadline)));
+        }
         let updates = agentic_rpc::asking::serve_reporting::<LiveCall, _>(
             inputs,
             |questions, reports| async move {
@@ -126,7 +130,7 @@ impl ToolHost for ToolHostService {
                         call.input,
                         &call.ctx,
                         Some(progress),
-                        answers_approvals.then_some(asks),
+                        Some(asks),
                     ),
                 );
                 let (answer, (), ()) = tokio::join!(
@@ -306,6 +310,62 @@ fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeT
 }
 
 /// `InvokeToolLive`'s messages: decisions answer the plugin's approval asks.
+/// A call nobody is asked about: its progress, then its answer as the last update. The
+/// call runs as the stream is polled (in the request's span, so the tool's spans, an MCP
+/// call's among them, stay in the caller's trace): a caller that hangs up drops it, and the
+/// tool with it.
+fn reporting(
+    registry: Arc<Registry>,
+    call: ToolCall,
+    deadline: Option<std::time::Duration>,
+) -> UpdateStream {
+    use futures::StreamExt;
+    use pb::invoke_tool_update::Kind;
+    use tracing::Instrument as _;
+
+    let (sender, receiver) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
+    let answer = async move {
+        let invoked = registry.invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None);
+        let answer = within(deadline, invoked).await?;
+        Ok(pb::InvokeToolUpdate {
+            kind: Some(Kind::Done(invoke_tool_response(answer))),
+        })
+    }
+    .instrument(tracing::Span::current());
+    let progress = tokio_stream::wrappers::ReceiverStream::new(receiver).map(|progress| {
+        Ok(progress_update(progress))
+    });
+    // The progress stream ends when the call does (its sender goes with it); whatever
+    // progress is still buffered then is dropped: the answer is the last message.
+    let updates = futures::stream::select(progress, futures::stream::once(answer)).scan(
+        false,
+        |answered, update| {
+            let next = (!*answered).then(|| {
+                *answered = matches!(
+                    &update,
+                    Ok(pb::InvokeToolUpdate {
+                        kind: Some(Kind::Done(_))
+                    }) | Err(_)
+                );
+                update
+            });
+            std::future::ready(next)
+        },
+    );
+    Box::pin(updates)
+}
+
+/// A tool's progress as an update.
+fn progress_update(progress: crate::plugin::Progress) -> pb::InvokeToolUpdate {
+    pb::InvokeToolUpdate {
+        kind: Some(pb::invoke_tool_update::Kind::Progress(pb::ToolProgress {
+            progress: progress.progress,
+            total: progress.total.unwrap_or_default(),
+            message: progress.message,
+        })),
+    }
+}
+
 /// `work` within `deadline` (none: as long as it takes); past it the tool is dropped and
 /// the call is DEADLINE_EXCEEDED.
 async fn within<T>(
@@ -343,14 +403,7 @@ async fn forward_progress(
     reports: agentic_rpc::asking::Reports<pb::InvokeToolUpdate>,
 ) {
     while let Some(progress) = progressed.recv().await {
-        let update = pb::InvokeToolUpdate {
-            kind: Some(pb::invoke_tool_update::Kind::Progress(pb::ToolProgress {
-                progress: progress.progress,
-                total: progress.total.unwrap_or_default(),
-                message: progress.message,
-            })),
-        };
-        if reports.send(update).await.is_err() {
+        if reports.send(progress_update(progress)).await.is_err() {
             break;
         }
     }

@@ -36,8 +36,10 @@ impl ToolHost {
         let start = InvokeToolInput {
             kind: Some(invoke_tool_input::Kind::Start(start)),
         };
-        // The channel is empty and open: the first message always fits.
+        // The channel is empty and open: the first message always fits. With nobody to ask,
+        // the call is all there is to send: the input stream ends after it.
         let _ = inputs.try_send(start);
+        let inputs = asks.is_some().then_some(inputs);
         let mut request =
             tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
         if asks.is_none() {
@@ -97,7 +99,9 @@ impl ToolHost {
                         kind: Some(invoke_tool_input::Kind::Decision(decision)),
                     };
                     // A tool-host that stopped reading ends the stream, which ends this loop.
-                    let _ = inputs.send(input).await;
+                    if let Some(inputs) = &inputs {
+                        let _ = inputs.send(input).await;
+                    }
                     if deciding.is_empty()
                         && let Some(since) = asking_since.take()
                     {
