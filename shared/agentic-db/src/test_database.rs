@@ -177,13 +177,21 @@ async fn make_template(
         .await
         .with_context(|| format!("migrating the template {building}"))?;
     db.close().await;
-    // The server process of a connection just closed may still be on its way out, and a
-    // rename needs none left: a few tries, then the error.
+    // The server process of a connection just closed may still be on its way out (slowly,
+    // on a loaded machine), and a rename needs none left: it is ended, and the rename tried
+    // for up to 10 s, then the error.
     let rename = format!(r#"ALTER DATABASE "{building}" RENAME TO "{name}""#);
     for attempt in 1.. {
+        sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(&building)
+        .execute(&mut *admin)
+        .await?;
         match admin.execute(rename.as_str()).await {
             Ok(_) => break,
-            Err(_) if attempt < 50 => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(_) if attempt < 500 => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(error) => return Err(error).context(format!("renaming {building}")),
         }
     }
