@@ -4,6 +4,7 @@
 // A test fails by panicking, so unwrapping is the point here.
 #![allow(clippy::unwrap_used)]
 
+mod answers;
 mod approvals;
 mod attachments;
 mod auth;

@@ -6,11 +6,13 @@
 use std::sync::Arc;
 
 use agentic_llm::{ChatModel, ChatRequest, ChatResponse, Tier};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use agentic_executor::{EventSink, Mode, RunError, RunStart, RunTools, SchemaCache};
 
 use crate::messages;
+use agentic_executor::answers::AnswerSchema;
 use agentic_executor::approvals::Approvals;
 use agentic_executor::calls::{CallLimits, Calls, RunParts, Settled};
 use agentic_executor::functions;
@@ -73,13 +75,20 @@ impl Executor {
             agentic_executor::timeline::round_limit(request.max_rounds, self.default_max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
         let attached = tool_host.attachments(&scope, &request.attachments).await;
+        let answers = AnswerSchema::of(&request)?;
+        let mut system_prompt = messages::system_prompt(&prepared.context);
+        if let Some(answers) = &answers {
+            system_prompt.push_str(&answers.instruction("your final answer (text, no tools)"));
+        }
         let mut run = Run {
             model,
             events: &events,
             tier: request.tier,
             input: agentic_executor::attachments::user_message(&request.input, &attached),
             history: request.history,
-            system_prompt: messages::system_prompt(&prepared.context),
+            system_prompt,
+            answers,
+            corrections: Vec::new(),
             calls: Calls::new(
                 MODE_ID,
                 self.limits,
@@ -107,6 +116,10 @@ struct Run<'a> {
     input: agentic_llm::ChatMessage,
     history: Vec<PastPrompt>,
     system_prompt: String,
+    /// The schema a typed answer must match, and the corrections given for answers that did
+    /// not (after how many outputs each).
+    answers: Option<AnswerSchema>,
+    corrections: Vec<(usize, String)>,
     /// The timeline and the tool calls on it, with the executor's tool-host (recorded or
     /// replayed for this run).
     calls: Calls<'a>,
@@ -132,11 +145,21 @@ impl Run<'_> {
             self.events.send(Event::Round).await?;
             let reply = self.ask_model().await?;
             self.events.send(Event::Usage(reply.usage)).await?;
+            let answer = reply.tool_calls.is_empty().then(|| reply.content.clone());
             if !reply.content.is_empty() {
                 self.calls.add(Output::Text(reply.content)).await?;
             }
-            if reply.tool_calls.is_empty() {
-                return Ok(Finish::Completed);
+            if let Some(answer) = answer {
+                match self.typed(&answer).await? {
+                    Some(correction) => {
+                        // The answer goes back to the model with what is wrong with it.
+                        self.corrections
+                            .push((self.calls.outputs.len(), correction));
+                        rounds += 1;
+                        continue;
+                    }
+                    None => return Ok(Finish::Completed),
+                }
             }
             rounds += 1;
             let round = self.calls.run_reply(reply.tool_calls).await?;
@@ -146,6 +169,26 @@ impl Run<'_> {
         }
     }
 
+    /// A final answer checked against the prompt's output schema, if it has one: sent as the
+    /// typed answer when it matches (`None`), else the correction for the model; the run
+    /// fails once the retries are spent.
+    async fn typed(&mut self, answer: &str) -> Result<Option<String>, RunError> {
+        let Some(answers) = self.answers.as_mut() else {
+            return Ok(None);
+        };
+        let errors = match parse_answer(answer) {
+            Ok(value) => match answers.errors(&value) {
+                None => {
+                    self.events.send(Event::StructuredOutput(value)).await?;
+                    return Ok(None);
+                }
+                Some(errors) => errors,
+            },
+            Err(error) => format!("the answer is not JSON ({error})"),
+        };
+        answers.retry(&errors).map(Some)
+    }
+
     /// Streams one model reply; each text fragment becomes a `text_delta` event as it arrives.
     async fn ask_model(&self) -> Result<ChatResponse, RunError> {
         let messages = self.messages();
@@ -153,7 +196,11 @@ impl Run<'_> {
             tier: self.tier,
             messages,
             tools: functions::definitions(&self.calls.tools, &self.calls.names),
-            response_format: None,
+            // The provider's structured output, where the endpoint takes it.
+            response_format: self.answers.as_ref().map(|answers| {
+                json!({"type": "json_schema",
+                       "json_schema": {"name": "answer", "schema": answers.schema, "strict": false}})
+            }),
             max_tokens: None,
         };
         let (sender, mut deltas) = mpsc::unbounded_channel();
@@ -181,6 +228,7 @@ impl Run<'_> {
         let view = messages::View {
             function_name: &function_name,
             max_result_bytes: self.calls.limits().max_tool_result_bytes,
+            corrections: &self.corrections,
             stored_results: &self.calls.stored_results,
         };
         messages::build(
@@ -191,4 +239,14 @@ impl Run<'_> {
             &view,
         )
     }
+}
+
+/// A final answer as JSON: its text, or the JSON inside one Markdown code fence.
+fn parse_answer(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    let text = text.trim();
+    let fenced = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .and_then(|inner| inner.strip_suffix("```"));
+    serde_json::from_str(fenced.unwrap_or(text))
 }

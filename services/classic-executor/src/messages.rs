@@ -33,6 +33,9 @@ pub struct View<'a> {
     pub max_result_bytes: usize,
     /// The artifact holding the whole of a result too long to read, by tool call id.
     pub stored_results: &'a HashMap<String, String>,
+    /// What the user side said after the current prompt's first `n` outputs (a typed answer
+    /// that did not match its schema), in order of `n`.
+    pub corrections: &'a [(usize, String)],
 }
 
 /// The whole request: system prompt, each history prompt (input with its attachments named,
@@ -54,7 +57,14 @@ pub fn build(
         messages.extend(from_outputs(&past.outputs, view));
     }
     messages.push(input.clone());
-    messages.extend(from_outputs(outputs, view));
+    let mut from = 0;
+    for (after, correction) in view.corrections {
+        let after = (*after).clamp(from, outputs.len());
+        messages.extend(from_outputs(&outputs[from..after], view));
+        messages.push(ChatMessage::User(correction.clone()));
+        from = after;
+    }
+    messages.extend(from_outputs(&outputs[from..], view));
     messages
 }
 
@@ -194,6 +204,7 @@ mod tests {
         View {
             function_name: &dotted_to_function,
             max_result_bytes: 32 * 1024,
+            corrections: &[],
             stored_results,
         }
     }

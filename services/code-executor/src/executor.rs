@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use agentic_executor::answers::AnswerSchema;
 use agentic_executor::attachments::Attached;
 use agentic_executor::tape::Tape;
 use agentic_executor::timeline::{
@@ -18,7 +19,7 @@ use agentic_llm::{ChatMessage, ChatModel, ChatRequest};
 use agentic_sandbox::{
     Completion, Entropy, LAST_DATA, Limits, Program, RunOutcome, Sandboxes, Spent,
 };
-use serde_json::Map;
+use serde_json::{Map, Value as Json};
 
 use crate::host::{PausedRuns, PromptHost, Timeline, round_output};
 use crate::prompt;
@@ -86,9 +87,10 @@ impl CodeMode {
         } = RunStart::prepare(&request, events, &self.tool_host).await?;
         let model = Tape::model(tape.as_ref(), Arc::clone(&self.model));
         let tools = tools::for_sandbox(prepared.tools, &self.schemas);
+        let mut answers = AnswerSchema::of(&request)?;
         let system = prompt::system(tools.specs(), &prepared.modules, &prepared.context);
         let attached = tool_host.attachments(&scope, &request.attachments).await;
-        let mut messages = opening(system, &request, &attached);
+        let mut messages = opening((system, answers.as_ref()), &request, &attached);
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));
         let sandbox_tools = tools::sandbox_tools(&tools);
         let host = self.prompt_host(
@@ -124,31 +126,50 @@ impl CodeMode {
                 let paused = recorded.back().unwrap_or(&round).clone();
                 (round, paused)
             });
-            let outcome = match again {
-                Some(again) => {
-                    let tape = tape.as_deref();
-                    self.run_again(&host, program, again, (&decisions, tape))
-                        .await?
-                }
-                None => {
-                    self.execute(&timeline, &host, program, tape.as_deref())
-                        .await?
-                }
-            };
+            let outcome = self
+                .run_round(
+                    (&timeline, &host),
+                    program,
+                    again,
+                    (&decisions, tape.as_deref()),
+                )
+                .await?;
             memory = outcome.memory.clone();
             spent = outcome.spent;
 
-            if let Some(completion) = &outcome.completion {
-                complete(&timeline, completion).await?;
-                return Ok(Finish::Completed);
-            }
+            let feedback = match &outcome.completion {
+                Some(completion) => match finish(&timeline, answers.as_mut(), completion).await? {
+                    None => return Ok(Finish::Completed),
+                    // The answer goes back to the model, which tries again.
+                    Some(correction) => correction,
+                },
+                None => prompt::feedback(round, &outcome),
+            };
             messages.push(ChatMessage::Assistant {
                 content: code,
                 tool_calls: Vec::new(),
             });
-            messages.push(ChatMessage::User(prompt::feedback(round, &outcome)));
+            messages.push(ChatMessage::User(feedback));
         }
         stopped_at_round_limit(&timeline, max_rounds).await
+    }
+
+    /// Runs one round: again from its record when `again` holds it (with the paused round),
+    /// else for the first time.
+    async fn run_round(
+        &self,
+        (timeline, host): (&Arc<Timeline>, &Arc<PromptHost>),
+        program: Program,
+        again: Option<(RecordedRound, RecordedRound)>,
+        (decisions, tape): (&HashMap<String, Decision>, Option<&Tape>),
+    ) -> Result<RunOutcome, RunError> {
+        match again {
+            Some(again) => {
+                self.run_again(host, program, again, (decisions, tape))
+                    .await
+            }
+            None => self.execute(timeline, host, program, tape).await,
+        }
     }
 
     /// Runs `round` again from its record (a resumed run's); when it cannot, nothing of the
@@ -371,9 +392,16 @@ async fn stopped_at_round_limit(timeline: &Timeline, max_rounds: u32) -> Result<
     Ok(Finish::Completed)
 }
 
-/// The conversation a run opens with: the system prompt, the history, the input with its
-/// attachments.
-fn opening(system: String, request: &RunRequest, attached: &[Attached]) -> Vec<ChatMessage> {
+/// The conversation a run opens with: the system prompt (saying what a typed answer must
+/// match), the history, the input with its attachments.
+fn opening(
+    (mut system, answers): (String, Option<&AnswerSchema>),
+    request: &RunRequest,
+    attached: &[Attached],
+) -> Vec<ChatMessage> {
+    if let Some(answers) = answers {
+        system.push_str(&answers.instruction("the `data` of `complete({response, data})`"));
+    }
     let mut messages = vec![ChatMessage::System(system)];
     messages.extend(prompt::history(&request.history));
     messages.push(agentic_executor::attachments::user_message(
@@ -423,6 +451,44 @@ async fn close_paused(
     };
     timeline.update(paused.index, Output::Tool(output)).await?;
     Ok(())
+}
+
+/// The run's end at `complete()`: its answer shown, and its typed answer sent (`None`), or
+/// the correction for the model when the data does not match the output schema.
+async fn finish(
+    timeline: &Timeline,
+    answers: Option<&mut AnswerSchema>,
+    completion: &Completion,
+) -> Result<Option<String>, RunError> {
+    let answer = match typed_answer(answers, completion)? {
+        Ok(answer) => answer,
+        Err(correction) => return Ok(Some(correction)),
+    };
+    complete(timeline, completion).await?;
+    if let Some(answer) = answer {
+        timeline.send(Event::StructuredOutput(answer)).await?;
+    }
+    Ok(None)
+}
+
+/// A completion's `data` checked against the prompt's output schema: the typed answer (none
+/// without a schema), or the correction for the model (`Err`), or the run's failure once
+/// the retries are spent.
+fn typed_answer(
+    answers: Option<&mut AnswerSchema>,
+    completion: &Completion,
+) -> Result<Result<Option<Json>, String>, RunError> {
+    let Some(answers) = answers else {
+        return Ok(Ok(None));
+    };
+    let errors = match &completion.data {
+        Some(data) => match answers.errors(data) {
+            None => return Ok(Ok(Some(data.clone()))),
+            Some(errors) => errors,
+        },
+        None => "complete() was called without `data`".to_owned(),
+    };
+    Ok(Err(answers.retry(&errors)?))
 }
 
 /// `complete({response, followUp, data})`: the response and follow-up become text the user

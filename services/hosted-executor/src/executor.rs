@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use agentic_executor::answers::AnswerSchema;
 use agentic_executor::approvals::Approvals;
 use agentic_executor::calls::{CallLimits, Calls, RunParts, Settled};
 use agentic_executor::functions;
@@ -28,8 +29,11 @@ use crate::blocks::{self, CODE_TOOL, CONTAINER_TOOL};
 use crate::container::{self, CONTAINER_KEY, Seal};
 use crate::provider::{Answer, Provider, ProviderError, Streamed, code_execution_tool};
 
+mod files;
 mod replay;
+mod typed;
 use replay::Taken;
+use typed::Typed;
 
 pub const MODE_ID: &str = "hosted";
 pub const MODE_NAME: &str = "Hosted code execution (the provider's container)";
@@ -114,7 +118,7 @@ impl Executor {
         let owner = container_owner(&request);
         let container = self.container_of(&request, &owner);
         let rounds_so_far = request.spent.rounds;
-        let system = functions::system_prompt(SYSTEM_PROMPT, &prepared.context);
+        let (system, answers) = typed::system_prompt(&request, &prepared.context)?;
         let max_rounds =
             agentic_executor::timeline::round_limit(request.max_rounds, self.settings.max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
@@ -127,18 +131,10 @@ impl Executor {
             live,
         )
         .await?;
-        let files_so_far = request
-            .outputs
-            .iter()
-            .filter(|output| matches!(output, Output::File(_)))
-            .count();
         let mut run = Run {
             executor: self,
             events: &events,
-            model: match request.tier {
-                Tier::Normal => self.settings.model_normal.clone(),
-                Tier::High => self.settings.model_high.clone(),
-            },
+            model: self.model_of(request.tier),
             system,
             input: attached.content,
             history: request.history,
@@ -147,9 +143,11 @@ impl Executor {
             container,
             expired: None,
             replaced_from: 0,
-            files: files_so_far,
+            files: files_so_far(&request.outputs),
             made: Vec::new(),
             asked: Vec::new(),
+            answers,
+            correction: None,
             taken: Taken::default(),
             tape,
             calls: Calls::new(
@@ -171,7 +169,23 @@ impl Executor {
     }
 }
 
+/// Files on a resumed prompt's timeline.
+fn files_so_far(outputs: &[Output]) -> usize {
+    outputs
+        .iter()
+        .filter(|output| matches!(output, Output::File(_)))
+        .count()
+}
+
 impl Executor {
+    /// The provider's model for a tier.
+    fn model_of(&self, tier: Tier) -> String {
+        match tier {
+            Tier::Normal => self.settings.model_normal.clone(),
+            Tier::High => self.settings.model_high.clone(),
+        }
+    }
+
     /// The container a run goes on in: a resumed prompt's, as its timeline names it; a new
     /// prompt's conversation's, when the state holds one this executor sealed for `owner`.
     fn container_of(&self, request: &RunRequest, owner: &str) -> Option<String> {
@@ -219,6 +233,10 @@ struct Run<'a> {
     made: Vec<String>,
     /// Calls of agentic's tools the current answer asks for.
     asked: Vec<agentic_llm::ToolCall>,
+    /// The schema a typed answer must match (given with the `final_answer` tool), and what
+    /// the model is told after the timeline's first `n` outputs when its answer did not.
+    answers: Option<AnswerSchema>,
+    correction: Option<(usize, String)>,
     /// What the current answer brought, for the recording.
     taken: Taken,
     tape: Option<Arc<Tape>>,
@@ -273,6 +291,17 @@ impl Run<'_> {
                 self.record(&answer).await;
             }
             let calls = std::mem::take(&mut self.asked);
+            if answer.stop_reason != "pause_turn"
+                && let Some(typed) = self.typed_answer(&calls).await?
+            {
+                match typed {
+                    Typed::Given => return Ok(Finish::Completed),
+                    Typed::Correct(correction) => {
+                        self.correction = Some((self.calls.outputs.len(), correction));
+                        continue;
+                    }
+                }
+            }
             match answer.stop_reason.as_str() {
                 // The provider paused a long turn: the same turn goes on.
                 "pause_turn" => {}
@@ -306,6 +335,9 @@ impl Run<'_> {
     /// `asked` for the answer's end.
     async fn send(&mut self) -> Result<Result<Answer, ProviderError>, RunError> {
         let mut tools = vec![code_execution_tool()];
+        if let Some(answers) = &self.answers {
+            tools.push(typed::final_answer_tool(answers));
+        }
         tools.extend(
             functions::definitions(&self.calls.tools, &self.calls.names)
                 .into_iter()
@@ -338,6 +370,13 @@ impl Run<'_> {
         });
         if let Some(container) = container::request_field(self.container.as_deref(), &self.skills) {
             body["container"] = container;
+        }
+        // The correction of the last answer, while nothing happened since.
+        if let Some((after, correction)) = &self.correction
+            && *after == self.calls.outputs.len()
+            && let Some(messages) = body["messages"].as_array_mut()
+        {
+            messages.push(json!({"role": "user", "content": correction}));
         }
         let executor = self.executor;
         let (sender, mut streamed) = mpsc::unbounded_channel();
@@ -465,134 +504,9 @@ impl Run<'_> {
         self.events.send(Event::StateSet(state)).await?;
         Ok(())
     }
-
-    /// Downloads one file the container made into the artifact store, as a file of the
-    /// prompt. A file that cannot be had is logged for whoever watches, and the run goes on.
-    async fn download(&mut self, file_id: &str) -> Result<(), RunError> {
-        let settings = &self.executor.settings;
-        let fetched = if !container::is_provider_id(file_id) {
-            Err("the provider named it with an invalid id".to_owned())
-        } else if self.files >= settings.max_files {
-            Err(format!(
-                "a prompt keeps at most {} files from the container",
-                settings.max_files
-            ))
-        } else {
-            self.fetch(file_id).await
-        };
-        match fetched {
-            Ok(kept) => self.show_file(kept).await?,
-            Err(why) => {
-                tracing::info!(file_id, %why, "a file of the hosted container was not kept");
-                let named = if container::is_provider_id(file_id) {
-                    format!("file {file_id}")
-                } else {
-                    "a file".to_owned()
-                };
-                self.events
-                    .send(Event::Log(format!(
-                        "{named} of the container was not kept: {why}"
-                    )))
-                    .await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Shows a file the container's code made, kept in the artifact store already, on the
-    /// timeline (source: hosted), and keeps it for the recording when the run records.
-    async fn show_file(&mut self, kept: pb::ToolFile) -> Result<(), RunError> {
-        self.files += 1;
-        let shown = FileOutput {
-            id: format!("file_{}", uuid::Uuid::now_v7().simple()),
-            filename: kept.filename.clone(),
-            mime_type: kept.mime_type.clone(),
-            size: kept.size,
-            artifact_id: kept.artifact_id.clone(),
-            source: FileSource::Hosted,
-        };
-        if self.tape.as_ref().is_some_and(|tape| tape.records()) {
-            self.taken.files.push(kept);
-        }
-        self.calls.add(Output::File(shown)).await?;
-        Ok(())
-    }
-
-    async fn fetch(&self, file_id: &str) -> Result<pb::ToolFile, String> {
-        let settings = &self.executor.settings;
-        let provider = &self.executor.provider;
-        let info = provider
-            .file_info(file_id)
-            .await
-            .map_err(|error| error.to_string())?;
-        if info.size > settings.max_file_bytes {
-            return Err(format!(
-                "it has {} bytes, more than the {} a file may have",
-                info.size, settings.max_file_bytes
-            ));
-        }
-        let content = provider
-            .download(file_id, settings.max_file_bytes)
-            .await
-            .map_err(|error| error.to_string())?;
-        if content.is_empty() {
-            return Err("it is empty".to_owned());
-        }
-        let filename = file_name(&info.filename);
-        let (artifact_id, size) = self
-            .calls
-            .tool_host
-            .store_file(
-                &self.calls.scope,
-                &filename,
-                &info.mime_type,
-                &format!("made in the hosted container (file {file_id})"),
-                content,
-            )
-            .await
-            .map_err(|error| error.to_string())?;
-        // Kept here now: the provider's copy goes, so it does not outlive the user's own.
-        if let Err(error) = provider.delete_file(file_id).await {
-            tracing::warn!(%file_id, %error, "a downloaded file could not be deleted from the provider");
-            let why =
-                format!("file {file_id} is kept, but stays in the provider's Files API: {error}");
-            let _ = self.events.send(Event::Log(why)).await;
-        }
-        Ok(pb::ToolFile {
-            filename,
-            mime_type: info.mime_type,
-            size,
-            artifact_id,
-        })
-    }
-}
-
-/// The last part of a path the provider names a file by, without control characters, at
-/// most 255 bytes.
-fn file_name(name: &str) -> String {
-    let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
-    let clean: String = last.chars().filter(|c| !c.is_control()).collect();
-    let clean = clean.trim();
-    if clean.is_empty() || clean == "." || clean == ".." {
-        return "file".to_owned();
-    }
-    clean[..clean.floor_char_boundary(255)].to_owned()
 }
 
 fn failed(error: ProviderError) -> RunError {
     tracing::warn!(%error, detail = ?error, "hosted model request failed");
     RunError::Failed(error.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_from_the_provider_lose_their_folders_and_control_characters() {
-        assert_eq!(file_name("/tmp/outputs/report.md"), "report.md");
-        assert_eq!(file_name("..\\..\\evil\u{1b}[2J.txt"), "evil[2J.txt");
-        assert_eq!(file_name("../"), "file");
-        assert_eq!(file_name(&"é".repeat(300)).len(), 254);
-    }
 }

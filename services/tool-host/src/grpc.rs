@@ -325,16 +325,16 @@ fn reporting(
 
     let (sender, receiver) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
     let answer = async move {
-        let invoked = registry.invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None);
+        let invoked =
+            registry.invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None);
         let answer = within(deadline, invoked).await?;
         Ok(pb::InvokeToolUpdate {
             kind: Some(Kind::Done(invoke_tool_response(answer))),
         })
     }
     .instrument(tracing::Span::current());
-    let progress = tokio_stream::wrappers::ReceiverStream::new(receiver).map(|progress| {
-        Ok(progress_update(progress))
-    });
+    let progress = tokio_stream::wrappers::ReceiverStream::new(receiver)
+        .map(|progress| Ok(progress_update(progress)));
     // The progress stream ends when the call does (its sender goes with it); whatever
     // progress is still buffered then is dropped: the answer is the last message.
     let updates = futures::stream::select(progress, futures::stream::once(answer)).scan(

@@ -50,6 +50,9 @@ pub struct NewPrompt {
     /// Files to attach, by the ids [`Client::upload_file`] answered (or of any file of the
     /// caller's); at most 16.
     pub attachments: Vec<String>,
+    /// A JSON Schema (an object) the final answer must match; the ended prompt then carries
+    /// it as `structured_output` ([`crate::structured_output`] reads it as your type).
+    pub output_schema: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl NewPrompt {
@@ -104,6 +107,15 @@ impl NewPrompt {
     /// (at most the gateway's limit).
     pub fn approval_timeout(mut self, timeout: Duration) -> NewPrompt {
         self.approval_timeout = Some(timeout);
+        self
+    }
+
+    /// The final answer must be JSON matching `schema` (a JSON Schema object).
+    pub fn output_schema(
+        mut self,
+        schema: serde_json::Map<String, serde_json::Value>,
+    ) -> NewPrompt {
+        self.output_schema = Some(schema);
         self
     }
 
@@ -179,6 +191,10 @@ impl Client {
             }),
             attachments: prompt.attachments,
             inline_attachments: Vec::new(),
+            output_schema: prompt
+                .output_schema
+                .as_ref()
+                .map(agentic_proto::json::map_to_struct),
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

@@ -63,3 +63,15 @@ pub use deletion::ExportItems;
 pub use error::ClientError;
 pub use events::EventStream;
 pub use session::{ChatOptions, ChatResult, PendingCall, Session, pending_approvals};
+
+/// A completed prompt's typed answer (`structured_output`, for a prompt created with an
+/// `output_schema`) as the caller's type; `None` when it has none.
+pub fn structured_output<T: serde::de::DeserializeOwned>(
+    prompt: &v1::Prompt,
+) -> Result<Option<T>, serde_json::Error> {
+    prompt
+        .structured_output
+        .as_ref()
+        .map(|answer| serde_json::from_value(agentic_proto::json::from_proto(answer)))
+        .transpose()
+}

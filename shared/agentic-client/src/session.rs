@@ -188,6 +188,7 @@ impl Session {
                 budget: options.budget,
                 approval_timeout: None,
                 attachments: Vec::new(),
+                output_schema: None,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

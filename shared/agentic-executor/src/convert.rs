@@ -69,6 +69,10 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
             user_id,
             input: prompt.input,
             attachments: prompt.attachments.iter().map(file_from_proto).collect(),
+            output_schema: prompt
+                .output_schema
+                .as_ref()
+                .map(|schema| json::struct_to_json(Some(schema))),
             tier,
             outputs,
             history,
@@ -251,6 +255,9 @@ impl From<Event> for pb::ExecuteEvent {
             }
             Event::TextDelta(text) => execute_event::Kind::TextDelta(pb::TextDelta { text }),
             Event::Log(text) => execute_event::Kind::Log(pb::LogLine { text }),
+            Event::StructuredOutput(answer) => {
+                execute_event::Kind::StructuredOutput(json::to_proto(&answer))
+            }
             Event::StateSet(fields) => execute_event::Kind::StateSet(pb::ExecuteStateSet {
                 fields: Some(json::map_to_struct(&fields)),
             }),

@@ -5,6 +5,7 @@
 //! checks (compiled once per executor, in a [`SchemaCache`]). A mode implements [`Mode`];
 //! its binary's `main` calls `agentic_rpc::service_main`, its `run` calls [`serve`].
 
+pub mod answers;
 pub mod approvals;
 pub mod attachments;
 pub mod bounds;

@@ -17,6 +17,8 @@ pub struct RunRequest {
     pub input: String,
     /// Files the user attached to the input.
     pub attachments: Vec<FileOutput>,
+    /// The JSON Schema the final answer must match (see [`crate::answers`]).
+    pub output_schema: Option<Json>,
     pub tier: Tier,
     /// The prompt's outputs so far: empty for a new prompt, the whole timeline on resume.
     pub outputs: Vec<Output>,
@@ -230,6 +232,8 @@ pub enum Event {
     Failed(String),
     /// One exchange with the world outside, for the prompt's recording.
     Exchange(agentic_proto::v1::Exchange),
+    /// The final answer as JSON, checked against the prompt's output schema.
+    StructuredOutput(Json),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

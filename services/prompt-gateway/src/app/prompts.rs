@@ -67,6 +67,8 @@ pub struct NewPrompt {
     pub replay: Option<agentic_proto::v1::ExecuteReplay>,
     /// Files attached to the input (at most [`crate::app::files::MAX_ATTACHMENTS`]).
     pub attachments: Vec<crate::app::files::Attachment>,
+    /// The JSON Schema its final answer must match (see [`crate::engine::answers`]).
+    pub output_schema: Option<prost_types::Struct>,
 }
 
 /// Earlier prompts an executor is given as history, at most.

@@ -87,6 +87,7 @@ impl Prompts {
                 .into_iter()
                 .map(|file| crate::app::files::Attachment::Id(file.artifact_id))
                 .collect(),
+            output_schema: source.output_schema,
         })
         .await
     }

@@ -506,6 +506,7 @@ impl Triggers {
                 approval_timeout: None,
                 replay: None,
                 attachments: Vec::new(),
+                output_schema: None,
             })
             .await?;
         Ok(())

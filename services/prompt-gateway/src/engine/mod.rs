@@ -1,6 +1,6 @@
 //! The engine: what runs prompts and carries their events, under every use case. The runner
 //! (`runner`) with its admission limits (`admission`), budgets (`budget`) and the bounds on a
-//! caller's state (`state`); the live fan-out of stored events (`hub`) and the gap-free
+//! caller's state (`state`) and output schema (`answers`); the live fan-out of stored events (`hub`) and the gap-free
 //! streams that follow them (`follow`); the mode registry (`modes`); and the loops of the
 //! engine and the store alone (`background`).
 //!
@@ -9,6 +9,7 @@
 //! (`crate::api`).
 
 pub(crate) mod admission;
+pub(crate) mod answers;
 pub(crate) mod background;
 pub(crate) mod budget;
 pub(crate) mod follow;

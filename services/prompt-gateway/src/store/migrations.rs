@@ -71,6 +71,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0015_attachments.sql",
         sql: include_str!("../../migrations/sqlite/0015_attachments.sql"),
     },
+    MigrationFile {
+        name: "0016_structured_output.sql",
+        sql: include_str!("../../migrations/sqlite/0016_structured_output.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -133,6 +137,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0015_attachments.sql",
         sql: include_str!("../../migrations/postgres/0015_attachments.sql"),
+    },
+    MigrationFile {
+        name: "0016_structured_output.sql",
+        sql: include_str!("../../migrations/postgres/0016_structured_output.sql"),
     },
 ];
 

@@ -60,7 +60,7 @@ const ENDED: [i32; 3] = [
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
      input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \
-     llm_calls, tool_calls, budget, approval_timeout_ms, attachments";
+     llm_calls, tool_calls, budget, approval_timeout_ms, attachments, output_schema, structured_output";
 
 /// The characters of a prompt's input a listing carries.
 pub const SUMMARY_INPUT_CHARS: i64 = 200;
@@ -70,7 +70,8 @@ pub const SUMMARY_INPUT_CHARS: i64 = 200;
 const SUMMARY_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, \
      substr(input, 1, 200) AS input, CAST(length(input) AS BIGINT) AS input_chars, \
      input_tokens, output_tokens, total_tokens, rounds, substr(error, 1, 500) AS error, max_rounds, \
-     '{}' AS state_data, created_at, updated_at, llm_calls, tool_calls, budget, approval_timeout_ms, attachments";
+     '{}' AS state_data, created_at, updated_at, llm_calls, tool_calls, budget, approval_timeout_ms, attachments, \
+     '' AS output_schema, '' AS structured_output";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first
@@ -499,36 +500,6 @@ fn prompt_ids(ids: Vec<String>) -> Result<Vec<PromptId>, GatewayError> {
 }
 
 /// A prompt's budget as stored: encoded, empty for none.
-/// The prompt's attachments as stored (empty: none).
-fn encoded_attachments(prompt: &Prompt) -> Vec<u8> {
-    if prompt.attachments.is_empty() {
-        return Vec::new();
-    }
-    agentic_proto::v1::Attachments {
-        files: prompt.attachments.clone(),
-    }
-    .encode_to_vec()
-}
-
-/// The prompt's attachments as rows of `prompt_files`: `[position, hex payload, file id]`
-/// in a JSON array, at positions -n to -1 (before the timeline's files).
-fn attachment_rows(prompt: &Prompt) -> String {
-    let count = prompt.attachments.len() as i64;
-    let rows: Vec<serde_json::Value> = prompt
-        .attachments
-        .iter()
-        .enumerate()
-        .map(|(index, file)| {
-            serde_json::json!([
-                index as i64 - count,
-                hex::encode(file.encode_to_vec()),
-                file.id
-            ])
-        })
-        .collect();
-    serde_json::Value::Array(rows).to_string()
-}
-
 fn encoded_budget(prompt: &Prompt) -> Vec<u8> {
     prompt
         .budget

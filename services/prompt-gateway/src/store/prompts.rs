@@ -53,7 +53,8 @@ impl Store {
                 .bind(&budget)
                 .bind(i64::from(prompt.approval_timeout_ms))
                 .bind(encoded_attachments(prompt))
-                .bind(attachment_rows(prompt));
+                .bind(attachment_rows(prompt))
+                .bind(stored_schema(prompt));
             write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);
@@ -64,6 +65,23 @@ impl Store {
         let event = self.insert_in(&mut tx.conn(), prompt, None, 0).await?;
         tx.commit().await?;
         Ok(event)
+    }
+
+    /// Keeps the final answer of prompt `prompt_id` (JSON), which its run sends before it
+    /// completes; the `completed` event's prompt carries it.
+    pub async fn set_structured_output(
+        &self,
+        prompt_id: &PromptId,
+        answer: &serde_json::Value,
+    ) -> Result<(), GatewayError> {
+        let text = answer.to_string();
+        self.db
+            .write(
+                "UPDATE prompts SET structured_output = $1 WHERE id = $2",
+                &[(&text).into(), prompt_id.into()],
+            )
+            .await?;
+        Ok(())
     }
 
     /// The prompt if it exists and belongs to `user_id`.

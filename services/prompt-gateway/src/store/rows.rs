@@ -45,6 +45,8 @@ pub(super) struct PromptRow {
     pub(super) budget: Vec<u8>,
     pub(super) approval_timeout_ms: i64,
     pub(super) attachments: Vec<u8>,
+    pub(super) output_schema: String,
+    pub(super) structured_output: String,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptRow
@@ -76,6 +78,8 @@ where
             budget: columns.get("budget")?,
             approval_timeout_ms: columns.get("approval_timeout_ms")?,
             attachments: columns.get("attachments")?,
+            output_schema: columns.get("output_schema")?,
+            structured_output: columns.get("structured_output")?,
         })
     }
 }
@@ -121,6 +125,12 @@ impl PromptRow {
                 .transpose()?
                 .map(|stored| stored.files)
                 .unwrap_or_default(),
+            output_schema: serde_json::from_str::<serde_json::Value>(&self.output_schema)
+                .ok()
+                .map(|schema| json_to_struct(&schema)),
+            structured_output: serde_json::from_str::<serde_json::Value>(&self.structured_output)
+                .ok()
+                .map(|answer| agentic_proto::json::to_proto(&answer)),
         })
     }
 }
@@ -230,4 +240,43 @@ where
             row: ConversationRow::from_row(row)?,
         })
     }
+}
+
+/// The prompt's output schema as stored: JSON text (empty: none).
+pub(super) fn stored_schema(prompt: &Prompt) -> String {
+    prompt
+        .output_schema
+        .as_ref()
+        .map(|schema| struct_to_json(Some(schema)).to_string())
+        .unwrap_or_default()
+}
+
+/// The prompt's attachments as stored (empty: none).
+pub(super) fn encoded_attachments(prompt: &Prompt) -> Vec<u8> {
+    if prompt.attachments.is_empty() {
+        return Vec::new();
+    }
+    agentic_proto::v1::Attachments {
+        files: prompt.attachments.clone(),
+    }
+    .encode_to_vec()
+}
+
+/// The prompt's attachments as rows of `prompt_files`: `[position, hex payload, file id]`
+/// in a JSON array, at positions -n to -1 (before the timeline's files).
+pub(super) fn attachment_rows(prompt: &Prompt) -> String {
+    let count = prompt.attachments.len() as i64;
+    let rows: Vec<serde_json::Value> = prompt
+        .attachments
+        .iter()
+        .enumerate()
+        .map(|(index, file)| {
+            serde_json::json!([
+                index as i64 - count,
+                hex::encode(file.encode_to_vec()),
+                file.id
+            ])
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
 }

@@ -106,6 +106,7 @@ pub async fn one_shot(
             budget: request.budget,
             approval_timeout: None,
             attachments,
+            output_schema: None,
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;

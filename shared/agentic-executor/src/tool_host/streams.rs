@@ -32,19 +32,7 @@ impl ToolHost {
     ) -> Result<InvokeToolResponse, Status> {
         use futures::StreamExt as _;
         start.answers_approvals = asks.is_some();
-        let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
-        let start = InvokeToolInput {
-            kind: Some(invoke_tool_input::Kind::Start(start)),
-        };
-        // The channel is empty and open: the first message always fits. With nobody to ask,
-        // the call is all there is to send: the input stream ends after it.
-        let _ = inputs.try_send(start);
-        let inputs = asks.is_some().then_some(inputs);
-        let mut request =
-            tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
-        if asks.is_none() {
-            request.set_timeout(timeout);
-        }
+        let (inputs, request) = opened(start, timeout);
         let timed_out = || Status::deadline_exceeded("the tool call timed out");
         let mut deadline = tokio::time::Instant::now() + timeout;
         // Since when a question has been open: the deadline moves on by that time.
@@ -112,6 +100,30 @@ impl ToolHost {
         }
         answer.ok_or_else(|| Status::unavailable("the tool-host ended the call without an answer"))
     }
+}
+
+/// Where a call's decisions go (when it has any), and its request.
+type Opened = (
+    Option<tokio::sync::mpsc::Sender<InvokeToolInput>>,
+    tonic::Request<tokio_stream::wrappers::ReceiverStream<InvokeToolInput>>,
+);
+
+/// A call's input stream, the call first, as its request; and where decisions go on it when
+/// someone can answer questions (`answers_approvals`). With nobody to ask, the call is all
+/// there is to send (the stream ends after it) and it carries its deadline.
+fn opened(start: InvokeToolRequest, timeout: Duration) -> Opened {
+    let asked = start.answers_approvals;
+    let (inputs, outgoing) = tokio::sync::mpsc::channel(LIVE_INPUTS);
+    let start = InvokeToolInput {
+        kind: Some(invoke_tool_input::Kind::Start(start)),
+    };
+    // The channel is empty and open: the first message always fits.
+    let _ = inputs.try_send(start);
+    let mut request = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(outgoing));
+    if !asked {
+        request.set_timeout(timeout);
+    }
+    (asked.then_some(inputs), request)
 }
 
 /// What a stand-in tool-host (tests, the bench) answers `InvokeTool` with when its tools

@@ -104,6 +104,14 @@ pub struct Prompt {
     /// (images as images, text inline up to a limit, other files by name and id).
     #[prost(message, repeated, tag = "19")]
     pub attachments: ::prost::alloc::vec::Vec<FileOutput>,
+    /// The JSON Schema the final answer must match (the request's `output_schema`).
+    #[prost(message, optional, tag = "20")]
+    pub output_schema: ::core::option::Option<::prost_types::Struct>,
+    /// The final answer as JSON, matching `output_schema` (set once the prompt completed with
+    /// one; classic mode: the answer's text parsed, code mode: `complete({data})`, hosted: the
+    /// `final_answer` tool's input).
+    #[prost(message, optional, tag = "21")]
+    pub structured_output: ::core::option::Option<::prost_types::Value>,
 }
 /// A prompt's attachments as the gateway stores them (one column of the prompt).
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -861,7 +869,10 @@ pub struct CancelExecution {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExecuteEvent {
-    #[prost(oneof = "execute_event::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
+    #[prost(
+        oneof = "execute_event::Kind",
+        tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12"
+    )]
     pub kind: ::core::option::Option<execute_event::Kind>,
 }
 /// Nested message and enum types in `ExecuteEvent`.
@@ -901,6 +912,10 @@ pub mod execute_event {
         /// only when the start asked to `record`).
         #[prost(message, tag = "11")]
         Exchange(super::Exchange),
+        /// The final answer as JSON, checked against the prompt's `output_schema` (sent once,
+        /// before `finished`). The gateway keeps it as the prompt's `structured_output`.
+        #[prost(message, tag = "12")]
+        StructuredOutput(::prost_types::Value),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -4366,6 +4381,12 @@ pub struct CreatePromptRequest {
     /// Small files sent with the request itself (at most 1 MiB together), stored as uploads.
     #[prost(message, repeated, tag = "12")]
     pub inline_attachments: ::prost::alloc::vec::Vec<InlineAttachment>,
+    /// A JSON Schema (an object, at most 64 KiB and 1,000 properties) the final answer must
+    /// match: the prompt then carries it as `structured_output`. Every mode checks the answer
+    /// and gives an invalid one back to the model with the errors, at most twice, before the
+    /// prompt fails naming them.
+    #[prost(message, optional, tag = "13")]
+    pub output_schema: ::core::option::Option<::prost_types::Struct>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct InlineAttachment {

@@ -56,6 +56,7 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
             .then(|| Duration::from_millis(u64::from(request.approval_timeout_ms))),
         replay: None,
         attachments,
+        output_schema: request.output_schema,
     })
 }
 

@@ -41,7 +41,8 @@ fn validate(request: &NewPrompt) -> Result<(), GatewayError> {
             "max_rounds must be at most {MAX_ROUNDS_LIMIT}"
         )));
     }
-    check_state(request.state.as_ref())
+    check_state(request.state.as_ref())?;
+    crate::engine::answers::check_schema(request.output_schema.as_ref())
 }
 
 /// What a prompt does when its conversation is busy: outside a conversation nothing ever is;
@@ -236,6 +237,8 @@ impl Prompts {
             approval_timeout_ms: self.limits.approval_timeout_ms(request.approval_timeout),
             input_cut: false,
             attachments: resolved.attachments,
+            output_schema: request.output_schema,
+            structured_output: None,
         }
     }
 

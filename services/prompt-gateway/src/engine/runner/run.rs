@@ -394,13 +394,7 @@ impl Run {
                 Next::Continue,
             ),
             execute_event::Kind::Usage(usage) => {
-                // Tool calls are counted here, from the timeline, whatever a run reports.
-                let usage = Usage {
-                    tool_calls: 0,
-                    ..usage
-                };
-                self.spending.add(&usage);
-                self.log.add_usage(&usage);
+                self.add_usage(usage);
                 return Ok(Next::Continue);
             }
             execute_event::Kind::StateSet(set) => {
@@ -409,6 +403,10 @@ impl Run {
             }
             execute_event::Kind::Exchange(exchange) => {
                 self.record(&exchange).await;
+                return Ok(Next::Continue);
+            }
+            execute_event::Kind::StructuredOutput(answer) => {
+                self.keep_answer(&answer).await?;
                 return Ok(Next::Continue);
             }
             execute_event::Kind::Finished(finished) => finished_in(finished.state)?,
@@ -429,6 +427,26 @@ impl Run {
         let events = self.log.append(change, kind).await?;
         self.publish(&events).await?;
         Ok(next)
+    }
+
+    /// Tokens and model calls the run reports; tool calls are counted here, from the
+    /// timeline, whatever a run reports.
+    fn add_usage(&mut self, usage: Usage) {
+        let usage = Usage {
+            tool_calls: 0,
+            ..usage
+        };
+        self.spending.add(&usage);
+        self.log.add_usage(&usage);
+    }
+
+    /// The typed answer, bounded with its event (MAX_EXECUTE_EVENT_BYTES), kept before the
+    /// run finishes so that the `completed` event's prompt carries it.
+    async fn keep_answer(&mut self, answer: &prost_types::Value) -> Result<(), GatewayError> {
+        let answer = agentic_proto::json::from_proto(answer);
+        self.store
+            .set_structured_output(&self.prompt_id, &answer)
+            .await
     }
 
     /// The run paused live: the prompt waits, once, when some call awaits a decision.
