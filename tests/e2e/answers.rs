@@ -234,3 +234,56 @@ async fn a_hosted_answer_comes_through_the_final_answer_tool_and_a_turn_without_
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn the_cli_sends_an_output_schema_and_prints_the_typed_answer_on_a_line_of_its_own() {
+    let stack = Stack::start(vec![code_for(
+        "Which town?",
+        1,
+        "complete({response: 'Tromsø it is.', data: {city: 'Tromsø', people: 77000}})",
+    )])
+    .await
+    .unwrap();
+    let url = stack.gateway_url();
+    let schema = serde_json::to_string(&town_schema()).unwrap();
+    let ran = crate::cli::agentic_with(
+        &[
+            "--server",
+            &url,
+            "--user",
+            "alice",
+            "prompt",
+            "--mode",
+            "code",
+            "--output-schema",
+            &schema,
+            "Which town?",
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let last = ran.stdout.lines().last().unwrap();
+    let answer: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(answer, json!({"city": "Tromsø", "people": 77000}));
+    let refused = crate::cli::agentic_with(
+        &[
+            "--server",
+            &url,
+            "--user",
+            "alice",
+            "prompt",
+            "--output-schema",
+            "[1]",
+            "x",
+        ],
+        "",
+    )
+    .await;
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("the schema must be a JSON object"),
+        "{}",
+        refused.stderr
+    );
+}

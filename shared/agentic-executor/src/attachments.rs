@@ -70,7 +70,7 @@ impl ToolHost {
 
 /// What the model gets of `bytes`, a file of type `file.mime_type`.
 pub fn content_of(file: &FileOutput, bytes: Vec<u8>) -> Content {
-    let essence = essence(&file.mime_type);
+    let essence = agentic_proto::mime_essence(&file.mime_type);
     if IMAGE_TYPES.contains(&essence.as_str()) {
         if bytes.len() <= MAX_IMAGE_BYTES {
             return Content::Image {
@@ -103,16 +103,6 @@ pub fn content_of(file: &FileOutput, bytes: Vec<u8>) -> Content {
     Content::Named {
         why: "it is neither text nor an image the model can see".into(),
     }
-}
-
-/// `type/subtype` of a MIME type, lowercase, without parameters.
-fn essence(mime_type: &str) -> String {
-    mime_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
 }
 
 fn is_text(essence: &str) -> bool {

@@ -25,5 +25,16 @@ pub mod google_api {
 /// contract: what a peer may send in one message.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// `text/plain` of `Text/Plain; charset=utf-8`: a file's media type (`FileOutput.mime_type`)
+/// without its parameters, lowercase, as every reader of files compares it.
+pub fn mime_essence(mime_type: &str) -> String {
+    mime_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
 /// Encoded `FileDescriptorSet` of every agentic proto, for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("generated/agentic_descriptor.bin");

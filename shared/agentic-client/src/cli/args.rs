@@ -167,6 +167,15 @@ pub(super) fn state_object(text: &str) -> Result<StateObject, String> {
     }
 }
 
+/// A prompt's `--output-schema`: a JSON Schema, which is a JSON object.
+pub(super) fn schema_object(text: &str) -> Result<StateObject, String> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(object)) => Ok(object),
+        Ok(_) => Err("the schema must be a JSON object, e.g. '{\"type\": \"object\"}'".into()),
+        Err(error) => Err(format!("not JSON: {error}")),
+    }
+}
+
 /// A value that is never printed, not even by `Debug`.
 #[derive(Clone)]
 pub(super) struct Secret(pub(super) String);
@@ -285,6 +294,10 @@ pub(super) struct PromptArgs {
     /// and the model reads it (images as images, text inline, other files by name).
     #[arg(long, value_name = "FILE")]
     pub(super) attach: Vec<std::path::PathBuf>,
+    /// A JSON Schema (an object) the final answer must match; once the prompt completed,
+    /// its typed answer is printed as JSON, on a line of its own.
+    #[arg(long, value_name = "JSON", value_parser = schema_object)]
+    pub(super) output_schema: Option<StateObject>,
 }
 
 // `agentic chat`'s arguments (a plain comment: a doc comment here would replace the

@@ -282,6 +282,7 @@ async fn one_shot(
         on_busy: busy_policy(args.on_busy),
         budget: args.budget.budget(),
         attach: args.attach,
+        output_schema: args.output_schema,
     };
     prompt::one_shot(client, console, json, request, again).await
 }

@@ -19,6 +19,8 @@ pub struct OneShot {
     pub budget: Option<crate::Budget>,
     /// Files to upload and attach (`--attach`).
     pub attach: Vec<std::path::PathBuf>,
+    /// What a typed answer must match (`--output-schema`); it is printed at the end.
+    pub output_schema: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Most characters of a conversation's title taken from its first input.
@@ -106,7 +108,7 @@ pub async fn one_shot(
             budget: request.budget,
             approval_timeout: None,
             attachments,
-            output_schema: None,
+            output_schema: request.output_schema.clone(),
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;
@@ -124,7 +126,23 @@ pub async fn one_shot(
     }
     let events = client.events(&prompt.id, 0).await?;
     let ending = follow(client, console, &mut Renderer::new(json), events).await?;
+    if request.output_schema.is_some() && !json {
+        print_typed_answer(client, console, &prompt.id).await?;
+    }
     finish(client, console, again, &prompt.id, &ending).await
+}
+
+/// The prompt's typed answer, once it completed with one, as one line of JSON.
+async fn print_typed_answer(
+    client: &Client,
+    console: &mut Console<'_>,
+    prompt_id: &str,
+) -> anyhow::Result<()> {
+    let prompt = client.get_prompt(prompt_id).await?;
+    if let Some(answer) = crate::structured_output::<serde_json::Value>(&prompt)? {
+        writeln!(console.out, "{answer}")?;
+    }
+    Ok(())
 }
 
 /// The exit status of a followed stream; a paused prompt gets the commands that decide it.

@@ -1,6 +1,7 @@
 //! `get_file`: a file a prompt created (the gateway's `GetFile`, as `agentic files --output`
 //! downloads it), as the content block an MCP client shows best.
 
+use agentic_proto::mime_essence as essence;
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde::Deserialize;
@@ -78,16 +79,6 @@ impl Shown {
 /// Where an embedded file says it comes from.
 fn file_uri(file_id: &str) -> String {
     format!("agentic://files/{file_id}")
-}
-
-/// `text/plain` of `Text/Plain; charset=utf-8`: the media type without its parameters.
-fn essence(mime_type: &str) -> String {
-    mime_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
 }
 
 /// Media types whose content is text a model reads as it is.
