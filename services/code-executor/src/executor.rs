@@ -126,13 +126,9 @@ impl CodeMode {
                 let paused = recorded.back().unwrap_or(&round).clone();
                 (round, paused)
             });
+            let replay_from = (&decisions, tape.as_deref());
             let outcome = self
-                .run_round(
-                    (&timeline, &host),
-                    program,
-                    again,
-                    (&decisions, tape.as_deref()),
-                )
+                .run_round((&timeline, &host), program, again, replay_from)
                 .await?;
             memory = outcome.memory.clone();
             spent = outcome.spent;
