@@ -93,6 +93,7 @@ async fn a_tool_call_then_an_answer_streams_every_step_in_order_and_get_prompt_a
         .get_artifact(GetArtifactRequest {
             user_id: "alice".into(),
             artifact_id: artifact_id.clone(),
+            metadata_only: false,
         })
         .await
         .unwrap()
@@ -105,6 +106,7 @@ async fn a_tool_call_then_an_answer_streams_every_step_in_order_and_get_prompt_a
         .get_artifact(GetArtifactRequest {
             user_id: "bob".into(),
             artifact_id,
+            metadata_only: false,
         })
         .await
         .unwrap_err();

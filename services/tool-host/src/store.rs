@@ -333,6 +333,24 @@ impl Store {
         Ok(Artifact { meta, body })
     }
 
+    /// The metadata of artifact `id` if `user_id` owns it (its bytes are not read).
+    #[tracing::instrument(name = "db", skip_all, fields(
+        otel.name = "SELECT artifacts",
+        db.system.name = self.system(),
+        db.operation.name = "SELECT",
+        db.collection.name = "artifacts",
+    ))]
+    pub async fn meta(&self, user_id: &UserId, id: &str) -> Result<ArtifactMeta, Error> {
+        let sql =
+            format!("SELECT {METADATA_COLUMNS} FROM artifacts WHERE id = $1 AND user_id = $2");
+        let row: MetaRow = self
+            .db
+            .read_optional(&sql, &[id.into(), user_id.into()])
+            .await?
+            .ok_or_else(|| Error::ArtifactNotFound(id.to_owned()))?;
+        Ok(ArtifactMeta::from(row))
+    }
+
     /// The user's artifacts, newest first, optionally only those of one conversation.
     /// `limit` is clamped to `1..=MAX_LIST_LIMIT`.
     #[tracing::instrument(name = "db", skip_all, fields(

@@ -29,6 +29,7 @@ async fn a_stored_artifact_is_returned_to_its_owner_and_not_found_for_anyone_els
         .get_artifact(GetArtifactRequest {
             user_id: "alice".into(),
             artifact_id: stored.id.clone(),
+            metadata_only: false,
         })
         .await?
         .into_inner();
@@ -40,20 +41,35 @@ async fn a_stored_artifact_is_returned_to_its_owner_and_not_found_for_anyone_els
         (fetched.description.as_str(), fetched.user_id.as_str()),
         ("numbers", "alice")
     );
-
-    let status = artifacts
+    // Its metadata alone: no data read, its size and type as stored.
+    let described = artifacts
         .get_artifact(GetArtifactRequest {
-            user_id: "bob".into(),
+            user_id: "alice".into(),
             artifact_id: stored.id.clone(),
+            metadata_only: true,
         })
-        .await
-        .err()
-        .context("bob read alice's artifact")?;
-    assert_eq!(status.code(), Code::NotFound);
-    assert_eq!(
-        status.message(),
-        format!("artifact not found: {}", stored.id)
-    );
+        .await?
+        .into_inner();
+    assert_eq!((described.data, described.content.len()), (None, 0));
+    assert_eq!(described.size, stored.size);
+    assert_eq!(described.mime_type, "application/json");
+
+    for metadata_only in [false, true] {
+        let status = artifacts
+            .get_artifact(GetArtifactRequest {
+                user_id: "bob".into(),
+                artifact_id: stored.id.clone(),
+                metadata_only,
+            })
+            .await
+            .err()
+            .context("bob read alice's artifact")?;
+        assert_eq!(status.code(), Code::NotFound);
+        assert_eq!(
+            status.message(),
+            format!("artifact not found: {}", stored.id)
+        );
+    }
     Ok(())
 }
 
@@ -187,6 +203,7 @@ async fn a_named_text_artifact_is_kept_as_the_files_text(
         .get_artifact(GetArtifactRequest {
             user_id: "alice".into(),
             artifact_id: id.clone(),
+            metadata_only: false,
         })
         .await?
         .into_inner();
@@ -272,6 +289,7 @@ async fn a_corrupt_artifact_is_an_internal_error_naming_a_trace_not_the_decode_e
         .get_artifact(GetArtifactRequest {
             user_id: "alice".into(),
             artifact_id: stored.id.clone(),
+            metadata_only: false,
         })
         .await
         .err()

@@ -350,6 +350,7 @@ async fn demo_report_writes_a_markdown_file_the_caller_can_read_back(
         .get_artifact(GetArtifactRequest {
             user_id: "alice".into(),
             artifact_id: file.artifact_id.clone(),
+            metadata_only: false,
         })
         .await?
         .into_inner();

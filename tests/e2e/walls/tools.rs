@@ -363,6 +363,7 @@ async fn a_tool_result_over_the_limit_is_cut_for_the_model_and_kept_whole_as_an_
         .get_artifact(GetArtifactRequest {
             user_id: "alice".into(),
             artifact_id: artifact_id.into(),
+            metadata_only: false,
         })
         .await
         .unwrap()

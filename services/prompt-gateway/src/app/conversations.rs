@@ -179,6 +179,7 @@ impl Prompts {
                 .as_ref()
                 .map_or(file_id, |file| file.artifact_id.as_str())
                 .to_owned(),
+            metadata_only: false,
         };
         let artifact = ArtifactStoreClient::new(artifacts.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)

@@ -172,9 +172,11 @@ impl Files {
         if uuid::Uuid::try_parse(id).is_err() {
             return Err(GatewayError::FileNotFound(id.to_owned()));
         }
+        // Its metadata only: a prompt's 16 attachments never mean 16 files read whole here.
         let request = GetArtifactRequest {
             user_id: user_id.to_string(),
             artifact_id: id.to_owned(),
+            metadata_only: true,
         };
         let artifact = self
             .client()

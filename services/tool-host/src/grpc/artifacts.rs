@@ -42,6 +42,17 @@ impl ArtifactStore for ArtifactStoreService {
         let request = request.into_inner();
         let user_id = user_id(request.user_id).map_err(to_status)?;
         let artifact_id = required("artifact_id", request.artifact_id).map_err(to_status)?;
+        if request.metadata_only {
+            let mut meta = self
+                .store
+                .meta(&user_id, &artifact_id)
+                .await
+                .map_err(to_status)?;
+            if meta.kind == "json" && meta.mime_type.is_empty() {
+                meta.mime_type = "application/json".to_owned();
+            }
+            return Ok(Response::new(artifact_proto(meta, None)));
+        }
         let Artifact { meta, body } = self
             .store
             .get(&user_id, &artifact_id)

@@ -67,6 +67,7 @@ impl ToolHost {
         let mut request = tonic::Request::new(agentic_proto::v1::GetArtifactRequest {
             user_id: scope.user_id.to_string(),
             artifact_id: artifact_id.to_owned(),
+            metadata_only: false,
         });
         request.set_timeout(STORE_TIMEOUT);
         Ok(self

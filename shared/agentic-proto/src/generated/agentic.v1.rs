@@ -2225,6 +2225,10 @@ pub struct GetArtifactRequest {
     pub user_id: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
     pub artifact_id: ::prost::alloc::string::String,
+    /// Answer the metadata only (no `data`, no `content`); a JSON artifact without a type says
+    /// `application/json`.
+    #[prost(bool, tag = "3")]
+    pub metadata_only: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ListArtifactsRequest {
