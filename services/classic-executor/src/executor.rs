@@ -176,17 +176,15 @@ impl Run<'_> {
         let Some(answers) = self.answers.as_mut() else {
             return Ok(None);
         };
-        let errors = match parse_answer(answer) {
-            Ok(value) => match answers.errors(&value) {
-                None => {
-                    self.events.send(Event::StructuredOutput(value)).await?;
-                    return Ok(None);
-                }
-                Some(errors) => errors,
-            },
-            Err(error) => format!("the answer is not JSON ({error})"),
-        };
-        answers.retry(&errors).map(Some)
+        let given =
+            parse_answer(answer).map_err(|error| format!("the answer is not JSON ({error})"));
+        match answers.judge(given)? {
+            Ok(value) => {
+                self.events.send(Event::StructuredOutput(value)).await?;
+                Ok(None)
+            }
+            Err(correction) => Ok(Some(correction)),
+        }
     }
 
     /// Streams one model reply; each text fragment becomes a `text_delta` event as it arrives.

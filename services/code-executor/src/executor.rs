@@ -477,14 +477,9 @@ fn typed_answer(
     let Some(answers) = answers else {
         return Ok(Ok(None));
     };
-    let errors = match &completion.data {
-        Some(data) => match answers.errors(data) {
-            None => return Ok(Ok(Some(data.clone()))),
-            Some(errors) => errors,
-        },
-        None => "complete() was called without `data`".to_owned(),
-    };
-    Ok(Err(answers.retry(&errors)?))
+    let missing = || "complete() was called without `data`".to_owned();
+    let given = completion.data.clone().ok_or_else(missing);
+    Ok(answers.judge(given)?.map(Some))
 }
 
 /// `complete({response, followUp, data})`: the response and follow-up become text the user

@@ -60,9 +60,23 @@ impl AnswerSchema {
         (!errors.is_empty()).then(|| errors.join("; "))
     }
 
+    /// Judges what the model gave as its answer (`Err`: why there is none, as the mode
+    /// found it): the answer when it matches the schema; else the correction for the model
+    /// (`Err`), taking one retry; else, once the retries are spent, the run's failure.
+    pub fn judge(&mut self, given: Result<Json, String>) -> Result<Result<Json, String>, RunError> {
+        let errors = match given {
+            Ok(answer) => match self.errors(&answer) {
+                None => return Ok(Ok(answer)),
+                Some(errors) => errors,
+            },
+            Err(missing) => missing,
+        };
+        self.retry(&errors).map(Err)
+    }
+
     /// Takes one retry for an invalid answer: the message for the model, or the run's
     /// failure when none is left.
-    pub fn retry(&mut self, errors: &str) -> Result<String, RunError> {
+    fn retry(&mut self, errors: &str) -> Result<String, RunError> {
         if self.retries_left == 0 {
             return Err(RunError::Failed(format!(
                 "the answer did not match the output schema after {} attempts: {errors}",
@@ -107,6 +121,22 @@ mod tests {
         assert!(answers.retry(&errors).unwrap().contains("does not match"));
         assert!(answers.retry(&errors).is_ok());
         let failed = answers.retry(&errors).unwrap_err().to_string();
+        assert!(failed.contains("after 3 attempts"), "{failed}");
+    }
+
+    #[test]
+    fn a_judged_answer_is_kept_corrected_or_missing_and_every_correction_takes_a_retry() {
+        let mut answers = schema();
+        let good = json!({"city": "Oslo", "people": 5});
+        assert_eq!(answers.judge(Ok(good.clone())).unwrap(), Ok(good));
+        let correction = answers.judge(Ok(json!({"city": 7}))).unwrap().unwrap_err();
+        assert!(correction.contains("does not match") && correction.contains("at /city"));
+        let missing = answers
+            .judge(Err("no answer came".into()))
+            .unwrap()
+            .unwrap_err();
+        assert!(missing.contains("no answer came"), "{missing}");
+        let failed = answers.judge(Ok(json!({}))).unwrap_err().to_string();
         assert!(failed.contains("after 3 attempts"), "{failed}");
     }
 }

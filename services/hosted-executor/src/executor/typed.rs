@@ -60,25 +60,21 @@ impl Run<'_> {
         let Some(answers) = self.answers.as_mut() else {
             return Ok(None);
         };
-        let given = calls.iter().find(|call| call.name == FINAL_ANSWER);
-        let errors = match given {
+        let given = match calls.iter().find(|call| call.name == FINAL_ANSWER) {
             Some(call) => {
                 let input: Json = serde_json::from_str(&call.arguments).unwrap_or_default();
-                let answer = input.get("answer").cloned().unwrap_or_default();
-                match answers.errors(&answer) {
-                    None => {
-                        self.events.send(Event::StructuredOutput(answer)).await?;
-                        return Ok(Some(Typed::Given));
-                    }
-                    Some(errors) => errors,
-                }
+                Ok(input.get("answer").cloned().unwrap_or_default())
             }
             // Calls of other tools go on first; the answer comes after them.
             None if !calls.is_empty() => return Ok(None),
-            None => format!("the turn ended without calling `{FINAL_ANSWER}`"),
+            None => Err(format!("the turn ended without calling `{FINAL_ANSWER}`")),
         };
-        answers
-            .retry(&errors)
-            .map(|correction| Some(Typed::Correct(correction)))
+        match answers.judge(given)? {
+            Ok(answer) => {
+                self.events.send(Event::StructuredOutput(answer)).await?;
+                Ok(Some(Typed::Given))
+            }
+            Err(correction) => Ok(Some(Typed::Correct(correction))),
+        }
     }
 }
