@@ -40,14 +40,12 @@ pub async fn attach(
     let mut uploads = Vec::new();
     let mut uploaded = Vec::new();
     for file in files {
-        let bytes = match tool_host.read_artifact(scope, &file.artifact_id).await {
-            Ok(artifact) => artifact.content,
-            Err(error) => {
+        let bytes = match tool_host.attachment_bytes(scope, file).await {
+            Ok(bytes) => bytes,
+            Err(named) => {
                 shown.push(attachments::Attached {
                     file: file.clone(),
-                    content: Content::Named {
-                        why: format!("it could not be read: {error}"),
-                    },
+                    content: named,
                 });
                 continue;
             }

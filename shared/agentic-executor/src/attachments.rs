@@ -53,11 +53,9 @@ impl ToolHost {
     pub async fn attachments(&self, scope: &RunScope, files: &[FileOutput]) -> Vec<Attached> {
         let mut attached = Vec::with_capacity(files.len());
         for file in files {
-            let content = match self.read_artifact(scope, &file.artifact_id).await {
-                Ok(artifact) => content_of(file, artifact.content),
-                Err(error) => Content::Named {
-                    why: format!("it could not be read: {error}"),
-                },
+            let content = match self.attachment_bytes(scope, file).await {
+                Ok(bytes) => content_of(file, bytes),
+                Err(named) => named,
             };
             attached.push(Attached {
                 file: file.clone(),
@@ -65,6 +63,26 @@ impl ToolHost {
             });
         }
         attached
+    }
+
+    /// One attachment's bytes for the run's user (a JSON artifact's are its data, as JSON
+    /// text), or how the model is told it could not be read.
+    pub async fn attachment_bytes(
+        &self,
+        scope: &RunScope,
+        file: &FileOutput,
+    ) -> Result<Vec<u8>, Content> {
+        match self.read_artifact(scope, &file.artifact_id).await {
+            Ok(artifact) => Ok(match artifact.data {
+                Some(data) if artifact.content.is_empty() => agentic_proto::json::from_proto(&data)
+                    .to_string()
+                    .into_bytes(),
+                _ => artifact.content,
+            }),
+            Err(error) => Err(Content::Named {
+                why: format!("it could not be read: {error}"),
+            }),
+        }
     }
 }
 

@@ -196,3 +196,33 @@ async fn hosted_mode_puts_attachments_in_the_container_and_deletes_the_providers
     names.sort_unstable();
     assert_eq!(names, ["notes.md", "pixel.png"]);
 }
+
+#[tokio::test]
+async fn an_attached_json_artifact_reads_inline_as_its_data() {
+    use agentic_proto::v1::StoreArtifactRequest;
+    use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
+    let stack = agentic_testkit::Stack::start(vec![text(Match::Any, "Three rows.")])
+        .await
+        .unwrap();
+    let mut artifacts = ArtifactStoreClient::connect(format!("http://{}", stack.tool_host_address))
+        .await
+        .unwrap();
+    let stored = artifacts
+        .store_artifact(StoreArtifactRequest {
+            user_id: "alice".into(),
+            description: "rows".into(),
+            data: Some(agentic_proto::json::to_proto(
+                &serde_json::json!({"rows": [1, 2, 3]}),
+            )),
+            ..StoreArtifactRequest::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let client = stack.client("alice").await.unwrap();
+    let prompt = completed(&client, NewPrompt::new("Count them").attach(&stored.id)).await;
+    assert_eq!(prompt.attachments[0].mime_type, "application/json");
+    let user = last_user_message(&stack);
+    let text = user["content"].as_str().expect("no image: one text");
+    assert!(text.contains(r#"{"rows":[1,2,3]}"#), "{text}");
+}

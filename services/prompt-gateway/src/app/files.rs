@@ -210,18 +210,14 @@ pub fn too_large(limit: usize) -> GatewayError {
     ))
 }
 
-/// An artifact as the file it is: its id is the artifact's, which reads, attaches and
-/// deletes it everywhere.
+/// An artifact (its metadata: the store's answer, or `GetArtifact`'s with `metadata_only`,
+/// which types JSON artifacts) as the file it is: its id is the artifact's, which reads,
+/// attaches and deletes it everywhere.
 fn uploaded(artifact: Artifact) -> FileOutput {
-    let json = artifact.content.is_empty() && artifact.data.is_some();
     FileOutput {
         id: artifact.id.clone(),
         filename: artifact.filename,
-        mime_type: if json && artifact.mime_type.is_empty() {
-            "application/json".to_owned()
-        } else {
-            artifact.mime_type
-        },
+        mime_type: artifact.mime_type,
         size: artifact.size,
         artifact_id: artifact.id,
         source: FileSource::User as i32,
