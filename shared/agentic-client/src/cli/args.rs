@@ -160,18 +160,19 @@ pub(super) enum PromptsCommand {
 pub(super) type StateObject = serde_json::Map<String, serde_json::Value>;
 
 pub(super) fn state_object(text: &str) -> Result<StateObject, String> {
-    match serde_json::from_str(text) {
-        Ok(serde_json::Value::Object(object)) => Ok(object),
-        Ok(_) => Err("the state must be a JSON object, e.g. '{\"city\": \"Lisbon\"}'".into()),
-        Err(error) => Err(format!("not JSON: {error}")),
-    }
+    json_object(text, "the state", r#"{"city": "Lisbon"}"#)
 }
 
 /// A prompt's `--output-schema`: a JSON Schema, which is a JSON object.
 pub(super) fn schema_object(text: &str) -> Result<StateObject, String> {
+    json_object(text, "the schema", r#"{"type": "object"}"#)
+}
+
+/// `text` as a JSON object; `what` names it in the refusal, with an `example`.
+fn json_object(text: &str, what: &str, example: &str) -> Result<StateObject, String> {
     match serde_json::from_str(text) {
         Ok(serde_json::Value::Object(object)) => Ok(object),
-        Ok(_) => Err("the schema must be a JSON object, e.g. '{\"type\": \"object\"}'".into()),
+        Ok(_) => Err(format!("{what} must be a JSON object, e.g. '{example}'")),
         Err(error) => Err(format!("not JSON: {error}")),
     }
 }
