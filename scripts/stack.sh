@@ -46,12 +46,12 @@ start_stack() {
         export ANTHROPIC_API_KEY=stand-in ANTHROPIC_BASE_URL=http://127.0.0.1:8089
     fi
     start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,skill,trigger,demo}" \
-        TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" CODE_RUNNER_URL=http://127.0.0.1:50053 GATEWAY_URL=http://127.0.0.1:50051 "$bin/tool-host"
-    start classic-executor env CLASSIC_EXECUTOR_LISTEN=127.0.0.1:50052 TOOL_HOST_URL=http://127.0.0.1:50054 \
+        TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" GATEWAY_URL=http://127.0.0.1:50051 "$bin/tool-host"
+    start classic-executor env CLASSIC_EXECUTOR_LISTEN=127.0.0.1:50052 TOOL_HOST_URL=http://127.0.0.1:50054 CODE_RUNNER_URL=http://127.0.0.1:50053 \
         "$bin/classic-executor"
     start code-executor env CODE_EXECUTOR_LISTEN=127.0.0.1:50053 TOOL_HOST_URL=http://127.0.0.1:50054 \
         "$bin/code-executor"
-    start hosted-executor env HOSTED_EXECUTOR_LISTEN=127.0.0.1:50056 TOOL_HOST_URL=http://127.0.0.1:50054 \
+    start hosted-executor env HOSTED_EXECUTOR_LISTEN=127.0.0.1:50056 TOOL_HOST_URL=http://127.0.0.1:50054 CODE_RUNNER_URL=http://127.0.0.1:50053 \
         "$bin/hosted-executor"
     start prompt-gateway env GATEWAY_LISTEN=127.0.0.1:50051 GATEWAY_HTTP_LISTEN=127.0.0.1:8080 GATEWAY_MODES=classic=http://127.0.0.1:50052,code=http://127.0.0.1:50053,hosted=http://127.0.0.1:50056 TOOL_HOST_URL=http://127.0.0.1:50054 \
         GATEWAY_DATABASE_URL="sqlite://$data/gateway.db?mode=rwc" "$bin/prompt-gateway"

@@ -29,7 +29,6 @@ fn start_tool_host(
         database_url: format!("sqlite://{}?mode=rwc", dir.join("tool-host.db").display()),
         plugins: vec!["artifact".to_owned(), "demo".to_owned()],
         // Nothing here calls the interpreter; the URL is never dialled.
-        code_runner_url: "http://127.0.0.1:9".to_owned(),
         gateway_url: "http://127.0.0.1:9".to_owned(),
         storage: tool_host::StorageLimits::default(),
         mcp_config,

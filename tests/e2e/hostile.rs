@@ -796,7 +796,6 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 service: agentic_rpc::ServiceArgs::dev("127.0.0.1:0".parse().unwrap()),
                 database_url: database,
                 plugins: vec!["artifact".into(), "x' OR '1'='1".into()],
-                code_runner_url: "http://127.0.0.1:9".into(),
                 gateway_url: "http://127.0.0.1:9".into(),
                 storage: tool_host::StorageLimits::default(),
                 mcp_config: None,

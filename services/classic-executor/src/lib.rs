@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use agentic_executor::calls::CallLimitArgs;
-use agentic_executor::{ExecutorArgs, SchemaCache};
+use agentic_executor::{CodeRunnerArgs, ExecutorArgs, SchemaCache};
 use agentic_llm::{ChatModel, LlmConfig, OpenAiChatModel};
 use agentic_rpc::{ServiceArgs, ServiceConfig, env_setting, listen_setting};
 use anyhow::Context as _;
@@ -49,6 +49,9 @@ pub struct Config {
     /// result the model reads.
     #[command(flatten)]
     pub calls: CallLimitArgs,
+    /// Where the code of tools that run code runs.
+    #[command(flatten)]
+    pub code_runner: CodeRunnerArgs,
 }
 
 impl ServiceConfig for Config {
@@ -86,7 +89,9 @@ pub async fn run_with_model(
 ) -> anyhow::Result<()> {
     let executor = Executor {
         model,
-        tool_host: config.executor.tool_host()?,
+        tool_host: config
+            .executor
+            .tool_host_running_code(&config.code_runner)?,
         default_max_rounds: config.max_rounds,
         schemas: SchemaCache::default(),
         limits: config.calls.into(),

@@ -1,6 +1,7 @@
 //! code-executor: the `code` execution mode. The LLM writes JavaScript; each round runs in a
 //! fresh QuickJS sandbox whose globals are the conversation's tools and a small host API.
-//! Also serves `CodeRunner.RunCode`, through which classic mode drops into code.
+//! Also serves `CodeRunner.RunCode`, where the other modes run the code of tools that run
+//! code (`interpreter.run-code`, skills); code mode runs a skill's in this process.
 
 mod executor;
 mod host;
@@ -194,7 +195,7 @@ pub async fn run(
         config.max_paused_runs,
         config.max_paused_runs_per_user,
     ));
-    let runner = CodeRunnerServer::new(CodeRunnerService {
+    let service = CodeRunnerService {
         model: Arc::clone(&model),
         tool_host: tool_host.clone(),
         limits: limits.clone(),
@@ -202,9 +203,13 @@ pub async fn run(
         sandboxes: sandboxes.with_own_slots(),
         approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         paused_runs: paused_runs.clone(),
-    })
-    .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-    .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+    };
+    // Code mode runs the skills its rounds call here; the runner's own tool-host client has
+    // no runner (code it runs cannot run code: see `tools.rs`).
+    let tool_host = tool_host.with_code_runner(Arc::new(service.clone()));
+    let runner = CodeRunnerServer::new(service)
+        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
     let mode = CodeMode {
         model,
         tool_host,

@@ -1,6 +1,8 @@
 //! `CodeRunner.RunCode`: one piece of JavaScript in a fresh sandbox, outside any prompt's
-//! timeline. The tool-host's `interpreter.run-code` forwards here, so classic mode can drop
-//! into code. Tool calls are reported in the answer instead of being recorded as outputs.
+//! timeline, for a tool that runs code (`interpreter.run-code`, a skill): the executor that
+//! made the call runs what the tool-host answered with here, over gRPC (classic and hosted
+//! mode) or in this process (code mode's skills, [`RunsCode`]). Tool calls are reported in
+//! the answer instead of being recorded as outputs.
 //!
 //! Runs nest one deep at most: code run here does not get `interpreter.run-code` (the
 //! `tools.rs` hides it from every sandbox). What the answer repeats of the run is bounded (see
@@ -12,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentic_executor::timeline::Decision;
-use agentic_executor::tool_host::{RunScope, ToolHost};
+use agentic_executor::tool_host::{AskApproval, RunScope, RunsCode, ToolHost};
 use agentic_executor::{RunTools, SchemaCache};
 use agentic_ids::{ConversationId, IdError, PromptId, UserId};
 use agentic_llm::{ChatModel, Tier, Usage};
@@ -69,6 +71,36 @@ pub struct CodeRunnerService {
 
 /// Where a live run's calls that need approval go, with where their decision goes.
 type Asks = agentic_rpc::asking::Questions<CodeToolCall, Decision>;
+
+/// Questions of a run in this process waiting for the caller's attention, at most.
+const LOCAL_QUESTIONS: usize = 16;
+
+impl std::fmt::Debug for CodeRunnerService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeRunnerService").finish_non_exhaustive()
+    }
+}
+
+/// Code mode's runs of code in this process (a skill a round calls), asking the round's run
+/// about calls that need approval when it can.
+#[tonic::async_trait]
+impl RunsCode for CodeRunnerService {
+    async fn run_code(
+        &self,
+        request: RunCodeRequest,
+        parent: &str,
+        asks: Option<&dyn AskApproval>,
+    ) -> Result<RunCodeResponse, Status> {
+        let Some(asks) = asks else {
+            return self.run(request, None).await.map_err(to_status);
+        };
+        let (questions, asked) = tokio::sync::mpsc::channel(LOCAL_QUESTIONS);
+        let run = self.run(request, Some(questions));
+        agentic_executor::tool_host::answering(run, asked, asks, parent)
+            .await
+            .map_err(to_status)
+    }
+}
 
 #[tonic::async_trait]
 impl CodeRunner for CodeRunnerService {

@@ -16,7 +16,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use agentic_executor::calls::CallLimitArgs;
-use agentic_executor::{ExecutorArgs, SchemaCache};
+use agentic_executor::{CodeRunnerArgs, ExecutorArgs, SchemaCache};
 use agentic_rpc::{ServiceArgs, ServiceConfig, env_setting, listen_setting};
 use anyhow::Context as _;
 use serde_json::Value as Json;
@@ -101,6 +101,9 @@ pub struct Config {
     /// much of a result the model reads.
     #[command(flatten)]
     pub calls: CallLimitArgs,
+    /// Where the code of agentic's tools that run code runs.
+    #[command(flatten)]
+    pub code_runner: CodeRunnerArgs,
 }
 
 impl ServiceConfig for Config {
@@ -159,7 +162,9 @@ pub async fn run(
     }
     let executor = Executor {
         provider,
-        tool_host: config.executor.tool_host()?,
+        tool_host: config
+            .executor
+            .tool_host_running_code(&config.code_runner)?,
         schemas: SchemaCache::default(),
         limits: config.calls.into(),
         settings: Settings {

@@ -14,8 +14,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::Error;
 use crate::plugin::{
-    ApprovalAsk, CallContext, ContextItem, Decided, PrepareContext, SandboxModule, ToolFailure,
-    ToolOutcome, ToolSpec, Usage,
+    CallContext, ContextItem, PrepareContext, SandboxModule, ToolFailure, ToolOutcome, ToolSpec,
 };
 use crate::registry::Registry;
 
@@ -30,7 +29,7 @@ pub use skills::{SkillsService, skills_server};
 /// Progress updates a call may have waiting to be sent; more are dropped.
 const PROGRESS_BUFFER: usize = 8;
 
-/// `InvokeTool`'s answer: progress and questions, then the call's answer.
+/// `InvokeTool`'s answer: progress, then the call's answer.
 pub type UpdateStream = std::pin::Pin<
     Box<dyn futures::Stream<Item = Result<pb::InvokeToolUpdate, Status>> + Send + 'static>,
 >;
@@ -88,17 +87,15 @@ impl ToolHost for ToolHostService {
 
     type InvokeToolStream = UpdateStream;
 
-    /// Runs one call (see the proto): the tool's progress, and the calls it makes in turn
-    /// that need approval when the caller answers them (`answers_approvals`), go out as
-    /// updates ahead of its answer; each decision that comes back on the input stream goes to
-    /// the call waiting for it (see `agentic_rpc::asking`). The call runs in a task the answer
-    /// stream owns: a caller that hangs up drops it, and the tool with it.
+    /// Runs one call (see the proto): the tool's progress goes out as updates ahead of its
+    /// answer. The call runs as the answer stream is polled: a caller that hangs up drops it,
+    /// and the tool with it.
     async fn invoke_tool(
         &self,
         request: Request<tonic::Streaming<pb::InvokeToolInput>>,
     ) -> Result<Response<UpdateStream>, Status> {
         // The answer is streamed, so tonic's own deadline ends at its headers: the call's
-        // holds the tool to it (a caller that answers approvals sends none).
+        // holds the tool to it.
         let deadline = agentic_rpc::grpc_deadline(request.metadata());
         let mut inputs = request.into_inner();
         let start = match inputs.message().await? {
@@ -111,37 +108,12 @@ impl ToolHost for ToolHostService {
                 ));
             }
         };
-        let answers_approvals = start.answers_approvals;
         let call = ToolCall::try_from(start).map_err(to_status)?;
-        let registry = Arc::clone(&self.registry);
-        if !answers_approvals {
-            // Nothing to ask: the call runs inside the answer stream, with no task of its own.
-            return Ok(Response::new(reporting(registry, call, deadline)));
-        }
-        let updates = agentic_rpc::asking::serve_reporting::<LiveCall, _>(
-            inputs,
-            |questions, reports| async move {
-                let (asks, asked) = tokio::sync::mpsc::channel::<ApprovalAsk>(PROGRESS_BUFFER);
-                let (progress, progressed) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
-                let answer = within(
-                    deadline,
-                    registry.invoke_reporting(
-                        &call.tool_id,
-                        call.input,
-                        &call.ctx,
-                        Some(progress),
-                        Some(asks),
-                    ),
-                );
-                let (answer, (), ()) = tokio::join!(
-                    answer,
-                    forward_questions(asked, questions),
-                    forward_progress(progressed, reports)
-                );
-                answer.map(invoke_tool_response)
-            },
-        );
-        Ok(Response::new(updates))
+        Ok(Response::new(reporting(
+            Arc::clone(&self.registry),
+            call,
+            deadline,
+        )))
     }
 
     async fn list_tools(
@@ -283,34 +255,23 @@ fn required(field: &'static str, value: String) -> Result<String, Error> {
 
 fn invoke_tool_response(answer: Result<ToolOutcome, ToolFailure>) -> pb::InvokeToolResponse {
     use pb::invoke_tool_response::Result as Answer;
-    match answer {
+    let (result, files) = match answer {
         Ok(ToolOutcome {
-            output,
-            files,
-            usage,
-            nested,
-        }) => pb::InvokeToolResponse {
-            result: Some(Answer::Output(json::to_proto(&output))),
-            files: files.into_iter().map(tool_file).collect(),
-            usage: usage_proto(usage),
-            nested,
-        },
-        Err(failure) => {
-            let result = Some(Answer::Error(failure.message().to_owned()));
-            let usage = usage_proto(failure.usage());
-            let (files, nested) = failure.into_effects();
-            pb::InvokeToolResponse {
-                result,
-                files: files.into_iter().map(tool_file).collect(),
-                usage,
-                nested,
-            }
-        }
+            run_code: Some(request),
+            ..
+        }) => (Answer::RunCode(*request), Vec::new()),
+        Ok(ToolOutcome { output, files, .. }) => (Answer::Output(json::to_proto(&output)), files),
+        Err(failure) => (Answer::Error(failure.message().to_owned()), Vec::new()),
+    };
+    pb::InvokeToolResponse {
+        result: Some(result),
+        files: files.into_iter().map(tool_file).collect(),
+        usage: None,
+        nested: Vec::new(),
     }
 }
 
-/// `InvokeToolLive`'s messages: decisions answer the plugin's approval asks.
-/// A call nobody is asked about: its progress, then its answer as the last update. The
+/// A call: its progress, then its answer as the last update. The
 /// call runs as the stream is polled (in the request's span, so the tool's spans, an MCP
 /// call's among them, stay in the caller's trace): a caller that hangs up drops it, and the
 /// tool with it.
@@ -325,8 +286,7 @@ fn reporting(
 
     let (sender, receiver) = tokio::sync::mpsc::channel(PROGRESS_BUFFER);
     let answer = async move {
-        let invoked =
-            registry.invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender), None);
+        let invoked = registry.invoke_reporting(&call.tool_id, call.input, &call.ctx, Some(sender));
         let answer = within(deadline, invoked).await?;
         Ok(pb::InvokeToolUpdate {
             kind: Some(Kind::Done(invoke_tool_response(answer))),
@@ -381,70 +341,6 @@ async fn within<T>(
     }
 }
 
-/// The plugin asks in its own words; each question goes out under its call's id.
-async fn forward_questions(
-    mut asked: tokio::sync::mpsc::Receiver<ApprovalAsk>,
-    questions: agentic_rpc::asking::Questions<pb::ToolOutput, Decided>,
-) {
-    while let Some(ApprovalAsk { call, decision }) = asked.recv().await {
-        if questions
-            .send((call.id.clone(), call, decision))
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
-}
-
-/// The tool's progress, as updates ahead of its answer.
-async fn forward_progress(
-    mut progressed: tokio::sync::mpsc::Receiver<crate::plugin::Progress>,
-    reports: agentic_rpc::asking::Reports<pb::InvokeToolUpdate>,
-) {
-    while let Some(progress) = progressed.recv().await {
-        if reports.send(progress_update(progress)).await.is_err() {
-            break;
-        }
-    }
-}
-
-struct LiveCall;
-
-impl agentic_rpc::asking::Asking for LiveCall {
-    type Input = pb::InvokeToolInput;
-    type Question = pb::ToolOutput;
-    type Answer = Decided;
-    type Done = pb::InvokeToolResponse;
-    type Update = pb::InvokeToolUpdate;
-
-    fn answer(input: pb::InvokeToolInput) -> Option<(String, Decided)> {
-        match input.kind? {
-            pb::invoke_tool_input::Kind::Decision(decision) => Some((
-                decision.tool_call_id,
-                Decided {
-                    approved: decision.approved,
-                    reason: decision.reason,
-                    expired: decision.expired,
-                },
-            )),
-            pb::invoke_tool_input::Kind::Start(_) => None,
-        }
-    }
-
-    fn ask(call: pb::ToolOutput) -> pb::InvokeToolUpdate {
-        pb::InvokeToolUpdate {
-            kind: Some(pb::invoke_tool_update::Kind::Approval(call)),
-        }
-    }
-
-    fn done(response: pb::InvokeToolResponse) -> pb::InvokeToolUpdate {
-        pb::InvokeToolUpdate {
-            kind: Some(pb::invoke_tool_update::Kind::Done(response)),
-        }
-    }
-}
-
 fn tool_file(file: crate::plugin::ToolFile) -> pb::ToolFile {
     pb::ToolFile {
         filename: file.filename,
@@ -452,17 +348,6 @@ fn tool_file(file: crate::plugin::ToolFile) -> pb::ToolFile {
         size: file.size,
         artifact_id: file.artifact_id,
     }
-}
-
-/// Usage only when the tool spent any, so ordinary answers stay as small as before.
-fn usage_proto(usage: Usage) -> Option<pb::Usage> {
-    (usage != Usage::default()).then_some(pb::Usage {
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        total_tokens: usage.total_tokens,
-        llm_calls: usage.llm_calls,
-        ..pb::Usage::default()
-    })
 }
 
 fn tool_definition(spec: &ToolSpec) -> pb::ToolDefinition {

@@ -79,14 +79,6 @@ pub struct Config {
     #[command(flatten)]
     pub storage: StorageLimits,
 
-    /// code-executor's `CodeRunner`, where the `interpreter` plugin runs code.
-    #[arg(
-        long,
-        env = "CODE_RUNNER_URL",
-        default_value = "http://127.0.0.1:50053"
-    )]
-    pub code_runner_url: String,
-
     /// The gateway, where the `trigger` plugin manages the calling user's triggers.
     #[arg(long, env = "GATEWAY_URL", default_value = "http://127.0.0.1:50051")]
     pub gateway_url: String,
@@ -200,19 +192,13 @@ fn guardrails(config: &Config) -> anyhow::Result<Arc<agentic_guard::Guardrails>>
     }))
 }
 
-/// The services the plugins call: code-executor's `CodeRunner` and the gateway, both reached
-/// with the internal token.
+/// The services the plugins call: the gateway, reached with the internal token.
 fn plugin_services(config: &Config) -> anyhow::Result<plugins::Services> {
     let token = agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())
         .context("internal token")?;
-    let code_runner = agentic_rpc::channel(&config.code_runner_url, &token)
-        .with_context(|| format!("invalid code runner url {:?}", config.code_runner_url))?;
     let gateway = agentic_rpc::channel(&config.gateway_url, &token)
         .with_context(|| format!("invalid gateway url {:?}", config.gateway_url))?;
-    Ok(plugins::Services {
-        code_runner,
-        gateway,
-    })
+    Ok(plugins::Services { gateway })
 }
 
 /// The registry of every tool the executors may call, behind the guardrails: the built-in

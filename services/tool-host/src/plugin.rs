@@ -54,39 +54,6 @@ pub trait Plugin: Send + Sync {
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure>;
-
-    /// As [`Plugin::invoke`], for a caller that can ask a person (`InvokeTool` with `answers_approvals`): a tool
-    /// whose calls make calls in turn that need approval (its spec's `asks_approval`) sends
-    /// each to `asks` and waits for the decision instead of refusing it.
-    async fn invoke_live(
-        &self,
-        tool_id: &ToolId,
-        input: Value,
-        ctx: &CallContext,
-        _asks: ApprovalAsks,
-    ) -> Result<ToolOutcome, ToolFailure> {
-        self.invoke(tool_id, input, ctx).await
-    }
-}
-
-/// Where a live call's tool asks about the calls it makes that need approval.
-pub type ApprovalAsks = tokio::sync::mpsc::Sender<ApprovalAsk>;
-
-/// A call a tool makes in turn that waits for a person: the call as the prompt's timeline
-/// shows it (id, function, input, its parent), and where the decision goes.
-#[derive(Debug)]
-pub struct ApprovalAsk {
-    pub call: agentic_proto::v1::ToolOutput,
-    pub decision: tokio::sync::oneshot::Sender<Decided>,
-}
-
-/// A person's decision on an [`ApprovalAsk`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decided {
-    pub approved: bool,
-    pub reason: String,
-    /// Nobody decided in time: the gateway rejected the call as expired.
-    pub expired: bool,
 }
 
 /// A tool as the model sees it.
@@ -103,8 +70,8 @@ pub struct ToolSpec {
     pub timeout: Option<Duration>,
     /// Calls may report progress (`InvokeTool`'s `progress` updates): MCP tools.
     pub reports_progress: bool,
-    /// Calls may make calls in turn that need approval (`InvokeTool` asks a caller that `answers_approvals`):
-    /// `interpreter.run-code`.
+    /// Calls may make calls in turn that need approval: the code a tool that runs code answers
+    /// with ([`ToolOutcome::run_code`]), whose caller asks a person about them.
     pub asks_approval: bool,
     /// Calls from code mode carry the calling round's code ([`CallContext::round_code`]):
     /// `skill.save`.
@@ -168,11 +135,10 @@ pub struct ToolOutcome {
     pub output: Value,
     /// Files the call created; each becomes a file output of the prompt.
     pub files: Vec<ToolFile>,
-    /// Tokens the call spent on LLM calls of its own.
-    pub usage: Usage,
-    /// Tool calls the call made in turn (code run by `interpreter.run-code`), finished, as
-    /// the prompt's timeline shows them under this call.
-    pub nested: Vec<agentic_proto::v1::ToolOutput>,
+    /// The call is code for the caller to run on the code runner (`interpreter.run-code`, a
+    /// skill): the answer is this request instead of `output`, and the run's answer is the
+    /// tool's. The tool-host calls no service above it.
+    pub run_code: Option<Box<agentic_proto::v1::RunCodeRequest>>,
 }
 
 impl ToolOutcome {
@@ -180,21 +146,17 @@ impl ToolOutcome {
         ToolOutcome {
             output,
             files: Vec::new(),
-            usage: Usage::default(),
-            nested: Vec::new(),
+            run_code: None,
         }
     }
-}
 
-/// Tokens a tool spent on LLM calls of its own (`llm()` in `interpreter.run-code`). The
-/// executor adds them to the calling prompt's usage, whether the tool succeeded or failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub total_tokens: u64,
-    /// Calls to the model that answered.
-    pub llm_calls: u32,
+    /// An answer that is code for the caller to run (see [`ToolOutcome::run_code`]).
+    pub fn run_code(request: agentic_proto::v1::RunCodeRequest) -> Self {
+        ToolOutcome {
+            run_code: Some(Box::new(request)),
+            ..ToolOutcome::output(Value::Null)
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,42 +172,13 @@ pub struct ToolFile {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolFailure {
     message: String,
-    usage: Usage,
-    /// What the call did before it failed: files it made and calls it made in turn.
-    files: Vec<ToolFile>,
-    nested: Vec<agentic_proto::v1::ToolOutput>,
 }
 
 impl ToolFailure {
     pub fn new(message: impl Into<String>) -> Self {
         ToolFailure {
             message: message.into(),
-            usage: Usage::default(),
-            files: Vec::new(),
-            nested: Vec::new(),
         }
-    }
-
-    /// The same failure, having made these files and calls before it failed.
-    pub fn with_effects(
-        mut self,
-        files: Vec<ToolFile>,
-        nested: Vec<agentic_proto::v1::ToolOutput>,
-    ) -> Self {
-        self.files = files;
-        self.nested = nested;
-        self
-    }
-
-    /// The same failure, its message starting with `context`.
-    pub fn within(mut self, context: &str) -> Self {
-        self.message = format!("{context}: {}", self.message);
-        self
-    }
-
-    /// The files and calls the call made before it failed.
-    pub fn into_effects(self) -> (Vec<ToolFile>, Vec<agentic_proto::v1::ToolOutput>) {
-        (self.files, self.nested)
     }
 
     /// A failure whose details are not for the model or the user (SQL, I/O, a transport
@@ -254,18 +187,8 @@ impl ToolFailure {
         ToolFailure::new(agentic_telemetry::errors::hidden(public, details))
     }
 
-    /// The same failure, having spent `usage` on LLM calls before it failed.
-    pub fn with_usage(mut self, usage: Usage) -> Self {
-        self.usage = usage;
-        self
-    }
-
     pub fn message(&self) -> &str {
         &self.message
-    }
-
-    pub fn usage(&self) -> Usage {
-        self.usage
     }
 }
 

@@ -13,8 +13,8 @@ use tracing::Instrument;
 use crate::error::Error;
 use crate::mcp::{Hub, McpTool};
 use crate::plugin::{
-    ApprovalAsks, CallContext, ContextItem, Plugin, PrepareContext, ProgressSender, SandboxModule,
-    ToolFailure, ToolOutcome, ToolSpec, validate,
+    CallContext, ContextItem, Plugin, PrepareContext, ProgressSender, SandboxModule, ToolFailure,
+    ToolOutcome, ToolSpec, validate,
 };
 
 pub struct Registry {
@@ -122,7 +122,7 @@ impl Registry {
             .collect()
     }
 
-    /// [`Registry::invoke_reporting`] without progress or questions (the tests' calls).
+    /// [`Registry::invoke_reporting`] without progress (the tests' calls).
     #[cfg(test)]
     pub async fn invoke(
         &self,
@@ -130,12 +130,11 @@ impl Registry {
         input: Value,
         ctx: &CallContext,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
-        self.invoke_reporting(tool_id, input, ctx, None, None).await
+        self.invoke_reporting(tool_id, input, ctx, None).await
     }
 
     /// Validates `input` against the tool's schema, then runs the tool, sending the progress
-    /// it reports to `progress`, and the calls it makes in turn that need approval to `asks`
-    /// (a plugin tool that may make such calls; without `asks` it refuses them). The outer
+    /// it reports to `progress`. The outer
     /// error is for the caller (no such tool); the inner one is the tool's answer for the
     /// model, which includes input that does not match the schema.
     ///
@@ -148,7 +147,6 @@ impl Registry {
         input: Value,
         ctx: &CallContext,
         progress: Option<ProgressSender>,
-        asks: Option<ApprovalAsks>,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
         if let Some(group) = self.guardrails.group_of(ctx.user_id.as_str())
             && let Err(tripped) = group
@@ -163,13 +161,7 @@ impl Registry {
             if let Err(failure) = validate(tool_id, &tool.validator, &input) {
                 return Ok(Err(failure));
             }
-            return Ok(match asks {
-                Some(asks) => {
-                    let run = tool.plugin.invoke_live(tool_id, input, ctx, asks);
-                    run_traced(tool_id, ctx, run).await
-                }
-                None => run_traced(tool_id, ctx, tool.plugin.invoke(tool_id, input, ctx)).await,
-            });
+            return Ok(run_traced(tool_id, ctx, tool.plugin.invoke(tool_id, input, ctx)).await);
         }
         // A user's own tool: its plugin checks the input against the user's schema.
         let namespace = tool_id
@@ -181,13 +173,7 @@ impl Registry {
             .iter()
             .find(|plugin| plugin.has_user_tools() && Some(plugin.name()) == namespace)
         {
-            return Ok(match asks {
-                Some(asks) => {
-                    let run = plugin.invoke_live(tool_id, input, ctx, asks);
-                    run_traced(tool_id, ctx, run).await
-                }
-                None => run_traced(tool_id, ctx, plugin.invoke(tool_id, input, ctx)).await,
-            });
+            return Ok(run_traced(tool_id, ctx, plugin.invoke(tool_id, input, ctx)).await);
         }
         let hub = self.mcp.as_ref();
         let Some((hub, (server, tool))) =

@@ -34,6 +34,8 @@ pub use register::{Announce, Registration, RegistrationError};
 pub use run_start::RunStart;
 pub use run_tools::{CallRefused, RunTools};
 pub use schema::{InputCheck, MAX_CACHED_SCHEMAS, SchemaCache};
-pub use service::{CheckError, ExecutorArgs, ServeError, SetupError, ToolHostArgs, serve};
+pub use service::{
+    CheckError, CodeRunnerArgs, ExecutorArgs, ServeError, SetupError, ToolHostArgs, serve,
+};
 pub use sink::{EventSink, StreamClosed};
 pub use slots::{Capacity, DEFAULT_MAX_RUNS};

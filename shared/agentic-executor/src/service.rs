@@ -35,6 +35,21 @@ pub struct ToolHostArgs {
     pub timeout_secs: u64,
 }
 
+/// Where the code of tools that run code (`interpreter.run-code`, skills) runs, for a mode
+/// that does not run code itself (classic, hosted).
+#[derive(clap::Args, Debug, Clone)]
+pub struct CodeRunnerArgs {
+    /// The code-executor's `CodeRunner`, `http://host:port`.
+    #[arg(
+        id = "code_runner_url",
+        long = "code-runner-url",
+        value_name = "CODE_RUNNER_URL",
+        env = "CODE_RUNNER_URL",
+        default_value = "http://127.0.0.1:50053"
+    )]
+    pub url: String,
+}
+
 /// The settings every executor takes, beside its mode's own.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExecutorArgs {
@@ -81,6 +96,23 @@ impl ExecutorArgs {
             })?;
         Ok(ToolHost::new(channel)
             .with_default_timeout(Duration::from_secs(self.tool_host.timeout_secs)))
+    }
+
+    /// [`ExecutorArgs::tool_host`] running the code of tools that run code on the
+    /// `CodeRunner` `code` names.
+    pub fn tool_host_running_code(&self, code: &CodeRunnerArgs) -> Result<ToolHost, SetupError> {
+        let token =
+            SendInternalToken::new(self.internal_token()).map_err(SetupError::InternalToken)?;
+        let channel = agentic_rpc::channel(&code.url, &token).map_err(|source| {
+            SetupError::CodeRunnerUrl {
+                url: code.url.clone(),
+                source,
+            }
+        })?;
+        let runner = crate::tool_host::RemoteCodeRunner::new(channel);
+        Ok(self
+            .tool_host()?
+            .with_code_runner(std::sync::Arc::new(runner)))
     }
 
     fn internal_token(&self) -> Option<&str> {
@@ -163,6 +195,12 @@ pub enum SetupError {
     InternalToken(#[source] agentic_rpc::InvalidToken),
     #[error("invalid tool-host url {url:?}")]
     ToolHostUrl {
+        url: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("invalid code runner url {url:?}")]
+    CodeRunnerUrl {
         url: String,
         #[source]
         source: tonic::transport::Error,

@@ -233,6 +233,10 @@ impl Tape {
                 pb::invoke_tool_response::Result::Error(error) => {
                     pb::tool_exchange::Result::Error(error)
                 }
+                // Code is run before its answer is recorded; this is never reached.
+                pb::invoke_tool_response::Result::RunCode(_) => {
+                    pb::tool_exchange::Result::Error(super::tool_host::NOT_RUN.to_owned())
+                }
             }),
             files: response.files.clone(),
             usage: response.usage,

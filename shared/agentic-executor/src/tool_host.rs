@@ -1,5 +1,6 @@
 //! The outbound edge: `ToolHost.Prepare` and `ToolHost.InvokeTool`, converted to and from
-//! the executor's own types. Every tool call has a deadline, so a tool that hangs fails that
+//! the executor's own types, and the code a tool that runs code answers with, run on the
+//! code runner (`code.rs`). Every tool call has a deadline, so a tool that hangs fails that
 //! one call instead of holding the prompt.
 
 use agentic_ids::{ConversationId, PromptId, UserId};
@@ -25,6 +26,9 @@ use crate::timeline::{Decision, Progress, RunRequest, ToolCallOutput};
 /// Prepare only lists tools and context; a tool-host that takes longer is not well.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a tool's answer of code to run becomes where it was not run.
+pub(crate) const NOT_RUN: &str = "the tool answered with code to run, which did not run";
+
 /// How long a tool call may take when neither the executor's configuration nor the
 /// tool-host says otherwise.
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,10 +49,13 @@ pub struct ToolHost {
     code_tools: Arc<RwLock<HashMap<String, ()>>>,
     /// The run's recording or replay (see [`crate::tape`]); `None` for a plain client.
     tape: Option<Arc<crate::tape::Tape>>,
+    /// Where the code of tools that run code runs (`interpreter.run-code`, skills); `None`:
+    /// such calls fail, saying so.
+    code_runner: Option<Arc<dyn RunsCode>>,
 }
 
-/// Asks a person to decide on a call a tool makes in turn (`interpreter.run-code`'s code
-/// calling a tool that needs approval), for a run that can pause for it.
+/// Asks a person to decide on a call a tool makes in turn (the code `interpreter.run-code`
+/// runs calling a tool that needs approval), for a run that can pause for it.
 #[async_trait::async_trait]
 pub trait AskApproval: Send + Sync {
     /// The decision on `call` (waiting for approval, its parent the tool's call); `None`
@@ -162,7 +169,14 @@ impl ToolHost {
             asking_tools: Arc::default(),
             code_tools: Arc::default(),
             tape: None,
+            code_runner: None,
         }
+    }
+
+    /// The same client, running the code of tools that run code on `runner`.
+    pub fn with_code_runner(mut self, runner: Arc<dyn RunsCode>) -> ToolHost {
+        self.code_runner = Some(runner);
+        self
     }
 
     /// The same client for one run, whose `Prepare` and tool answers `tape` records or
@@ -348,10 +362,13 @@ impl ToolHost {
         let asks = asks.filter(|_| self.asks(tool_id));
         let answer = match recorded {
             Some(recorded) => Ok(recorded),
-            None => self
-                .call_stream(call.request(), tool_call_id, progress, asks, timeout)
-                .await
-                .map_err(|status| invoke_error(status, timeout)),
+            None => match self.call_stream(call.request(), progress, timeout).await {
+                Ok(InvokeToolResponse {
+                    result: Some(invoke_tool_response::Result::RunCode(request)),
+                    ..
+                }) => Ok(self.run_code(request, tool_call_id, asks).await),
+                answer => answer.map_err(|status| invoke_error(status, timeout)),
+            },
         };
         let response = match answer {
             Ok(response) => {
@@ -370,6 +387,24 @@ impl ToolHost {
             }
         };
         Ok(invoked(response, tool_id, tool_call_id))
+    }
+
+    /// Runs the code a tool answered with (see `code.rs`) for the call `tool_call_id`; the
+    /// run's answer is the tool's.
+    async fn run_code(
+        &self,
+        request: agentic_proto::v1::RunCodeRequest,
+        tool_call_id: &str,
+        asks: Option<&dyn AskApproval>,
+    ) -> InvokeToolResponse {
+        let skill = request.skill.clone();
+        let ran = match &self.code_runner {
+            Some(runner) => runner.run_code(request, tool_call_id, asks).await,
+            None => Err(Status::failed_precondition(
+                "code cannot run from here: this executor has no code runner",
+            )),
+        };
+        code::answer(ran, &skill, tool_call_id)
     }
 
     /// Whether calls of `tool_id` may ask about the calls they make in turn.
@@ -433,8 +468,6 @@ impl Call<'_> {
                 agentic_llm::Tier::High => agentic_proto::v1::ModelTier::High,
             }
             .into(),
-            // Set by the call itself, when someone can answer.
-            answers_approvals: false,
         }
     }
 }
@@ -446,6 +479,8 @@ fn invoked(response: InvokeToolResponse, tool_id: &str, tool_call_id: &str) -> I
     let result = match response.result {
         Some(invoke_tool_response::Result::Output(output)) => Ok(json::from_proto(&output)),
         Some(invoke_tool_response::Result::Error(error)) => Err(error),
+        // The code of a tool that runs code is run as its answer comes (see `call`).
+        Some(invoke_tool_response::Result::RunCode(_)) => Err(NOT_RUN.to_owned()),
         None => Ok(Json::Null),
     };
     let outcome = match result {
@@ -539,7 +574,9 @@ fn invoke_error(status: Status, timeout: Duration) -> ToolHostError {
 }
 
 mod artifacts;
+mod code;
 mod streams;
+pub use code::{RemoteCodeRunner, RunsCode, answering};
 pub use streams::answer_once;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,4 @@
-//! Serving a call that asks its caller for decisions while it runs (`InvokeTool`,
-//! `RunCodeLive`): the caller's first message started it; the work sends each question as an
+//! Serving a call that asks its caller for decisions while it runs (`RunCodeLive`): the caller's first message started it; the work sends each question as an
 //! update and waits for the answer that comes back on the input stream; its result is the
 //! last update. The work runs in a task the answer stream owns: a caller that hangs up drops
 //! the stream, which aborts the task and the work with it.
@@ -39,29 +38,12 @@ pub trait Asking: Send + 'static {
     fn done(done: Self::Done) -> Self::Update;
 }
 
-/// Where the work sends updates that ask nothing (progress), ahead of its answer.
-pub type Reports<U> = mpsc::Sender<U>;
-
 /// Runs `work` (given where to ask) in a task, and answers its questions from `inputs` (the
 /// rest of the caller's stream). A question asked after the inputs ended, or left without
 /// an answer when they do, sees its answer dropped.
 pub fn serve_asking<K, F>(
-    inputs: tonic::Streaming<K::Input>,
-    work: impl FnOnce(Questions<K::Question, K::Answer>) -> F,
-) -> AskingStream<K::Update>
-where
-    K: Asking,
-    F: Future<Output = Result<K::Done, tonic::Status>> + Send + 'static,
-{
-    serve_reporting::<K, F>(inputs, |questions, _reports| work(questions))
-}
-
-/// As [`serve_asking`], with somewhere for the work to send updates that ask nothing (its
-/// progress); those still waiting when the work ends are dropped: the answer is the last
-/// update.
-pub fn serve_reporting<K, F>(
     mut inputs: tonic::Streaming<K::Input>,
-    work: impl FnOnce(Questions<K::Question, K::Answer>, Reports<K::Update>) -> F,
+    work: impl FnOnce(Questions<K::Question, K::Answer>) -> F,
 ) -> AskingStream<K::Update>
 where
     K: Asking,
@@ -69,8 +51,7 @@ where
 {
     let (updates, receiver) = mpsc::channel(BUFFER);
     let (questions, mut asked) = mpsc::channel(BUFFER);
-    let (reports, mut reported) = mpsc::channel(BUFFER);
-    let work = work(questions, reports);
+    let work = work(questions);
     let task = tokio::spawn(
         async move {
             tokio::pin!(work);
@@ -79,11 +60,6 @@ where
             let done = loop {
                 tokio::select! {
                     done = &mut work => break done.map(K::done),
-                    Some(report) = reported.recv() => {
-                        if updates.send(Ok(report)).await.is_err() {
-                            return;
-                        }
-                    }
                     Some((id, question, answer)) = asked.recv() => {
                         if !inputs_open {
                             // Nobody can answer: dropping `answer` says so.

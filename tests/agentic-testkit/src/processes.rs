@@ -142,7 +142,6 @@ impl ProcessStack {
                     "TOOL_HOST_PLUGINS",
                     "artifact,interpreter,skill,trigger,demo".to_owned(),
                 ),
-                ("CODE_RUNNER_URL", url(Service::Code)),
                 ("GATEWAY_URL", url(Service::Gateway)),
             ]),
         );
@@ -152,6 +151,7 @@ impl ProcessStack {
                 addresses[&Service::Classic].to_string(),
             ),
             ("TOOL_HOST_URL", url(Service::ToolHost)),
+            ("CODE_RUNNER_URL", url(Service::Code)),
         ]);
         classic.extend(set(&llm));
         environments.insert(Service::Classic, classic);

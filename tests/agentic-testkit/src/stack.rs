@@ -389,6 +389,22 @@ impl GatewayReplica {
     }
 }
 
+/// Where an executor of the stack finds the services it calls.
+struct Peers {
+    tool_host: SocketAddr,
+    gateway: SocketAddr,
+    /// The code-executor, whose `CodeRunner` runs the code of tools that run code.
+    code_runner: SocketAddr,
+}
+
+impl Peers {
+    fn code_runner_args(&self) -> agentic_executor::CodeRunnerArgs {
+        agentic_executor::CodeRunnerArgs {
+            url: format!("http://{}", self.code_runner),
+        }
+    }
+}
+
 /// A listener on a free port of 127.0.0.1.
 pub fn bind() -> anyhow::Result<(std::net::TcpListener, SocketAddr)> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -471,33 +487,19 @@ impl Stack {
             None => Stack::start_tool_host(
                 &options,
                 &tool_host_database_url,
-                code_address,
                 gateway_address,
                 tool_host_listener,
             )?,
         };
-        let classic = Stack::start_classic(
-            &options,
-            &model,
-            tool_host_address,
-            gateway_address,
-            classic_listener,
-        )?;
-        let code = Stack::start_code(
-            &options,
-            &model,
-            tool_host_address,
-            gateway_address,
-            code_listener,
-        )?;
+        let peers = Peers {
+            tool_host: tool_host_address,
+            gateway: gateway_address,
+            code_runner: code_address,
+        };
+        let classic = Stack::start_classic(&options, &model, &peers, classic_listener)?;
+        let code = Stack::start_code(&options, &model, &peers, code_listener)?;
         let hosted = match hosted_listener {
-            Some((listener, _)) => Some(Stack::start_hosted(
-                &options,
-                &model,
-                tool_host_address,
-                gateway_address,
-                listener,
-            )?),
+            Some((listener, _)) => Some(Stack::start_hosted(&options, &model, &peers, listener)?),
             None => None,
         };
         let (gateway, gateway_http_address) = Stack::start_gateway(
@@ -532,7 +534,6 @@ impl Stack {
     fn start_tool_host(
         options: &StackOptions,
         database_url: &str,
-        code_runner: SocketAddr,
         gateway: SocketAddr,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
@@ -549,7 +550,6 @@ impl Stack {
             service: service_args(options, &listener)?,
             database_url: database_url.to_owned(),
             plugins,
-            code_runner_url: format!("http://{code_runner}"),
             gateway_url: format!("{}://{gateway}", gateway_scheme(options)),
             storage: options.tool_host_storage,
             mcp_config: options.tool_host_mcp_config.clone(),
@@ -565,17 +565,16 @@ impl Stack {
     /// how many runs it works on.
     fn executor_args(
         options: &StackOptions,
-        tool_host: SocketAddr,
-        gateway: SocketAddr,
+        peers: &Peers,
         listener: &std::net::TcpListener,
     ) -> anyhow::Result<agentic_executor::ExecutorArgs> {
         Ok(agentic_executor::ExecutorArgs {
             service: service_args(options, listener)?,
             tool_host: agentic_executor::ToolHostArgs {
-                url: format!("http://{tool_host}"),
+                url: format!("http://{}", peers.tool_host),
                 timeout_secs: options.tool_timeout_secs,
             },
-            registration: registration(options, gateway, listener.local_addr()?),
+            registration: registration(options, peers.gateway, listener.local_addr()?),
             capacity: agentic_executor::Capacity {
                 max_runs: options.executor_max_runs,
                 ..Default::default()
@@ -586,15 +585,15 @@ impl Stack {
     fn start_classic(
         options: &StackOptions,
         model: &StandInModel,
-        tool_host: SocketAddr,
-        gateway: SocketAddr,
+        peers: &Peers,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = classic_executor::Config {
-            executor: Self::executor_args(options, tool_host, gateway, &listener)?,
+            executor: Self::executor_args(options, peers, &listener)?,
             llm: llm_config(model, options),
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             calls: call_limits(options),
+            code_runner: peers.code_runner_args(),
         };
         Background::start("classic-executor", listener, move |listener| {
             classic_executor::run(config, listener, std::future::pending())
@@ -604,12 +603,11 @@ impl Stack {
     fn start_code(
         options: &StackOptions,
         model: &StandInModel,
-        tool_host: SocketAddr,
-        gateway: SocketAddr,
+        peers: &Peers,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = code_executor::Config {
-            executor: Self::executor_args(options, tool_host, gateway, &listener)?,
+            executor: Self::executor_args(options, peers, &listener)?,
             llm: llm_config(model, options),
             max_rounds: 10,
             max_tokens: 4096,
@@ -631,12 +629,11 @@ impl Stack {
     fn start_hosted(
         options: &StackOptions,
         model: &StandInModel,
-        tool_host: SocketAddr,
-        gateway: SocketAddr,
+        peers: &Peers,
         listener: std::net::TcpListener,
     ) -> anyhow::Result<Background> {
         let config = hosted_executor::Config {
-            executor: Self::executor_args(options, tool_host, gateway, &listener)?,
+            executor: Self::executor_args(options, peers, &listener)?,
             anthropic_api_key: Some("stand-in".into()),
             anthropic_base_url: options
                 .llm_base_url
@@ -654,6 +651,7 @@ impl Stack {
             max_files: options.hosted_max_files,
             max_file_bytes: 1024 * 1024,
             calls: call_limits(options),
+            code_runner: peers.code_runner_args(),
         };
         Background::start("hosted-executor", listener, move |listener| {
             hosted_executor::run(config, listener, std::future::pending())
@@ -757,7 +755,8 @@ impl Stack {
         self.classic.kill();
     }
 
-    /// Kills the code executor (also `interpreter.run-code`'s runner) outright, mid-call.
+    /// Kills the code executor (also the runner of `interpreter.run-code`'s code) outright,
+    /// mid-call.
     pub fn kill_code_executor(&mut self) {
         self.code.kill();
     }
@@ -767,13 +766,12 @@ impl Stack {
     pub fn restart_classic_executor(&mut self) -> anyhow::Result<()> {
         self.classic.kill();
         let (listener, address) = bind()?;
-        self.classic = Stack::start_classic(
-            &self.options,
-            &self.model,
-            self.tool_host_address,
-            self.gateway_address,
-            listener,
-        )?;
+        let peers = Peers {
+            tool_host: self.tool_host_address,
+            gateway: self.gateway_address,
+            code_runner: self.code_address,
+        };
+        self.classic = Stack::start_classic(&self.options, &self.model, &peers, listener)?;
         self.classic_address = address;
         for mode in &mut self.modes {
             if mode.id == "classic" {

@@ -79,7 +79,6 @@ impl TestToolHost {
             database_url: database.url().to_owned(),
             plugins: plugins.iter().map(|name| (*name).to_owned()).collect(),
             // No test here enables the interpreter, so nothing connects to it.
-            code_runner_url: "http://127.0.0.1:9".into(),
             gateway_url: "http://127.0.0.1:9".into(),
             storage: tool_host::StorageLimits::default(),
             mcp_config: None,

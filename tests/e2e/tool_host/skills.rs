@@ -1,6 +1,8 @@
 //! The `Skills` service and the `skill` plugin's calls on the tool-host, on both backends:
 //! concurrent saves of one user number versions without gaps or repeats and never take the
-//! user past their share, and a call for another user finds nothing to run.
+//! user past their share, a call for another user finds nothing to run, and a call of a tool
+//! that runs code answers with the code for its caller to run (the tool-host, started here
+//! with no code runner to call, calls nothing above it).
 
 use agentic_proto::v1::skills_client::SkillsClient;
 use agentic_proto::v1::{CreateSkillRequest, GetSkillRequest, ListSkillsRequest};
@@ -12,6 +14,7 @@ on_both_backends!(
     concurrent_saves_of_one_name_get_one_version_each,
     concurrent_saves_of_new_names_stop_at_the_users_share,
     a_skill_call_for_another_user_runs_nothing,
+    tools_that_run_code_answer_with_the_checked_request_for_the_caller_to_run,
 );
 
 async fn skills(host: &TestToolHost) -> anyhow::Result<SkillsClient<Channel>> {
@@ -134,5 +137,76 @@ async fn skills_are_refused_when_the_skill_plugin_is_off(
         .context("a skill was kept that no prompt would see")?;
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert!(status.message().contains("skill"), "{status:?}");
+    Ok(())
+}
+
+async fn tools_that_run_code_answer_with_the_checked_request_for_the_caller_to_run(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    use agentic_proto::v1::RunCodeRequest;
+    let host = TestToolHost::start(database, &["interpreter", "skill"]).await?;
+    let mut saved = save("alice", "double", "input.n * 2");
+    saved.input_schema = Some(json::to_proto(&json!({
+        "type": "object",
+        "properties": {"n": {"type": "number"}},
+        "required": ["n"],
+    })));
+    skills(&host).await?.save_skill(saved).await?;
+    let mut tools = host.tools().await?;
+    let run_code = |response: InvokeToolResponse| match response.result {
+        Some(Answer::RunCode(request)) => Ok(request),
+        other => bail!("expected code to run, got {other:?}"),
+    };
+
+    let answer = tools
+        .invoke_once(invoke("skill.double", "alice", json!({"n": 2})))
+        .await?
+        .into_inner();
+    let request: RunCodeRequest = run_code(answer)?;
+    assert_eq!(request.code, "input.n * 2");
+    assert_eq!(request.skill, "double@1");
+    assert_eq!(request.user_id, "alice");
+    assert_eq!(request.prompt_id, "prompt-1");
+    assert_eq!(
+        json::from_proto_opt(request.input.as_ref()),
+        json!({"n": 2})
+    );
+    // The skill's schema is checked here, before anything would run.
+    let refused = tools
+        .invoke_once(invoke("skill.double", "alice", json!({"n": "two"})))
+        .await?
+        .into_inner();
+    assert!(
+        tool_error(&refused)?.contains("invalid input"),
+        "{refused:?}"
+    );
+
+    let answer = tools
+        .invoke_once(invoke(
+            "interpreter.run-code",
+            "alice",
+            json!({"code": "1 + 1", "input": [1], "timeout": 500}),
+        ))
+        .await?
+        .into_inner();
+    let request = run_code(answer)?;
+    assert_eq!(
+        (
+            request.code.as_str(),
+            request.timeout_ms,
+            request.skill.as_str()
+        ),
+        ("1 + 1", 500, "")
+    );
+    assert_eq!(json::from_proto_opt(request.input.as_ref()), json!([1]));
+    let refused = tools
+        .invoke_once(invoke(
+            "interpreter.run-code",
+            "alice",
+            json!({"timeout": 5}),
+        ))
+        .await?
+        .into_inner();
+    assert!(tool_error(&refused)?.contains("code"), "{refused:?}");
     Ok(())
 }

@@ -292,7 +292,6 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         service: agentic_rpc::ServiceArgs::dev("127.0.0.1:0".parse()?),
         database_url: database.url().to_owned(),
         plugins: vec!["artifact".into(), "weather".into()],
-        code_runner_url: "http://127.0.0.1:9".into(),
         gateway_url: "http://127.0.0.1:9".into(),
         storage: tool_host::StorageLimits::default(),
         mcp_config: None,

@@ -70,21 +70,17 @@ impl BuiltIn {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
-            BuiltIn::Interpreter => Arc::new(InterpreterPlugin::new(services.code_runner.clone())),
-            BuiltIn::Skill => Arc::new(SkillPlugin::new(
-                store.skills(),
-                interpreter::Runner::new(services.code_runner.clone()),
-            )),
+            BuiltIn::Interpreter => Arc::new(InterpreterPlugin),
+            BuiltIn::Skill => Arc::new(SkillPlugin::new(store.skills())),
             BuiltIn::Trigger => Arc::new(TriggerPlugin::new(services.gateway.clone())),
         }
     }
 }
 
-/// The other agentic services plugins call.
+/// The other agentic services plugins call: only the gateway, where the trigger plugin
+/// manages the caller's triggers (the one call up the service graph, see ARCHITECTURE.md).
+/// Code the interpreter and skills run is run by the calling executor.
 pub struct Services {
-    /// code-executor's `CodeRunner` (the interpreter and skills run code there).
-    pub code_runner: InternalChannel,
-    /// The gateway (the trigger plugin manages the caller's triggers there).
     pub gateway: InternalChannel,
 }
 

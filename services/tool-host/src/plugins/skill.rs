@@ -1,8 +1,9 @@
 //! The `skill` plugin: each of a user's skills (see `skills.rs`) is a tool of that user's
 //! prompts, `skill.<name>`, which runs the skill's newest code on the code runner with the
 //! call's input, the caller's tools and what the caller's budget leaves, exactly as
-//! `interpreter.run-code` runs code: its calls are nested under the skill's call on the
-//! prompt's timeline. The answer names the version that ran.
+//! `interpreter.run-code` runs code: the answer is the request to run (naming the skill's
+//! version), which the calling executor runs; the code's calls are nested under the skill's
+//! call on the prompt's timeline.
 //!
 //! `skill.save` lets the agent keep code that worked: from code mode, the code of the round
 //! that calls it; from anywhere, the code it is given.
@@ -10,8 +11,8 @@
 use agentic_ids::{ToolId, UserId};
 use serde_json::{Value, json};
 
-use crate::plugin::{ApprovalAsks, CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
-use crate::plugins::interpreter::{CALL_TIMEOUT, DEFAULT_TIMEOUT_MS, Runner, code_request};
+use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
+use crate::plugins::interpreter::{CALL_TIMEOUT, DEFAULT_TIMEOUT_MS, code_request};
 use crate::skills::{NewSkill, Skill, Skills};
 
 /// The tool that saves a skill.
@@ -20,12 +21,11 @@ const PREFIX: &str = "skill.";
 
 pub struct SkillPlugin {
     skills: Skills,
-    runner: Runner,
 }
 
 impl SkillPlugin {
-    pub fn new(skills: Skills, runner: Runner) -> SkillPlugin {
-        SkillPlugin { skills, runner }
+    pub fn new(skills: Skills) -> SkillPlugin {
+        SkillPlugin { skills }
     }
 
     /// The skill a call of `tool_id` runs, with its input checked against the skill's schema.
@@ -94,31 +94,8 @@ impl SkillPlugin {
         })))
     }
 
-    /// `skill.save`, or a skill's run (with `RunCodeLive` when the caller can be `asks`ed
-    /// about approvals inside it); the answer says which version ran.
-    async fn call(
-        &self,
-        tool_id: &ToolId,
-        input: Value,
-        ctx: &CallContext,
-        asks: Option<ApprovalAsks>,
-    ) -> Result<ToolOutcome, ToolFailure> {
-        if tool_id.as_str() == SAVE {
-            return self.save(input, ctx).await;
-        }
-        let skill = self.skill_for(tool_id, &input, ctx).await?;
-        let request = Self::request(&skill, &input, ctx);
-        let ran = match asks {
-            Some(asks) => self.runner.run_live(request, ctx, asks).await,
-            None => {
-                let timeout = std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS);
-                self.runner.run(request, timeout, ctx).await
-            }
-        };
-        labelled(&skill, ran)
-    }
-
-    /// The `RunCode` request running `skill` for a call with `input`.
+    /// The `RunCode` request running `skill` for a call with `input`: its `skill`
+    /// (`name@version`) names what runs.
     fn request(
         skill: &Skill,
         input: &Value,
@@ -147,25 +124,6 @@ fn save_failure(error: crate::error::Error) -> ToolFailure {
             "the skill could not be saved; try again later",
             &agentic_telemetry::errors::error_chain(&error),
         ),
-    }
-}
-
-/// The answer of a skill's run, naming the skill and version that ran.
-fn labelled(
-    skill: &Skill,
-    outcome: Result<ToolOutcome, ToolFailure>,
-) -> Result<ToolOutcome, ToolFailure> {
-    let label = json!({"name": skill.name, "version": skill.version});
-    match outcome {
-        Ok(mut outcome) => {
-            if let Value::Object(fields) = &mut outcome.output {
-                fields.insert("skill".into(), label);
-            }
-            Ok(outcome)
-        }
-        Err(failure) => {
-            Err(failure.within(&format!("skill {} (version {})", skill.name, skill.version)))
-        }
     }
 }
 
@@ -242,22 +200,17 @@ impl Plugin for SkillPlugin {
         }
     }
 
+    /// `skill.save`, or the request that runs a skill.
     async fn invoke(
         &self,
         tool_id: &ToolId,
         input: Value,
         ctx: &CallContext,
     ) -> Result<ToolOutcome, ToolFailure> {
-        self.call(tool_id, input, ctx, None).await
-    }
-
-    async fn invoke_live(
-        &self,
-        tool_id: &ToolId,
-        input: Value,
-        ctx: &CallContext,
-        asks: ApprovalAsks,
-    ) -> Result<ToolOutcome, ToolFailure> {
-        self.call(tool_id, input, ctx, Some(asks)).await
+        if tool_id.as_str() == SAVE {
+            return self.save(input, ctx).await;
+        }
+        let skill = self.skill_for(tool_id, &input, ctx).await?;
+        Ok(ToolOutcome::run_code(Self::request(&skill, &input, ctx)))
     }
 }

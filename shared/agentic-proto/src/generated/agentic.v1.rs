@@ -619,8 +619,8 @@ pub struct ToolDefinition {
     /// Calls may report progress (`progress` updates of `InvokeTool`).
     #[prost(bool, tag = "6")]
     pub reports_progress: bool,
-    /// Calls may make calls in turn that need a person's approval: call it with
-    /// `answers_approvals` to be asked (otherwise such calls are refused).
+    /// Calls may make calls in turn that need a person's approval (code the tool runs: its
+    /// calls are asked about when the caller runs it with `RunCodeLive`, refused otherwise).
     #[prost(bool, tag = "7")]
     pub asks_approval: bool,
     /// Calls made from code mode carry the calling round's code (`InvokeToolRequest.round_code`):
@@ -2000,7 +2000,7 @@ pub struct PrepareResponse {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct InvokeToolInput {
-    #[prost(oneof = "invoke_tool_input::Kind", tags = "1, 2")]
+    #[prost(oneof = "invoke_tool_input::Kind", tags = "1")]
     pub kind: ::core::option::Option<invoke_tool_input::Kind>,
 }
 /// Nested message and enum types in `InvokeToolInput`.
@@ -2010,14 +2010,11 @@ pub mod invoke_tool_input {
         /// Always the first message.
         #[prost(message, tag = "1")]
         Start(super::InvokeToolRequest),
-        /// The decision on a call an `approval` update asked about.
-        #[prost(message, tag = "2")]
-        Decision(super::ApprovalDecision),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct InvokeToolUpdate {
-    #[prost(oneof = "invoke_tool_update::Kind", tags = "1, 2, 3")]
+    #[prost(oneof = "invoke_tool_update::Kind", tags = "1, 2")]
     pub kind: ::core::option::Option<invoke_tool_update::Kind>,
 }
 /// Nested message and enum types in `InvokeToolUpdate`.
@@ -2029,10 +2026,6 @@ pub mod invoke_tool_update {
         /// The last message of the stream.
         #[prost(message, tag = "2")]
         Done(super::InvokeToolResponse),
-        /// A call the tool makes in turn that waits for a person's decision (its id, function and
-        /// input); the call goes on once the decision arrives on the input stream.
-        #[prost(message, tag = "3")]
-        Approval(super::ToolOutput),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -2062,25 +2055,21 @@ pub struct InvokeToolRequest {
     /// (`wants_code`); empty otherwise.
     #[prost(string, tag = "10")]
     pub round_code: ::prost::alloc::string::String,
-    /// The caller decides on the calls the tool makes in turn that need approval (`approval`
-    /// updates, answered on the input stream). Without it such calls are refused.
-    #[prost(bool, tag = "11")]
-    pub answers_approvals: bool,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct InvokeToolResponse {
     #[prost(message, repeated, tag = "3")]
     pub files: ::prost::alloc::vec::Vec<ToolFile>,
-    /// Tokens the tool spent on LLM calls (e.g. `llm()` in `interpreter.run-code`), which the
-    /// executor adds to the calling prompt's usage.
+    /// Tokens the tool spent on LLM calls of its own, which the executor adds to the calling
+    /// prompt's usage.
     #[prost(message, optional, tag = "4")]
     pub usage: ::core::option::Option<Usage>,
-    /// Tool calls the tool made in turn (code run by `interpreter.run-code`), finished, in the
-    /// order they were made. The executor adds them to the prompt's timeline with this call as
-    /// their `parent_id`.
+    /// Tool calls the tool made in turn (the code a `run_code` answer ran, once the caller has
+    /// run it), finished, in the order they were made. The executor adds them to the prompt's
+    /// timeline with this call as their `parent_id`.
     #[prost(message, repeated, tag = "5")]
     pub nested: ::prost::alloc::vec::Vec<ToolOutput>,
-    #[prost(oneof = "invoke_tool_response::Result", tags = "1, 2")]
+    #[prost(oneof = "invoke_tool_response::Result", tags = "1, 2, 6")]
     pub result: ::core::option::Option<invoke_tool_response::Result>,
 }
 /// Nested message and enum types in `InvokeToolResponse`.
@@ -2092,6 +2081,13 @@ pub mod invoke_tool_response {
         /// The tool ran and failed (or its input was invalid): an answer for the model, not an RPC error.
         #[prost(string, tag = "2")]
         Error(::prost::alloc::string::String),
+        /// The tool is code to run (`interpreter.run-code`, a skill): its input passed the checks
+        /// and guardrails, and the caller runs this request on the code-executor's `CodeRunner`
+        /// (asking a person about the code's calls that need approval, with `RunCodeLive`, when it
+        /// can). The run's answer is the tool's; a skill's (`skill` is `name@version`) names the
+        /// skill and version that ran. Never stored: a recording keeps the run's answer.
+        #[prost(message, tag = "6")]
+        RunCode(super::RunCodeRequest),
     }
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2363,11 +2359,10 @@ pub mod tool_host_client {
         /// Runs one tool call: the first input message is the call (`start`), whose `input` is
         /// validated against the tool's JSON Schema before the tool runs. While it runs, a tool that
         /// reports progress (`reports_progress`) sends `progress` updates (rate-limited: at most one
-        /// per 500 ms, 100 per call), and a tool that may ask a person to approve calls it makes in
-        /// turn (`asks_approval`: `interpreter.run-code`) sends each such call as an `approval`
-        /// update when the start says the caller decides (`answers_approvals`); the caller answers
-        /// with a `decision` on the input stream. The answer (`done`) is the last update. A caller
-        /// that hangs up stops the call.
+        /// per 500 ms, 100 per call). The answer (`done`) is the last update. A caller that hangs up
+        /// stops the call. A tool that runs code (`interpreter.run-code`, a skill) does not run it
+        /// here: its answer is the code to run (`run_code`), which the caller runs on the
+        /// code-executor's `CodeRunner`, so the tool-host calls no service above it.
         pub async fn invoke_tool(
             &mut self,
             request: impl tonic::IntoStreamingRequest<Message = super::InvokeToolInput>,
@@ -2446,11 +2441,10 @@ pub mod tool_host_server {
         /// Runs one tool call: the first input message is the call (`start`), whose `input` is
         /// validated against the tool's JSON Schema before the tool runs. While it runs, a tool that
         /// reports progress (`reports_progress`) sends `progress` updates (rate-limited: at most one
-        /// per 500 ms, 100 per call), and a tool that may ask a person to approve calls it makes in
-        /// turn (`asks_approval`: `interpreter.run-code`) sends each such call as an `approval`
-        /// update when the start says the caller decides (`answers_approvals`); the caller answers
-        /// with a `decision` on the input stream. The answer (`done`) is the last update. A caller
-        /// that hangs up stops the call.
+        /// per 500 ms, 100 per call). The answer (`done`) is the last update. A caller that hangs up
+        /// stops the call. A tool that runs code (`interpreter.run-code`, a skill) does not run it
+        /// here: its answer is the code to run (`run_code`), which the caller runs on the
+        /// code-executor's `CodeRunner`, so the tool-host calls no service above it.
         async fn invoke_tool(
             &self,
             request: tonic::Request<tonic::Streaming<super::InvokeToolInput>>,
