@@ -12,7 +12,7 @@ use tonic::Code;
 
 use crate::support::*;
 
-fn dangerous_rules() -> Vec<Rule> {
+pub(crate) fn dangerous_rules() -> Vec<Rule> {
     vec![
         calls(
             Match::NoToolResults,
@@ -56,7 +56,7 @@ async fn until_not_waiting(client: &agentic_client::Client, prompt_id: &str, fai
     }
 }
 
-fn approval_of(
+pub(crate) fn approval_of(
     prompt: &agentic_proto::v1::Prompt,
     call_id: &str,
 ) -> (i32, Option<Result<serde_json::Value, String>>) {
@@ -104,6 +104,7 @@ async fn an_approved_classic_call_runs_and_the_prompt_completes() {
         .approve_tool_call(ApproveToolCallRequest {
             prompt_id: prompt.id.clone(),
             tool_call_id: call_id.clone(),
+            edited_input: None,
         })
         .await
         .unwrap()
@@ -191,6 +192,7 @@ async fn a_waiting_classic_prompt_survives_a_restart_of_gateway_and_executor() {
         .approve_tool_call(ApproveToolCallRequest {
             prompt_id: prompt.id.clone(),
             tool_call_id: call_id.clone(),
+            edited_input: None,
         })
         .await
         .unwrap();
@@ -215,6 +217,7 @@ async fn deciding_twice_an_unknown_call_or_another_users_prompt_are_clear_errors
     let approve = |call: &str| ApproveToolCallRequest {
         prompt_id: prompt.id.clone(),
         tool_call_id: call.to_owned(),
+        edited_input: None,
     };
 
     let unknown = alice
@@ -255,7 +258,7 @@ async fn deciding_twice_an_unknown_call_or_another_users_prompt_are_clear_errors
 }
 
 /// A code prompt that calls `demo.dangerous` mid-script and reports what happened.
-fn code_rules() -> Vec<Rule> {
+pub(crate) fn code_rules() -> Vec<Rule> {
     let code = r#"output("before ");
 let message;
 try {
@@ -272,7 +275,7 @@ complete({response: message});"#;
 }
 
 /// Runs the code prompt until it pauses; returns it, the events so far and the call id.
-async fn paused_code_prompt(
+pub(crate) async fn paused_code_prompt(
     client: &agentic_client::Client,
 ) -> (
     agentic_proto::v1::Prompt,
@@ -314,6 +317,7 @@ async fn an_approved_call_in_code_returns_its_result_to_the_running_script() {
         .approve_tool_call(ApproveToolCallRequest {
             prompt_id: prompt.id.clone(),
             tool_call_id: call_id.clone(),
+            edited_input: None,
         })
         .await
         .unwrap();
@@ -391,6 +395,7 @@ async fn an_approval_whose_caller_hangs_up_mid_call_is_not_lost() {
         let approve = ApproveToolCallRequest {
             prompt_id: prompt.id.clone(),
             tool_call_id: call_id.clone(),
+            edited_input: None,
         };
         let _ = tokio::time::timeout(
             std::time::Duration::from_micros(150 * attempt),

@@ -276,6 +276,7 @@ async fn every_gateway_call_on_another_users_things_is_not_found_and_changes_not
             bob.approve_tool_call(ApproveToolCallRequest {
                 prompt_id: id(),
                 tool_call_id: call_id.clone(),
+                edited_input: None,
             })
             .await
             .unwrap_err()

@@ -361,6 +361,66 @@ async fn a_waiting_prompt_is_approved_from_the_command_line_and_its_stream_goes_
 }
 
 #[tokio::test]
+async fn a_call_is_approved_with_an_edited_input_or_answered_from_the_command_line() {
+    let stack = Stack::start(vec![
+        calls(
+            Match::NoToolResults,
+            vec![call("demo__dangerous", json!({"action": "launch"}))],
+        ),
+        text(Match::HasToolResults, "It is done: {last_tool_result}"),
+    ])
+    .await
+    .unwrap();
+    let waiting = || async {
+        let asked = agentic(&stack, &["prompt", "do the risky thing"], "").await;
+        assert_eq!(asked.code, 3, "stderr: {}", asked.stderr);
+        assert!(asked.stderr.contains("--input"), "{}", asked.stderr);
+        let prompt_id = asked.id_after("prompt");
+        let client = stack.client("alice").await.unwrap();
+        let call_id = call_id(&client.get_prompt(&prompt_id).await.unwrap(), None).unwrap();
+        (prompt_id, call_id)
+    };
+
+    let (prompt_id, call_id) = waiting().await;
+    let not_json = agentic(
+        &stack,
+        &["approve", &prompt_id, &call_id, "--input", "{land"],
+        "",
+    )
+    .await;
+    assert_eq!(not_json.code, 2, "a usage error: {}", not_json.stderr);
+    let approved = agentic(
+        &stack,
+        &[
+            "approve",
+            &prompt_id,
+            &call_id,
+            "--input",
+            r#"{"action": "land"}"#,
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(approved.code, 0, "stderr: {}", approved.stderr);
+    assert_eq!(approved.stdout, "It is done: {\"done\":\"land\"}\n");
+    assert!(
+        approved.stderr.contains("with your input"),
+        "{}",
+        approved.stderr
+    );
+
+    let (prompt_id, call_id) = waiting().await;
+    let answered = agentic(
+        &stack,
+        &["respond", &prompt_id, &call_id, r#"{"done": "by hand"}"#],
+        "",
+    )
+    .await;
+    assert_eq!(answered.code, 0, "stderr: {}", answered.stderr);
+    assert_eq!(answered.stdout, "It is done: {\"done\":\"by hand\"}\n");
+}
+
+#[tokio::test]
 async fn a_rejected_call_never_runs_and_the_model_hears_the_reason() {
     let stack = Stack::start(vec![
         calls(

@@ -464,6 +464,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 let request = ApproveToolCallRequest {
                     prompt_id: "not-a-uuid".into(),
                     tool_call_id: SQL_DROP.into(),
+                    edited_input: None,
                 };
                 g.approve_tool_call(request).await.map(|_| Ok(()))
             },
@@ -520,6 +521,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                     let request = ApproveToolCallRequest {
                         prompt_id: id,
                         tool_call_id: SQL_DROP.into(),
+                        edited_input: None,
                     };
                     g.approve_tool_call(request).await.map(|_| Ok(()))
                 }

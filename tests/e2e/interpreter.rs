@@ -288,17 +288,17 @@ async fn waiting_for_the_nested_call(
 
 /// A stack whose classic prompt waits for a person to decide on the call its interpreter
 /// code made.
-struct Waiting {
-    stack: Stack,
-    client: agentic_client::Client,
-    prompt_id: String,
-    call_id: String,
+pub(crate) struct Waiting {
+    pub(crate) stack: Stack,
+    pub(crate) client: agentic_client::Client,
+    pub(crate) prompt_id: String,
+    pub(crate) call_id: String,
     /// The last event before the pause.
-    paused_at: u64,
+    pub(crate) paused_at: u64,
 }
 
 impl Waiting {
-    async fn start(options: StackOptions) -> Waiting {
+    pub(crate) async fn start(options: StackOptions) -> Waiting {
         let stack = Stack::start_with(dangerous_code_rules(), options)
             .await
             .unwrap();
@@ -317,7 +317,7 @@ impl Waiting {
         }
     }
 
-    async fn completed(&self) -> (Value, agentic_proto::v1::ToolOutput) {
+    pub(crate) async fn completed(&self) -> (Value, agentic_proto::v1::ToolOutput) {
         completed_after(&self.client, &self.prompt_id, self.paused_at).await
     }
 }
@@ -352,6 +352,7 @@ async fn a_call_the_code_makes_that_needs_approval_pauses_the_prompt_until_appro
     let request = ApproveToolCallRequest {
         prompt_id: waiting.prompt_id.clone(),
         tool_call_id: waiting.call_id.clone(),
+        edited_input: None,
     };
     gateway.approve_tool_call(request).await.unwrap();
     let (result, nested) = waiting.completed().await;

@@ -34,6 +34,7 @@ mod llm_faults;
 mod mcp_server;
 mod mcp_tools;
 mod model;
+mod people;
 mod playground;
 mod processes;
 mod queue;

@@ -332,6 +332,38 @@ async fn a_prompt_that_waits_for_approval_returns_at_once_with_the_command_that_
     let approved = call_tool(&client, "approve_tool_call", decision).await;
     assert_eq!(structured(&approved)["state"], "completed", "{approved:?}");
     assert_eq!(texts(&approved)[0], "Launched.");
+    // With approvals allowed, the person may also have the call run with their arguments,
+    // or answer it in its place.
+    let paused = call_tool(&client, "run_prompt", json!({"input": "launch, edited"})).await;
+    let (prompt_id, call_id) = waiting_call(&paused);
+    let edited = call_tool(
+        &client,
+        "approve_tool_call",
+        json!({"prompt_id": prompt_id, "call_id": call_id, "edited_input": {"action": "dock"}}),
+    )
+    .await;
+    assert_eq!(structured(&edited)["state"], "completed", "{edited:?}");
+    let approval = first_approval(&sdk.get_prompt(&prompt_id).await.unwrap());
+    assert_eq!(
+        approval
+            .original_input
+            .map(|input| agentic_proto::json::from_proto(&input)),
+        Some(json!({"action": "launch"}))
+    );
+    let paused = call_tool(&client, "run_prompt", json!({"input": "launch, answered"})).await;
+    let (prompt_id, call_id) = waiting_call(&paused);
+    let answered = call_tool(
+        &client,
+        "respond_to_tool_call",
+        json!({"prompt_id": prompt_id, "call_id": call_id, "output": {"done": "by hand"}}),
+    )
+    .await;
+    assert_eq!(structured(&answered)["state"], "completed", "{answered:?}");
+    let approval = first_approval(&sdk.get_prompt(&prompt_id).await.unwrap());
+    assert_eq!(
+        approval.state,
+        agentic_proto::v1::ApprovalState::Responded as i32
+    );
     // Another user's prompt is not found, and nothing is decided.
     let foreign = call_tool(
         &client,

@@ -127,6 +127,7 @@ async fn a_waiting_prompt_is_approved_through_another_replica() {
     b.approve_tool_call(ApproveToolCallRequest {
         prompt_id: prompt.id.clone(),
         tool_call_id: requested_call(&paused),
+        edited_input: None,
     })
     .await
     .unwrap();
@@ -172,6 +173,7 @@ complete({response: "ran: " + result.done});"#;
     b.approve_tool_call(ApproveToolCallRequest {
         prompt_id: prompt.id.clone(),
         tool_call_id: requested_call(&paused),
+        edited_input: None,
     })
     .await
     .unwrap();
@@ -303,6 +305,7 @@ async fn a_dead_replicas_running_prompts_fail_when_its_lease_expires_and_waiting
         .approve_tool_call(ApproveToolCallRequest {
             prompt_id: waiting.id.clone(),
             tool_call_id: requested_call(&paused),
+            edited_input: None,
         })
         .await
         .unwrap();
@@ -350,6 +353,7 @@ complete({response: "ran: " + result.done});"#;
         .approve_tool_call(ApproveToolCallRequest {
             prompt_id: prompt.id.clone(),
             tool_call_id: requested_call(&paused),
+            edited_input: None,
         })
         .await
         .unwrap();

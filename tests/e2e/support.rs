@@ -14,12 +14,23 @@ pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Reads a prompt's stream from `after` until the server ends it.
 pub async fn collect(client: &Client, prompt_id: &str, after: u64) -> Vec<PromptEvent> {
+    collect_within(client, prompt_id, after, PATIENCE).await
+}
+
+/// [`collect`], for a stream that may take up to `patience` to end (one of 100,000 events,
+/// read by a debug build while the rest of the suite runs beside it).
+pub async fn collect_within(
+    client: &Client,
+    prompt_id: &str,
+    after: u64,
+    patience: Duration,
+) -> Vec<PromptEvent> {
     let mut stream = client
         .stream_prompt(prompt_id, after)
         .await
         .expect("stream opens");
     let mut events = Vec::new();
-    tokio::time::timeout(PATIENCE, async {
+    tokio::time::timeout(patience, async {
         while let Some(event) = stream.message().await.expect("stream delivers") {
             events.push(event);
         }

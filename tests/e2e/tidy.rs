@@ -140,6 +140,7 @@ async fn approve(stack: &Stack, prompt_id: &str, call_id: &str) {
         .approve_tool_call(ApproveToolCallRequest {
             prompt_id: prompt_id.to_owned(),
             tool_call_id: call_id.to_owned(),
+            edited_input: None,
         })
         .await
         .unwrap();

@@ -337,13 +337,11 @@ pub fn not_run_output(
     error: String,
 ) -> Output {
     if let Some(decision) = decision {
-        call.approval = if decision.approved {
-            agentic_executor::timeline::Approval {
-                state: ApprovalState::Approved,
-                reason: decision.reason.clone(),
-            }
-        } else {
-            decision.refusal().1
+        use agentic_executor::timeline::Decided;
+        call.approval = match decision.outcome(&call.input) {
+            Decided::Run { approval, .. }
+            | Decided::Respond { approval, .. }
+            | Decided::Refuse { approval, .. } => approval,
         };
     }
     call.result = ToolResult::Error { error };

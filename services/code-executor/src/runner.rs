@@ -13,7 +13,7 @@ mod bounds;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agentic_executor::timeline::Decision;
+use agentic_executor::timeline::{Decided, Decision};
 use agentic_executor::tool_host::{AskApproval, RunScope, RunsCode, ToolHost};
 use agentic_executor::{RunTools, SchemaCache};
 use agentic_ids::{ConversationId, IdError, PromptId, UserId};
@@ -352,7 +352,8 @@ impl RecordingHost {
     }
 
     /// Asks the caller about `call` and waits, the code's clock stopped, for the decision
-    /// (at most the approval timeout); runs the call once it is approved. The decision is
+    /// (at most the approval timeout); runs the call once it is approved (with the person's
+    /// input when they edited it), or answers with the person's result. The decision is
     /// recorded on `call`.
     async fn ask_then_invoke(
         &self,
@@ -388,11 +389,22 @@ impl RecordingHost {
         let approval = |state: ApprovalState, reason: &str| ToolApproval {
             state: state.into(),
             reason: reason.to_owned(),
+            ..ToolApproval::default()
         };
         match decision {
-            Some(decision) if decision.approved => {
-                call.approval = Some(approval(ApprovalState::Approved, &decision.reason));
-                self.invoke(&call.tool_id, input, &call.id).await
+            Some(decision) if decision.approved || decision.response.is_some() => {
+                match decision.outcome(input) {
+                    Decided::Run { input, approval } => {
+                        call.input = Some(json::to_proto(&input));
+                        call.approval = Some(agentic_executor::approval_to_proto(approval));
+                        self.invoke(&call.tool_id, &input, &call.id).await
+                    }
+                    Decided::Respond { output, approval } => {
+                        call.approval = Some(agentic_executor::approval_to_proto(approval));
+                        Ok(output)
+                    }
+                    Decided::Refuse { error, .. } => Err(ToolFailure::Failed(error)),
+                }
             }
             Some(decision) if decision.expired => {
                 let (error, refused) = decision.refusal();

@@ -191,7 +191,7 @@ export class PromptView {
     });
   }
 
-  // Cancel, approve or reject, then follow what the prompt does next.
+  // Cancel, approve, reject or respond, then follow what the prompt does next.
   async act(what, path, body) {
     let prompt;
     try {
@@ -335,22 +335,63 @@ export class PromptView {
     if (approval.state === "APPROVAL_STATE_EXPIRED") {
       details.append(labelled("expired", plain(approval.reason || "nobody decided")));
     }
+    if (approval.originalInput !== undefined) {
+      details.append(labelled(`asked for (changed by ${approval.decidedBy || "a person"})`, json(approval.originalInput), "original"));
+    }
+    if (approval.state === "APPROVAL_STATE_RESPONDED") {
+      details.append(labelled("answered by", plain(approval.decidedBy || "a person"), "responded"));
+    }
     if (pending && this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") {
-      const decide = el("div", "approval");
-      const reason = el("input", "reason");
-      reason.placeholder = "reason (for a rejection)";
-      reason.maxLength = 1000;
-      const base = `/v1/prompts/${encodeURIComponent(this.id)}/tool-calls/${encodeURIComponent(tool.id)}`;
-      decide.append(
-        text("Needs approval: "),
-        button("Approve", "approve", () => this.act("approve", `${base}:approve`, {})),
-        reason,
-        button("Reject", "reject", () => this.act("reject", `${base}:reject`, { reason: reason.value })),
-      );
-      details.append(decide);
+      details.append(this.decisionControls(tool));
     }
     details.dataset.index = String(index);
     return details;
+  }
+
+  // Approve (as asked, or with the input edited here), reject with a reason, or answer in
+  // the tool's place.
+  decisionControls(tool) {
+    const decide = el("div", "approval");
+    const base = `/v1/prompts/${encodeURIComponent(this.id)}/tool-calls/${encodeURIComponent(tool.id)}`;
+    const asked = JSON.stringify(tool.input === undefined ? {} : tool.input, null, 2);
+    const edit = el("textarea", "edit-input");
+    edit.value = asked;
+    edit.rows = Math.min(8, asked.split("\n").length);
+    edit.title = "the call's input: edit it to run the call with yours";
+    const reason = el("input", "reason");
+    reason.placeholder = "reason (for a rejection)";
+    reason.maxLength = 1000;
+    const answer = el("input", "answer");
+    answer.placeholder = "a result in the tool's place (JSON or text)";
+    const approve = () => {
+      if (edit.value.trim() === asked.trim()) return this.act("approve", `${base}:approve`, {});
+      let editedInput;
+      try {
+        editedInput = JSON.parse(edit.value);
+      } catch (error) {
+        return this.onError(new Error(`the edited input is not JSON: ${error.message}`), "approve");
+      }
+      return this.act("approve", `${base}:approve`, { editedInput });
+    };
+    const respond = () => {
+      let output;
+      try {
+        output = JSON.parse(answer.value);
+      } catch {
+        output = answer.value;
+      }
+      return this.act("respond", `${base}:respond`, { output });
+    };
+    decide.append(
+      text("Needs approval: "),
+      edit,
+      button("Approve", "approve", approve),
+      reason,
+      button("Reject", "reject", () => this.act("reject", `${base}:reject`, { reason: reason.value })),
+      answer,
+      button("Respond", "respond", respond),
+    );
+    return decide;
   }
 
   renderFile(file) {
@@ -442,6 +483,7 @@ function toolStatus(tool) {
   if (approval === "APPROVAL_STATE_PENDING") return "awaiting approval";
   if (approval === "APPROVAL_STATE_REJECTED") return "rejected";
   if (approval === "APPROVAL_STATE_EXPIRED") return "expired";
+  if (approval === "APPROVAL_STATE_RESPONDED") return "answered";
   if (result.success) return "done";
   if (result.error) return "error";
   return "running";

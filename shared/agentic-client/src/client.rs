@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use agentic_proto::v1::prompt_gateway_client::PromptGatewayClient;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, Budget, BusyPolicy, CancelPromptRequest, Conversation,
-    ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateSkillRequest,
-    CreateTriggerRequest, DeleteSkillRequest, DeleteTriggerRequest, File, GetConversationRequest,
-    GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest, ImportRecordingRequest,
+    Budget, BusyPolicy, CancelPromptRequest, Conversation, ConversationFile,
+    CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
+    DeleteSkillRequest, DeleteTriggerRequest, File, GetConversationRequest, GetFileRequest,
+    GetPromptRequest, GetRecordingRequest, GetSkillRequest, ImportRecordingRequest,
     ListConversationFilesRequest, ListConversationsRequest, ListConversationsResponse,
     ListModesRequest, ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListToolsRequest,
     ListToolsResponse, ListTriggersRequest, Mode, ModelTier, Prompt, PromptEvent, Recording,
-    RejectToolCallRequest, ReplayPromptRequest, Skill, StreamPromptRequest, Trigger,
-    UpdateConversationRequest, UpdateTriggerRequest,
+    ReplayPromptRequest, Skill, StreamPromptRequest, Trigger, UpdateConversationRequest,
+    UpdateTriggerRequest,
 };
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -304,38 +304,6 @@ impl Client {
             reason: reason.to_owned(),
         };
         let response = self.gateway().cancel_prompt(request).await;
-        Ok(response.map_err(|status| self.failed(status))?.into_inner())
-    }
-
-    /// Lets the tool call `tool_call_id` (a `ToolOutput.id`, also
-    /// `ApprovalRequested.tool_call_id`) run. Once every pending call of the prompt is decided
-    /// the prompt runs again: stream it on from the last sequence you saw.
-    pub async fn approve_tool_call(
-        &self,
-        prompt_id: &str,
-        tool_call_id: &str,
-    ) -> Result<Prompt, ClientError> {
-        let request = ApproveToolCallRequest {
-            prompt_id: prompt_id.to_owned(),
-            tool_call_id: tool_call_id.to_owned(),
-        };
-        let response = self.gateway().approve_tool_call(request).await;
-        Ok(response.map_err(|status| self.failed(status))?.into_inner())
-    }
-
-    /// Refuses the tool call; the model is told it was rejected, with `reason`.
-    pub async fn reject_tool_call(
-        &self,
-        prompt_id: &str,
-        tool_call_id: &str,
-        reason: &str,
-    ) -> Result<Prompt, ClientError> {
-        let request = RejectToolCallRequest {
-            prompt_id: prompt_id.to_owned(),
-            tool_call_id: tool_call_id.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let response = self.gateway().reject_tool_call(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
 

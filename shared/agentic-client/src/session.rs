@@ -512,7 +512,7 @@ mod tests {
         if let Some(prompt_output::Kind::Tool(call)) = &mut waiting.kind {
             call.approval = Some(ToolApproval {
                 state: ApprovalState::Pending as i32,
-                reason: String::new(),
+                ..ToolApproval::default()
             });
         }
         let pending = pending_approvals(&[tool("demo.echo", 1), waiting]);

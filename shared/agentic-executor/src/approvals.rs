@@ -34,10 +34,10 @@ impl Approvals {
     pub fn deliver(&self, decision: Decision) -> bool {
         let waiting = self.lock().remove(&decision.tool_call_id);
         let tool_call_id = decision.tool_call_id.clone();
-        match waiting.map(|waiting| waiting.send(decision)) {
-            Some(Ok(())) => true,
+        match waiting.map(|waiting| waiting.send(decision).is_ok()) {
+            Some(true) => true,
             // The call stopped waiting between the lookup and the send.
-            Some(Err(_)) | None => {
+            Some(false) | None => {
                 tracing::warn!(
                     %tool_call_id,
                     "decision for a call that is not waiting for approval, ignored"

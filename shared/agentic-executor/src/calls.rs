@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 use crate::approvals::Approvals;
 use crate::functions::{self, FunctionNames, Verdict};
 use crate::timeline::{
-    Approval, ApprovalState, Decision, Event, Output, ToolCallOutput, ToolResult,
+    Approval, ApprovalState, Decided, Decision, Event, Output, ToolCallOutput, ToolResult,
 };
 use crate::tool_host::{RunScope, ToolHost};
 use crate::{EventSink, RunError, RunTools};
@@ -249,7 +249,8 @@ impl<'a> Calls<'a> {
     }
 
     /// Applies the decisions for calls that wait for approval: rejected calls get their error,
-    /// approved ones run. Calls still without a decision keep the prompt waiting.
+    /// answered ones the person's result, approved ones run (with the person's input when
+    /// they edited it). Calls still without a decision keep the prompt waiting.
     pub async fn settle_approvals(&mut self, decisions: &[Decision]) -> Result<Settled, RunError> {
         let waiting: Vec<(usize, String)> = self
             .outputs
@@ -270,22 +271,36 @@ impl<'a> Calls<'a> {
         let mut approved = Vec::new();
         let mut settled = Settled::Ready;
         for (index, id) in waiting {
-            match decisions
+            let Some(decision) = decisions
                 .iter()
                 .find(|decision| decision.tool_call_id == id)
-            {
-                None => settled = Settled::StillWaiting,
-                Some(decision) if decision.approved => {
-                    approved.push((
-                        index,
-                        Approval {
-                            state: ApprovalState::Approved,
-                            reason: decision.reason.clone(),
-                        },
-                    ));
+            else {
+                settled = Settled::StillWaiting;
+                continue;
+            };
+            let Some(Output::Tool(call)) = self.outputs.get(index) else {
+                continue;
+            };
+            match decision.outcome(&call.input) {
+                Decided::Run { input, approval } => {
+                    if input != call.input {
+                        // What runs is what the timeline shows; the approval keeps what was asked.
+                        let mut edited = call.clone();
+                        edited.input = input;
+                        edited.approval = approval.clone();
+                        edited.result = ToolResult::Pending {
+                            reason: "running".into(),
+                            progress: None,
+                        };
+                        self.update(index, Output::Tool(edited)).await?;
+                    }
+                    approved.push((index, approval));
                 }
-                Some(decision) => {
-                    let (error, approval) = decision.refusal();
+                Decided::Respond { output, approval } => {
+                    self.finish_call(index, ToolResult::Success { output }, Some(approval))
+                        .await?;
+                }
+                Decided::Refuse { error, approval } => {
                     self.finish_call(index, ToolResult::Error { error }, Some(approval))
                         .await?;
                 }
@@ -316,19 +331,24 @@ impl<'a> Calls<'a> {
             return Ok(());
         };
         let mut call = call.clone();
-        match decision {
-            Some(decision) if decision.approved => {
-                call.approval = Approval {
-                    state: ApprovalState::Approved,
-                    reason: decision.reason.clone(),
-                };
+        match decision
+            .as_ref()
+            .map(|decision| decision.outcome(&call.input))
+        {
+            Some(Decided::Run { input, approval }) => {
+                call.input = input;
+                call.approval = approval;
                 call.result = ToolResult::Pending {
                     reason: "running".into(),
                     progress: None,
                 };
             }
-            Some(decision) => {
-                let (error, approval) = decision.refusal();
+            Some(Decided::Respond { output, approval }) => {
+                call.result = ToolResult::Success { output };
+                call.approval = approval;
+                call.end = Some(SystemTime::now());
+            }
+            Some(Decided::Refuse { error, approval }) => {
                 call.result = ToolResult::Error { error };
                 call.approval = approval;
                 call.end = Some(SystemTime::now());
@@ -341,6 +361,7 @@ impl<'a> Calls<'a> {
                 call.approval = Approval {
                     state: ApprovalState::Rejected,
                     reason,
+                    ..Approval::new(ApprovalState::Rejected)
                 };
                 call.end = Some(SystemTime::now());
             }

@@ -206,11 +206,14 @@ fn approval_from_proto(approval: Option<&pb::ToolApproval>) -> Approval {
         Ok(pb::ApprovalState::Approved) => ApprovalState::Approved,
         Ok(pb::ApprovalState::Rejected) => ApprovalState::Rejected,
         Ok(pb::ApprovalState::Expired) => ApprovalState::Expired,
+        Ok(pb::ApprovalState::Responded) => ApprovalState::Responded,
         _ => ApprovalState::NotRequired,
     };
     Approval {
         state,
         reason: approval.reason.clone(),
+        original_input: approval.original_input.as_ref().map(json::from_proto),
+        decided_by: approval.decided_by.clone(),
     }
 }
 
@@ -223,6 +226,9 @@ impl From<pb::ApprovalDecision> for Decision {
             approved: decision.approved,
             reason: decision.reason,
             expired: decision.expired,
+            edited_input: decision.edited_input.as_ref().map(json::from_proto),
+            response: decision.response.as_ref().map(json::from_proto),
+            decided_by: decision.decided_by,
         }
     }
 }
@@ -234,6 +240,9 @@ impl From<Decision> for pb::ApprovalDecision {
             approved: decision.approved,
             reason: decision.reason,
             expired: decision.expired,
+            edited_input: decision.edited_input.as_ref().map(json::to_proto),
+            response: decision.response.as_ref().map(json::to_proto),
+            decided_by: decision.decided_by,
         }
     }
 }
@@ -349,17 +358,21 @@ fn result_to_proto(result: ToolResult) -> pb::ToolResult {
     }
 }
 
-fn approval_to_proto(approval: Approval) -> pb::ToolApproval {
+/// An approval as the timeline's proto shows it.
+pub fn approval_to_proto(approval: Approval) -> pb::ToolApproval {
     let state = match approval.state {
         ApprovalState::NotRequired => pb::ApprovalState::NotRequired,
         ApprovalState::Pending => pb::ApprovalState::Pending,
         ApprovalState::Approved => pb::ApprovalState::Approved,
         ApprovalState::Rejected => pb::ApprovalState::Rejected,
         ApprovalState::Expired => pb::ApprovalState::Expired,
+        ApprovalState::Responded => pb::ApprovalState::Responded,
     };
     pb::ToolApproval {
         state: state.into(),
         reason: approval.reason,
+        original_input: approval.original_input.as_ref().map(json::to_proto),
+        decided_by: approval.decided_by,
     }
 }
 

@@ -28,6 +28,7 @@ pub mod tape;
 pub mod timeline;
 pub mod tool_host;
 
+pub use convert::approval_to_proto;
 pub use edge::Mode;
 pub use error::{ExecuteError, RunError, ToolHostError};
 pub use register::{Announce, Registration, RegistrationError};

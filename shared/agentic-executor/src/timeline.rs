@@ -66,9 +66,58 @@ pub struct Decision {
     pub reason: String,
     /// Nobody decided in time: the gateway rejected the call as expired.
     pub expired: bool,
+    /// Approved with this input in place of the one asked for (the gateway checked it
+    /// against the tool's schema).
+    pub edited_input: Option<Json>,
+    /// Answered by the person instead of run: the call's result.
+    pub response: Option<Json>,
+    /// Who decided (a user id; empty for nobody).
+    pub decided_by: String,
+}
+
+/// What a decision makes of a call that waited for it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decided {
+    /// Run it with this input (the one asked for, or the person's edit).
+    Run { input: Json, approval: Approval },
+    /// Do not run it: the person's answer is its result.
+    Respond { output: Json, approval: Approval },
+    /// Do not run it: this error is its result.
+    Refuse { error: String, approval: Approval },
 }
 
 impl Decision {
+    /// What this decision makes of a call that asked to run with `asked`: the input to run
+    /// with and the approval it shows (the input asked for kept when the person changed
+    /// it), the person's answer in its place, or the refusal.
+    pub fn outcome(&self, asked: &Json) -> Decided {
+        if let Some(output) = &self.response {
+            return Decided::Respond {
+                output: output.clone(),
+                approval: Approval {
+                    state: ApprovalState::Responded,
+                    reason: self.reason.trim().to_owned(),
+                    original_input: None,
+                    decided_by: self.decided_by.clone(),
+                },
+            };
+        }
+        if !self.approved {
+            let (error, approval) = self.refusal();
+            return Decided::Refuse { error, approval };
+        }
+        let edited = self.edited_input.as_ref().filter(|edited| *edited != asked);
+        Decided::Run {
+            input: edited.unwrap_or(asked).clone(),
+            approval: Approval {
+                state: ApprovalState::Approved,
+                reason: self.reason.clone(),
+                original_input: edited.map(|_| asked.clone()),
+                decided_by: self.decided_by.clone(),
+            },
+        }
+    }
+
     /// What a call this decision did not approve shows: the error its result is (what the
     /// model, or the code, sees) and its approval.
     pub fn refusal(&self) -> (String, Approval) {
@@ -84,7 +133,16 @@ impl Decision {
                 ApprovalState::Rejected,
             ),
         };
-        (error, Approval { state, reason })
+        let decided_by = self.decided_by.clone();
+        (
+            error,
+            Approval {
+                state,
+                reason,
+                original_input: None,
+                decided_by,
+            },
+        )
     }
 }
 
@@ -157,6 +215,11 @@ pub struct Progress {
 pub struct Approval {
     pub state: ApprovalState,
     pub reason: String,
+    /// The input asked for, when the person who approved changed it (the call's input is
+    /// what ran).
+    pub original_input: Option<Json>,
+    /// Who decided (a user id; empty while pending, or for nobody).
+    pub decided_by: String,
 }
 
 impl Approval {
@@ -164,6 +227,8 @@ impl Approval {
         Approval {
             state,
             reason: String::new(),
+            original_input: None,
+            decided_by: String::new(),
         }
     }
 }
@@ -176,6 +241,8 @@ pub enum ApprovalState {
     Rejected,
     /// Nobody decided in time.
     Expired,
+    /// A person answered in the tool's place; it did not run.
+    Responded,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

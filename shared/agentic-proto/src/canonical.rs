@@ -28,9 +28,9 @@ use crate::v1::{
     ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
     ListPromptsResponse, ListSkillsRequest, ListSkillsResponse, ListToolsRequest,
     ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt, PromptEvent,
-    PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, Skill, StorageUsage,
-    StreamPromptRequest, Trigger, UpdateConversationRequest, UpdateTriggerRequest,
-    UploadFileRequest,
+    PromptOutput, Recording, RejectToolCallRequest, ReplayPromptRequest, RespondToToolCallRequest,
+    Skill, StorageUsage, StreamPromptRequest, Trigger, UpdateConversationRequest,
+    UpdateTriggerRequest, UploadFileRequest,
 };
 use prost_reflect::{
     DescriptorPool, DeserializeOptions, DynamicMessage, ReflectMessage, SerializeOptions,
@@ -234,6 +234,7 @@ described!(
     CancelPromptRequest,
     ApproveToolCallRequest,
     RejectToolCallRequest,
+    RespondToToolCallRequest,
     ListModesRequest,
     ListToolsRequest,
     CreateConversationRequest,

@@ -4,6 +4,7 @@
 
 mod attachments;
 mod browser;
+mod decisions;
 mod event_source;
 mod lifecycle;
 

@@ -387,6 +387,13 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn respond_to_tool_call(
+        &self,
+        _: Request<agentic_proto::v1::RespondToToolCallRequest>,
+    ) -> Result<Response<Prompt>, Status> {
+        unimplemented()
+    }
+
     async fn list_modes(
         &self,
         _: Request<ListModesRequest>,

@@ -192,9 +192,12 @@ async fn a_prompt_streaming_100k_tiny_chunks_never_breaks_another_users_prompt()
         .create_prompt(NewPrompt::new("flood"))
         .await
         .unwrap();
+    // The flood's 100,000 events take a debug build about 12 s alone, more beside the rest of
+    // the suite: what is checked is that every one arrives and alice is served meanwhile, not
+    // how fast (that is the bench's).
     let (quiet_events, flood_events) = tokio::join!(
         collect(&alice, &quiet.id, 0),
-        collect(&mallory, &flooding.id, 0)
+        collect_within(&mallory, &flooding.id, 0, 4 * PATIENCE)
     );
     assert_eq!(
         kind(quiet_events.last().unwrap()),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use agentic_executor::timeline::{
-    Approval, ApprovalState, Decision, Event, FileOutput, FileSource, Output, Progress,
+    Approval, ApprovalState, Decided, Decision, Event, FileOutput, FileSource, Output, Progress,
     RoundRecord, ToolCallOutput, ToolResult,
 };
 use agentic_executor::tool_host::{RunScope, ToolHost};
@@ -425,7 +425,7 @@ impl PromptHost {
 
     /// Runs the call (once approved, if it needs approval) and updates its output.
     async fn finish(&self, started: Started, clock: &Clock) -> Result<Json, ToolFailure> {
-        let Started { call, next } = started;
+        let Started { mut call, next } = started;
         let (approval, answer) = match next {
             Next::Refuse(message) => (
                 Approval::new(ApprovalState::NotRequired),
@@ -436,7 +436,9 @@ impl PromptHost {
                 let answer = self.invoke(&call, &approval).await;
                 (approval, answer)
             }
-            Next::AwaitApproval(pending) => self.approve_then_invoke(&call, pending, clock).await,
+            Next::AwaitApproval(pending) => {
+                self.approve_then_invoke(&mut call, pending, clock).await
+            }
         };
         let result = match &answer {
             Ok(output) => ToolResult::Success {
@@ -454,26 +456,36 @@ impl PromptHost {
         answer
     }
 
-    /// Waits for the person, off the run's clock, and runs the call if they approve it.
+    /// Waits for the person, off the run's clock, and runs the call if they approve it (with
+    /// their input when they edited it: `call` then shows it), or answers with the result
+    /// they gave in its place.
     async fn approve_then_invoke(
         &self,
-        call: &Recorded,
+        call: &mut Recorded,
         pending: PendingApproval,
         clock: &Clock,
     ) -> (Approval, Result<Json, ToolFailure>) {
         let decision = clock
             .paused_during(pending.decision(self.approval_timeout))
             .await;
-        let tool_call_id = &call.call_id;
+        let tool_call_id = call.call_id.clone();
         match decision {
-            Some(decision) if decision.approved => {
-                tracing::info!(%tool_call_id, "tool call approved");
-                let approval = Approval {
-                    state: ApprovalState::Approved,
-                    reason: decision.reason,
-                };
-                let answer = self.invoke(call, &approval).await;
-                (approval, answer)
+            Some(decision) if decision.approved || decision.response.is_some() => {
+                match decision.outcome(&call.input) {
+                    Decided::Run { input, approval } => {
+                        tracing::info!(%tool_call_id, edited = approval.original_input.is_some(), "tool call approved");
+                        call.input = input;
+                        let answer = self.invoke(call, &approval).await;
+                        (approval, answer)
+                    }
+                    Decided::Respond { output, approval } => {
+                        tracing::info!(%tool_call_id, "tool call answered by a person instead of run");
+                        (approval, Ok(output))
+                    }
+                    Decided::Refuse { error, approval } => {
+                        (approval, Err(ToolFailure::Failed(error)))
+                    }
+                }
             }
             Some(decision) if decision.expired => {
                 tracing::info!(%tool_call_id, "tool call's approval expired");
@@ -484,8 +496,9 @@ impl PromptHost {
                 tracing::info!(%tool_call_id, "tool call rejected");
                 let reason = decision.reason.trim().to_owned();
                 let approval = Approval {
-                    state: ApprovalState::Rejected,
                     reason: reason.clone(),
+                    decided_by: decision.decided_by,
+                    ..Approval::new(ApprovalState::Rejected)
                 };
                 (approval, Err(ToolFailure::Rejected { reason }))
             }
@@ -496,8 +509,8 @@ impl PromptHost {
                 };
                 // Nobody may approve the call any more: it expired, saying after how long.
                 let approval = Approval {
-                    state: ApprovalState::Expired,
                     reason: output_error(&failure),
+                    ..Approval::new(ApprovalState::Expired)
                 };
                 (approval, Err(failure))
             }

@@ -10,8 +10,8 @@ use agentic_proto::v1::{
     ListConversationFilesResponse, ListConversationsRequest, ListConversationsResponse,
     ListModesRequest, ListModesResponse, ListPromptsRequest, ListPromptsResponse, ListToolsRequest,
     ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
-    RegisterModeRequest, RejectToolCallRequest, StreamPromptRequest, Trigger,
-    UpdateConversationRequest, UpdateTriggerRequest,
+    RegisterModeRequest, RejectToolCallRequest, RespondToToolCallRequest, StreamPromptRequest,
+    Trigger, UpdateConversationRequest, UpdateTriggerRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -45,7 +45,9 @@ pub mod files;
 mod parse;
 mod triggers;
 
-use parse::{conversation_id, mode_message, no_nul, optional_conversation_id, prompt_id};
+use parse::{
+    conversation_id, decision_value, mode_message, no_nul, optional_conversation_id, prompt_id,
+};
 
 type GrpcResult<T> = Result<Response<T>, Status>;
 
@@ -182,6 +184,11 @@ impl PromptGateway for GatewayService {
         let user_id = Caller::user_of(&request)?;
         let request = request.into_inner();
         no_nul(&[("tool_call_id", &request.tool_call_id)])?;
+        let edited_input = request
+            .edited_input
+            .as_ref()
+            .map(|input| decision_value("edited_input", input))
+            .transpose()?;
         let decide = Decide {
             user_id,
             prompt_id: prompt_id(request.prompt_id)?,
@@ -189,6 +196,8 @@ impl PromptGateway for GatewayService {
             approved: true,
             reason: String::new(),
             expired: false,
+            edited_input,
+            response: None,
         };
         Ok(Response::new(
             self.prompts.decide(decide).await.map_err(to_status)?,
@@ -218,6 +227,34 @@ impl PromptGateway for GatewayService {
             approved: false,
             reason,
             expired: false,
+            edited_input: None,
+            response: None,
+        };
+        Ok(Response::new(
+            self.prompts.decide(decide).await.map_err(to_status)?,
+        ))
+    }
+
+    async fn respond_to_tool_call(
+        &self,
+        request: Request<RespondToToolCallRequest>,
+    ) -> GrpcResult<Prompt> {
+        let user_id = Caller::user_of(&request)?;
+        let request = request.into_inner();
+        no_nul(&[("tool_call_id", &request.tool_call_id)])?;
+        let output = request
+            .output
+            .as_ref()
+            .ok_or_else(|| Status::invalid_argument("output is required: the call's result"))?;
+        let decide = Decide {
+            user_id,
+            prompt_id: prompt_id(request.prompt_id)?,
+            tool_call_id: request.tool_call_id,
+            approved: false,
+            reason: "answered by a person instead of run".to_owned(),
+            expired: false,
+            edited_input: None,
+            response: Some(decision_value("output", output)?),
         };
         Ok(Response::new(
             self.prompts.decide(decide).await.map_err(to_status)?,

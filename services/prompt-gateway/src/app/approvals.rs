@@ -6,6 +6,10 @@
 //! that run's stream (through the database and a wake-up when another gateway replica runs
 //! it). Decisions are stored either way, so deciding twice is refused.
 //!
+//! Beside yes and no, a person may approve with an input of their own (checked against the
+//! tool's schema here, so a bad edit is refused while the call still waits) or answer the
+//! call with a result of their own instead of running it; both travel with the decision.
+//!
 //! A pause expires under one policy for every mode and depth: the prompt's approval timeout
 //! (the operator's `GATEWAY_APPROVAL_TIMEOUT_SECS`, or less) after it began. Its expiry is
 //! stored with the prompt, so any replica, after any restart, rejects the calls still
@@ -28,9 +32,76 @@ pub struct Decide {
     pub reason: String,
     /// Nobody decided in time: the gateway rejects the call as expired.
     pub expired: bool,
+    /// Approved with this input in place of the one asked for.
+    pub edited_input: Option<serde_json::Value>,
+    /// Answered with this result instead of run (`approved` is false).
+    pub response: Option<serde_json::Value>,
 }
 
+/// The largest edited input or response a person may give, as JSON text.
+pub const MAX_DECISION_VALUE_BYTES: usize = 256 * 1024;
+
 impl Prompts {
+    /// Checks an input a person edited against the input schema of `tool_id` as the
+    /// tool-host offers it to `user` now: INVALID_ARGUMENT names each error (the call still
+    /// waits); a tool no longer offered cannot take an edited input.
+    async fn check_edited_input(
+        &self,
+        user: &UserId,
+        tool_id: &str,
+        input: &serde_json::Value,
+    ) -> Result<(), GatewayError> {
+        use agentic_proto::v1::ListToolsRequest;
+        use agentic_proto::v1::tool_host_client::ToolHostClient;
+        let mut request = tonic::Request::new(ListToolsRequest {
+            user_id: user.to_string(),
+        });
+        request.set_timeout(std::time::Duration::from_secs(10));
+        let tools = ToolHostClient::new(self.files.tool_host())
+            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+            .list_tools(request)
+            .await
+            .map_err(|status| GatewayError::ToolsUnavailable(agentic_rpc::relayed(&status)))?
+            .into_inner();
+        let schema = tools
+            .tools
+            .iter()
+            .filter_map(|tool| tool.definition.as_ref())
+            .find(|definition| definition.id == tool_id)
+            .map(|definition| agentic_proto::json::from_proto_opt(definition.input_schema.as_ref()))
+            .ok_or_else(|| {
+                GatewayError::FailedPrecondition(format!(
+                    "{tool_id} is not offered any more, so its input cannot be edited; approve or reject the call as it is"
+                ))
+            })?;
+        let validator = jsonschema::validator_for(&schema).map_err(|error| {
+            GatewayError::FailedPrecondition(format!(
+                "{tool_id}'s input schema does not compile: {error}"
+            ))
+        })?;
+        let errors: Vec<String> = validator
+            .iter_errors(input)
+            .take(10)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                let at = if at.is_empty() {
+                    "(root)".to_owned()
+                } else {
+                    at
+                };
+                let message = agentic_telemetry::text::truncate_chars(&error.to_string(), 200, "…");
+                format!("{at}: {message}")
+            })
+            .collect();
+        if errors.is_empty() {
+            return Ok(());
+        }
+        Err(GatewayError::InvalidArgument(format!(
+            "the edited input does not fit {tool_id}: {}",
+            errors.join("; ")
+        )))
+    }
+
     /// Records a decision and delivers it to the prompt's run (or resumes the prompt once
     /// every pending call is decided), in a task of its own: a caller that hangs up mid-call
     /// must not leave a decision recorded but never delivered (the prompt would wait on,
@@ -63,11 +134,26 @@ impl Prompts {
                 call: request.tool_call_id,
             });
         }
+        if let Some(input) = &request.edited_input {
+            let tool_id = tool_of(&prompt, &request.tool_call_id);
+            self.check_edited_input(&request.user_id, tool_id, input)
+                .await?;
+        }
         let decision = ApprovalDecision {
             tool_call_id: request.tool_call_id.clone(),
             approved: request.approved,
             reason: request.reason,
             expired: request.expired,
+            edited_input: request
+                .edited_input
+                .as_ref()
+                .map(agentic_proto::json::to_proto),
+            response: request.response.as_ref().map(agentic_proto::json::to_proto),
+            decided_by: if request.expired {
+                String::new()
+            } else {
+                request.user_id.to_string()
+            },
         };
         let prompt_id = &request.prompt_id;
         if !self.store.record_decision(prompt_id, &decision).await? {
@@ -305,6 +391,8 @@ impl Prompts {
                 approved: false,
                 reason: reason.clone(),
                 expired: true,
+                edited_input: None,
+                response: None,
             };
             match self.decide(expire).await {
                 Ok(_) => crate::metrics::approval_expired(),
@@ -349,6 +437,20 @@ const RESUME_RETRIES: [std::time::Duration; 6] = [
     std::time::Duration::from_secs(15),
     std::time::Duration::from_secs(30),
 ];
+
+/// The tool of the prompt's call `tool_call_id` (empty when there is none).
+fn tool_of<'a>(prompt: &'a Prompt, tool_call_id: &str) -> &'a str {
+    prompt
+        .output
+        .iter()
+        .find_map(|output| match &output.kind {
+            Some(prompt_output::Kind::Tool(tool)) if tool.id == tool_call_id => {
+                Some(tool.function.as_str())
+            }
+            _ => None,
+        })
+        .unwrap_or_default()
+}
 
 /// Ids of the prompt's tool calls that wait for a decision.
 fn pending_calls(prompt: &Prompt) -> Vec<&str> {

@@ -9,8 +9,18 @@ impl Store {
         prompt_id: &PromptId,
         decision: &ApprovalDecision,
     ) -> Result<bool, GatewayError> {
-        let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at, expired) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
+        let sql = "INSERT INTO approval_decisions (prompt_id, tool_call_id, approved, reason, decided_at, expired, \
+             edited_input, response, decided_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (prompt_id, tool_call_id) DO NOTHING";
+        let json_text = |value: Option<&prost_types::Value>| {
+            value.map_or_else(String::new, |value| {
+                agentic_proto::json::from_proto(value).to_string()
+            })
+        };
+        let (edited_input, response) = (
+            json_text(decision.edited_input.as_ref()),
+            json_text(decision.response.as_ref()),
+        );
         let args = [
             prompt_id.into(),
             (&decision.tool_call_id).into(),
@@ -18,6 +28,9 @@ impl Store {
             (&decision.reason).into(),
             now_millis().into(),
             decision.expired.into(),
+            (&edited_input).into(),
+            (&response).into(),
+            (&decision.decided_by).into(),
         ];
         Ok(self.db.write(sql, &args).await? == 1)
     }
@@ -38,8 +51,8 @@ impl Store {
         &self,
         prompt_id: &PromptId,
     ) -> Result<Vec<ApprovalDecision>, GatewayError> {
-        let sql = "SELECT tool_call_id, approved, reason, expired FROM approval_decisions \
-                   WHERE prompt_id = $1 ORDER BY decided_at";
+        let sql = "SELECT tool_call_id, approved, reason, expired, edited_input, response, decided_by \
+                   FROM approval_decisions WHERE prompt_id = $1 ORDER BY decided_at";
         let rows: Vec<DecisionRow> = self.db.read_all(sql, &[prompt_id.into()]).await?;
         Ok(rows
             .into_iter()
@@ -48,6 +61,9 @@ impl Store {
                 approved: row.approved,
                 reason: row.reason,
                 expired: row.expired,
+                edited_input: json_value(&row.edited_input),
+                response: json_value(&row.response),
+                decided_by: row.decided_by,
             })
             .collect())
     }
@@ -244,4 +260,14 @@ impl Store {
             .map(|(prompt, user, at)| (PromptId::known(prompt), UserId::known(user), at))
             .collect())
     }
+}
+
+/// A stored JSON text as a value (`None` for an empty text, which stores no value).
+fn json_value(text: &str) -> Option<prost_types::Value> {
+    if text.is_empty() {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .map(|value| agentic_proto::json::to_proto(&value))
 }

@@ -61,6 +61,7 @@ pub(super) fn closing(
                 tool.approval = Some(ToolApproval {
                     state: ApprovalState::Expired as i32,
                     reason: format!("{why} before anyone decided"),
+                    ..ToolApproval::default()
                 });
             }
             let index = u32::try_from(index).ok()?;
@@ -96,7 +97,7 @@ mod tests {
                 }),
                 approval: Some(ToolApproval {
                     state: approval as i32,
-                    reason: String::new(),
+                    ..ToolApproval::default()
                 }),
                 ..Default::default()
             })),

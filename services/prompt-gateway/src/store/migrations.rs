@@ -75,6 +75,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0016_structured_output.sql",
         sql: include_str!("../../migrations/sqlite/0016_structured_output.sql"),
     },
+    MigrationFile {
+        name: "0017_decision_edits.sql",
+        sql: include_str!("../../migrations/sqlite/0017_decision_edits.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -141,6 +145,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0016_structured_output.sql",
         sql: include_str!("../../migrations/postgres/0016_structured_output.sql"),
+    },
+    MigrationFile {
+        name: "0017_decision_edits.sql",
+        sql: include_str!("../../migrations/postgres/0017_decision_edits.sql"),
     },
 ];
 

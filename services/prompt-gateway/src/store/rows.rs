@@ -187,6 +187,11 @@ pub(super) struct DecisionRow {
     pub(super) approved: bool,
     pub(super) reason: String,
     pub(super) expired: bool,
+    /// JSON text; empty: none.
+    pub(super) edited_input: String,
+    /// JSON text; empty: none.
+    pub(super) response: String,
+    pub(super) decided_by: String,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for DecisionRow
@@ -200,6 +205,9 @@ where
             approved: columns.get("approved")?,
             reason: columns.get("reason")?,
             expired: columns.get("expired")?,
+            edited_input: columns.get("edited_input")?,
+            response: columns.get("response")?,
+            decided_by: columns.get("decided_by")?,
         })
     }
 }

@@ -65,6 +65,9 @@ pub(super) enum Command {
     Approve(ApproveArgs),
     /// Refuse a tool call that waits for approval, then follow the prompt.
     Reject(RejectArgs),
+    /// Answer a tool call that waits for approval with a result of your own instead of
+    /// running it (the model reads it as the tool's output), then follow the prompt.
+    Respond(RespondArgs),
     /// Stop a running, waiting or queued prompt.
     Cancel {
         prompt: String,
@@ -175,6 +178,16 @@ fn json_object(text: &str, what: &str, example: &str) -> Result<StateObject, Str
         Ok(_) => Err(format!("{what} must be a JSON object, e.g. '{example}'")),
         Err(error) => Err(format!("not JSON: {error}")),
     }
+}
+
+/// Any JSON value.
+fn json_value(text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))
+}
+
+/// A JSON value, or the text itself as a string when it is not JSON.
+fn json_or_text(text: &str) -> Result<serde_json::Value, String> {
+    Ok(serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned())))
 }
 
 /// A value that is never printed, not even by `Debug`.
@@ -331,6 +344,24 @@ pub(super) struct ApproveArgs {
     pub(super) prompt: String,
     /// The tool call's id (shown when approval was requested).
     pub(super) call: String,
+    /// Run the call with this input (JSON) instead of the one asked for; it is checked
+    /// against the tool's schema first, e.g. '{"action": "dry-run"}'.
+    #[arg(long, value_parser = json_value)]
+    pub(super) input: Option<serde_json::Value>,
+    /// Print the prompt instead of following its stream.
+    #[arg(long)]
+    pub(super) no_follow: bool,
+}
+
+// `agentic respond`'s arguments (a plain comment: a doc comment here would replace the
+// command's help).
+#[derive(clap::Args, Debug)]
+pub(super) struct RespondArgs {
+    pub(super) prompt: String,
+    pub(super) call: String,
+    /// The call's result, as JSON (a bare word is taken as a string), e.g. '{"rows": 3}'.
+    #[arg(value_parser = json_or_text)]
+    pub(super) output: serde_json::Value,
     /// Print the prompt instead of following its stream.
     #[arg(long)]
     pub(super) no_follow: bool,

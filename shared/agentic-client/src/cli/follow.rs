@@ -124,7 +124,7 @@ pub fn print_decision_hints(
         let call_id = super::shell_word(&name(&call.tool_call_id).to_string());
         writeln!(
             console.err,
-            "  {} {} waits for approval:\n    agentic {flags}approve {prompt_id} {call_id}\n    agentic {flags}reject {prompt_id} {call_id}",
+            "  {} {} waits for approval:\n    agentic {flags}approve {prompt_id} {call_id}\n    agentic {flags}reject {prompt_id} {call_id}\n    (or approve with --input '<JSON>' to run it with your input, or respond {prompt_id} {call_id} '<result>' to answer in its place)",
             name(&call.tool_id),
             name(&call.input.to_string()),
         )?;

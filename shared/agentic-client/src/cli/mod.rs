@@ -217,12 +217,13 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         Command::Modes => inspect::modes(&client, console, json).await,
         Command::Tools => inspect::tools(&client, console, json).await,
         Command::Approve(args) => {
-            let request = decision(
-                args.prompt,
-                args.call,
-                prompt::Decision::Approve,
-                args.no_follow,
-            );
+            let approved = prompt::Decision::Approve(args.input);
+            let request = decision(args.prompt, args.call, approved, args.no_follow);
+            prompt::decide(&client, console, json, request, &again).await
+        }
+        Command::Respond(args) => {
+            let answered = prompt::Decision::Respond(args.output);
+            let request = decision(args.prompt, args.call, answered, args.no_follow);
             prompt::decide(&client, console, json, request, &again).await
         }
         Command::Reject(args) => {

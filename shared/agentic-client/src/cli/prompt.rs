@@ -161,8 +161,11 @@ async fn finish(
 }
 
 pub enum Decision {
-    Approve,
+    /// With the input the person put in place of the one asked for, if any.
+    Approve(Option<serde_json::Value>),
     Reject(String),
+    /// The person's result in place of the call's.
+    Respond(serde_json::Value),
 }
 
 /// `agentic approve` / `agentic reject`.
@@ -199,9 +202,27 @@ pub async fn decide(
         0
     };
     let prompt = match &decision {
-        Decision::Approve => {
-            let prompt = client.approve_tool_call(prompt_id, call_id).await?;
-            writeln!(console.err, "approved {}", name(call_id))?;
+        Decision::Approve(edited) => {
+            let prompt = client
+                .approve_tool_call_with(prompt_id, call_id, edited.as_ref())
+                .await?;
+            let how = if edited.is_some() {
+                " with your input"
+            } else {
+                ""
+            };
+            writeln!(console.err, "approved {}{how}", name(call_id))?;
+            prompt
+        }
+        Decision::Respond(output) => {
+            let prompt = client
+                .respond_to_tool_call(prompt_id, call_id, output)
+                .await?;
+            writeln!(
+                console.err,
+                "answered {} in the tool's place",
+                name(call_id)
+            )?;
             prompt
         }
         Decision::Reject(reason) => {

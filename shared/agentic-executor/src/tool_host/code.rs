@@ -314,7 +314,7 @@ fn waiting_call(call: &CodeToolCall, parent: &str) -> ToolCallOutput {
         }),
         approval: Some(ToolApproval {
             state: ApprovalState::Pending.into(),
-            reason: String::new(),
+            ..ToolApproval::default()
         }),
         end: None,
         ..nested_call(call, parent)
@@ -352,7 +352,7 @@ fn nested_call(call: &CodeToolCall, parent: &str) -> ToolOutput {
         end: call.end,
         approval: Some(call.approval.clone().unwrap_or(ToolApproval {
             state: ApprovalState::NotRequired.into(),
-            reason: String::new(),
+            ..ToolApproval::default()
         })),
         parent_id: parent.to_owned(),
         record: None,

@@ -245,12 +245,19 @@ pub struct ToolError {
     #[prost(string, tag = "1")]
     pub error: ::prost::alloc::string::String,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToolApproval {
     #[prost(enumeration = "ApprovalState", tag = "1")]
     pub state: i32,
     #[prost(string, tag = "2")]
     pub reason: ::prost::alloc::string::String,
+    /// Set when the person who approved changed the input: the input the model (or the code)
+    /// asked for; the call's `input` is what ran.
+    #[prost(message, optional, tag = "3")]
+    pub original_input: ::core::option::Option<::prost_types::Value>,
+    /// Who decided (a user id); empty while pending, or when nobody decided in time.
+    #[prost(string, tag = "4")]
+    pub decided_by: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct FileOutput {
@@ -534,6 +541,9 @@ pub enum ApprovalState {
     Rejected = 4,
     /// Nobody decided before the prompt ended (it was cancelled or failed); the reason says which.
     Expired = 5,
+    /// A person answered the call with a result of their own (RespondToToolCall); the tool did
+    /// not run.
+    Responded = 6,
 }
 impl ApprovalState {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -548,6 +558,7 @@ impl ApprovalState {
             Self::Approved => "APPROVAL_STATE_APPROVED",
             Self::Rejected => "APPROVAL_STATE_REJECTED",
             Self::Expired => "APPROVAL_STATE_EXPIRED",
+            Self::Responded => "APPROVAL_STATE_RESPONDED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -559,6 +570,7 @@ impl ApprovalState {
             "APPROVAL_STATE_APPROVED" => Some(Self::Approved),
             "APPROVAL_STATE_REJECTED" => Some(Self::Rejected),
             "APPROVAL_STATE_EXPIRED" => Some(Self::Expired),
+            "APPROVAL_STATE_RESPONDED" => Some(Self::Responded),
             _ => None,
         }
     }
@@ -849,7 +861,7 @@ pub struct ExecuteLimits {
     #[prost(uint32, tag = "4")]
     pub approval_timeout_ms: u32,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ApprovalDecision {
     #[prost(string, tag = "1")]
     pub tool_call_id: ::prost::alloc::string::String,
@@ -861,6 +873,16 @@ pub struct ApprovalDecision {
     /// `reason` says after how long). The call shows APPROVAL_STATE_EXPIRED.
     #[prost(bool, tag = "4")]
     pub expired: bool,
+    /// Approved with this input in place of the one asked for (checked against the tool's
+    /// schema by the gateway).
+    #[prost(message, optional, tag = "5")]
+    pub edited_input: ::core::option::Option<::prost_types::Value>,
+    /// Answered by the person instead of run (`approved` is false): the call's result.
+    #[prost(message, optional, tag = "6")]
+    pub response: ::core::option::Option<::prost_types::Value>,
+    /// Who decided (their user id; empty when nobody did, as for an expiry).
+    #[prost(string, tag = "7")]
+    pub decided_by: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct CancelExecution {
@@ -4468,12 +4490,28 @@ pub struct CancelPromptRequest {
     #[prost(string, tag = "2")]
     pub reason: ::prost::alloc::string::String,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ApproveToolCallRequest {
     #[prost(string, tag = "1")]
     pub prompt_id: ::prost::alloc::string::String,
     #[prost(string, tag = "2")]
     pub tool_call_id: ::prost::alloc::string::String,
+    /// Run the call with this input instead of the one the model (or the code) gave: checked
+    /// against the tool's input schema first (INVALID_ARGUMENT names what does not fit; the call
+    /// still waits), at most 256 KiB as JSON. The call's `input` then shows what ran, and its
+    /// approval the model's input (`original_input`) and who changed it. Unset: as asked.
+    #[prost(message, optional, tag = "3")]
+    pub edited_input: ::core::option::Option<::prost_types::Value>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RespondToToolCallRequest {
+    #[prost(string, tag = "1")]
+    pub prompt_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub tool_call_id: ::prost::alloc::string::String,
+    /// The call's result as the model (or the code) reads it: any JSON value, at most 256 KiB.
+    #[prost(message, optional, tag = "3")]
+    pub output: ::core::option::Option<::prost_types::Value>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RejectToolCallRequest {
@@ -5147,6 +5185,32 @@ pub mod prompt_gateway_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "RejectToolCall"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The third choice beside approve and reject: the caller answers a pending call with a
+        /// result of their own, which the model (or the code) receives as the tool's output; the
+        /// tool does not run. The call shows APPROVAL_STATE_RESPONDED.
+        pub async fn respond_to_tool_call(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RespondToToolCallRequest>,
+        ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/RespondToToolCall",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("agentic.v1.PromptGateway", "RespondToToolCall"),
+                );
             self.inner.unary(req, path, codec).await
         }
         /// Needs a user; endpoints are shown only to internal callers.
@@ -5892,6 +5956,13 @@ pub mod prompt_gateway_server {
             &self,
             request: tonic::Request<super::RejectToolCallRequest>,
         ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status>;
+        /// The third choice beside approve and reject: the caller answers a pending call with a
+        /// result of their own, which the model (or the code) receives as the tool's output; the
+        /// tool does not run. The call shows APPROVAL_STATE_RESPONDED.
+        async fn respond_to_tool_call(
+            &self,
+            request: tonic::Request<super::RespondToToolCallRequest>,
+        ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status>;
         /// Needs a user; endpoints are shown only to internal callers.
         async fn list_modes(
             &self,
@@ -6478,6 +6549,52 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = RejectToolCallSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/RespondToToolCall" => {
+                    #[allow(non_camel_case_types)]
+                    struct RespondToToolCallSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::RespondToToolCallRequest>
+                    for RespondToToolCallSvc<T> {
+                        type Response = super::Prompt;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RespondToToolCallRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::respond_to_tool_call(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RespondToToolCallSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

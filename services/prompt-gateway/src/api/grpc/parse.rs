@@ -177,3 +177,19 @@ fn id_status(error: &IdError, text: String, not_found: fn(String) -> GatewayErro
         IdProblem::Empty | IdProblem::TooLong => not_found(text),
     })
 }
+
+/// A value a person gives with a decision (an edited input, a result), bounded.
+pub(super) fn decision_value(
+    field: &str,
+    value: &prost_types::Value,
+) -> Result<serde_json::Value, Status> {
+    use crate::app::approvals::MAX_DECISION_VALUE_BYTES;
+    let value = agentic_proto::json::from_proto(value);
+    let bytes = serde_json::to_string(&value).map_or(usize::MAX, |text| text.len());
+    if bytes > MAX_DECISION_VALUE_BYTES {
+        return Err(Status::invalid_argument(format!(
+            "{field} is {bytes} bytes as JSON; at most {MAX_DECISION_VALUE_BYTES} are accepted"
+        )));
+    }
+    Ok(value)
+}

@@ -1,6 +1,6 @@
-//! `approve_tool_call` and `reject_tool_call`: the decision on a call a prompt waits for,
-//! made through the MCP client, answered with the prompt's result once it has ended or waits
-//! again, as `run_prompt` answers.
+//! `approve_tool_call`, `reject_tool_call` and `respond_to_tool_call`: the decision on a call
+//! a prompt waits for, made through the MCP client, answered with the prompt's result once it
+//! has ended or waits again, as `run_prompt` answers.
 
 use agentic_proto::v1::{PromptEvent, prompt_event};
 use rmcp::model::CallToolResult;
@@ -19,26 +19,51 @@ pub struct Decision {
     call_id: String,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    edited_input: Option<serde_json::Value>,
+    #[serde(default)]
+    output: Option<serde_json::Value>,
 }
 
-/// Approves (or rejects) the call, then follows its prompt to its next end or pause.
-pub async fn decide(client: &Client, decision: Decision, approve: bool) -> CallToolResult {
+/// What the person decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Approve,
+    Reject,
+    Respond,
+}
+
+/// Approves, rejects or answers the call, then follows its prompt to its next end or pause.
+pub async fn decide(client: &Client, decision: Decision, choice: Choice) -> CallToolResult {
     let Decision {
         prompt_id,
         call_id,
         reason,
+        edited_input,
+        output,
     } = decision;
     // Read before the decision, so no event after it is missed.
     let after = match client.last_sequence(&prompt_id).await {
         Ok(after) => after,
         Err(error) => return gateway_error(&error),
     };
-    let decided = if approve {
-        client.approve_tool_call(&prompt_id, &call_id).await
-    } else {
-        let reason = reason.filter(|reason| !reason.trim().is_empty());
-        let reason = reason.as_deref().unwrap_or(DEFAULT_REASON);
-        client.reject_tool_call(&prompt_id, &call_id, reason).await
+    let decided = match choice {
+        Choice::Approve => {
+            client
+                .approve_tool_call_with(&prompt_id, &call_id, edited_input.as_ref())
+                .await
+        }
+        Choice::Respond => {
+            let output = output.unwrap_or(serde_json::Value::Null);
+            client
+                .respond_to_tool_call(&prompt_id, &call_id, &output)
+                .await
+        }
+        Choice::Reject => {
+            let reason = reason.filter(|reason| !reason.trim().is_empty());
+            let reason = reason.as_deref().unwrap_or(DEFAULT_REASON);
+            client.reject_tool_call(&prompt_id, &call_id, reason).await
+        }
     };
     if let Err(error) = decided {
         return gateway_error(&error);

@@ -71,8 +71,9 @@ impl ServerHandler for Server {
                 "Runs prompts on an agentic gateway: an LLM agent with its own tools, \
                  conversations and files. run_prompt asks it something and waits for the \
                  answer; list_conversations finds earlier conversations to continue; get_file \
-                 reads a file a prompt created; approve_tool_call and reject_tool_call decide \
-                 a tool call a prompt waits for (ask the person first).",
+                 reads a file a prompt created; approve_tool_call (as asked, or with edited \
+                 arguments), respond_to_tool_call (a result in the call's place) and \
+                 reject_tool_call decide a tool call a prompt waits for (ask the person first).",
             )
     }
 
@@ -105,24 +106,26 @@ impl ServerHandler for Server {
                 Ok(arguments) => files::get(&self.client, arguments).await,
                 Err(invalid) => invalid,
             },
-            tools::APPROVE if !self.allow_approvals => error_result(
-                "approve_tool_call is off: an approval is the person's to give; they can turn \
-                 it on with `agentic mcp --allow-approvals`, or approve with the command \
-                 run_prompt gave",
-            ),
-            tools::APPROVE => match arguments(tool, request.arguments) {
-                Ok(arguments) => decide::decide(&self.client, arguments, true).await,
-                Err(invalid) => invalid,
-            },
-            tools::REJECT => match arguments(tool, request.arguments) {
-                Ok(arguments) => decide::decide(&self.client, arguments, false).await,
-                Err(invalid) => invalid,
-            },
+            tools::APPROVE | tools::RESPOND if !self.allow_approvals => error_result(format!(
+                "{tool} is off: an approval is the person's to give; they can turn it on with \
+                 `agentic mcp --allow-approvals`, or decide with the commands run_prompt gave"
+            )),
+            tools::APPROVE | tools::REJECT | tools::RESPOND => {
+                let choice = match tool {
+                    tools::APPROVE => decide::Choice::Approve,
+                    tools::RESPOND => decide::Choice::Respond,
+                    _ => decide::Choice::Reject,
+                };
+                match arguments(tool, request.arguments) {
+                    Ok(arguments) => decide::decide(&self.client, arguments, choice).await,
+                    Err(invalid) => invalid,
+                }
+            }
             // The spec's answer to a tool that does not exist: a protocol error, not a result.
             unknown => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call and reject_tool_call"
+                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call, respond_to_tool_call and reject_tool_call"
                     ),
                     None,
                 ));

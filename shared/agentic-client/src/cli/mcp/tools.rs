@@ -13,6 +13,7 @@ pub const LIST_CONVERSATIONS: &str = "list_conversations";
 pub const GET_FILE: &str = "get_file";
 pub const APPROVE: &str = "approve_tool_call";
 pub const REJECT: &str = "reject_tool_call";
+pub const RESPOND: &str = "respond_to_tool_call";
 
 /// The most conversations `list_conversations` asks for (the gateway's own maximum).
 pub const MAX_CONVERSATIONS: u32 = 500;
@@ -20,11 +21,13 @@ pub const MAX_CONVERSATIONS: u32 = 500;
 /// How many conversations `list_conversations` lists without a `limit`.
 pub const DEFAULT_CONVERSATIONS: u32 = 20;
 
-/// The tools; `approve_tool_call` only when approvals are allowed.
+/// The tools; `approve_tool_call` and `respond_to_tool_call` only when approvals are
+/// allowed.
 pub fn all(allow_approvals: bool) -> Vec<Tool> {
     let mut tools = vec![run_prompt(), list_conversations(), get_file()];
     if allow_approvals {
         tools.push(decide(true));
+        tools.push(respond());
     }
     tools.push(decide(false));
     tools
@@ -184,7 +187,13 @@ fn decide(approve: bool) -> Tool {
         "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
         "call_id": {"type": "string", "minLength": 1, "description": "The call, from run_prompt's pending_approvals."},
     });
-    if !approve {
+    if approve {
+        properties["edited_input"] = json!({
+            "type": "object",
+            "description": "Run the call with these arguments instead of the ones asked for \
+                            (checked against the tool's schema; only what the person chose).",
+        });
+    } else {
         properties["reason"] = json!({
             "type": "string",
             "description": "Why not: the agent reads it.",
@@ -221,6 +230,35 @@ fn decide(approve: bool) -> Tool {
                 .destructive(approve)
                 .open_world(true),
         )
+}
+
+/// `respond_to_tool_call`: the person's result in a call's place.
+fn respond() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
+            "call_id": {"type": "string", "minLength": 1, "description": "The call, from run_prompt's pending_approvals."},
+            "output": {"description": "The result the agent receives as the tool's output (any JSON)."},
+        },
+        "required": ["prompt_id", "call_id", "output"],
+        "additionalProperties": false,
+    });
+    Tool::new(
+        RESPOND,
+        "Answers a tool call that waits for a person's approval with the person's own result \
+         instead of running it (ask the person first: this is their decision), then waits for \
+         the prompt: its answer as run_prompt gives it, or the next call that waits.",
+        schema(input),
+    )
+    .with_title("Answer a tool call in its place")
+    .with_raw_output_schema(schema(prompt_result()))
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .open_world(true),
+    )
 }
 
 fn schema(value: serde_json::Value) -> Arc<JsonObject> {
