@@ -26,7 +26,7 @@ pub(crate) struct Ran {
 
 impl Ran {
     /// The id printed on stderr after `label: `, e.g. `conversation: conv_…`.
-    fn id_after(&self, label: &str) -> String {
+    pub(crate) fn id_after(&self, label: &str) -> String {
         let prefix = format!("{label}: ");
         let line = self
             .stderr
@@ -38,7 +38,7 @@ impl Ran {
 }
 
 /// Runs `agentic --server <stack> --user alice <args>` in process, with `input` as stdin.
-async fn agentic(stack: &Stack, args: &[&str], input: &str) -> Ran {
+pub(crate) async fn agentic(stack: &Stack, args: &[&str], input: &str) -> Ran {
     let url = stack.gateway_url();
     let mut argv = vec!["--server", &url, "--user", "alice"];
     argv.extend_from_slice(args);

@@ -37,6 +37,7 @@ mod model;
 mod people;
 mod playground;
 mod processes;
+mod questions;
 mod queue;
 mod recordings;
 mod replicas;

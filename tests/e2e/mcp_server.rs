@@ -119,7 +119,8 @@ async fn without_a_gateway_the_server_starts_lists_its_tools_and_answers_calls_w
             "run_prompt",
             "list_conversations",
             "get_file",
-            "reject_tool_call"
+            "reject_tool_call",
+            "answer_question"
         ],
         "approvals are the person's: approve_tool_call only with --allow-approvals"
     );
@@ -463,4 +464,45 @@ fn waiting_call(result: &rmcp::model::CallToolResult) -> (String, String) {
     let prompt_id = answer["prompt_id"].as_str().unwrap().to_owned();
     let call_id = answer["pending_approvals"][0]["call_id"].as_str().unwrap();
     (prompt_id, call_id.to_owned())
+}
+
+#[tokio::test]
+async fn a_question_the_agent_asks_is_answered_through_the_mcp_client() {
+    let rules = vec![
+        calls(
+            Match::NoToolResults,
+            vec![call(
+                "human__ask",
+                json!({"question": "Which city?", "choices": ["Oslo", "Bergen"]}),
+            )],
+        ),
+        text(Match::HasToolResults, "Going to {last_tool_result}"),
+    ];
+    let options = agentic_testkit::StackOptions {
+        human_plugin: true,
+        ..agentic_testkit::StackOptions::default()
+    };
+    let stack = Stack::start_with(rules, options).await.unwrap();
+    let client = start_server(&stack.gateway_url(), ProgressRecorder::default()).await;
+    let paused = call_tool(&client, "run_prompt", json!({"input": "plan a trip"})).await;
+    let answer = structured(&paused);
+    assert_eq!(answer["state"], "waiting_for_approval", "{paused:?}");
+    assert_eq!(answer["pending_approvals"][0]["tool"], "human.ask");
+    let (prompt_id, call_id) = waiting_call(&paused);
+    let wrong = call_tool(
+        &client,
+        "answer_question",
+        json!({"prompt_id": prompt_id, "call_id": call_id, "answer": "Lima"}),
+    )
+    .await;
+    assert_eq!(wrong.is_error, Some(true), "{wrong:?}");
+    let answered = call_tool(
+        &client,
+        "answer_question",
+        json!({"prompt_id": prompt_id, "call_id": call_id, "answer": "Oslo"}),
+    )
+    .await;
+    assert_eq!(structured(&answered)["state"], "completed", "{answered:?}");
+    assert_eq!(texts(&answered)[0], "Going to \"Oslo\"");
+    client.cancel().await.unwrap();
 }

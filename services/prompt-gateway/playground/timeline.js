@@ -342,10 +342,41 @@ export class PromptView {
       details.append(labelled("answered by", plain(approval.decidedBy || "a person"), "responded"));
     }
     if (pending && this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") {
-      details.append(this.decisionControls(tool));
+      details.append(tool.function === "human.ask" ? this.questionForm(tool) : this.decisionControls(tool));
     }
     details.dataset.index = String(index);
     return details;
+  }
+
+  // A question the agent asks (human.ask): its choices as buttons, or a box for the answer
+  // (JSON, else text), and a way to decline.
+  questionForm(tool) {
+    const form = el("div", "question");
+    const input = tool.input || {};
+    const asked = el("div", "question-text");
+    asked.textContent = input.question || "";
+    form.append(asked);
+    const path = `/v1/prompts/${encodeURIComponent(this.id)}/questions/${encodeURIComponent(tool.id)}:answer`;
+    const answer = (value) => this.act("answer", path, { answer: value });
+    if (Array.isArray(input.choices)) {
+      for (const choice of input.choices) form.append(button(String(choice), "choice", () => answer(choice)));
+    } else {
+      const box = el("input", "answer-text");
+      box.placeholder = input.schema ? "your answer (JSON)" : "your answer";
+      const send = () => {
+        let value;
+        try {
+          value = JSON.parse(box.value);
+        } catch {
+          value = box.value;
+        }
+        return answer(input.schema ? value : box.value);
+      };
+      form.append(box, button("Answer", "answer-question", send));
+    }
+    const base = `/v1/prompts/${encodeURIComponent(this.id)}/tool-calls/${encodeURIComponent(tool.id)}`;
+    form.append(button("Decline", "reject", () => this.act("reject", `${base}:reject`, { reason: "declined to answer" })));
+    return form;
   }
 
   // Approve (as asked, or with the input edited here), reject with a reason, or answer in

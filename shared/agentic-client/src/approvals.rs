@@ -70,4 +70,22 @@ impl Client {
         let response = self.gateway().reject_tool_call(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())
     }
+
+    /// Answers the question `question_id` the agent asked (a pending `human.ask` call, as its
+    /// `approval_requested` event names it): `answer` must be one of its `choices`, or match
+    /// its `schema`; the prompt then goes on with it.
+    pub async fn answer_question(
+        &self,
+        prompt_id: &str,
+        question_id: &str,
+        answer: &serde_json::Value,
+    ) -> Result<Prompt, ClientError> {
+        let request = agentic_proto::v1::AnswerQuestionRequest {
+            prompt_id: prompt_id.to_owned(),
+            question_id: question_id.to_owned(),
+            answer: Some(agentic_proto::json::to_proto(answer)),
+        };
+        let response = self.gateway().answer_question(request).await;
+        Ok(response.map_err(|status| self.failed(status))?.into_inner())
+    }
 }

@@ -16,9 +16,9 @@ use std::io;
 use std::sync::LazyLock;
 
 use crate::v1::{
-    ApproveToolCallRequest, CancelPromptRequest, Conversation, ConversationFile,
-    CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
-    DeleteAllDataRequest, DeleteAllDataResponse, DeleteConversationRequest,
+    AnswerQuestionRequest, ApproveToolCallRequest, CancelPromptRequest, Conversation,
+    ConversationFile, CreateConversationRequest, CreatePromptRequest, CreateSkillRequest,
+    CreateTriggerRequest, DeleteAllDataRequest, DeleteAllDataResponse, DeleteConversationRequest,
     DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse, DeletePromptRequest,
     DeletePromptResponse, DeleteRecordingRequest, DeleteRecordingResponse, DeleteSkillRequest,
     DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse, ExportDataRequest,
@@ -235,6 +235,7 @@ described!(
     ApproveToolCallRequest,
     RejectToolCallRequest,
     RespondToToolCallRequest,
+    AnswerQuestionRequest,
     ListModesRequest,
     ListToolsRequest,
     CreateConversationRequest,

@@ -23,6 +23,7 @@ use crate::stop::{HostError, HostResult};
 /// a method of one (`console.log`, `performance.now`), except `Error.prepareStackTrace` (see
 /// `stack`).
 pub(crate) const API_NAMES: &[&str] = &[
+    "ask",
     "callTool",
     "complete",
     "console",

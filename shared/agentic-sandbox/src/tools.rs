@@ -149,7 +149,32 @@ pub(crate) fn install<'js>(
         Ok(to_js(ctx, &tools.require(&id)?.input_schema)?)
     })?;
 
+    if table.find(ASK_TOOL).is_some() {
+        define(ctx, &globals, "ask", slot, ask)?;
+    }
     install_artifact_helpers(ctx, &globals, slot)
+}
+
+/// The tool behind `ask()`: the tool-host's question tool, when the run has it.
+const ASK_TOOL: &str = "human.ask";
+
+/// `ask(question, {choices, schema}?)`: asks the user and waits (the run's clock stopped, as
+/// for any call that needs a person) for the answer, which it returns.
+fn ask<'js>(ctx: &Ctx<'js>, session: &Session, args: Vec<Value<'js>>) -> HostResult<Value<'js>> {
+    let usage = "ask() expects a question string and optional options {choices, schema}";
+    let Some(question) = argument(ctx, &args, 0)
+        .as_string()
+        .map(|question| question.to_string())
+        .transpose()?
+    else {
+        return Err(HostError::Type(usage.into()));
+    };
+    let Json::Object(mut input) = tool_input(ctx, session, ASK_TOOL, argument(ctx, &args, 1))?
+    else {
+        return Err(HostError::Type(usage.into()));
+    };
+    input.insert("question".into(), Json::String(question));
+    Ok(to_js(ctx, &call(session, ASK_TOOL, Json::Object(input))?)?)
 }
 
 /// Defines one global function per tool of `table`, under its function name, else under its

@@ -114,6 +114,8 @@ impl TestClock {
 pub struct StackOptions {
     /// Enable the tool-host's `demo` plugin (echo, sleep, fail, dangerous).
     pub demo_plugin: bool,
+    /// Enable the tool-host's `human` plugin (`human.ask`, the agent's questions).
+    pub human_plugin: bool,
     /// Round limit of the classic executor (its own default when `None`).
     pub classic_max_rounds: Option<u32>,
     /// Wall-clock budget of one code sandbox run.
@@ -221,6 +223,7 @@ impl Default for StackOptions {
     fn default() -> Self {
         StackOptions {
             demo_plugin: true,
+            human_plugin: false,
             classic_max_rounds: None,
             code_run_timeout_ms: 30_000,
             code_approval_timeout_secs: 600,
@@ -545,6 +548,9 @@ impl Stack {
         ];
         if options.demo_plugin {
             plugins.push("demo".to_owned());
+        }
+        if options.human_plugin {
+            plugins.push("human".to_owned());
         }
         let config = tool_host::Config {
             service: service_args(options, &listener)?,

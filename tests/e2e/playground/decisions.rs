@@ -133,3 +133,73 @@ async fn a_person_answers_in_the_tools_place_from_the_page() {
         .await;
     browser.close().await;
 }
+
+#[tokio::test]
+async fn a_question_the_agent_asks_is_answered_with_a_choice_in_the_page() {
+    use agentic_testkit::model::Match;
+    let rules = vec![
+        calls(
+            Match::NoToolResults,
+            vec![call(
+                "human__ask",
+                json!({"question": "Which city?", "choices": ["Oslo", "Bergen"]}),
+            )],
+        ),
+        text(Match::HasToolResults, "Going to {last_tool_result}"),
+    ];
+    let options = agentic_testkit::StackOptions {
+        human_plugin: true,
+        ..agentic_testkit::StackOptions::default()
+    };
+    let stack = Stack::start_with(rules, options).await.unwrap();
+    let user = stack.client("local").await.unwrap();
+    let conversation = user
+        .create_conversation(NewConversation {
+            title: "trip".into(),
+            ..NewConversation::default()
+        })
+        .await
+        .unwrap();
+    let prompt = user
+        .create_prompt(NewPrompt::new("plan a trip").conversation(&conversation.id))
+        .await
+        .unwrap();
+    until_waiting(&user, &prompt.id).await;
+    let browser = super::browser::Browser::start().await;
+    browser
+        .goto(&format!(
+            "{}/#/c/{}",
+            stack.gateway_http_url(),
+            conversation.id
+        ))
+        .await;
+    let asked = browser
+        .until(
+            "the question is shown with its choices",
+            "const q = document.querySelector('#prompts .prompt .question'); \
+             return q && q.querySelectorAll('button.choice').length === 2 && q.innerText",
+        )
+        .await;
+    assert!(
+        asked.as_str().unwrap_or_default().contains("Which city?"),
+        "{asked}"
+    );
+    browser
+        .run(
+            "[...document.querySelectorAll('#prompts .prompt button.choice')] \
+             .find(b => b.textContent === 'Bergen').click()",
+            vec![],
+        )
+        .await;
+    let call = completed_call(&user, &prompt.id).await;
+    assert_eq!(
+        call.approval.as_ref().map(|approval| approval.state),
+        Some(ApprovalState::Responded as i32)
+    );
+    let done = user.get_prompt(&prompt.id).await.unwrap();
+    assert_eq!(
+        done.output.iter().rev().find_map(text_of),
+        Some("Going to \"Bergen\"")
+    );
+    browser.close().await;
+}

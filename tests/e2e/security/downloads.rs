@@ -394,6 +394,13 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn answer_question(
+        &self,
+        _: Request<agentic_proto::v1::AnswerQuestionRequest>,
+    ) -> Result<Response<Prompt>, Status> {
+        unimplemented()
+    }
+
     async fn list_modes(
         &self,
         _: Request<ListModesRequest>,

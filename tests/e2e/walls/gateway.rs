@@ -175,15 +175,20 @@ async fn a_message_that_does_not_decode_is_an_invalid_argument_and_the_gateway_k
 #[tokio::test]
 async fn a_prompt_streaming_100k_tiny_chunks_never_breaks_another_users_prompt() {
     let flood = "x ".repeat(100_000);
-    let stack = Stack::start(vec![
+    // Streaming 100,000 chunks may take a debug build beside the rest of the suite longer
+    // than the usual 30 s per model call: the wall is about what arrives, not how fast.
+    let options = StackOptions {
+        llm_timeout_secs: 4 * PATIENCE.as_secs(),
+        ..StackOptions::default()
+    };
+    let rules = vec![
         Rule::new(
             Match::LastUserContains("flood".into()),
             Reply::text(flood.clone()),
         ),
         Rule::new(Match::Any, Reply::text("quick answer")).delay_ms(1500),
-    ])
-    .await
-    .unwrap();
+    ];
+    let stack = Stack::start_with(rules, options).await.unwrap();
     let mallory = stack.client("mallory").await.unwrap();
     let alice = stack.client("alice").await.unwrap();
     // Alice's prompt is in flight on the same executor while the flood streams.

@@ -4,14 +4,15 @@ use agentic_ids::UserId;
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
-    ApproveToolCallRequest, CancelPromptRequest, Conversation, CreateConversationRequest,
-    CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest, DeleteTriggerResponse, File,
-    GetConversationRequest, GetFileRequest, GetPromptRequest, ListConversationFilesRequest,
-    ListConversationFilesResponse, ListConversationsRequest, ListConversationsResponse,
-    ListModesRequest, ListModesResponse, ListPromptsRequest, ListPromptsResponse, ListToolsRequest,
-    ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
-    RegisterModeRequest, RejectToolCallRequest, RespondToToolCallRequest, StreamPromptRequest,
-    Trigger, UpdateConversationRequest, UpdateTriggerRequest,
+    AnswerQuestionRequest, ApproveToolCallRequest, CancelPromptRequest, Conversation,
+    CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest,
+    DeleteTriggerResponse, File, GetConversationRequest, GetFileRequest, GetPromptRequest,
+    ListConversationFilesRequest, ListConversationFilesResponse, ListConversationsRequest,
+    ListConversationsResponse, ListModesRequest, ListModesResponse, ListPromptsRequest,
+    ListPromptsResponse, ListToolsRequest, ListToolsResponse, ListTriggersRequest,
+    ListTriggersResponse, Mode, Prompt, RegisterModeRequest, RejectToolCallRequest,
+    RespondToToolCallRequest, StreamPromptRequest, Trigger, UpdateConversationRequest,
+    UpdateTriggerRequest,
 };
 use agentic_rpc::to_status;
 use std::time::Duration;
@@ -19,7 +20,6 @@ use std::time::Duration;
 use tonic::{Request, Response, Status};
 
 use crate::api::auth::{Acting, Caller};
-use crate::app::approvals::Decide;
 use crate::app::prompts::Prompts;
 use crate::app::triggers::Triggers;
 use crate::engine::follow::{EventStream, follow};
@@ -41,13 +41,12 @@ pub struct GatewayService {
 }
 
 mod conversations;
+mod decisions;
 pub mod files;
 mod parse;
 mod triggers;
 
-use parse::{
-    conversation_id, decision_value, mode_message, no_nul, optional_conversation_id, prompt_id,
-};
+use parse::{conversation_id, mode_message, no_nul, optional_conversation_id, prompt_id};
 
 type GrpcResult<T> = Result<Response<T>, Status>;
 
@@ -182,26 +181,8 @@ impl PromptGateway for GatewayService {
         request: Request<ApproveToolCallRequest>,
     ) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        no_nul(&[("tool_call_id", &request.tool_call_id)])?;
-        let edited_input = request
-            .edited_input
-            .as_ref()
-            .map(|input| decision_value("edited_input", input))
-            .transpose()?;
-        let decide = Decide {
-            user_id,
-            prompt_id: prompt_id(request.prompt_id)?,
-            tool_call_id: request.tool_call_id,
-            approved: true,
-            reason: String::new(),
-            expired: false,
-            edited_input,
-            response: None,
-        };
-        Ok(Response::new(
-            self.prompts.decide(decide).await.map_err(to_status)?,
-        ))
+        let decide = decisions::approve(user_id, request.into_inner())?;
+        self.decide(decide).await
     }
 
     async fn reject_tool_call(
@@ -209,30 +190,8 @@ impl PromptGateway for GatewayService {
         request: Request<RejectToolCallRequest>,
     ) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        no_nul(&[
-            ("tool_call_id", &request.tool_call_id),
-            ("reason", &request.reason),
-        ])?;
-        let prompt_id = prompt_id(request.prompt_id)?;
-        let reason = if request.reason.trim().is_empty() {
-            "rejected by the user".to_owned()
-        } else {
-            request.reason
-        };
-        let decide = Decide {
-            user_id,
-            prompt_id,
-            tool_call_id: request.tool_call_id,
-            approved: false,
-            reason,
-            expired: false,
-            edited_input: None,
-            response: None,
-        };
-        Ok(Response::new(
-            self.prompts.decide(decide).await.map_err(to_status)?,
-        ))
+        let decide = decisions::reject(user_id, request.into_inner())?;
+        self.decide(decide).await
     }
 
     async fn respond_to_tool_call(
@@ -240,25 +199,14 @@ impl PromptGateway for GatewayService {
         request: Request<RespondToToolCallRequest>,
     ) -> GrpcResult<Prompt> {
         let user_id = Caller::user_of(&request)?;
-        let request = request.into_inner();
-        no_nul(&[("tool_call_id", &request.tool_call_id)])?;
-        let output = request
-            .output
-            .as_ref()
-            .ok_or_else(|| Status::invalid_argument("output is required: the call's result"))?;
-        let decide = Decide {
-            user_id,
-            prompt_id: prompt_id(request.prompt_id)?,
-            tool_call_id: request.tool_call_id,
-            approved: false,
-            reason: "answered by a person instead of run".to_owned(),
-            expired: false,
-            edited_input: None,
-            response: Some(decision_value("output", output)?),
-        };
-        Ok(Response::new(
-            self.prompts.decide(decide).await.map_err(to_status)?,
-        ))
+        let decide = decisions::respond(user_id, request.into_inner())?;
+        self.decide(decide).await
+    }
+
+    async fn answer_question(&self, request: Request<AnswerQuestionRequest>) -> GrpcResult<Prompt> {
+        let user_id = Caller::user_of(&request)?;
+        let decide = decisions::answer(user_id, request.into_inner())?;
+        self.decide(decide).await
     }
 
     async fn list_modes(

@@ -36,6 +36,9 @@ pub struct Decide {
     pub edited_input: Option<serde_json::Value>,
     /// Answered with this result instead of run (`approved` is false).
     pub response: Option<serde_json::Value>,
+    /// The decision answers a question (`AnswerQuestion`): the call must be one, and
+    /// `response` is checked against it.
+    pub answers_question: bool,
 }
 
 /// The largest edited input or response a person may give, as JSON text.
@@ -118,43 +121,8 @@ impl Prompts {
 
     async fn decide_now(&self, request: Decide) -> Result<Prompt, GatewayError> {
         let prompt = self.get(&request.user_id, &request.prompt_id).await?;
-        if prompt.state != PromptState::WaitingForApproval as i32 {
-            let state = PromptState::try_from(prompt.state)
-                .map(|state| state.as_str_name())
-                .unwrap_or("UNKNOWN");
-            return Err(GatewayError::FailedPrecondition(format!(
-                "prompt {} is not waiting for approval (it is {state})",
-                prompt.id
-            )));
-        }
-        let pending = pending_calls(&prompt);
-        if !pending.iter().any(|id| *id == request.tool_call_id) {
-            return Err(GatewayError::CallNotPending {
-                prompt: prompt.id.clone(),
-                call: request.tool_call_id,
-            });
-        }
-        if let Some(input) = &request.edited_input {
-            let tool_id = tool_of(&prompt, &request.tool_call_id);
-            self.check_edited_input(&request.user_id, tool_id, input)
-                .await?;
-        }
-        let decision = ApprovalDecision {
-            tool_call_id: request.tool_call_id.clone(),
-            approved: request.approved,
-            reason: request.reason,
-            expired: request.expired,
-            edited_input: request
-                .edited_input
-                .as_ref()
-                .map(agentic_proto::json::to_proto),
-            response: request.response.as_ref().map(agentic_proto::json::to_proto),
-            decided_by: if request.expired {
-                String::new()
-            } else {
-                request.user_id.to_string()
-            },
-        };
+        let pending = self.check_decision(&prompt, &request).await?;
+        let decision = decision_of(&request);
         let prompt_id = &request.prompt_id;
         if !self.store.record_decision(prompt_id, &decision).await? {
             return Err(GatewayError::FailedPrecondition(format!(
@@ -204,6 +172,39 @@ impl Prompts {
             }
         }
         self.get(&request.user_id, prompt_id).await
+    }
+
+    /// Checks that `request` may be taken: the prompt waits on its call, and what the person
+    /// said fits (an edit the tool's schema, an answer the question); the calls the prompt
+    /// waits on.
+    async fn check_decision<'a>(
+        &self,
+        prompt: &'a Prompt,
+        request: &Decide,
+    ) -> Result<Vec<&'a str>, GatewayError> {
+        if prompt.state != PromptState::WaitingForApproval as i32 {
+            let state = PromptState::try_from(prompt.state)
+                .map(|state| state.as_str_name())
+                .unwrap_or("UNKNOWN");
+            return Err(GatewayError::FailedPrecondition(format!(
+                "prompt {} is not waiting for approval (it is {state})",
+                prompt.id
+            )));
+        }
+        let pending = pending_calls(prompt);
+        if !pending.iter().any(|id| *id == request.tool_call_id) {
+            return Err(GatewayError::CallNotPending {
+                prompt: prompt.id.clone(),
+                call: request.tool_call_id.clone(),
+            });
+        }
+        let tool_id = tool_of(prompt, &request.tool_call_id);
+        check_question(prompt, tool_id, request)?;
+        if let Some(input) = &request.edited_input {
+            self.check_edited_input(&request.user_id, tool_id, input)
+                .await?;
+        }
+        Ok(pending)
     }
 
     /// [`Prompts::resume_if_decided`] in a task of its own: resuming may wait for an
@@ -393,6 +394,7 @@ impl Prompts {
                 expired: true,
                 edited_input: None,
                 response: None,
+                answers_question: false,
             };
             match self.decide(expire).await {
                 Ok(_) => crate::metrics::approval_expired(),
@@ -437,6 +439,54 @@ const RESUME_RETRIES: [std::time::Duration; 6] = [
     std::time::Duration::from_secs(15),
     std::time::Duration::from_secs(30),
 ];
+
+/// The decision as stored and sent to the run.
+fn decision_of(request: &Decide) -> ApprovalDecision {
+    ApprovalDecision {
+        tool_call_id: request.tool_call_id.clone(),
+        approved: request.approved,
+        reason: request.reason.clone(),
+        expired: request.expired,
+        edited_input: request
+            .edited_input
+            .as_ref()
+            .map(agentic_proto::json::to_proto),
+        response: request.response.as_ref().map(agentic_proto::json::to_proto),
+        decided_by: if request.expired {
+            String::new()
+        } else {
+            request.user_id.to_string()
+        },
+    }
+}
+
+/// A question (a call of `human.ask`) is answered or rejected, never approved, and an answer
+/// is checked against it; only a question is answered.
+fn check_question(prompt: &Prompt, tool_id: &str, request: &Decide) -> Result<(), GatewayError> {
+    use crate::app::questions;
+    let question = tool_id == questions::ASK;
+    if request.answers_question && !question {
+        return Err(GatewayError::FailedPrecondition(format!(
+            "tool call {:?} is not a question ({tool_id}): approve, reject or respond to it",
+            request.tool_call_id
+        )));
+    }
+    if !question {
+        return Ok(());
+    }
+    if request.approved {
+        return Err(GatewayError::FailedPrecondition(format!(
+            "tool call {:?} is a question: answer it (AnswerQuestion) or reject it",
+            request.tool_call_id
+        )));
+    }
+    match &request.response {
+        Some(answer) => {
+            questions::check_answer(&questions::input_of(prompt, &request.tool_call_id), answer)
+        }
+        None => Ok(()),
+    }
+}
 
 /// The tool of the prompt's call `tool_call_id` (empty when there is none).
 fn tool_of<'a>(prompt: &'a Prompt, tool_call_id: &str) -> &'a str {

@@ -13,6 +13,7 @@ pub(crate) mod deletion;
 pub(crate) mod export;
 pub(crate) mod files;
 pub(crate) mod prompts;
+pub(crate) mod questions;
 pub(crate) mod recordings;
 pub(crate) mod retention;
 pub(crate) mod skills;

@@ -2,6 +2,7 @@
 
 mod artifact;
 mod demo;
+mod human;
 pub mod interpreter;
 mod skill;
 mod trigger;
@@ -12,6 +13,7 @@ use agentic_rpc::InternalChannel;
 
 pub use artifact::ArtifactPlugin;
 pub use demo::DemoPlugin;
+pub use human::HumanPlugin;
 pub use interpreter::InterpreterPlugin;
 pub use skill::SkillPlugin;
 pub use trigger::TriggerPlugin;
@@ -21,13 +23,21 @@ use crate::plugin::Plugin;
 use crate::store::Store;
 
 /// Every plugin name `--plugins` accepts.
-pub const KNOWN_PLUGINS: &[&str] = &["artifact", "demo", "interpreter", "skill", "trigger"];
+pub const KNOWN_PLUGINS: &[&str] = &[
+    "artifact",
+    "demo",
+    "human",
+    "interpreter",
+    "skill",
+    "trigger",
+];
 
 /// A built-in plugin, named but not yet built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuiltIn {
     Artifact,
     Demo,
+    Human,
     Interpreter,
     Skill,
     Trigger,
@@ -47,6 +57,7 @@ impl BuiltIn {
             let plugin = match name {
                 "artifact" => BuiltIn::Artifact,
                 "demo" => BuiltIn::Demo,
+                "human" => BuiltIn::Human,
                 "interpreter" => BuiltIn::Interpreter,
                 "skill" => BuiltIn::Skill,
                 "trigger" => BuiltIn::Trigger,
@@ -70,6 +81,7 @@ impl BuiltIn {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
+            BuiltIn::Human => Arc::new(HumanPlugin),
             BuiltIn::Interpreter => Arc::new(InterpreterPlugin),
             BuiltIn::Skill => Arc::new(SkillPlugin::new(store.skills())),
             BuiltIn::Trigger => Arc::new(TriggerPlugin::new(services.gateway.clone())),
@@ -105,7 +117,7 @@ mod tests {
         let message = error.map(|error| error.to_string()).unwrap_or_default();
         assert_eq!(
             message,
-            "unknown plugin: \"weather\" (known plugins: artifact, demo, interpreter, skill, trigger)"
+            "unknown plugin: \"weather\" (known plugins: artifact, demo, human, interpreter, skill, trigger)"
         );
     }
 }

@@ -68,6 +68,9 @@ pub(super) enum Command {
     /// Answer a tool call that waits for approval with a result of your own instead of
     /// running it (the model reads it as the tool's output), then follow the prompt.
     Respond(RespondArgs),
+    /// Answer a question the agent asked (shown with its id when the prompt waits), then
+    /// follow the prompt.
+    Answer(AnswerArgs),
     /// Stop a running, waiting or queued prompt.
     Cancel {
         prompt: String,
@@ -348,6 +351,21 @@ pub(super) struct ApproveArgs {
     /// against the tool's schema first, e.g. '{"action": "dry-run"}'.
     #[arg(long, value_parser = json_value)]
     pub(super) input: Option<serde_json::Value>,
+    /// Print the prompt instead of following its stream.
+    #[arg(long)]
+    pub(super) no_follow: bool,
+}
+
+// `agentic answer`'s arguments (a plain comment: a doc comment here would replace the
+// command's help).
+#[derive(clap::Args, Debug)]
+pub(super) struct AnswerArgs {
+    pub(super) prompt: String,
+    /// The question's id.
+    pub(super) question: String,
+    /// The answer, as JSON (a bare word or sentence is taken as a string).
+    #[arg(value_parser = json_or_text)]
+    pub(super) answer: serde_json::Value,
     /// Print the prompt instead of following its stream.
     #[arg(long)]
     pub(super) no_follow: bool,

@@ -158,6 +158,14 @@ async fn exchange(
     while ending.is_waiting() {
         let pending = pending_calls(client, &prompt_id, &ending).await?;
         for call in &pending {
+            if call.tool_id == QUESTION_TOOL {
+                if !answer_question(session, console, &prompt_id, call).await? {
+                    writeln!(console.err)?;
+                    print_decision_hints(console, again, &prompt_id, &pending)?;
+                    return Ok(Turn::InputClosed);
+                }
+                continue;
+            }
             write!(
                 console.err,
                 "Approve {} {}? [y/N, or why not] ",
@@ -187,6 +195,53 @@ async fn exchange(
         ending = follow(client, console, &mut renderer, events).await?;
     }
     Ok(Turn::Done)
+}
+
+/// The tool-host's question tool: the agent asks the user.
+const QUESTION_TOOL: &str = "human.ask";
+
+/// Asks the user the agent's question until an answer is taken (one of its choices, or what
+/// its schema accepts: JSON, else the text); `false` when the input ended first.
+async fn answer_question(
+    session: &Session,
+    console: &mut Console<'_>,
+    prompt_id: &str,
+    call: &crate::PendingCall,
+) -> anyhow::Result<bool> {
+    let question = call
+        .input
+        .get("question")
+        .and_then(|question| question.as_str());
+    let choices = call
+        .input
+        .get("choices")
+        .map(|choices| format!(" {choices}"))
+        .unwrap_or_default();
+    loop {
+        write!(
+            console.err,
+            "The agent asks: {}{} > ",
+            name(question.unwrap_or_default()),
+            name(&choices)
+        )?;
+        console.err.flush()?;
+        let Some(line) = read_line(console).await? else {
+            return Ok(false);
+        };
+        let line = line.trim().to_owned();
+        let answer = match call.input.get("schema") {
+            Some(_) => serde_json::from_str(&line).unwrap_or(serde_json::Value::String(line)),
+            None => serde_json::Value::String(line),
+        };
+        match session
+            .client()
+            .answer_question(prompt_id, &call.tool_call_id, &answer)
+            .await
+        {
+            Ok(_) => return Ok(true),
+            Err(error) => writeln!(console.err, "{}", name(&error.to_string()))?,
+        }
+    }
 }
 
 /// What an answer to "Approve …? [y/N, or why not]" decides: `None` approves (`y`, `yes`);

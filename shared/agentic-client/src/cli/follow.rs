@@ -108,8 +108,11 @@ pub async fn pending_calls(
 /// a space; empty when the defaults were used.
 pub struct Again(pub String);
 
-/// Tells how to decide the calls a prompt waits on: commands to copy, with the connection
-/// flags this command was given.
+/// The tool-host's question tool: a call of it waits for an answer, not an approval.
+const QUESTION_TOOL: &str = "human.ask";
+
+/// Tells how to decide the calls a prompt waits on (or answer the questions it asks):
+/// commands to copy, with the connection flags this command was given.
 pub fn print_decision_hints(
     console: &mut Console<'_>,
     again: &Again,
@@ -122,6 +125,24 @@ pub fn print_decision_hints(
     let flags = &again.0;
     for call in pending {
         let call_id = super::shell_word(&name(&call.tool_call_id).to_string());
+        if call.tool_id == QUESTION_TOOL {
+            let question = call
+                .input
+                .get("question")
+                .and_then(|q| q.as_str())
+                .unwrap_or_default();
+            let choices = match call.input.get("choices") {
+                Some(choices) => format!(" (one of {choices})"),
+                None => String::new(),
+            };
+            writeln!(
+                console.err,
+                "  the agent asks: {}{}\n    agentic {flags}answer {prompt_id} {call_id} '<answer>'",
+                name(question),
+                name(&choices),
+            )?;
+            continue;
+        }
         writeln!(
             console.err,
             "  {} {} waits for approval:\n    agentic {flags}approve {prompt_id} {call_id}\n    agentic {flags}reject {prompt_id} {call_id}\n    (or approve with --input '<JSON>' to run it with your input, or respond {prompt_id} {call_id} '<result>' to answer in its place)",

@@ -221,6 +221,11 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
             let request = decision(args.prompt, args.call, approved, args.no_follow);
             prompt::decide(&client, console, json, request, &again).await
         }
+        Command::Answer(args) => {
+            let answered = prompt::Decision::Answer(args.answer);
+            let request = decision(args.prompt, args.question, answered, args.no_follow);
+            prompt::decide(&client, console, json, request, &again).await
+        }
         Command::Respond(args) => {
             let answered = prompt::Decision::Respond(args.output);
             let request = decision(args.prompt, args.call, answered, args.no_follow);

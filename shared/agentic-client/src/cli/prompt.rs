@@ -166,6 +166,8 @@ pub enum Decision {
     Reject(String),
     /// The person's result in place of the call's.
     Respond(serde_json::Value),
+    /// The answer to a question the agent asked.
+    Answer(serde_json::Value),
 }
 
 /// `agentic approve` / `agentic reject`.
@@ -212,6 +214,11 @@ pub async fn decide(
                 ""
             };
             writeln!(console.err, "approved {}{how}", name(call_id))?;
+            prompt
+        }
+        Decision::Answer(answer) => {
+            let prompt = client.answer_question(prompt_id, call_id, answer).await?;
+            writeln!(console.err, "answered {}", name(call_id))?;
             prompt
         }
         Decision::Respond(output) => {

@@ -4504,6 +4504,17 @@ pub struct ApproveToolCallRequest {
     pub edited_input: ::core::option::Option<::prost_types::Value>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AnswerQuestionRequest {
+    #[prost(string, tag = "1")]
+    pub prompt_id: ::prost::alloc::string::String,
+    /// The `human.ask` call's id (`ApprovalRequested.tool_call_id`).
+    #[prost(string, tag = "2")]
+    pub question_id: ::prost::alloc::string::String,
+    /// Any JSON value (a string for a plain question), at most 256 KiB.
+    #[prost(message, optional, tag = "3")]
+    pub answer: ::core::option::Option<::prost_types::Value>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct RespondToToolCallRequest {
     #[prost(string, tag = "1")]
     pub prompt_id: ::prost::alloc::string::String,
@@ -5211,6 +5222,32 @@ pub mod prompt_gateway_client {
                 .insert(
                     GrpcMethod::new("agentic.v1.PromptGateway", "RespondToToolCall"),
                 );
+            self.inner.unary(req, path, codec).await
+        }
+        /// Answers a question the agent asked: a pending call of `human.ask` (its input holds the
+        /// `question`, and any `choices` or `schema`; its `approval_requested` event announced it).
+        /// The answer must be one of the choices, or match the schema (INVALID_ARGUMENT otherwise;
+        /// the question still waits); it becomes the call's result and the prompt goes on.
+        /// Rejecting the call declines to answer.
+        pub async fn answer_question(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AnswerQuestionRequest>,
+        ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/AnswerQuestion",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "AnswerQuestion"));
             self.inner.unary(req, path, codec).await
         }
         /// Needs a user; endpoints are shown only to internal callers.
@@ -5963,6 +6000,15 @@ pub mod prompt_gateway_server {
             &self,
             request: tonic::Request<super::RespondToToolCallRequest>,
         ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status>;
+        /// Answers a question the agent asked: a pending call of `human.ask` (its input holds the
+        /// `question`, and any `choices` or `schema`; its `approval_requested` event announced it).
+        /// The answer must be one of the choices, or match the schema (INVALID_ARGUMENT otherwise;
+        /// the question still waits); it becomes the call's result and the prompt goes on.
+        /// Rejecting the call declines to answer.
+        async fn answer_question(
+            &self,
+            request: tonic::Request<super::AnswerQuestionRequest>,
+        ) -> std::result::Result<tonic::Response<super::Prompt>, tonic::Status>;
         /// Needs a user; endpoints are shown only to internal callers.
         async fn list_modes(
             &self,
@@ -6595,6 +6641,51 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = RespondToToolCallSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/AnswerQuestion" => {
+                    #[allow(non_camel_case_types)]
+                    struct AnswerQuestionSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::AnswerQuestionRequest>
+                    for AnswerQuestionSvc<T> {
+                        type Response = super::Prompt;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AnswerQuestionRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::answer_question(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = AnswerQuestionSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -23,6 +23,8 @@ pub struct Decision {
     edited_input: Option<serde_json::Value>,
     #[serde(default)]
     output: Option<serde_json::Value>,
+    #[serde(default)]
+    answer: Option<serde_json::Value>,
 }
 
 /// What the person decided.
@@ -31,6 +33,7 @@ pub enum Choice {
     Approve,
     Reject,
     Respond,
+    Answer,
 }
 
 /// Approves, rejects or answers the call, then follows its prompt to its next end or pause.
@@ -41,6 +44,7 @@ pub async fn decide(client: &Client, decision: Decision, choice: Choice) -> Call
         reason,
         edited_input,
         output,
+        answer,
     } = decision;
     // Read before the decision, so no event after it is missed.
     let after = match client.last_sequence(&prompt_id).await {
@@ -52,6 +56,10 @@ pub async fn decide(client: &Client, decision: Decision, choice: Choice) -> Call
             client
                 .approve_tool_call_with(&prompt_id, &call_id, edited_input.as_ref())
                 .await
+        }
+        Choice::Answer => {
+            let answer = answer.unwrap_or(serde_json::Value::Null);
+            client.answer_question(&prompt_id, &call_id, &answer).await
         }
         Choice::Respond => {
             let output = output.unwrap_or(serde_json::Value::Null);

@@ -73,7 +73,8 @@ impl ServerHandler for Server {
                  answer; list_conversations finds earlier conversations to continue; get_file \
                  reads a file a prompt created; approve_tool_call (as asked, or with edited \
                  arguments), respond_to_tool_call (a result in the call's place) and \
-                 reject_tool_call decide a tool call a prompt waits for (ask the person first).",
+                 reject_tool_call decide a tool call a prompt waits for (ask the person first); \
+                 answer_question passes on the person's answer to a question the agent asked.",
             )
     }
 
@@ -110,10 +111,11 @@ impl ServerHandler for Server {
                 "{tool} is off: an approval is the person's to give; they can turn it on with \
                  `agentic mcp --allow-approvals`, or decide with the commands run_prompt gave"
             )),
-            tools::APPROVE | tools::REJECT | tools::RESPOND => {
+            tools::APPROVE | tools::REJECT | tools::RESPOND | tools::ANSWER => {
                 let choice = match tool {
                     tools::APPROVE => decide::Choice::Approve,
                     tools::RESPOND => decide::Choice::Respond,
+                    tools::ANSWER => decide::Choice::Answer,
                     _ => decide::Choice::Reject,
                 };
                 match arguments(tool, request.arguments) {
@@ -125,7 +127,7 @@ impl ServerHandler for Server {
             unknown => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call, respond_to_tool_call and reject_tool_call"
+                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call, respond_to_tool_call, reject_tool_call and answer_question"
                     ),
                     None,
                 ));

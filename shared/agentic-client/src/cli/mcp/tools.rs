@@ -14,6 +14,7 @@ pub const GET_FILE: &str = "get_file";
 pub const APPROVE: &str = "approve_tool_call";
 pub const REJECT: &str = "reject_tool_call";
 pub const RESPOND: &str = "respond_to_tool_call";
+pub const ANSWER: &str = "answer_question";
 
 /// The most conversations `list_conversations` asks for (the gateway's own maximum).
 pub const MAX_CONVERSATIONS: u32 = 500;
@@ -30,6 +31,7 @@ pub fn all(allow_approvals: bool) -> Vec<Tool> {
         tools.push(respond());
     }
     tools.push(decide(false));
+    tools.push(answer());
     tools
 }
 
@@ -230,6 +232,35 @@ fn decide(approve: bool) -> Tool {
                 .destructive(approve)
                 .open_world(true),
         )
+}
+
+/// `answer_question`: the answer to a question the agent asked (a waiting `human.ask` call).
+fn answer() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
+            "call_id": {"type": "string", "minLength": 1, "description": "The question's call, from run_prompt's pending_approvals (tool human.ask; its input holds the question)."},
+            "answer": {"description": "The person's answer: one of the question's choices, or a value its schema accepts, or text."},
+        },
+        "required": ["prompt_id", "call_id", "answer"],
+        "additionalProperties": false,
+    });
+    Tool::new(
+        ANSWER,
+        "Answers a question the agent asked the person (ask them, and pass on their answer), \
+         then waits for the prompt: its answer as run_prompt gives it, or the next call that \
+         waits.",
+        schema(input),
+    )
+    .with_title("Answer the agent's question")
+    .with_raw_output_schema(schema(prompt_result()))
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .open_world(true),
+    )
 }
 
 /// `respond_to_tool_call`: the person's result in a call's place.
