@@ -468,21 +468,12 @@ fn waiting_call(result: &rmcp::model::CallToolResult) -> (String, String) {
 
 #[tokio::test]
 async fn a_question_the_agent_asks_is_answered_through_the_mcp_client() {
-    let rules = vec![
-        calls(
-            Match::NoToolResults,
-            vec![call(
-                "human__ask",
-                json!({"question": "Which city?", "choices": ["Oslo", "Bergen"]}),
-            )],
-        ),
-        text(Match::HasToolResults, "Going to {last_tool_result}"),
-    ];
-    let options = agentic_testkit::StackOptions {
-        human_plugin: true,
-        ..agentic_testkit::StackOptions::default()
-    };
-    let stack = Stack::start_with(rules, options).await.unwrap();
+    let stack = Stack::start_with(
+        crate::questions::city_rules(),
+        crate::questions::with_questions(),
+    )
+    .await
+    .unwrap();
     let client = start_server(&stack.gateway_url(), ProgressRecorder::default()).await;
     let paused = call_tool(&client, "run_prompt", json!({"input": "plan a trip"})).await;
     let answer = structured(&paused);

@@ -15,7 +15,7 @@ use tonic::Code;
 use crate::approvals::approval_of;
 use crate::support::*;
 
-fn with_questions() -> StackOptions {
+pub(crate) fn with_questions() -> StackOptions {
     StackOptions {
         human_plugin: true,
         ..StackOptions::default()
@@ -23,7 +23,7 @@ fn with_questions() -> StackOptions {
 }
 
 /// A classic model that asks which city, then says where it goes.
-fn city_rules() -> Vec<Rule> {
+pub(crate) fn city_rules() -> Vec<Rule> {
     vec![
         calls(
             Match::NoToolResults,

@@ -10,10 +10,24 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-/// A conversation of the playground's user whose one prompt waits on its `demo.dangerous`
-/// call; the page open on it.
+/// A conversation of the playground's user whose one prompt waits on its first call (the
+/// stack's rules say which); the page open on it, showing the call's controls.
 async fn waiting_in_the_page(
     stack: &Stack,
+) -> (agentic_client::Client, String, super::browser::Browser) {
+    waiting_in_the_page_for(
+        stack,
+        "the prompt waits with its controls",
+        "return document.querySelector('#prompts .prompt textarea.edit-input') !== null",
+    )
+    .await
+}
+
+/// [`waiting_in_the_page`], once the page shows what `ready` (a script) looks for.
+async fn waiting_in_the_page_for(
+    stack: &Stack,
+    what: &str,
+    ready: &str,
 ) -> (agentic_client::Client, String, super::browser::Browser) {
     let user = stack.client("local").await.unwrap();
     let conversation = user
@@ -36,12 +50,7 @@ async fn waiting_in_the_page(
             conversation.id
         ))
         .await;
-    browser
-        .until(
-            "the prompt waits with its controls",
-            "return document.querySelector('#prompts .prompt textarea.edit-input') !== null",
-        )
-        .await;
+    browser.until(what, ready).await;
     (user, prompt.id, browser)
 }
 
@@ -136,48 +145,22 @@ async fn a_person_answers_in_the_tools_place_from_the_page() {
 
 #[tokio::test]
 async fn a_question_the_agent_asks_is_answered_with_a_choice_in_the_page() {
-    use agentic_testkit::model::Match;
-    let rules = vec![
-        calls(
-            Match::NoToolResults,
-            vec![call(
-                "human__ask",
-                json!({"question": "Which city?", "choices": ["Oslo", "Bergen"]}),
-            )],
-        ),
-        text(Match::HasToolResults, "Going to {last_tool_result}"),
-    ];
-    let options = agentic_testkit::StackOptions {
-        human_plugin: true,
-        ..agentic_testkit::StackOptions::default()
-    };
-    let stack = Stack::start_with(rules, options).await.unwrap();
-    let user = stack.client("local").await.unwrap();
-    let conversation = user
-        .create_conversation(NewConversation {
-            title: "trip".into(),
-            ..NewConversation::default()
-        })
-        .await
-        .unwrap();
-    let prompt = user
-        .create_prompt(NewPrompt::new("plan a trip").conversation(&conversation.id))
-        .await
-        .unwrap();
-    until_waiting(&user, &prompt.id).await;
-    let browser = super::browser::Browser::start().await;
-    browser
-        .goto(&format!(
-            "{}/#/c/{}",
-            stack.gateway_http_url(),
-            conversation.id
-        ))
-        .await;
+    let stack = Stack::start_with(
+        crate::questions::city_rules(),
+        crate::questions::with_questions(),
+    )
+    .await
+    .unwrap();
+    let (user, prompt_id, browser) = waiting_in_the_page_for(
+        &stack,
+        "the question is shown with its choices",
+        "return document.querySelectorAll('#prompts .prompt .question button.choice').length === 2",
+    )
+    .await;
     let asked = browser
-        .until(
-            "the question is shown with its choices",
-            "const q = document.querySelector('#prompts .prompt .question'); \
-             return q && q.querySelectorAll('button.choice').length === 2 && q.innerText",
+        .run(
+            "return document.querySelector('#prompts .prompt .question').innerText",
+            vec![],
         )
         .await;
     assert!(
@@ -191,12 +174,12 @@ async fn a_question_the_agent_asks_is_answered_with_a_choice_in_the_page() {
             vec![],
         )
         .await;
-    let call = completed_call(&user, &prompt.id).await;
+    let call = completed_call(&user, &prompt_id).await;
     assert_eq!(
         call.approval.as_ref().map(|approval| approval.state),
         Some(ApprovalState::Responded as i32)
     );
-    let done = user.get_prompt(&prompt.id).await.unwrap();
+    let done = user.get_prompt(&prompt_id).await.unwrap();
     assert_eq!(
         done.output.iter().rev().find_map(text_of),
         Some("Going to \"Bergen\"")

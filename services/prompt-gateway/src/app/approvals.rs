@@ -82,27 +82,12 @@ impl Prompts {
                 "{tool_id}'s input schema does not compile: {error}"
             ))
         })?;
-        let errors: Vec<String> = validator
-            .iter_errors(input)
-            .take(10)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                let at = if at.is_empty() {
-                    "(root)".to_owned()
-                } else {
-                    at
-                };
-                let message = agentic_telemetry::text::truncate_chars(&error.to_string(), 200, "…");
-                format!("{at}: {message}")
-            })
-            .collect();
-        if errors.is_empty() {
-            return Ok(());
+        match crate::app::questions::schema_errors(&validator, input) {
+            None => Ok(()),
+            Some(errors) => Err(GatewayError::InvalidArgument(format!(
+                "the edited input does not fit {tool_id}: {errors}"
+            ))),
         }
-        Err(GatewayError::InvalidArgument(format!(
-            "the edited input does not fit {tool_id}: {}",
-            errors.join("; ")
-        )))
     }
 
     /// Records a decision and delivers it to the prompt's run (or resumes the prompt once

@@ -55,8 +55,19 @@ pub fn check_answer(asked: &Value, answer: &Value) -> Result<(), GatewayError> {
             "the question's schema does not compile ({error}); reject the question"
         ))
     })?;
+    match schema_errors(&validator, answer) {
+        None => Ok(()),
+        Some(errors) => Err(GatewayError::InvalidArgument(format!(
+            "the answer does not match the question's schema: {errors}"
+        ))),
+    }
+}
+
+/// What `value` breaks of `validator`'s schema, each error at the JSON pointer it is about
+/// (at most 10, each cut to 200 characters: they quote the value); `None` when it fits.
+pub fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Option<String> {
     let errors: Vec<String> = validator
-        .iter_errors(answer)
+        .iter_errors(value)
         .take(10)
         .map(|error| {
             let at = error.instance_path().to_string();
@@ -69,11 +80,5 @@ pub fn check_answer(asked: &Value, answer: &Value) -> Result<(), GatewayError> {
             format!("{at}: {message}")
         })
         .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(GatewayError::InvalidArgument(format!(
-        "the answer does not match the question's schema: {}",
-        errors.join("; ")
-    )))
+    (!errors.is_empty()).then(|| errors.join("; "))
 }
