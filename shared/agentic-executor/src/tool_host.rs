@@ -397,13 +397,17 @@ impl ToolHost {
         tool_call_id: &str,
         asks: Option<&dyn AskApproval>,
     ) -> InvokeToolResponse {
-        let skill = request.skill.clone();
-        let ran = match &self.code_runner {
-            Some(runner) => runner.run_code(request, tool_call_id, asks).await,
-            None => Err(Status::failed_precondition(
-                "code cannot run from here: this executor has no code runner",
-            )),
+        let Some(runner) = &self.code_runner else {
+            return InvokeToolResponse {
+                result: Some(invoke_tool_response::Result::Error(
+                    "the code did not run: code cannot run from here (this executor has no code runner)"
+                        .into(),
+                )),
+                ..InvokeToolResponse::default()
+            };
         };
+        let skill = request.skill.clone();
+        let ran = runner.run_code(request, tool_call_id, asks).await;
         code::answer(ran, &skill, tool_call_id)
     }
 
