@@ -25,6 +25,10 @@ pub mod google_api {
 /// contract: what a peer may send in one message.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The tool of the agent's questions to the user (the tool-host's `human` plugin): a pending
+/// call of it is a question, which `AnswerQuestion` answers. Part of the contract.
+pub const QUESTION_TOOL: &str = "human.ask";
+
 /// `text/plain` of `Text/Plain; charset=utf-8`: a file's media type (`FileOutput.mime_type`)
 /// without its parameters, lowercase, as every reader of files compares it.
 pub fn mime_essence(mime_type: &str) -> String {

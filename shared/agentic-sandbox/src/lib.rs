@@ -61,4 +61,5 @@ pub use crate::limits::{Limits, MAX_TOOL_INPUT_BYTES, PromptLimits, Spent};
 pub use crate::outcome::{Admission, CodeError, Completion, RunOutcome};
 pub use crate::program::{Program, SandboxTool};
 pub use crate::sandboxes::{DEFAULT_MAX_SANDBOXES, Sandboxes};
+pub use crate::tools::ASK_TOOL;
 pub use agentic_fair::Shares;

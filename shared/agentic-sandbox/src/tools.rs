@@ -155,8 +155,10 @@ pub(crate) fn install<'js>(
     install_artifact_helpers(ctx, &globals, slot)
 }
 
-/// The tool behind `ask()`: the tool-host's question tool, when the run has it.
-const ASK_TOOL: &str = "human.ask";
+/// The tool behind `ask()`: the tool-host's question tool, when the run has it. The sandbox
+/// knows nothing of the contract crate; a code-executor test holds this equal to
+/// `agentic_proto::QUESTION_TOOL`.
+pub const ASK_TOOL: &str = "human.ask";
 
 /// `ask(question, {choices, schema}?)`: asks the user and waits (the run's clock stopped, as
 /// for any call that needs a person) for the answer, which it returns.

@@ -12,6 +12,11 @@ fn a_sandbox_takes_tool_inputs_as_large_as_one_message_to_the_tool_host() {
     );
 }
 
+#[test]
+fn the_sandboxs_ask_calls_the_contracts_question_tool() {
+    assert_eq!(agentic_sandbox::ASK_TOOL, agentic_proto::QUESTION_TOOL);
+}
+
 struct NoModel;
 
 #[async_trait::async_trait]

@@ -2,7 +2,6 @@
 
 use agentic_ids::UserId;
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
-use agentic_proto::v1::tool_host_client::ToolHostClient;
 use agentic_proto::v1::{
     AnswerQuestionRequest, ApproveToolCallRequest, CancelPromptRequest, Conversation,
     CreateConversationRequest, CreatePromptRequest, CreateTriggerRequest, DeleteTriggerRequest,
@@ -15,7 +14,6 @@ use agentic_proto::v1::{
     UpdateTriggerRequest,
 };
 use agentic_rpc::to_status;
-use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
@@ -233,21 +231,8 @@ impl PromptGateway for GatewayService {
         request: Request<ListToolsRequest>,
     ) -> GrpcResult<ListToolsResponse> {
         let user_id = Caller::user_of(&request)?;
-        let mut request = tonic::Request::new(ListToolsRequest {
-            user_id: user_id.to_string(),
-        });
-        // A lazy MCP server may take a few seconds to list its tools; no longer than this.
-        request.set_timeout(Duration::from_secs(15));
-        let tools = ToolHostClient::new(self.tool_host.clone())
-            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-            .list_tools(request)
-            .await
-            .map_err(|status| {
-                to_status(GatewayError::ToolsUnavailable(agentic_rpc::relayed(
-                    &status,
-                )))
-            })?;
-        Ok(Response::new(tools.into_inner()))
+        let tools = self.prompts.list_tools(&user_id).await.map_err(to_status)?;
+        Ok(Response::new(tools))
     }
 
     async fn create_skill(

@@ -54,18 +54,7 @@ impl Prompts {
         tool_id: &str,
         input: &serde_json::Value,
     ) -> Result<(), GatewayError> {
-        use agentic_proto::v1::ListToolsRequest;
-        use agentic_proto::v1::tool_host_client::ToolHostClient;
-        let mut request = tonic::Request::new(ListToolsRequest {
-            user_id: user.to_string(),
-        });
-        request.set_timeout(std::time::Duration::from_secs(10));
-        let tools = ToolHostClient::new(self.files.tool_host())
-            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-            .list_tools(request)
-            .await
-            .map_err(|status| GatewayError::ToolsUnavailable(agentic_rpc::relayed(&status)))?
-            .into_inner();
+        let tools = self.list_tools(user).await?;
         let schema = tools
             .tools
             .iter()
@@ -449,7 +438,7 @@ fn decision_of(request: &Decide) -> ApprovalDecision {
 /// is checked against it; only a question is answered.
 fn check_question(prompt: &Prompt, tool_id: &str, request: &Decide) -> Result<(), GatewayError> {
     use crate::app::questions;
-    let question = tool_id == questions::ASK;
+    let question = tool_id == agentic_proto::QUESTION_TOOL;
     if request.answers_question && !question {
         return Err(GatewayError::FailedPrecondition(format!(
             "tool call {:?} is not a question ({tool_id}): approve, reject or respond to it",

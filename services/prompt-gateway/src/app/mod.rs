@@ -18,4 +18,5 @@ pub(crate) mod recordings;
 pub(crate) mod retention;
 pub(crate) mod skills;
 pub(crate) mod storage;
+pub(crate) mod tools;
 pub(crate) mod triggers;

@@ -8,9 +8,6 @@ use serde_json::Value;
 
 use crate::error::GatewayError;
 
-/// The question tool's id, as the tool-host's `human` plugin names it.
-pub const ASK: &str = "human.ask";
-
 /// The largest answer schema compiled, as JSON text (the model wrote it).
 const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
 
-/// The tool's id (the gateway knows it: a call of it is a question).
-pub const ASK: &str = "human.ask";
+/// The tool's id, as the contract names it (a call of it is a question).
+const ASK: &str = agentic_proto::QUESTION_TOOL;
 /// The longest question.
 const MAX_QUESTION_CHARS: u64 = 2_000;
 /// Most choices offered.

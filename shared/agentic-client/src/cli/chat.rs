@@ -158,7 +158,7 @@ async fn exchange(
     while ending.is_waiting() {
         let pending = pending_calls(client, &prompt_id, &ending).await?;
         for call in &pending {
-            if call.tool_id == QUESTION_TOOL {
+            if call.tool_id == agentic_proto::QUESTION_TOOL {
                 if !answer_question(session, console, &prompt_id, call).await? {
                     writeln!(console.err)?;
                     print_decision_hints(console, again, &prompt_id, &pending)?;
@@ -196,9 +196,6 @@ async fn exchange(
     }
     Ok(Turn::Done)
 }
-
-/// The tool-host's question tool: the agent asks the user.
-const QUESTION_TOOL: &str = "human.ask";
 
 /// Asks the user the agent's question until an answer is taken (one of its choices, or what
 /// its schema accepts: JSON, else the text); `false` when the input ended first.

@@ -108,9 +108,6 @@ pub async fn pending_calls(
 /// a space; empty when the defaults were used.
 pub struct Again(pub String);
 
-/// The tool-host's question tool: a call of it waits for an answer, not an approval.
-const QUESTION_TOOL: &str = "human.ask";
-
 /// Tells how to decide the calls a prompt waits on (or answer the questions it asks):
 /// commands to copy, with the connection flags this command was given.
 pub fn print_decision_hints(
@@ -125,7 +122,7 @@ pub fn print_decision_hints(
     let flags = &again.0;
     for call in pending {
         let call_id = super::shell_word(&name(&call.tool_call_id).to_string());
-        if call.tool_id == QUESTION_TOOL {
+        if call.tool_id == agentic_proto::QUESTION_TOOL {
             let question = call
                 .input
                 .get("question")

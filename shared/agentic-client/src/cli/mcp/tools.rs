@@ -183,113 +183,128 @@ fn get_file() -> Tool {
         )
 }
 
-/// `approve_tool_call` (`approve`) or `reject_tool_call`.
-fn decide(approve: bool) -> Tool {
+/// One of the tools that decide a call a prompt waits on.
+struct DecisionTool {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    /// What `call_id` names.
+    call: &'static str,
+    /// The one argument the tool takes beside `prompt_id` and `call_id`: its name and schema.
+    field: (&'static str, serde_json::Value),
+    /// Whether that argument is required.
+    required: bool,
+    /// Whether the decision may let a call run.
+    destructive: bool,
+}
+
+/// The tool `tool` describes: its arguments `prompt_id`, `call_id` and its own field, its
+/// answer the prompt's as `run_prompt` gives it.
+fn decision_tool(tool: DecisionTool) -> Tool {
+    let (field, field_schema) = tool.field;
     let mut properties = json!({
         "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
-        "call_id": {"type": "string", "minLength": 1, "description": "The call, from run_prompt's pending_approvals."},
+        "call_id": {"type": "string", "minLength": 1, "description": tool.call},
     });
-    if approve {
-        properties["edited_input"] = json!({
-            "type": "object",
-            "description": "Run the call with these arguments instead of the ones asked for \
-                            (checked against the tool's schema; only what the person chose).",
-        });
-    } else {
-        properties["reason"] = json!({
-            "type": "string",
-            "description": "Why not: the agent reads it.",
-        });
+    properties[field] = field_schema;
+    let mut required = vec!["prompt_id", "call_id"];
+    if tool.required {
+        required.push(field);
     }
     let input = json!({
         "type": "object",
         "properties": properties,
-        "required": ["prompt_id", "call_id"],
+        "required": required,
         "additionalProperties": false,
     });
-    let (name, title, description) = if approve {
-        (
-            APPROVE,
-            "Approve a tool call",
-            "Lets a tool call that waits for a person's approval run (ask the person first: \
-             this is their decision), then waits for the prompt: its answer as run_prompt \
-             gives it, or the next call that waits.",
-        )
-    } else {
-        (
-            REJECT,
-            "Reject a tool call",
-            "Refuses a tool call that waits for a person's approval, with the reason the \
-             agent reads, then waits for the prompt: its answer as run_prompt gives it.",
-        )
-    };
-    Tool::new(name, description, schema(input))
-        .with_title(title)
+    Tool::new(tool.name, tool.description, schema(input))
+        .with_title(tool.title)
         .with_raw_output_schema(schema(prompt_result()))
         .with_annotations(
             ToolAnnotations::new()
                 .read_only(false)
-                .destructive(approve)
+                .destructive(tool.destructive)
                 .open_world(true),
         )
 }
 
+/// What `call_id` names for a decision on a tool call.
+const PENDING_CALL: &str = "The call, from run_prompt's pending_approvals.";
+
+/// `approve_tool_call` (`approve`) or `reject_tool_call`.
+fn decide(approve: bool) -> Tool {
+    if approve {
+        decision_tool(DecisionTool {
+            name: APPROVE,
+            title: "Approve a tool call",
+            description: "Lets a tool call that waits for a person's approval run (ask the person \
+                          first: this is their decision), then waits for the prompt: its answer \
+                          as run_prompt gives it, or the next call that waits.",
+            call: PENDING_CALL,
+            field: (
+                "edited_input",
+                json!({
+                    "type": "object",
+                    "description": "Run the call with these arguments instead of the ones asked for \
+                                    (checked against the tool's schema; only what the person chose).",
+                }),
+            ),
+            required: false,
+            destructive: true,
+        })
+    } else {
+        decision_tool(DecisionTool {
+            name: REJECT,
+            title: "Reject a tool call",
+            description: "Refuses a tool call that waits for a person's approval, with the reason \
+                          the agent reads, then waits for the prompt: its answer as run_prompt \
+                          gives it.",
+            call: PENDING_CALL,
+            field: (
+                "reason",
+                json!({"type": "string", "description": "Why not: the agent reads it."}),
+            ),
+            required: false,
+            destructive: false,
+        })
+    }
+}
+
 /// `answer_question`: the answer to a question the agent asked (a waiting `human.ask` call).
 fn answer() -> Tool {
-    let input = json!({
-        "type": "object",
-        "properties": {
-            "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
-            "call_id": {"type": "string", "minLength": 1, "description": "The question's call, from run_prompt's pending_approvals (tool human.ask; its input holds the question)."},
-            "answer": {"description": "The person's answer: one of the question's choices, or a value its schema accepts, or text."},
-        },
-        "required": ["prompt_id", "call_id", "answer"],
-        "additionalProperties": false,
-    });
-    Tool::new(
-        ANSWER,
-        "Answers a question the agent asked the person (ask them, and pass on their answer), \
-         then waits for the prompt: its answer as run_prompt gives it, or the next call that \
-         waits.",
-        schema(input),
-    )
-    .with_title("Answer the agent's question")
-    .with_raw_output_schema(schema(prompt_result()))
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(true),
-    )
+    decision_tool(DecisionTool {
+        name: ANSWER,
+        title: "Answer the agent's question",
+        description: "Answers a question the agent asked the person (ask them, and pass on their \
+                      answer), then waits for the prompt: its answer as run_prompt gives it, or \
+                      the next call that waits.",
+        call: "The question's call, from run_prompt's pending_approvals (tool human.ask; its input holds the question).",
+        field: (
+            "answer",
+            json!({"description": "The person's answer: one of the question's choices, or a value its schema accepts, or text."}),
+        ),
+        required: true,
+        destructive: false,
+    })
 }
 
 /// `respond_to_tool_call`: the person's result in a call's place.
 fn respond() -> Tool {
-    let input = json!({
-        "type": "object",
-        "properties": {
-            "prompt_id": {"type": "string", "minLength": 1, "description": "The waiting prompt, from run_prompt."},
-            "call_id": {"type": "string", "minLength": 1, "description": "The call, from run_prompt's pending_approvals."},
-            "output": {"description": "The result the agent receives as the tool's output (any JSON)."},
-        },
-        "required": ["prompt_id", "call_id", "output"],
-        "additionalProperties": false,
-    });
-    Tool::new(
-        RESPOND,
-        "Answers a tool call that waits for a person's approval with the person's own result \
-         instead of running it (ask the person first: this is their decision), then waits for \
-         the prompt: its answer as run_prompt gives it, or the next call that waits.",
-        schema(input),
-    )
-    .with_title("Answer a tool call in its place")
-    .with_raw_output_schema(schema(prompt_result()))
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(false)
-            .destructive(false)
-            .open_world(true),
-    )
+    decision_tool(DecisionTool {
+        name: RESPOND,
+        title: "Answer a tool call in its place",
+        description: "Answers a tool call that waits for a person's approval with the person's own \
+                      result instead of running it (ask the person first: this is their decision), \
+                      then waits for the prompt: its answer as run_prompt gives it, or the next \
+                      call that waits.",
+        call: PENDING_CALL,
+        field: (
+            "output",
+            json!({"description": "The result the agent receives as the tool's output (any JSON)."}),
+        ),
+        required: true,
+        destructive: false,
+    })
 }
 
 fn schema(value: serde_json::Value) -> Arc<JsonObject> {
