@@ -33,6 +33,7 @@ fn start_tool_host(
         storage: tool_host::StorageLimits::default(),
         mcp_config,
         guardrails: None,
+        skills_dir: None,
         allow_root: false,
     };
     let server = Background::start("tool-host", listener, move |listener| {

@@ -841,7 +841,8 @@ async fn chat_in_a_terminal_asks_before_a_dangerous_tool_and_goes_on_when_approv
         .expect_after("launch it once more", "[y/N, or why not]")
         .await;
     terminal.type_line("not on a Friday");
-    terminal.expect_after("not on a Friday", "rejected").await;
+    // After the question: the reason also shows in the lines that follow the rejection.
+    terminal.expect_after("[y/N, or why not]", "rejected").await;
     terminal.expect_after("rejected", "> ").await;
     terminal.type_line("/quit");
     let status = terminal.wait().await;
@@ -963,9 +964,9 @@ async fn skills_are_saved_from_a_prompts_round_or_a_file_shown_listed_and_delete
     assert_eq!(
         ran.stdout.lines().collect::<Vec<_>>(),
         [
-            "NAME\tVERSION\tDESCRIPTION",
-            "add\t1\t",
-            "twice\t2\tSays two"
+            "NAME\tSOURCE\tVERSION\tDESCRIPTION",
+            "add\tsaved\t1\t",
+            "twice\tsaved\t2\tSays two"
         ]
     );
 

@@ -802,6 +802,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 storage: tool_host::StorageLimits::default(),
                 mcp_config: None,
                 guardrails: None,
+                skills_dir: None,
                 allow_root: false,
             };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -45,6 +45,7 @@ mod retention;
 mod sdk;
 mod security;
 mod seed;
+mod skill_folders;
 mod skills;
 mod streams;
 mod support;

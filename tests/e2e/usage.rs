@@ -124,7 +124,8 @@ async fn a_user_past_their_conversation_and_prompt_quotas_is_refused_with_the_nu
             "recordings",
             "triggers",
             "artifacts",
-            "skills"
+            "skills",
+            "skill_folders"
         ]
     );
 }

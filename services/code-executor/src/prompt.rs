@@ -63,9 +63,15 @@ pub fn system(tools: &[ToolSpec], modules: &[(String, String)], context: &[Conte
     for (namespace, entries) in namespaces {
         let _ = writeln!(text, "**{namespace}**: {}", entries.join(" | "));
     }
-    if !modules.is_empty() {
+    // A skill folder's modules are named when the skill is read (`skill.read`), not here.
+    let listed: Vec<&String> = modules
+        .iter()
+        .map(|(name, _)| name)
+        .filter(|name| !name.starts_with(agentic_proto::SKILL_MODULE_PREFIX))
+        .collect();
+    if !listed.is_empty() {
         text.push_str("\nModules (`import { name } from \"module\"` at the top of your code):\n");
-        for (name, _) in modules {
+        for name in listed {
             let _ = writeln!(text, "- {name}");
         }
     }

@@ -94,6 +94,27 @@ impl Mode for Executor {
 }
 
 impl Executor {
+    /// The container's skills with the skill folders the user's prompts see (theirs and the
+    /// operator's), uploaded to the provider where it has no copy of their content yet; as
+    /// they are in a replay, which runs no container.
+    async fn with_folders(
+        &self,
+        mut skills: Vec<Json>,
+        request: &RunRequest,
+        tool_host: &ToolHost,
+        live: bool,
+    ) -> Vec<Json> {
+        if live {
+            let room = container::MAX_SKILLS.saturating_sub(skills.len());
+            let client = tool_host.skills();
+            let user = request.user_id.as_str();
+            let folders =
+                crate::skill_uploads::container_skills(&self.provider, client, user, room).await;
+            skills.extend(folders);
+        }
+        skills
+    }
+
     async fn run_with(
         &self,
         request: RunRequest,
@@ -123,6 +144,7 @@ impl Executor {
             agentic_executor::timeline::round_limit(request.max_rounds, self.settings.max_rounds);
         let tools = RunTools::new(prepared.tools, &[], &self.schemas);
         let live = tape.as_ref().is_none_or(|tape| tape.model_live());
+        let skills = self.with_folders(skills, &request, &tool_host, live).await;
         let attached = crate::uploads::attach(
             &self.provider,
             (&tool_host, &scope),

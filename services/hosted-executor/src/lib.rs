@@ -10,6 +10,7 @@ mod container;
 mod executor;
 mod provider;
 mod provider_error;
+mod skill_uploads;
 mod uploads;
 
 use std::future::Future;

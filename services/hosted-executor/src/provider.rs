@@ -37,6 +37,7 @@ pub struct ProviderConfig {
     pub retry_base_ms: u64,
 }
 
+#[derive(Clone)]
 pub struct Provider {
     http: reqwest::Client,
     config: ProviderConfig,
@@ -51,6 +52,11 @@ pub struct FileInfo {
 }
 
 impl Provider {
+    /// How long one request may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.config.timeout
+    }
+
     pub fn new(config: ProviderConfig) -> Result<Provider, reqwest::Error> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
@@ -64,7 +70,7 @@ impl Provider {
         format!("{}{path}", self.config.base_url.trim_end_matches('/'))
     }
 
-    fn request(
+    pub(crate) fn request(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -293,11 +299,13 @@ impl Provider {
 /// The most of an error answer's body read (its message is for the log only).
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The most of a file's metadata read.
-const MAX_METADATA_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_METADATA_BYTES: usize = 1024 * 1024;
 
 /// Sends a request: the response when it answered with success, else the error its status
 /// and (capped) body say.
-async fn answered(request: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {
+pub(crate) async fn answered(
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ProviderError> {
     let response = request.send().await.map_err(|error| connection(&error))?;
     let status = response.status();
     if status.is_success() {
@@ -310,7 +318,7 @@ async fn answered(request: reqwest::RequestBuilder) -> Result<reqwest::Response,
 }
 
 /// A response's body, refused past `max` bytes (counted as they arrive); `what` it is.
-async fn capped(
+pub(crate) async fn capped(
     response: reqwest::Response,
     max: u64,
     what: &str,

@@ -38,6 +38,14 @@ pub enum Error {
         "this user has {limit} skills, as many as one user may keep: delete one before saving another"
     )]
     TooManySkills { limit: i64 },
+    #[error("not a valid skill folder: {0}")]
+    InvalidSkillFolder(String),
+    #[error("the skill name {name:?} is taken by {by}")]
+    SkillNameTaken { name: String, by: &'static str },
+    #[error(
+        "this user has {limit} skill folders, as many as one user may keep: delete one before adding another"
+    )]
+    TooManyFolderSkills { limit: i64 },
     #[error("skills are off: this tool-host does not run the `skill` plugin (TOOL_HOST_PLUGINS)")]
     SkillsOff,
     #[error("skill {name} holds an unreadable schema")]
@@ -56,14 +64,17 @@ impl ServiceError for Error {
             Error::Required(_)
             | Error::InvalidField { .. }
             | Error::InvalidId(_)
-            | Error::UnknownPlugin { .. } => ErrorKind::InvalidArgument,
+            | Error::UnknownPlugin { .. }
+            | Error::InvalidSkillFolder(_) => ErrorKind::InvalidArgument,
+            Error::SkillNameTaken { .. } => ErrorKind::AlreadyExists,
             Error::UnknownTool(_) | Error::ArtifactNotFound(_) | Error::SkillNotFound { .. } => {
                 ErrorKind::NotFound
             }
             Error::SkillsOff => ErrorKind::FailedPrecondition,
             Error::ArtifactTooLarge { .. }
             | Error::QuotaExceeded { .. }
-            | Error::TooManySkills { .. } => ErrorKind::ResourceExhausted,
+            | Error::TooManySkills { .. }
+            | Error::TooManyFolderSkills { .. } => ErrorKind::ResourceExhausted,
             Error::InvalidTool { .. }
             | Error::CorruptArtifact { .. }
             | Error::CorruptSkill { .. }

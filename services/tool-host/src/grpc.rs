@@ -23,8 +23,8 @@ mod skills;
 
 pub(crate) use artifacts::artifact_proto;
 pub use artifacts::{ArtifactStoreService, artifact_store_server};
-pub(crate) use skills::skill_proto;
 pub use skills::{SkillsService, skills_server};
+pub(crate) use skills::{folder_proto, skill_proto};
 
 /// Progress updates a call may have waiting to be sent; more are dropped.
 const PROGRESS_BUFFER: usize = 8;
@@ -63,10 +63,11 @@ impl ToolHost for ToolHostService {
         request: Request<pb::PrepareRequest>,
     ) -> Result<Response<pb::PrepareResponse>, Status> {
         let ctx = PrepareContext::try_from(request.into_inner()).map_err(to_status)?;
-        let (context, mcp_tools, user_tools) = tokio::join!(
+        let (context, mcp_tools, user_tools, user_modules) = tokio::join!(
             self.registry.context(&ctx),
             self.registry.mcp_tools(),
-            self.registry.user_tools(&ctx.user_id)
+            self.registry.user_tools(&ctx.user_id),
+            self.registry.user_modules(&ctx.user_id)
         );
         let mut tools = self.tools.clone();
         tools.extend(user_tools.iter().map(tool_definition));
@@ -81,7 +82,12 @@ impl ToolHost for ToolHostService {
         Ok(Response::new(pb::PrepareResponse {
             tools,
             context: context.into_iter().map(context_item).collect(),
-            modules: self.modules.clone(),
+            modules: self
+                .modules
+                .iter()
+                .cloned()
+                .chain(user_modules.into_iter().map(sandbox_module))
+                .collect(),
         }))
     }
 

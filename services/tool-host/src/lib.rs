@@ -7,6 +7,7 @@
 //! repository.
 
 mod error;
+mod folders;
 mod grpc;
 mod mcp;
 pub mod migrations;
@@ -79,6 +80,12 @@ pub struct Config {
     #[command(flatten)]
     pub storage: StorageLimits,
 
+    /// The operator's skills directory: each folder in it with a `SKILL.md` (the Agent Skills
+    /// format) is a skill every user's prompts see, beside the folders users add (see
+    /// docs/skills.md). Read and checked at start. Unset: none.
+    #[arg(long, env = "TOOL_HOST_SKILLS_DIR")]
+    pub skills_dir: Option<PathBuf>,
+
     /// The gateway, where the `trigger` plugin manages the calling user's triggers.
     #[arg(long, env = "GATEWAY_URL", default_value = "http://127.0.0.1:50051")]
     pub gateway_url: String,
@@ -142,7 +149,16 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())?;
     stdio_servers_as_root(config, &mcp_servers(config)?)?;
     guardrails(config)?;
+    operator_skills(config)?;
     Ok(())
+}
+
+/// The skills of `--skills-dir` (none without it).
+fn operator_skills(config: &Config) -> anyhow::Result<Vec<folders::Folder>> {
+    match &config.skills_dir {
+        Some(dir) => folders::load_operator_skills(dir).map_err(anyhow::Error::msg),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// The settings that would leave the tool-host open (see `agentic_rpc::exposure`), for a
@@ -250,9 +266,10 @@ pub async fn run(
         .await
         .with_context(|| format!("opening the database {}", config.database_url))?;
     let services = plugin_services(&config)?;
+    let folders = store.folders(operator_skills(&config)?);
     let plugins = enabled
         .into_iter()
-        .map(|plugin| plugin.build(&store, &services))
+        .map(|plugin| plugin.build(&store, &folders, &services))
         .collect();
     let (registry, hub) = tool_registry(&config, plugins, mcp_servers, &store)?;
 
@@ -264,8 +281,8 @@ pub async fn run(
     ])?;
     let tool_host = grpc::tool_host_server(registry);
     let artifact_store = grpc::artifact_store_server(store.clone());
-    let skills = grpc::skills_server(store.skills(), skills_enabled);
-    let user_data = user_data::user_data_server(store.clone());
+    let skills = grpc::skills_server(store.skills(), folders.clone(), skills_enabled);
+    let user_data = user_data::user_data_server(store.clone(), folders);
     reporter
         .set_serving::<ToolHostServer<grpc::ToolHostService>>()
         .await;

@@ -27,6 +27,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0004_skills.sql",
         sql: include_str!("../migrations/sqlite/0004_skills.sql"),
     },
+    MigrationFile {
+        name: "0005_skill_folders.sql",
+        sql: include_str!("../migrations/sqlite/0005_skill_folders.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -45,6 +49,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0004_skills.sql",
         sql: include_str!("../migrations/postgres/0004_skills.sql"),
+    },
+    MigrationFile {
+        name: "0005_skill_folders.sql",
+        sql: include_str!("../migrations/postgres/0005_skill_folders.sql"),
     },
 ];
 

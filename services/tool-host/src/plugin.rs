@@ -41,7 +41,13 @@ pub trait Plugin: Send + Sync {
         Vec::new()
     }
 
-    /// Whether [`Plugin::user_tools`] may list tools.
+    /// Sandbox modules the plugin offers one user besides its fixed ones (the JavaScript of
+    /// the user's skill folders). Asked only of plugins with [`Plugin::has_user_tools`].
+    async fn user_modules(&self, _user_id: &UserId) -> Vec<SandboxModule> {
+        Vec::new()
+    }
+
+    /// Whether [`Plugin::user_tools`] and [`Plugin::user_modules`] may list anything.
     fn has_user_tools(&self) -> bool {
         false
     }

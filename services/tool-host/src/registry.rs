@@ -115,6 +115,16 @@ impl Registry {
         items
     }
 
+    /// Sandbox modules plugins offer `user_id` besides their fixed ones (the JavaScript of
+    /// the skill folders the user sees).
+    pub async fn user_modules(&self, user_id: &agentic_ids::UserId) -> Vec<SandboxModule> {
+        let mut modules = Vec::new();
+        for plugin in self.plugins.iter().filter(|plugin| plugin.has_user_tools()) {
+            modules.extend(plugin.user_modules(user_id).await);
+        }
+        modules
+    }
+
     pub fn modules(&self) -> Vec<SandboxModule> {
         self.plugins
             .iter()

@@ -27,7 +27,7 @@ pub const MAX_SCHEMA_BYTES: usize = 4 * 1024;
 /// Of the input schema: arrays and objects inside one another.
 pub const MAX_SCHEMA_DEPTH: usize = 16;
 /// Names a skill may not take: its tool would be the plugin's own.
-const RESERVED_NAMES: &[&str] = &["save"];
+const RESERVED_NAMES: &[&str] = &["save", "read"];
 
 const COLUMNS: &str =
     "name, version, description, input_schema, code, source_prompt_id, created_at";
@@ -231,6 +231,27 @@ fn depth(value: &Value) -> usize {
     deepest
 }
 
+/// Refuses a saved skill the name of one of the user's skill folders.
+async fn refuse_folder_name(
+    conn: &mut agentic_db::Conn<'_>,
+    user: &str,
+    name: &str,
+) -> Result<(), Error> {
+    let folder: Option<String> = conn
+        .scalar(
+            "SELECT name FROM skill_folders WHERE user_id = $1 AND name = $2",
+            &[user.into(), name.into()],
+        )
+        .await?;
+    match folder {
+        Some(_) => Err(Error::SkillNameTaken {
+            name: name.to_owned(),
+            by: "one of your skill folders",
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The skills of every user, in the tool-host's database.
 #[derive(Clone)]
 pub struct Skills {
@@ -265,6 +286,7 @@ impl Skills {
             &[user.into()],
         )
         .await?;
+        refuse_folder_name(&mut conn, user, &new.name).await?;
         let latest: i64 = conn
             .scalar(
                 "SELECT COALESCE(MAX(version), 0) FROM skills WHERE user_id = $1 AND name = $2",

@@ -180,6 +180,12 @@ impl Store {
         crate::skills::Skills::new(self.db.clone())
     }
 
+    /// Folder skills: the users' here, within the same quota as their artifacts, beside the
+    /// operator's `operator` ones.
+    pub fn folders(&self, operator: Vec<crate::folders::Folder>) -> crate::folders::Folders {
+        crate::folders::Folders::new(self.db.clone(), self.limits.user_quota_bytes, operator)
+    }
+
     /// The `db.system.name` of the backend, for spans.
     pub fn system(&self) -> &'static str {
         self.db.system()

@@ -1,5 +1,6 @@
 //! Everything one user keeps here, for the gateway's `ExportData` and `DeleteAllData`
-//! (`UserData`): their artifacts with their bytes, and every version of their skills.
+//! (`UserData`): their artifacts with their bytes, every version of their saved skills, and
+//! their skill folders with every file.
 //!
 //! An export reads as fast as its client: a task fills a channel of `AHEAD` items, so it
 //! holds at most that many chunks, one artifact page and one artifact's bytes in memory.
@@ -14,7 +15,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::error::Error;
-use crate::grpc::{artifact_proto, skill_proto, user_id};
+use crate::folders::{Folders, Owner};
+use crate::grpc::{artifact_proto, folder_proto, skill_proto, user_id};
 use crate::store::Store;
 
 /// Bytes of one artifact chunk.
@@ -24,12 +26,13 @@ const PAGE: u32 = 50;
 /// Items made ahead of the client.
 const AHEAD: usize = 4;
 
-pub fn user_data_server(store: Store) -> UserDataServer<UserDataService> {
-    UserDataServer::new(UserDataService { store })
+pub fn user_data_server(store: Store, folders: Folders) -> UserDataServer<UserDataService> {
+    UserDataServer::new(UserDataService { store, folders })
 }
 
 pub struct UserDataService {
     store: Store,
+    folders: Folders,
 }
 
 type Items = mpsc::Sender<Result<pb::UserDataItem, Status>>;
@@ -45,8 +48,9 @@ impl UserData for UserDataService {
         let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
         let (items, receiver) = mpsc::channel(AHEAD);
         let store = self.store.clone();
+        let folders = self.folders.clone();
         tokio::spawn(async move {
-            if let Err(error) = export(&store, &user_id, &items).await {
+            if let Err(error) = export(&store, &folders, &user_id, &items).await {
                 // The client reads the error in place of the rest.
                 let _ = items.send(Err(to_status(error))).await;
             }
@@ -59,6 +63,12 @@ impl UserData for UserDataService {
         request: Request<pb::DeleteUserDataRequest>,
     ) -> Result<Response<pb::DeleteUserDataResponse>, Status> {
         let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
+        // Folders first: their bytes leave the usage row the artifacts' deletion then drops.
+        let folders = self
+            .folders
+            .delete_user(&user_id)
+            .await
+            .map_err(to_status)?;
         let artifacts = self.store.delete_user(&user_id).await.map_err(to_status)?;
         let skills = self
             .store
@@ -66,16 +76,21 @@ impl UserData for UserDataService {
             .delete_user(&user_id)
             .await
             .map_err(to_status)?;
-        tracing::info!(artifacts, skills, "deleted all of a user's data");
+        tracing::info!(artifacts, skills, folders, "deleted all of a user's data");
         Ok(Response::new(pb::DeleteUserDataResponse {
             artifacts: u32::try_from(artifacts).unwrap_or(u32::MAX),
-            skills: u32::try_from(skills).unwrap_or(u32::MAX),
+            skills: u32::try_from(skills + folders).unwrap_or(u32::MAX),
         }))
     }
 }
 
 /// Sends every item of `user_id`; stops early (Ok) when the client has gone.
-async fn export(store: &Store, user_id: &UserId, items: &Items) -> Result<(), Error> {
+async fn export(
+    store: &Store,
+    folders: &Folders,
+    user_id: &UserId,
+    items: &Items,
+) -> Result<(), Error> {
     let mut after = None;
     loop {
         let page = store.list_after(user_id, after.as_ref(), PAGE).await?;
@@ -104,6 +119,18 @@ async fn export(store: &Store, user_id: &UserId, items: &Items) -> Result<(), Er
     }
     for skill in store.skills().all_versions(user_id).await? {
         if !send(items, Item::Skill(skill_proto(skill))).await {
+            return Ok(());
+        }
+    }
+    // The user's own folder skills (not the operator's), each with every file's bytes.
+    for listed in folders.list(user_id).await? {
+        if listed.owner == Owner::Operator {
+            continue;
+        }
+        let Ok((skill, files)) = folders.files(user_id, &listed.name).await else {
+            continue; // Deleted since it was listed.
+        };
+        if !send(items, Item::Skill(folder_proto(skill, files))).await {
             return Ok(());
         }
     }

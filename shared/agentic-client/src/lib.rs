@@ -51,6 +51,7 @@ mod events;
 mod files;
 pub mod json;
 mod session;
+mod skill_folders;
 
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -64,6 +65,7 @@ pub use deletion::ExportItems;
 pub use error::ClientError;
 pub use events::EventStream;
 pub use session::{ChatOptions, ChatResult, PendingCall, Session, pending_approvals};
+pub use skill_folders::pack as pack_skill_folder;
 
 /// A completed prompt's typed answer (`structured_output`, for a prompt created with an
 /// `output_schema`) as the caller's type; `None` when it has none.

@@ -37,6 +37,8 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct ToolHost {
     client: ToolHostClient<InternalChannel>,
     artifacts: ArtifactStoreClient<InternalChannel>,
+    /// The tool-host's skills, for hosted mode's copies of skill folders at the provider.
+    skills: agentic_proto::v1::skills_client::SkillsClient<InternalChannel>,
     /// The deadline of a call to a tool the tool-host names no time limit for.
     default_timeout: Duration,
     /// The time limits the tool-host gave its tools in its `Prepare` answers. Every run
@@ -158,12 +160,16 @@ impl ToolHost {
         let client = ToolHostClient::new(channel.clone())
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
-        let artifacts = ArtifactStoreClient::new(channel)
+        let artifacts = ArtifactStoreClient::new(channel.clone())
+            .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
+        let skills = agentic_proto::v1::skills_client::SkillsClient::new(channel)
             .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES);
         ToolHost {
             client,
             artifacts,
+            skills,
             default_timeout: DEFAULT_TOOL_TIMEOUT,
             tool_timeouts: Arc::default(),
             asking_tools: Arc::default(),
@@ -171,6 +177,11 @@ impl ToolHost {
             tape: None,
             code_runner: None,
         }
+    }
+
+    /// The tool-host's `Skills` service (hosted mode uploads skill folders to its provider).
+    pub fn skills(&self) -> agentic_proto::v1::skills_client::SkillsClient<InternalChannel> {
+        self.skills.clone()
     }
 
     /// The same client, running the code of tools that run code on `runner`.

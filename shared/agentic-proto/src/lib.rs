@@ -29,6 +29,12 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// call of it is a question, which `AnswerQuestion` answers. Part of the contract.
 pub const QUESTION_TOOL: &str = "human.ask";
 
+/// The names of the sandbox modules a skill folder's JavaScript files become
+/// (`skills/<skill>/<path>`): the tool-host's `Prepare` offers them, and code mode leaves them
+/// out of its system prompt, as `skill.read` names them when a skill is read. Part of the
+/// contract.
+pub const SKILL_MODULE_PREFIX: &str = "skills/";
+
 /// `text/plain` of `Text/Plain; charset=utf-8`: a file's media type (`FileOutput.mime_type`)
 /// without its parameters, lowercase, as every reader of files compares it.
 pub fn mime_essence(mime_type: &str) -> String {

@@ -310,10 +310,12 @@ impl Resolver for ModuleResolver {
     fn resolve<'js>(
         &mut self,
         ctx: &Ctx<'js>,
-        _base: &str,
+        base: &str,
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> rquickjs::Result<String> {
+        let name = relative_to(base, name).unwrap_or_else(|| name.to_owned());
+        let name = name.as_str();
         if self.names.iter().any(|known| known == name) {
             return Ok(name.to_owned());
         }
@@ -327,6 +329,28 @@ impl Resolver for ModuleResolver {
             &format!("Unknown module \"{name}\" ({available})"),
         ))
     }
+}
+
+/// `name` (`./util.js`, `../lib/x.js`) read from the folder of the module `base`, as the
+/// modules of a skill folder import each other (`skills/pdf/scripts/a.js` importing
+/// `./util.js` is `skills/pdf/scripts/util.js`); `None` for a bare name, or one that climbs
+/// out of every folder.
+fn relative_to(base: &str, name: &str) -> Option<String> {
+    if !(name.starts_with("./") || name.starts_with("../")) {
+        return None;
+    }
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for part in name.split('/') {
+        match part {
+            "." | "" => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// Compiles modules from source only, never from bytecode. Sources are cloned on load rather
@@ -373,6 +397,21 @@ mod tests {
 
     fn rewrite(code: &str) -> String {
         rewrite_static_imports(code).code
+    }
+
+    #[test]
+    fn relative_imports_resolve_from_the_importing_modules_folder() {
+        let base = "skills/pdf/scripts/a.js";
+        assert_eq!(
+            relative_to(base, "./util.js").as_deref(),
+            Some("skills/pdf/scripts/util.js")
+        );
+        assert_eq!(
+            relative_to(base, "../lib/x.js").as_deref(),
+            Some("skills/pdf/lib/x.js")
+        );
+        assert_eq!(relative_to(base, "bare"), None);
+        assert_eq!(relative_to("a.js", "../../x.js"), None);
     }
 
     #[test]

@@ -144,6 +144,8 @@ pub struct StackOptions {
     pub gateway_http_cors_origins: Vec<String>,
     /// The tool-host's MCP servers file (`--mcp-config`).
     pub tool_host_mcp_config: Option<PathBuf>,
+    /// The operator's skills directory (`--skills-dir`).
+    pub tool_host_skills_dir: Option<PathBuf>,
     /// The token internal services require from each other.
     pub internal_token: Option<String>,
     /// Every service's `--dev` (on by default: the stack listens on loopback): without it
@@ -237,6 +239,7 @@ impl Default for StackOptions {
             classic_max_tool_result_bytes: 32 * 1024,
             tool_host_storage: tool_host::StorageLimits::default(),
             tool_host_mcp_config: None,
+            tool_host_skills_dir: None,
             gateway_http_cors_origins: Vec::new(),
             internal_token: None,
             dev: true,
@@ -560,6 +563,7 @@ impl Stack {
             storage: options.tool_host_storage,
             mcp_config: options.tool_host_mcp_config.clone(),
             guardrails: options.guardrails.clone(),
+            skills_dir: options.tool_host_skills_dir.clone(),
             allow_root: false,
         };
         Background::start("tool-host", listener, move |listener| {

@@ -550,6 +550,13 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn add_skill_folder(
+        &self,
+        _: Request<agentic_proto::v1::AddSkillFolderRequest>,
+    ) -> Result<Response<agentic_proto::v1::Skill>, Status> {
+        unimplemented()
+    }
+
     async fn create_conversation(
         &self,
         _: Request<CreateConversationRequest>,

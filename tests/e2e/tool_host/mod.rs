@@ -83,6 +83,7 @@ impl TestToolHost {
             storage: tool_host::StorageLimits::default(),
             mcp_config: None,
             guardrails: None,
+            skills_dir: None,
             allow_root: false,
         };
         let listener = TcpListener::bind("127.0.0.1:0").await?;

@@ -15,6 +15,7 @@ on_both_backends!(
     concurrent_saves_of_new_names_stop_at_the_users_share,
     a_skill_call_for_another_user_runs_nothing,
     tools_that_run_code_answer_with_the_checked_request_for_the_caller_to_run,
+    a_skill_folder_counts_in_the_quota_and_its_provider_copy_is_deleted_with_it,
 );
 
 async fn skills(host: &TestToolHost) -> anyhow::Result<SkillsClient<Channel>> {
@@ -110,7 +111,7 @@ async fn a_skill_call_for_another_user_runs_nothing(database: &TestDatabase) -> 
         .await?
         .into_inner();
     let ids: Vec<&str> = prepared.tools.iter().map(|tool| tool.id.as_str()).collect();
-    assert_eq!(ids, ["skill.save"]);
+    assert_eq!(ids, ["skill.read", "skill.save"]);
     let status = skills(&host)
         .await?
         .get_skill(GetSkillRequest {
@@ -208,5 +209,125 @@ async fn tools_that_run_code_answer_with_the_checked_request_for_the_caller_to_r
         .await?
         .into_inner();
     assert!(tool_error(&refused)?.contains("code"), "{refused:?}");
+    Ok(())
+}
+
+fn zipped(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (path, content) in entries {
+        writer
+            .start_file(*path, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        writer.write_all(content).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+async fn a_skill_folder_counts_in_the_quota_and_its_provider_copy_is_deleted_with_it(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    use agentic_proto::v1::artifact_store_client::ArtifactStoreClient;
+    use agentic_proto::v1::{
+        AddSkillFolderRequest, ConfirmProviderSkillDeletedRequest, DeleteSkillRequest,
+        GetArtifactUsageRequest, ListHostedSkillsRequest, ProviderSkill,
+        RecordProviderSkillRequest,
+    };
+    let host = TestToolHost::start(database, &["skill"]).await?;
+    let mut client = skills(&host).await?;
+    let instructions = b"---\nname: notes\ndescription: Keeps notes.\n---\nWrite them down.\n";
+    let added = client
+        .add_skill_folder(AddSkillFolderRequest {
+            user_id: "alice".into(),
+            archive: zipped(&[("SKILL.md", instructions), ("a.js", b"export const a = 1;")]),
+        })
+        .await?
+        .into_inner();
+    let usage = ArtifactStoreClient::new(host.channel().await?)
+        .get_artifact_usage(GetArtifactUsageRequest {
+            user_id: "alice".into(),
+        })
+        .await?
+        .into_inner();
+    let size = (instructions.len() + 19) as u64;
+    assert_eq!(
+        (usage.skill_folders, usage.skill_folder_bytes, usage.bytes),
+        (1, size, 0)
+    );
+
+    let hosted = |user: &str| ListHostedSkillsRequest {
+        user_id: user.to_owned(),
+    };
+    let copy = ProviderSkill {
+        skill_id: "skill_1".into(),
+        version: "7".into(),
+        content_hash: added.content_hash.clone(),
+    };
+    let record = |skill_id: &str| RecordProviderSkillRequest {
+        owner_user_id: "alice".into(),
+        name: "notes".into(),
+        provider: Some(ProviderSkill {
+            skill_id: skill_id.to_owned(),
+            ..copy.clone()
+        }),
+    };
+    assert_eq!(
+        client
+            .record_provider_skill(record("skill_1"))
+            .await?
+            .into_inner(),
+        copy
+    );
+    // A second replica's upload of the same content loses to the first.
+    assert_eq!(
+        client
+            .record_provider_skill(record("skill_2"))
+            .await?
+            .into_inner(),
+        copy
+    );
+    let listed = client
+        .list_hosted_skills(hosted("alice"))
+        .await?
+        .into_inner();
+    assert_eq!(listed.skills[0].provider.as_ref(), Some(&copy));
+    assert!(
+        client
+            .list_hosted_skills(hosted("bob"))
+            .await?
+            .into_inner()
+            .skills
+            .is_empty()
+    );
+
+    client
+        .delete_skill(DeleteSkillRequest {
+            user_id: "alice".into(),
+            name: "notes".into(),
+        })
+        .await?;
+    let listed = client.list_hosted_skills(hosted("bob")).await?.into_inner();
+    assert_eq!(listed.pending_deletions, ["skill_1"]);
+    client
+        .confirm_provider_skill_deleted(ConfirmProviderSkillDeletedRequest {
+            skill_id: "skill_1".into(),
+        })
+        .await?;
+    let listed = client
+        .list_hosted_skills(hosted("alice"))
+        .await?
+        .into_inner();
+    assert!(listed.skills.is_empty() && listed.pending_deletions.is_empty());
+    // A copy recorded for a skill that is gone is queued for deletion at once.
+    let status = client
+        .record_provider_skill(record("skill_3"))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::NotFound);
+    let listed = client
+        .list_hosted_skills(hosted("alice"))
+        .await?
+        .into_inner();
+    assert_eq!(listed.pending_deletions, ["skill_3"]);
     Ok(())
 }

@@ -296,6 +296,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         storage: tool_host::StorageLimits::default(),
         mcp_config: None,
         guardrails: None,
+        skills_dir: None,
         allow_root: false,
     };
     let listener = TcpListener::bind("127.0.0.1:0").await?;

@@ -283,6 +283,19 @@ impl PromptGateway for GatewayService {
         Ok(Response::new(deleted))
     }
 
+    async fn add_skill_folder(
+        &self,
+        request: Request<agentic_proto::v1::AddSkillFolderRequest>,
+    ) -> GrpcResult<agentic_proto::v1::Skill> {
+        let user_id = Caller::user_of(&request)?;
+        let skill = self
+            .skills
+            .add_folder(&user_id, request.into_inner())
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(skill))
+    }
+
     async fn replay_prompt(
         &self,
         request: Request<agentic_proto::v1::ReplayPromptRequest>,

@@ -6,8 +6,9 @@ use agentic_ids::{PromptId, UserId};
 use agentic_proto::json;
 use agentic_proto::v1::skills_client::SkillsClient;
 use agentic_proto::v1::{
-    CreateSkillRequest, DeleteSkillRequest, DeleteSkillResponse, GetSkillRequest,
-    ListSkillsRequest, ListSkillsResponse, Prompt, Skill, prompt_output, tool_result,
+    AddSkillFolderRequest, CreateSkillRequest, DeleteSkillRequest, DeleteSkillResponse,
+    GetSkillRequest, ListSkillsRequest, ListSkillsResponse, Prompt, Skill, prompt_output,
+    tool_result,
 };
 use agentic_rpc::{ErrorKind, InternalChannel};
 use std::time::Duration;
@@ -101,6 +102,22 @@ impl Skills {
         let answer = self.client.clone().delete_skill(timed(request)).await;
         Ok(answer.map_err(relayed)?.into_inner())
     }
+
+    /// Adds the caller's skill folder (the tool-host unpacks and checks it).
+    pub async fn add_folder(
+        &self,
+        user_id: &UserId,
+        mut request: AddSkillFolderRequest,
+    ) -> Result<Skill, GatewayError> {
+        request.user_id = user_id.to_string();
+        if request.archive.is_empty() {
+            return Err(GatewayError::InvalidArgument(
+                "archive is required: a zip or tar of the skill folder".into(),
+            ));
+        }
+        let answer = self.client.clone().add_skill_folder(timed(request)).await;
+        Ok(answer.map_err(relayed)?.into_inner())
+    }
 }
 
 fn timed<T>(message: T) -> tonic::Request<T> {
@@ -117,6 +134,8 @@ fn relayed(status: tonic::Status) -> GatewayError {
         tonic::Code::NotFound => ErrorKind::NotFound,
         tonic::Code::ResourceExhausted => ErrorKind::ResourceExhausted,
         tonic::Code::FailedPrecondition => ErrorKind::FailedPrecondition,
+        tonic::Code::AlreadyExists => ErrorKind::AlreadyExists,
+        tonic::Code::PermissionDenied => ErrorKind::PermissionDenied,
         _ => {
             return GatewayError::SkillsUnavailable(agentic_rpc::relayed(&status));
         }

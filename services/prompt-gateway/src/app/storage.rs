@@ -107,6 +107,14 @@ impl Prompts {
             max_count: artifacts.max_skills,
             max_bytes: 0,
         });
+        // Their bytes share the artifacts' quota.
+        kinds.push(StoredKind {
+            kind: "skill_folders".into(),
+            count: artifacts.skill_folders,
+            bytes: artifacts.skill_folder_bytes,
+            max_count: artifacts.max_skill_folders,
+            max_bytes: artifacts.quota_bytes,
+        });
         Ok(StorageUsage { kinds })
     }
 }

@@ -19,6 +19,7 @@ pub use skill::SkillPlugin;
 pub use trigger::TriggerPlugin;
 
 use crate::error::Error;
+use crate::folders::Folders;
 use crate::plugin::Plugin;
 use crate::store::Store;
 
@@ -77,13 +78,13 @@ impl BuiltIn {
 
     /// Builds the plugin. `services` are the (lazily connecting) channels to the other
     /// services some plugins call.
-    pub fn build(self, store: &Store, services: &Services) -> Arc<dyn Plugin> {
+    pub fn build(self, store: &Store, folders: &Folders, services: &Services) -> Arc<dyn Plugin> {
         match self {
             BuiltIn::Artifact => Arc::new(ArtifactPlugin::new(store.clone())),
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
             BuiltIn::Human => Arc::new(HumanPlugin),
             BuiltIn::Interpreter => Arc::new(InterpreterPlugin),
-            BuiltIn::Skill => Arc::new(SkillPlugin::new(store.skills())),
+            BuiltIn::Skill => Arc::new(SkillPlugin::new(store.skills(), folders.clone())),
             BuiltIn::Trigger => Arc::new(TriggerPlugin::new(services.gateway.clone())),
         }
     }

@@ -7,11 +7,21 @@
 //!
 //! `skill.save` lets the agent keep code that worked: from code mode, the code of the round
 //! that calls it; from anywhere, the code it is given.
+//!
+//! Folder skills (the Agent Skills format, see `folders`) are no tools of their own: the
+//! context lists them and `skill.read` reads them (`read`), and their JavaScript files are
+//! sandbox modules of their user's prompts.
+
+mod read;
 
 use agentic_ids::{ToolId, UserId};
 use serde_json::{Value, json};
 
-use crate::plugin::{CallContext, Plugin, ToolFailure, ToolOutcome, ToolSpec};
+use crate::folders::Folders;
+use crate::plugin::{
+    CallContext, ContextItem, Plugin, PrepareContext, SandboxModule, ToolFailure, ToolOutcome,
+    ToolSpec,
+};
 use crate::plugins::interpreter::{CALL_TIMEOUT, DEFAULT_TIMEOUT_MS, code_request};
 use crate::skills::{NewSkill, Skill, Skills};
 
@@ -21,11 +31,12 @@ const PREFIX: &str = "skill.";
 
 pub struct SkillPlugin {
     skills: Skills,
+    folders: Folders,
 }
 
 impl SkillPlugin {
-    pub fn new(skills: Skills) -> SkillPlugin {
-        SkillPlugin { skills }
+    pub fn new(skills: Skills, folders: Folders) -> SkillPlugin {
+        SkillPlugin { skills, folders }
     }
 
     /// The skill a call of `tool_id` runs, with its input checked against the skill's schema.
@@ -117,7 +128,10 @@ fn function_name(tool_id: &str) -> String {
 fn save_failure(error: crate::error::Error) -> ToolFailure {
     use crate::error::Error;
     match error {
-        Error::Required(_) | Error::InvalidField { .. } | Error::TooManySkills { .. } => {
+        Error::Required(_)
+        | Error::InvalidField { .. }
+        | Error::TooManySkills { .. }
+        | Error::SkillNameTaken { .. } => {
             ToolFailure::new(format!("the skill was not saved: {error}"))
         }
         _ => ToolFailure::withheld(
@@ -155,7 +169,7 @@ impl Plugin for SkillPlugin {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![ToolSpec {
+        vec![read::read_spec(), ToolSpec {
             id: SAVE.into(),
             description: "Saves code that worked as a skill: a tool `skill.<name>` of this user's later \
                           prompts (in code: skill<Name>(input)), which runs the code with `input` and \
@@ -186,6 +200,26 @@ impl Plugin for SkillPlugin {
         }]
     }
 
+    async fn context(&self, ctx: &PrepareContext) -> Vec<ContextItem> {
+        read::listing(&self.folders, &ctx.user_id)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    async fn user_modules(&self, user_id: &UserId) -> Vec<SandboxModule> {
+        match self.folders.modules(user_id).await {
+            Ok(modules) => modules
+                .into_iter()
+                .map(|(name, source)| SandboxModule { name, source })
+                .collect(),
+            Err(error) => {
+                tracing::warn!(error = %agentic_telemetry::errors::error_chain(&error), "reading skill modules failed: prompts go without them");
+                Vec::new()
+            }
+        }
+    }
+
     fn has_user_tools(&self) -> bool {
         true
     }
@@ -209,6 +243,9 @@ impl Plugin for SkillPlugin {
     ) -> Result<ToolOutcome, ToolFailure> {
         if tool_id.as_str() == SAVE {
             return self.save(input, ctx).await;
+        }
+        if tool_id.as_str() == read::READ {
+            return read::read(&self.folders, &ctx.user_id, &input).await;
         }
         let skill = self.skill_for(tool_id, &input, ctx).await?;
         Ok(ToolOutcome::run_code(Self::request(&skill, &input, ctx)))

@@ -64,19 +64,28 @@ impl Store {
         Ok(u64::try_from(sizes.len()).unwrap_or(u64::MAX))
     }
 
-    /// What `user_id` keeps: artifacts, their bytes (what the quota counts) and the quota,
-    /// and their skills (names).
+    /// What `user_id` keeps: artifacts and their bytes, skill folders and theirs (the quota
+    /// counts both together), and their saved skills (names).
     pub async fn usage(&self, user_id: &UserId) -> Result<agentic_proto::v1::ArtifactUsage, Error> {
         let count = |sql: &'static str| async move {
             let value: Option<i64> = self.db.read_scalar(sql, &[user_id.into()]).await?;
             Ok::<u64, Error>(u64::try_from(value.unwrap_or_default()).unwrap_or_default())
         };
+        let skill_bytes = count(
+            "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM skill_folders WHERE user_id = $1",
+        )
+        .await?;
+        let counted = count("SELECT bytes FROM artifact_usage WHERE user_id = $1").await?;
         Ok(agentic_proto::v1::ArtifactUsage {
             artifacts: count("SELECT COUNT(*) FROM artifacts WHERE user_id = $1").await?,
-            bytes: count("SELECT bytes FROM artifact_usage WHERE user_id = $1").await?,
+            bytes: counted.saturating_sub(skill_bytes),
             quota_bytes: self.limits.user_quota_bytes,
             skills: count("SELECT COUNT(DISTINCT name) FROM skills WHERE user_id = $1").await?,
             max_skills: u64::try_from(crate::skills::MAX_SKILLS_PER_USER).unwrap_or_default(),
+            skill_folders: count("SELECT COUNT(*) FROM skill_folders WHERE user_id = $1").await?,
+            skill_folder_bytes: skill_bytes,
+            max_skill_folders: u64::try_from(crate::folders::MAX_FOLDERS_PER_USER)
+                .unwrap_or_default(),
         })
     }
 }

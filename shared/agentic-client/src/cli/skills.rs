@@ -1,4 +1,5 @@
-//! `agentic skills …`: code kept as tools of your later prompts (`skill.<name>`).
+//! `agentic skills …`: code kept as tools of your later prompts (`skill.<name>`), and skill
+//! folders in the Agent Skills format (`agentic skills add ./my-skill`).
 
 use std::io;
 
@@ -11,8 +12,16 @@ use crate::Client;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum SkillsCommand {
-    /// Your skills: the newest version of each, with its description.
+    /// Your skills: saved code (the newest version of each), your skill folders and the
+    /// operator's, with where each comes from and its description.
     List,
+    /// Add a skill folder (a SKILL.md with name and description front matter, beside its
+    /// scripts and files), or a zip or tar of one. Adding a name again replaces it. Prompts
+    /// see its name and description, and read the rest with the tool skill.read.
+    Add {
+        /// The folder, or a .zip, .tar, .tar.gz or .tgz of it.
+        path: std::path::PathBuf,
+    },
     /// Save NAME from a prompt's code (--from) or from a file (--file); saving a name again
     /// makes a new version, which replaces the tool (and keeps the description and schema
     /// it is not given).
@@ -51,6 +60,19 @@ pub async fn run(
 ) -> anyhow::Result<u8> {
     match command {
         SkillsCommand::List => list(client, console, as_json).await?,
+        SkillsCommand::Add { path } => {
+            let skill = client.add_skill_folder_from(&path).await?;
+            if as_json {
+                document(console, &skill)?;
+            } else {
+                writeln!(
+                    console.err,
+                    "added skill folder {} ({} files, read with skill.read)",
+                    printable::name(&skill.name),
+                    skill.files.len()
+                )?;
+            }
+        }
         SkillsCommand::Save {
             name,
             from,
@@ -106,13 +128,14 @@ async fn list(client: &Client, console: &mut Console<'_>, as_json: bool) -> anyh
     } else if skills.is_empty() {
         writeln!(console.err, "no skills")?;
     } else {
-        writeln!(console.out, "NAME\tVERSION\tDESCRIPTION")?;
+        writeln!(console.out, "NAME\tSOURCE\tVERSION\tDESCRIPTION")?;
         for skill in &skills {
             let description = skill.description.lines().next().unwrap_or_default();
             writeln!(
                 console.out,
-                "{}\t{}\t{}",
+                "{}\t{}\t{}\t{}",
                 printable::name(&skill.name),
+                printable::name(&skill.source),
                 skill.version,
                 printable::name(description)
             )?;
@@ -185,6 +208,21 @@ fn show(console: &mut Console<'_>, skill: &Skill) -> io::Result<()> {
         "input_schema: {}",
         printable::name(&schema.to_string())
     )?;
+    if !skill.source.is_empty() {
+        writeln!(console.out, "source: {}", printable::name(&skill.source))?;
+    }
+    if !skill.files.is_empty() {
+        writeln!(console.out, "files:")?;
+        for file in &skill.files {
+            writeln!(
+                console.out,
+                "  {}\t{} bytes",
+                printable::name(&file.path),
+                file.size
+            )?;
+        }
+        return Ok(());
+    }
     if !skill.source_prompt_id.is_empty() {
         writeln!(
             console.out,

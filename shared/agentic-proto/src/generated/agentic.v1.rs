@@ -1898,7 +1898,115 @@ pub struct Skill {
     /// The prompt the code came from, when it came from one.
     #[prost(string, tag = "7")]
     pub source_prompt_id: ::prost::alloc::string::String,
+    /// Where the skill comes from: "saved" (code kept as the tool `skill.<name>`), "folder" (a
+    /// skill folder the user added, private to them) or "operator" (the operator's skills
+    /// directory, shared by every user). Folder skills are read with the tool `skill.read`.
+    #[prost(string, tag = "8")]
+    pub source: ::prost::alloc::string::String,
+    /// A folder skill's files, `SKILL.md` first.
+    #[prost(message, repeated, tag = "9")]
+    pub files: ::prost::alloc::vec::Vec<SkillFile>,
+    /// A folder skill's content hash: hex SHA-256 over each file's path and bytes.
+    #[prost(string, tag = "10")]
+    pub content_hash: ::prost::alloc::string::String,
 }
+/// One file of a folder skill.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SkillFile {
+    /// Relative to the skill's folder, `/`-separated: `SKILL.md`, `scripts/extract.js`.
+    #[prost(string, tag = "1")]
+    pub path: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "2")]
+    pub size: u64,
+    /// The file's bytes, where asked for (`GetSkillFolderFiles`); empty in listings.
+    #[prost(bytes = "vec", tag = "3")]
+    pub content: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AddSkillFolderRequest {
+    /// Whose skill (the gateway fills it in from the caller; clients leave it empty).
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    /// A zip or tar (gzipped or not) of one skill folder: `SKILL.md` at its root, or inside one
+    /// top-level folder.
+    #[prost(bytes = "vec", tag = "2")]
+    pub archive: ::prost::alloc::vec::Vec<u8>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListHostedSkillsRequest {
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListHostedSkillsResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub skills: ::prost::alloc::vec::Vec<HostedSkill>,
+    /// Provider skill ids whose agentic skill is gone: delete them (every version) there, then
+    /// confirm. At most a few per answer.
+    #[prost(string, repeated, tag = "2")]
+    pub pending_deletions: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct HostedSkill {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub description: ::prost::alloc::string::String,
+    /// Empty for the operator's skills.
+    #[prost(string, tag = "3")]
+    pub owner_user_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub content_hash: ::prost::alloc::string::String,
+    /// The provider's copy, when one was recorded (of this content or an earlier one).
+    #[prost(message, optional, tag = "5")]
+    pub provider: ::core::option::Option<ProviderSkill>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ProviderSkill {
+    #[prost(string, tag = "1")]
+    pub skill_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub version: ::prost::alloc::string::String,
+    /// The content the copy holds: when it is not the skill's, upload a new version.
+    #[prost(string, tag = "3")]
+    pub content_hash: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetSkillFolderFilesRequest {
+    /// The user whose prompts see it; an operator skill is found for every user.
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub name: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SkillFolderFiles {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub content_hash: ::prost::alloc::string::String,
+    #[prost(message, repeated, tag = "3")]
+    pub files: ::prost::alloc::vec::Vec<SkillFile>,
+    #[prost(string, tag = "4")]
+    pub description: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RecordProviderSkillRequest {
+    /// Empty for an operator skill.
+    #[prost(string, tag = "1")]
+    pub owner_user_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "3")]
+    pub provider: ::core::option::Option<ProviderSkill>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ConfirmProviderSkillDeletedRequest {
+    #[prost(string, tag = "1")]
+    pub skill_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ConfirmProviderSkillDeletedResponse {}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateSkillRequest {
     /// Whose skill (the gateway fills it in from the caller; clients leave it empty).
@@ -2170,10 +2278,19 @@ pub struct ArtifactUsage {
     pub bytes: u64,
     #[prost(uint64, tag = "3")]
     pub quota_bytes: u64,
+    /// Saved skills (names), and the most a user may keep.
     #[prost(uint64, tag = "4")]
     pub skills: u64,
     #[prost(uint64, tag = "5")]
     pub max_skills: u64,
+    /// Skill folders the user added, and their bytes (which `quota_bytes` counts with the
+    /// artifacts' `bytes`).
+    #[prost(uint64, tag = "6")]
+    pub skill_folders: u64,
+    #[prost(uint64, tag = "7")]
+    pub skill_folder_bytes: u64,
+    #[prost(uint64, tag = "8")]
+    pub max_skill_folders: u64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct DeleteArtifactRequest {
@@ -2897,7 +3014,8 @@ pub mod skills_client {
                 .insert(GrpcMethod::new("agentic.v1.Skills", "GetSkill"));
             self.inner.unary(req, path, codec).await
         }
-        /// Deletes every version: the tool is gone from the next prompt on.
+        /// Deletes every version: the tool is gone from the next prompt on. A folder skill goes
+        /// whole, and its copy at the provider (hosted mode) is queued for deletion there.
         pub async fn delete_skill(
             &mut self,
             request: impl tonic::IntoRequest<super::DeleteSkillRequest>,
@@ -2920,6 +3038,134 @@ pub mod skills_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("agentic.v1.Skills", "DeleteSkill"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Adds a skill folder in the Agent Skills format (a `SKILL.md` whose YAML front matter
+        /// names the skill and describes it, then its instructions, beside scripts and reference
+        /// files) from a zip or tar archive (a tar may be gzipped). Adding a name again replaces
+        /// the folder. Every file is checked before anything is stored (sizes, count, paths that
+        /// stay inside the folder, no links) and the bytes count against the user's storage quota.
+        pub async fn add_skill_folder(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AddSkillFolderRequest>,
+        ) -> std::result::Result<tonic::Response<super::Skill>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.Skills/AddSkillFolder",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.Skills", "AddSkillFolder"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// For the hosted executor: the folder skills a user's prompts see (the operator's and the
+        /// user's own), each with its copy at the provider when one was uploaded, and provider
+        /// copies of deleted skills still to delete.
+        pub async fn list_hosted_skills(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListHostedSkillsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListHostedSkillsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.Skills/ListHostedSkills",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.Skills", "ListHostedSkills"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// A folder skill's files, for uploading it to the provider.
+        pub async fn get_skill_folder_files(
+            &mut self,
+            request: impl tonic::IntoRequest<super::GetSkillFolderFilesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SkillFolderFiles>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.Skills/GetSkillFolderFiles",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.Skills", "GetSkillFolderFiles"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Records the provider's copy of a folder skill's content. When another replica recorded
+        /// one first, that one is answered, and the caller deletes its own.
+        pub async fn record_provider_skill(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RecordProviderSkillRequest>,
+        ) -> std::result::Result<tonic::Response<super::ProviderSkill>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.Skills/RecordProviderSkill",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.Skills", "RecordProviderSkill"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// The provider no longer has the copy: drops it from the deletions still to do.
+        pub async fn confirm_provider_skill_deleted(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ConfirmProviderSkillDeletedRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ConfirmProviderSkillDeletedResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.Skills/ConfirmProviderSkillDeleted",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("agentic.v1.Skills", "ConfirmProviderSkillDeleted"),
+                );
             self.inner.unary(req, path, codec).await
         }
     }
@@ -2954,12 +3200,54 @@ pub mod skills_server {
             &self,
             request: tonic::Request<super::GetSkillRequest>,
         ) -> std::result::Result<tonic::Response<super::Skill>, tonic::Status>;
-        /// Deletes every version: the tool is gone from the next prompt on.
+        /// Deletes every version: the tool is gone from the next prompt on. A folder skill goes
+        /// whole, and its copy at the provider (hosted mode) is queued for deletion there.
         async fn delete_skill(
             &self,
             request: tonic::Request<super::DeleteSkillRequest>,
         ) -> std::result::Result<
             tonic::Response<super::DeleteSkillResponse>,
+            tonic::Status,
+        >;
+        /// Adds a skill folder in the Agent Skills format (a `SKILL.md` whose YAML front matter
+        /// names the skill and describes it, then its instructions, beside scripts and reference
+        /// files) from a zip or tar archive (a tar may be gzipped). Adding a name again replaces
+        /// the folder. Every file is checked before anything is stored (sizes, count, paths that
+        /// stay inside the folder, no links) and the bytes count against the user's storage quota.
+        async fn add_skill_folder(
+            &self,
+            request: tonic::Request<super::AddSkillFolderRequest>,
+        ) -> std::result::Result<tonic::Response<super::Skill>, tonic::Status>;
+        /// For the hosted executor: the folder skills a user's prompts see (the operator's and the
+        /// user's own), each with its copy at the provider when one was uploaded, and provider
+        /// copies of deleted skills still to delete.
+        async fn list_hosted_skills(
+            &self,
+            request: tonic::Request<super::ListHostedSkillsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListHostedSkillsResponse>,
+            tonic::Status,
+        >;
+        /// A folder skill's files, for uploading it to the provider.
+        async fn get_skill_folder_files(
+            &self,
+            request: tonic::Request<super::GetSkillFolderFilesRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::SkillFolderFiles>,
+            tonic::Status,
+        >;
+        /// Records the provider's copy of a folder skill's content. When another replica recorded
+        /// one first, that one is answered, and the caller deletes its own.
+        async fn record_provider_skill(
+            &self,
+            request: tonic::Request<super::RecordProviderSkillRequest>,
+        ) -> std::result::Result<tonic::Response<super::ProviderSkill>, tonic::Status>;
+        /// The provider no longer has the copy: drops it from the deletions still to do.
+        async fn confirm_provider_skill_deleted(
+            &self,
+            request: tonic::Request<super::ConfirmProviderSkillDeletedRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ConfirmProviderSkillDeletedResponse>,
             tonic::Status,
         >;
     }
@@ -3204,6 +3492,238 @@ pub mod skills_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteSkillSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.Skills/AddSkillFolder" => {
+                    #[allow(non_camel_case_types)]
+                    struct AddSkillFolderSvc<T: Skills>(pub Arc<T>);
+                    impl<
+                        T: Skills,
+                    > tonic::server::UnaryService<super::AddSkillFolderRequest>
+                    for AddSkillFolderSvc<T> {
+                        type Response = super::Skill;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AddSkillFolderRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Skills>::add_skill_folder(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = AddSkillFolderSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.Skills/ListHostedSkills" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListHostedSkillsSvc<T: Skills>(pub Arc<T>);
+                    impl<
+                        T: Skills,
+                    > tonic::server::UnaryService<super::ListHostedSkillsRequest>
+                    for ListHostedSkillsSvc<T> {
+                        type Response = super::ListHostedSkillsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListHostedSkillsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Skills>::list_hosted_skills(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListHostedSkillsSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.Skills/GetSkillFolderFiles" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetSkillFolderFilesSvc<T: Skills>(pub Arc<T>);
+                    impl<
+                        T: Skills,
+                    > tonic::server::UnaryService<super::GetSkillFolderFilesRequest>
+                    for GetSkillFolderFilesSvc<T> {
+                        type Response = super::SkillFolderFiles;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::GetSkillFolderFilesRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Skills>::get_skill_folder_files(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetSkillFolderFilesSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.Skills/RecordProviderSkill" => {
+                    #[allow(non_camel_case_types)]
+                    struct RecordProviderSkillSvc<T: Skills>(pub Arc<T>);
+                    impl<
+                        T: Skills,
+                    > tonic::server::UnaryService<super::RecordProviderSkillRequest>
+                    for RecordProviderSkillSvc<T> {
+                        type Response = super::ProviderSkill;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RecordProviderSkillRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Skills>::record_provider_skill(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RecordProviderSkillSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.Skills/ConfirmProviderSkillDeleted" => {
+                    #[allow(non_camel_case_types)]
+                    struct ConfirmProviderSkillDeletedSvc<T: Skills>(pub Arc<T>);
+                    impl<
+                        T: Skills,
+                    > tonic::server::UnaryService<
+                        super::ConfirmProviderSkillDeletedRequest,
+                    > for ConfirmProviderSkillDeletedSvc<T> {
+                        type Response = super::ConfirmProviderSkillDeletedResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<
+                                super::ConfirmProviderSkillDeletedRequest,
+                            >,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Skills>::confirm_provider_skill_deleted(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ConfirmProviderSkillDeletedSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
@@ -4039,7 +4559,8 @@ pub mod user_data_client {
             self
         }
         /// Each artifact (without its bytes), oldest first, followed by its bytes in chunks of at
-        /// most 256 KiB (a JSON artifact's as its JSON text), then every version of every skill.
+        /// most 256 KiB (a JSON artifact's as its JSON text), then every version of every saved
+        /// skill, then each of the user's skill folders with its files' bytes.
         pub async fn export_user_data(
             &mut self,
             request: impl tonic::IntoRequest<super::ExportUserDataRequest>,
@@ -4111,7 +4632,8 @@ pub mod user_data_server {
             + std::marker::Send
             + 'static;
         /// Each artifact (without its bytes), oldest first, followed by its bytes in chunks of at
-        /// most 256 KiB (a JSON artifact's as its JSON text), then every version of every skill.
+        /// most 256 KiB (a JSON artifact's as its JSON text), then every version of every saved
+        /// skill, then each of the user's skill folders with its files' bytes.
         async fn export_user_data(
             &self,
             request: tonic::Request<super::ExportUserDataRequest>,
@@ -4895,7 +5417,7 @@ pub struct StorageUsage {
     /// total (the bytes the byte budget counts: conversations and ended prompts with their
     /// events, outputs and recordings, counted in the background a few seconds behind),
     /// conversations, prompts (bytes: each with everything in it), recordings, triggers,
-    /// artifacts, skills.
+    /// artifacts, skills (saved code), skill_folders (their bytes share the artifacts' quota).
     #[prost(message, repeated, tag = "1")]
     pub kinds: ::prost::alloc::vec::Vec<StoredKind>,
 }
@@ -5840,6 +6362,33 @@ pub mod prompt_gateway_client {
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteSkill"));
             self.inner.unary(req, path, codec).await
         }
+        /// Adds a skill folder in the Agent Skills format (`SKILL.md` with `name` and `description`
+        /// front matter, then instructions, beside scripts and reference files), sent as a zip or a
+        /// (gzipped) tar; over HTTP the archive is base64 in `archive`. Private to the caller and
+        /// counted against their storage quota; adding a name again replaces it. Every prompt's
+        /// system prompt lists each folder skill's name and description, and the tool `skill.read`
+        /// (in code, `skillRead`) reads its instructions and files on demand.
+        pub async fn add_skill_folder(
+            &mut self,
+            request: impl tonic::IntoRequest<super::AddSkillFolderRequest>,
+        ) -> std::result::Result<tonic::Response<super::Skill>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/AddSkillFolder",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "AddSkillFolder"));
+            self.inner.unary(req, path, codec).await
+        }
         /// Recordings: what a prompt's runs exchanged with the world outside their executors
         /// (recorded when the operator turns it on; by default in dev mode). Replaying runs the
         /// prompt again as a new prompt whose model answers and tool results come from the
@@ -6184,6 +6733,16 @@ pub mod prompt_gateway_server {
             tonic::Response<super::DeleteSkillResponse>,
             tonic::Status,
         >;
+        /// Adds a skill folder in the Agent Skills format (`SKILL.md` with `name` and `description`
+        /// front matter, then instructions, beside scripts and reference files), sent as a zip or a
+        /// (gzipped) tar; over HTTP the archive is base64 in `archive`. Private to the caller and
+        /// counted against their storage quota; adding a name again replaces it. Every prompt's
+        /// system prompt lists each folder skill's name and description, and the tool `skill.read`
+        /// (in code, `skillRead`) reads its instructions and files on demand.
+        async fn add_skill_folder(
+            &self,
+            request: tonic::Request<super::AddSkillFolderRequest>,
+        ) -> std::result::Result<tonic::Response<super::Skill>, tonic::Status>;
         /// Recordings: what a prompt's runs exchanged with the world outside their executors
         /// (recorded when the operator turns it on; by default in dev mode). Replaying runs the
         /// prompt again as a new prompt whose model answers and tool results come from the
@@ -7779,6 +8338,52 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteSkillSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/AddSkillFolder" => {
+                    #[allow(non_camel_case_types)]
+                    struct AddSkillFolderSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::AddSkillFolderRequest>
+                    for AddSkillFolderSvc<T> {
+                        type Response = super::Skill;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::AddSkillFolderRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::add_skill_folder(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = AddSkillFolderSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -67,6 +67,8 @@ pub(crate) struct Hosted {
     pub(super) files: Mutex<Vec<StoredFile>>,
     /// Every file uploaded through `POST /v1/files`, deleted ones included.
     pub(super) uploads: Mutex<Vec<UploadedFile>>,
+    /// Skills created through the Skills API (`skills.rs`).
+    pub(super) skills: Mutex<Vec<super::skills::ProviderSkill>>,
 }
 
 struct Container {

@@ -25,6 +25,7 @@ mod parts;
 mod request;
 mod script;
 mod server;
+mod skills;
 mod uploads;
 mod user_blocks;
 mod wire;
@@ -49,6 +50,7 @@ pub use request::RecordedRequest;
 pub use script::{
     DEFAULT_USAGE, Match, Reply, Rule, ScriptedCall, demo_rules, rules_from_recording,
 };
+pub use skills::{ProviderSkill, ProviderSkillVersion};
 pub use uploads::UploadedFile;
 pub use user_blocks::HostedImage;
 
@@ -147,6 +149,11 @@ impl StandInModel {
     /// order they first came; `None` when there is no such container.
     pub fn container_files(&self, id: &str) -> Option<Vec<String>> {
         self.state.hosted.container_files(id)
+    }
+
+    /// The skills the Skills API holds (created, not deleted), with their versions' files.
+    pub fn provider_skills(&self) -> Vec<ProviderSkill> {
+        self.state.hosted.provider_skills()
     }
 
     pub fn local_addr(&self) -> SocketAddr {

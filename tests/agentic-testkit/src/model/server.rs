@@ -120,6 +120,22 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
             get(super::files::file_metadata).delete(super::files::delete_file),
         )
         .route("/v1/files/{id}/content", get(super::files::file_content))
+        .route(
+            "/v1/skills",
+            get(super::skills::list_skills).post(super::skills::create_skill),
+        )
+        .route(
+            "/v1/skills/{id}",
+            get(super::skills::get_skill).delete(super::skills::delete_skill),
+        )
+        .route(
+            "/v1/skills/{id}/versions",
+            get(super::skills::list_versions).post(super::skills::create_version),
+        )
+        .route(
+            "/v1/skills/{id}/versions/{version}",
+            axum::routing::delete(super::skills::delete_version),
+        )
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .with_state(state)
 }
