@@ -142,9 +142,7 @@ impl Folders {
                 .filter(|(owner, _, _)| *owner == name)
                 .map(|(_, path, size)| (path.clone(), u64::try_from(*size).unwrap_or_default()))
                 .collect();
-            listed.sort_by(|a, b| {
-                (a.0 != format::INSTRUCTIONS, &a.0).cmp(&(b.0 != format::INSTRUCTIONS, &b.0))
-            });
+            listed.sort_by(|a, b| format::order(&a.0).cmp(&format::order(&b.0)));
             skills.push(FolderSkill {
                 name,
                 description,
@@ -220,10 +218,7 @@ impl Folders {
             .into_iter()
             .map(|(path, content)| format::File { path, content })
             .collect();
-        files.sort_by(|a, b| {
-            (a.path != format::INSTRUCTIONS, &a.path)
-                .cmp(&(b.path != format::INSTRUCTIONS, &b.path))
-        });
+        files.sort_by(|a, b| format::order(&a.path).cmp(&format::order(&b.path)));
         Ok((skill, files))
     }
 

@@ -115,7 +115,7 @@ impl Folder {
 }
 
 /// `SKILL.md` sorts first, then paths as strings.
-fn order(path: &str) -> (bool, &str) {
+pub fn order(path: &str) -> (bool, &str) {
     (path != INSTRUCTIONS, path)
 }
 
