@@ -113,17 +113,29 @@ impl Folders {
         db.collection.name = "skill_folders",
     ))]
     pub async fn list(&self, user_id: &UserId) -> Result<Vec<FolderSkill>, Error> {
+        self.listed(user_id, None).await
+    }
+
+    /// [`Folders::list`], of the skills named `name` only when one is given (each query
+    /// then reads that skill's rows alone).
+    async fn listed(
+        &self,
+        user_id: &UserId,
+        name: Option<&str>,
+    ) -> Result<Vec<FolderSkill>, Error> {
         let mut skills: Vec<FolderSkill> = self
             .operator
             .iter()
+            .filter(|folder| name.is_none_or(|name| folder.name == name))
             .map(|folder| self.operator_skill(folder))
             .collect();
+        // `$2` NULL: every name.
         let rows: Vec<(String, String, String, i64)> = self
             .db
             .read_all(
                 "SELECT name, description, content_hash, created_at FROM skill_folders \
-                 WHERE user_id = $1 ORDER BY name",
-                &[user_id.into()],
+                 WHERE user_id = $1 AND ($2 IS NULL OR name = $2) ORDER BY name",
+                &[user_id.into(), name.into()],
             )
             .await?;
         if rows.is_empty() {
@@ -132,8 +144,9 @@ impl Folders {
         let files: Vec<(String, String, i64)> = self
             .db
             .read_all(
-                "SELECT name, path, size FROM skill_folder_files WHERE user_id = $1 ORDER BY name, path",
-                &[user_id.into()],
+                "SELECT name, path, size FROM skill_folder_files \
+                 WHERE user_id = $1 AND ($2 IS NULL OR name = $2) ORDER BY name, path",
+                &[user_id.into(), name.into()],
             )
             .await?;
         for (name, description, content_hash, created_at_millis) in rows {
@@ -157,7 +170,7 @@ impl Folders {
 
     /// One folder skill `user_id` sees (theirs, else the operator's of that name).
     pub async fn get(&self, user_id: &UserId, name: &str) -> Result<FolderSkill, Error> {
-        self.list(user_id)
+        self.listed(user_id, Some(name))
             .await?
             .into_iter()
             .find(|skill| skill.name == name)
@@ -263,28 +276,33 @@ impl Folders {
         Ok(modules)
     }
 
-    /// The provider's copy of each folder skill of `skills` that has one, by owner and name.
+    /// The provider's copy of each folder skill of `skills` (those `user_id` sees) that has
+    /// one, by owner and name: one query for them all.
     pub async fn provider_copies(
         &self,
+        user_id: &UserId,
         skills: &[FolderSkill],
     ) -> Result<Vec<Option<ProviderCopy>>, Error> {
-        let mut copies = Vec::with_capacity(skills.len());
-        for skill in skills {
-            let row: Option<(String, String, String)> = self
-                .db
-                .read_optional(
-                    "SELECT skill_id, version, content_hash FROM provider_skills \
-                     WHERE owner_user_id = $1 AND name = $2",
-                    &[skill.owner.key().into(), skill.name.as_str().into()],
-                )
-                .await?;
-            copies.push(row.map(|(skill_id, version, content_hash)| ProviderCopy {
-                skill_id,
-                version,
-                content_hash,
-            }));
-        }
-        Ok(copies)
+        let rows: Vec<(String, String, String, String, String)> = self
+            .db
+            .read_all(
+                "SELECT owner_user_id, name, skill_id, version, content_hash FROM provider_skills \
+                 WHERE owner_user_id = '' OR owner_user_id = $1",
+                &[user_id.into()],
+            )
+            .await?;
+        Ok(skills
+            .iter()
+            .map(|skill| {
+                rows.iter()
+                    .find(|(owner, name, ..)| owner == skill.owner.key() && *name == skill.name)
+                    .map(|(_, _, skill_id, version, content_hash)| ProviderCopy {
+                        skill_id: skill_id.clone(),
+                        version: version.clone(),
+                        content_hash: content_hash.clone(),
+                    })
+            })
+            .collect())
     }
 
     /// Provider copies of deleted skills still to delete, oldest first, a few at a time.

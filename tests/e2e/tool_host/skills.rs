@@ -255,6 +255,16 @@ async fn a_skill_folder_counts_in_the_quota_and_its_provider_copy_is_deleted_wit
         (1, size, 0)
     );
 
+    let got = client
+        .get_skill(GetSkillRequest {
+            user_id: "alice".into(),
+            name: "notes".into(),
+            version: 0,
+        })
+        .await?
+        .into_inner();
+    assert_eq!((got.source.as_str(), got.files.len()), ("folder", 2));
+
     let hosted = |user: &str| ListHostedSkillsRequest {
         user_id: user.to_owned(),
     };

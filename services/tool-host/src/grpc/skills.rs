@@ -166,7 +166,10 @@ impl pb::skills_server::Skills for SkillsService {
         let user_id = user_id(request.into_inner().user_id).map_err(to_status)?;
         let folders = self.folders()?;
         let skills = folders.list(&user_id).await.map_err(to_status)?;
-        let copies = folders.provider_copies(&skills).await.map_err(to_status)?;
+        let copies = folders
+            .provider_copies(&user_id, &skills)
+            .await
+            .map_err(to_status)?;
         let pending_deletions = folders.pending_deletions().await.map_err(to_status)?;
         let skills = skills
             .into_iter()
