@@ -118,17 +118,19 @@ async fn uploaded(
         .await
         .map_err(|status| status.message().to_owned())?
         .into_inner();
-    if kept.skill_id != skill_id && skill.provider.is_none() {
-        // Another replica uploaded the same skill first: its copy is the one kept.
+    if kept.skill_id == skill_id {
+        return Ok(kept);
+    }
+    if skill.provider.is_none() {
+        // Another replica uploaded the skill first: its copy is the one kept, and this one
+        // (deleted now) must not be named in the container.
         if let Err(error) = provider.delete_skill(&skill_id).await {
             tracing::warn!(%skill_id, %error, "deleting a duplicate upload failed");
         }
+        return Ok(kept);
     }
-    Ok(if kept.content_hash == mine.content_hash {
-        kept
-    } else {
-        mine
-    })
+    // The record changed hands while this version was added: the version still exists.
+    Ok(mine)
 }
 
 /// A title for the provider's console that says whose skill it is without naming the user.
