@@ -265,6 +265,46 @@ async fn a_skill_folder_counts_in_the_quota_and_its_provider_copy_is_deleted_wit
         .into_inner();
     assert_eq!((got.source.as_str(), got.files.len()), ("folder", 2));
 
+    // skill.read, with hostile inputs: another user's skill, a path out of the folder, an
+    // offset past the end, an input the schema refuses.
+    let mut tools = host.tools().await?;
+    let mut refused = async |user: &str, input: serde_json::Value| -> anyhow::Result<String> {
+        let answer = tools
+            .invoke_once(invoke("skill.read", user, input))
+            .await?
+            .into_inner();
+        Ok(tool_error(&answer)?.to_owned())
+    };
+    let error = refused("bob", json!({"skill": "notes"})).await?;
+    assert!(
+        error.contains("there is no skill folder \"notes\""),
+        "{error}"
+    );
+    let error = refused(
+        "alice",
+        json!({"skill": "notes", "path": "../../etc/passwd"}),
+    )
+    .await?;
+    assert!(error.contains("has no file"), "{error}");
+    let error = refused("alice", json!({"skill": "notes", "offset": 1_000_000})).await?;
+    assert!(error.contains("past the file's end"), "{error}");
+    let error = refused(
+        "alice",
+        json!({"skill": "notes", "path": "x".repeat(10_000)}),
+    )
+    .await?;
+    assert!(!error.is_empty());
+    let answer = tools
+        .invoke_once(invoke("skill.read", "alice", json!({"skill": "notes"})))
+        .await?
+        .into_inner();
+    let Some(agentic_proto::v1::invoke_tool_response::Result::Output(output)) = answer.result
+    else {
+        anyhow::bail!("skill.read answered {answer:?}");
+    };
+    let output = agentic_proto::json::from_proto(&output);
+    assert_eq!(output["content"], std::str::from_utf8(instructions)?);
+
     let hosted = |user: &str| ListHostedSkillsRequest {
         user_id: user.to_owned(),
     };
