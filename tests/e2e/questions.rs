@@ -275,3 +275,165 @@ async fn a_question_is_answered_over_http_and_from_the_command_line() {
         chatted.stdout
     );
 }
+
+/// A classic model that asks with `input` as the question's input, then repeats what it got.
+fn asking_rules(input: Value) -> Vec<Rule> {
+    vec![
+        calls(Match::NoToolResults, vec![call("human__ask", input)]),
+        text(Match::HasToolResults, "Heard {last_tool_result}"),
+    ]
+}
+
+#[tokio::test]
+async fn hostile_answers_are_refused_and_the_question_still_waits_for_its_own_user() {
+    let stack = Stack::start_with(city_rules(), with_questions())
+        .await
+        .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let (prompt_id, question, after) = asked(&alice, NewPrompt::new("plan a trip")).await;
+    // Another user's question is not there for bob, whoever guesses its ids.
+    let bob = stack.client("bob").await.unwrap();
+    let foreign = bob
+        .answer_question(&prompt_id, &question, &json!("Oslo"))
+        .await
+        .unwrap_err();
+    assert_eq!(foreign.code(), Some(Code::NotFound), "{foreign:?}");
+    // An answer larger than any decision value is refused before it is looked at.
+    let huge = json!("x".repeat(300 * 1024));
+    let too_big = alice
+        .answer_question(&prompt_id, &question, &huge)
+        .await
+        .unwrap_err();
+    assert_eq!(too_big.code(), Some(Code::InvalidArgument), "{too_big:?}");
+    assert!(too_big.to_string().contains("at most"), "{too_big}");
+    let missing = alice
+        .answer_question(&prompt_id, &question, &Value::Null)
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Some(Code::InvalidArgument), "{missing:?}");
+    // None of it moved the prompt: it still waits, and the right answer from alice resumes it.
+    let waiting = alice.get_prompt(&prompt_id).await.unwrap();
+    assert_eq!(waiting.state(), PromptState::WaitingForApproval);
+    alice
+        .answer_question(&prompt_id, &question, &json!("Oslo"))
+        .await
+        .unwrap();
+    let rest = collect(&alice, &prompt_id, after).await;
+    assert_eq!(streamed_text(&rest), "Going to \"Oslo\"");
+    // bob's own prompt asks him, and his answer is his.
+    let (own, his_question, after) = asked(&bob, NewPrompt::new("plan a trip")).await;
+    bob.answer_question(&own, &his_question, &json!("Bergen"))
+        .await
+        .unwrap();
+    let rest = collect(&bob, &own, after).await;
+    assert_eq!(streamed_text(&rest), "Going to \"Bergen\"");
+}
+
+#[tokio::test]
+async fn a_question_whose_schema_is_too_large_or_broken_is_refused_and_can_be_rejected() {
+    let properties: serde_json::Map<String, Value> = (0..4_000)
+        .map(|n| (format!("field_{n}"), json!({"type": "string"})))
+        .collect();
+    let large =
+        json!({"question": "Fill this in", "schema": {"type": "object", "properties": properties}});
+    for (input, expected) in [
+        (large, "bytes, more than"),
+        (
+            json!({"question": "Pick", "schema": {"type": "no-such-type"}}),
+            "does not compile",
+        ),
+    ] {
+        let stack = Stack::start_with(asking_rules(input), with_questions())
+            .await
+            .unwrap();
+        let alice = stack.client("alice").await.unwrap();
+        let (prompt_id, question, after) = asked(&alice, NewPrompt::new("ask me")).await;
+        let refused = alice
+            .answer_question(&prompt_id, &question, &json!({"field_0": "a"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.code(),
+            Some(Code::FailedPrecondition),
+            "{refused:?}"
+        );
+        assert!(refused.to_string().contains(expected), "{refused}");
+        assert!(
+            refused.to_string().contains("reject the question"),
+            "{refused}"
+        );
+        alice
+            .reject_tool_call(&prompt_id, &question, "cannot answer that")
+            .await
+            .unwrap();
+        let rest = collect(&alice, &prompt_id, after).await;
+        assert_eq!(
+            kind(rest.last().unwrap()),
+            "completed",
+            "{:?}",
+            kinds(&rest)
+        );
+    }
+}
+
+#[tokio::test]
+async fn ask_with_bad_arguments_throws_in_the_sandbox_and_asks_nobody() {
+    let code = r#"const errors = [];
+for (const bad of [() => ask(42), () => ask("Pick", {choices: ["only"]}), () => ask("Pick", {schema: 5}), () => ask("x".repeat(5000))]) {
+  try { await bad(); errors.push("asked"); } catch (e) { errors.push(e instanceof Error ? "error" : "other"); }
+}
+complete({response: errors.join(",")});"#;
+    let stack = Stack::start_with(
+        vec![Rule::new(Match::Any, Reply::Text(code.into()))],
+        with_questions(),
+    )
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("ask badly").mode("code"))
+        .await
+        .unwrap();
+    let events = collect(&client, &created.id, 0).await;
+    assert_eq!(
+        kind(events.last().unwrap()),
+        "completed",
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(
+        !kinds(&events).contains(&"approval_requested"),
+        "{:?}",
+        kinds(&events)
+    );
+    assert_eq!(streamed_text(&events), "error,error,error,error");
+    // In classic, the model's bad question comes back to it as the call's error.
+    let stack = Stack::start_with(
+        asking_rules(json!({"question": "Pick", "choices": ["only"]})),
+        with_questions(),
+    )
+    .await
+    .unwrap();
+    let client = stack.client("alice").await.unwrap();
+    let created = client
+        .create_prompt(NewPrompt::new("ask badly"))
+        .await
+        .unwrap();
+    let events = collect(&client, &created.id, 0).await;
+    assert_eq!(
+        kind(events.last().unwrap()),
+        "completed",
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(
+        !kinds(&events).contains(&"approval_requested"),
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(
+        streamed_text(&events).starts_with("Heard"),
+        "{}",
+        streamed_text(&events)
+    );
+}
