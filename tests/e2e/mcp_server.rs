@@ -120,7 +120,9 @@ async fn without_a_gateway_the_server_starts_lists_its_tools_and_answers_calls_w
             "list_conversations",
             "get_file",
             "reject_tool_call",
-            "answer_question"
+            "answer_question",
+            "list_skills",
+            "add_skill_folder"
         ],
         "approvals are the person's: approve_tool_call only with --allow-approvals"
     );
@@ -495,5 +497,49 @@ async fn a_question_the_agent_asks_is_answered_through_the_mcp_client() {
     .await;
     assert_eq!(structured(&answered)["state"], "completed", "{answered:?}");
     assert_eq!(texts(&answered)[0], "Going to \"Oslo\"");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn skills_are_listed_and_a_skill_folder_is_added_through_the_mcp_client() {
+    let stack = Stack::start(Vec::new()).await.unwrap();
+    let client = start_server(&stack.gateway_url(), ProgressRecorder::default()).await;
+    let empty = call_tool(&client, "list_skills", json!({})).await;
+    assert_eq!(structured(&empty)["skills"], json!([]), "{empty:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let folder = crate::skill_folders::write_skill(dir.path(), "Fills PDF forms.");
+    let added = call_tool(
+        &client,
+        "add_skill_folder",
+        json!({"path": folder.to_str().unwrap()}),
+    )
+    .await;
+    assert_eq!(added.is_error, Some(false), "{added:?}");
+    assert_eq!(structured(&added)["name"], "pdf-forms");
+    assert_eq!(structured(&added)["files"][0]["path"], "SKILL.md");
+    let listed = call_tool(&client, "list_skills", json!({})).await;
+    let skills = structured(&listed)["skills"].as_array().unwrap().clone();
+    assert_eq!(skills.len(), 1, "{listed:?}");
+    assert_eq!(skills[0]["source"], "folder");
+    assert_eq!(skills[0]["description"], "Fills PDF forms.");
+    // Only what it was given, as the CLI takes it: a relative path, or a folder that is no
+    // skill (nothing of it is read), is refused with the reason and nothing stored.
+    let relative = call_tool(&client, "add_skill_folder", json!({"path": "pdf-forms"})).await;
+    assert_eq!(relative.is_error, Some(true), "{relative:?}");
+    assert!(
+        texts(&relative)[0].contains("must be absolute"),
+        "{relative:?}"
+    );
+    let no_skill = call_tool(
+        &client,
+        "add_skill_folder",
+        json!({"path": dir.path().to_str().unwrap()}),
+    )
+    .await;
+    assert_eq!(no_skill.is_error, Some(true), "{no_skill:?}");
+    assert!(texts(&no_skill)[0].contains("no SKILL.md"), "{no_skill:?}");
+    let listed = call_tool(&client, "list_skills", json!({})).await;
+    assert_eq!(structured(&listed)["skills"].as_array().unwrap().len(), 1);
     client.cancel().await.unwrap();
 }

@@ -1,12 +1,14 @@
 // The playground: a sidebar of the caller's conversations, the open conversation's prompts
 // with their live timelines, and a box to send the next prompt in a mode and model tier,
-// with files attached (the Attach button, or dropped on the box).
+// with files attached (the Attach button, or dropped on the box), and the caller's skills
+// (a skill folder added from a folder or an archive).
 // The open conversation is in the URL (`#/c/<id>`), so a reload reopens it and resumes its
 // running prompts where they were.
 
 import { Api, ApiError } from "./api.js";
 import { PromptView, el, button } from "./timeline.js";
 import { Attachments, acceptDrops } from "./attachments.js";
+import { SkillsPanel } from "./skills.js";
 
 const api = new Api();
 const $ = (id) => document.getElementById(id);
@@ -25,6 +27,9 @@ const attachments = new Attachments(api, {
   onChange: updateSend,
   onError: showError,
 });
+
+// The caller's skills, in the sidebar.
+const skills = new SkillsPanel(api, { list: $("skills"), onError: showError });
 
 // Send waits for a prompt being sent and for every upload.
 function updateSend() {
@@ -274,7 +279,7 @@ async function saveSettings(event) {
 async function start() {
   clearError();
   try {
-    await Promise.all([loadModes(), loadConversations()]);
+    await Promise.all([loadModes(), loadConversations(), skills.load()]);
   } catch (error) {
     showError(error);
     return;
@@ -294,6 +299,18 @@ function wire() {
     event.target.value = "";
   });
   acceptDrops($("composer"), (files) => attachments.add(files));
+  $("add-skill-folder").addEventListener("click", () => $("skill-folder-input").click());
+  $("add-skill-archive").addEventListener("click", () => $("skill-archive-input").click());
+  $("skill-folder-input").addEventListener("change", async (event) => {
+    const files = Array.from(event.target.files || []);
+    event.target.value = "";
+    if (files.length) await skills.addFolder(files);
+  });
+  $("skill-archive-input").addEventListener("change", async (event) => {
+    const [file] = Array.from(event.target.files || []);
+    event.target.value = "";
+    if (file) await skills.addArchive(file);
+  });
   $("input").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) send(event);
   });

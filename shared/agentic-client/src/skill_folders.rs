@@ -49,6 +49,13 @@ pub fn pack(path: &Path) -> Result<Vec<u8>, ClientError> {
     let archive = if meta.is_file() {
         std::fs::read(path).map_err(|error| local(format!("{}: {error}", path.display())))?
     } else {
+        // Checked here so that a folder that is not a skill is never read, nor sent.
+        if !path.join("SKILL.md").is_file() {
+            return Err(local(format!(
+                "{} has no SKILL.md at its top: a skill folder starts with one",
+                path.display()
+            )));
+        }
         let mut builder = tar::Builder::new(Vec::new());
         builder.follow_symlinks(false);
         let mut files = 0;

@@ -7,6 +7,7 @@ mod browser;
 mod decisions;
 mod event_source;
 mod lifecycle;
+mod skills;
 
 use agentic_testkit::model::{Match, Rule};
 use agentic_testkit::{Stack, StackOptions};

@@ -33,6 +33,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../playground/attachments.js"),
     ),
     (
+        "skills.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../playground/skills.js"),
+    ),
+    (
         "markdown.js",
         "text/javascript; charset=utf-8",
         include_str!("../../playground/markdown.js"),

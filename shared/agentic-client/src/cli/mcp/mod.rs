@@ -11,6 +11,7 @@ mod conversations;
 mod decide;
 mod files;
 mod run_prompt;
+mod skills;
 mod tools;
 
 use rmcp::model::{
@@ -74,7 +75,9 @@ impl ServerHandler for Server {
                  reads a file a prompt created; approve_tool_call (as asked, or with edited \
                  arguments), respond_to_tool_call (a result in the call's place) and \
                  reject_tool_call decide a tool call a prompt waits for (ask the person first); \
-                 answer_question passes on the person's answer to a question the agent asked.",
+                 answer_question passes on the person's answer to a question the agent asked; \
+                 list_skills lists the agent's skills and add_skill_folder adds a skill folder \
+                 (SKILL.md format) from this machine.",
             )
     }
 
@@ -107,6 +110,14 @@ impl ServerHandler for Server {
                 Ok(arguments) => files::get(&self.client, arguments).await,
                 Err(invalid) => invalid,
             },
+            tools::LIST_SKILLS => match arguments(tool, request.arguments) {
+                Ok(arguments) => skills::list(&self.client, arguments).await,
+                Err(invalid) => invalid,
+            },
+            tools::ADD_SKILL_FOLDER => match arguments(tool, request.arguments) {
+                Ok(arguments) => skills::add(&self.client, arguments).await,
+                Err(invalid) => invalid,
+            },
             tools::APPROVE | tools::RESPOND if !self.allow_approvals => error_result(format!(
                 "{tool} is off: an approval is the person's to give; they can turn it on with \
                  `agentic mcp --allow-approvals`, or decide with the commands run_prompt gave"
@@ -127,7 +138,7 @@ impl ServerHandler for Server {
             unknown => {
                 return Err(ErrorData::invalid_params(
                     format!(
-                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call, respond_to_tool_call, reject_tool_call and answer_question"
+                        "unknown tool {unknown:?}: the tools are run_prompt, list_conversations, get_file, approve_tool_call, respond_to_tool_call, reject_tool_call, answer_question, list_skills and add_skill_folder"
                     ),
                     None,
                 ));

@@ -15,6 +15,8 @@ pub const APPROVE: &str = "approve_tool_call";
 pub const REJECT: &str = "reject_tool_call";
 pub const RESPOND: &str = "respond_to_tool_call";
 pub const ANSWER: &str = "answer_question";
+pub const LIST_SKILLS: &str = "list_skills";
+pub const ADD_SKILL_FOLDER: &str = "add_skill_folder";
 
 /// The most conversations `list_conversations` asks for (the gateway's own maximum).
 pub const MAX_CONVERSATIONS: u32 = 500;
@@ -32,7 +34,81 @@ pub fn all(allow_approvals: bool) -> Vec<Tool> {
     }
     tools.push(decide(false));
     tools.push(answer());
+    tools.push(list_skills());
+    tools.push(add_skill_folder());
     tools
+}
+
+/// A skill as `list_skills` and `add_skill_folder` give it.
+fn skill_result() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "source": {"type": "string", "description": "saved (code kept as the tool skill.<name>), folder (a folder the user added) or operator (shared by every user)."},
+            "version": {"type": "integer", "minimum": 0},
+            "description": {"type": "string"},
+            "files": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "size": {"type": "integer", "minimum": 0}},
+                    "required": ["path", "size"],
+                },
+                "description": "A folder skill's files, SKILL.md first.",
+            },
+        },
+        "required": ["name", "source", "version", "description", "files"],
+    })
+}
+
+fn list_skills() -> Tool {
+    let input = json!({"type": "object", "properties": {}, "additionalProperties": false});
+    let output = json!({
+        "type": "object",
+        "properties": {"skills": {"type": "array", "items": skill_result()}},
+        "required": ["skills"],
+    });
+    Tool::new(
+        LIST_SKILLS,
+        "Lists the skills the agent has for the user: code it saved, skill folders the user \
+         added and the operator's, each with its description.",
+        schema(input),
+    )
+    .with_title("List skills")
+    .with_raw_output_schema(schema(output))
+    .with_annotations(ToolAnnotations::new().read_only(true).open_world(false))
+}
+
+fn add_skill_folder() -> Tool {
+    let input = json!({
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Absolute path, on the machine this server runs on, of a skill folder (SKILL.md at its top) or of a .zip, .tar or .tar.gz of one.",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": false,
+    });
+    Tool::new(
+        ADD_SKILL_FOLDER,
+        "Adds a skill folder in the Agent Skills format (a SKILL.md with name and description, \
+         then instructions, beside any scripts and reference files) to the user's skills: \
+         every later prompt lists it, and the agent reads it with skill.read. A folder of the \
+         same name is replaced.",
+        schema(input),
+    )
+    .with_title("Add a skill folder")
+    .with_raw_output_schema(schema(skill_result()))
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .open_world(false),
+    )
 }
 
 /// `run_prompt`'s structured result (approving or rejecting answers the same).
