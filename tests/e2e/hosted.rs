@@ -39,7 +39,7 @@ pub(crate) fn hosted(input: &str) -> NewPrompt {
 }
 
 /// The `code.execute` outputs of a prompt: (code, stdout, return code).
-fn executions(prompt: &agentic_proto::v1::Prompt) -> Vec<(String, String, i64)> {
+pub(crate) fn executions(prompt: &agentic_proto::v1::Prompt) -> Vec<(String, String, i64)> {
     prompt
         .output
         .iter()
@@ -478,6 +478,20 @@ async fn skills_from_the_executor_or_the_state_load_into_the_container_and_bad_o
     stack
         .model
         .add_hosted_rule(answering(vec![HostedBlock::text("Ready.")]));
+    // The operator's custom skill, uploaded to the provider beforehand (its version 3).
+    let version = |version: &str| agentic_testkit::model::ProviderSkillVersion {
+        version: version.into(),
+        name: "reports".into(),
+        description: "Writes reports.".into(),
+        files: [("SKILL.md".to_owned(), b"---\nname: reports\n---\n".to_vec())].into(),
+    };
+    stack
+        .model
+        .add_provider_skill(agentic_testkit::model::ProviderSkill {
+            id: "skill_01abc".into(),
+            display_title: "reports".into(),
+            versions: vec![version("2"), version("3")],
+        });
     let client = stack.client("alice").await.unwrap();
     completed(&client, hosted("default skills")).await;
     let mut state = serde_json::Map::new();

@@ -30,7 +30,7 @@ fn skill_md(name: &str, description: &str) -> String {
 
 /// Writes the `pdf-forms` skill folder under `dir`: instructions, a reference file, a
 /// JavaScript module importing a second one, and a Python script.
-fn write_skill(dir: &Path, description: &str) -> std::path::PathBuf {
+pub(crate) fn write_skill(dir: &Path, description: &str) -> std::path::PathBuf {
     let root = dir.join("pdf-forms");
     std::fs::create_dir_all(root.join("scripts")).unwrap();
     std::fs::create_dir_all(root.join("reference")).unwrap();
@@ -46,7 +46,7 @@ fn write_skill(dir: &Path, description: &str) -> std::path::PathBuf {
     root
 }
 
-fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
@@ -458,4 +458,92 @@ async fn hosted_mode_uploads_a_folder_once_again_only_when_it_changes_and_delete
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn a_hosted_prompt_runs_a_skill_script_in_the_container_and_another_user_has_no_such_skill() {
+    let stack = crate::hosted::hosted_stack().await;
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::Any,
+        vec![
+            HostedBlock::run("cat /skills/pdf-forms/reference/forms.md"),
+            HostedBlock::run("python3 /skills/pdf-forms/scripts/fill.py"),
+            HostedBlock::text("Filled."),
+        ],
+        "end_turn",
+    ));
+    let alice = stack.client("alice").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    alice
+        .add_skill_folder_from(&write_skill(dir.path(), "Fills PDF forms."))
+        .await
+        .unwrap();
+    let done = completed(&alice, crate::hosted::hosted("fill my form")).await;
+    // The container computed both from the skill as uploaded: the reference file's text,
+    // and what the Python script printed when it ran.
+    let ran = crate::hosted::executions(&done);
+    assert_eq!(
+        ran,
+        [
+            (
+                "cat /skills/pdf-forms/reference/forms.md".to_owned(),
+                "Fields: name, date.\n".to_owned(),
+                0
+            ),
+            (
+                "python3 /skills/pdf-forms/scripts/fill.py".to_owned(),
+                "filled\n".to_owned(),
+                0
+            ),
+        ]
+    );
+    // bob never added it: his container holds no such skill, and nothing of alice's.
+    let bob = stack.client("bob").await.unwrap();
+    let his = completed(&bob, crate::hosted::hosted("fill my form")).await;
+    let codes: Vec<i64> = crate::hosted::executions(&his)
+        .into_iter()
+        .map(|(_, _, code)| code)
+        .collect();
+    assert_eq!(codes, [1, 1], "{his:?}");
+    let last = stack.model.hosted_requests().last().unwrap().body.clone();
+    assert!(
+        last["container"]["skills"].is_null() || last["container"]["skills"] == json!([]),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn the_hosted_executor_sweeps_a_deleted_skills_provider_copy_with_no_prompt_to_notice_it() {
+    let options = StackOptions {
+        hosted_skill_sweep_secs: 1,
+        ..crate::hosted::hosted_stack_options()
+    };
+    let stack = Stack::start_with(Vec::new(), options).await.unwrap();
+    stack.model.add_hosted_rule(hosted_answer());
+    let alice = stack.client("alice").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    alice
+        .add_skill_folder_from(&write_skill(dir.path(), "Fills PDF forms."))
+        .await
+        .unwrap();
+    completed(&alice, crate::hosted::hosted("first")).await;
+    assert_eq!(stack.model.provider_skills().len(), 1);
+    // The sweep finds nothing to delete while the skill is there.
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    assert_eq!(stack.model.provider_skills().len(), 1);
+    let requests = stack.model.hosted_requests().len();
+    alice.delete_skill("pdf-forms").await.unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while !stack.model.provider_skills().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the sweep never deleted the provider's copy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        stack.model.hosted_requests().len(),
+        requests,
+        "no prompt ran"
+    );
 }

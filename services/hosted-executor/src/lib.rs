@@ -105,6 +105,10 @@ pub struct Config {
     /// Where the code of agentic's tools that run code runs.
     #[command(flatten)]
     pub code_runner: CodeRunnerArgs,
+    /// Seconds between sweeps that delete the provider's copies of deleted skill folders
+    /// (each hosted prompt also deletes those it sees); 0 sweeps never.
+    #[arg(long, env = "HOSTED_SKILL_SWEEP_SECS", default_value_t = 300)]
+    pub skill_sweep_secs: u64,
 }
 
 impl ServiceConfig for Config {
@@ -161,11 +165,21 @@ pub async fn run(
             "ANTHROPIC_BASE_URL is plain http: the API key travels unencrypted"
         );
     }
+    let tool_host = config
+        .executor
+        .tool_host_running_code(&config.code_runner)?;
+    // Only with a key: without one the provider holds no copies of ours.
+    let sweep = (config.skill_sweep_secs > 0 && config.anthropic_api_key.is_some()).then(|| {
+        let every = Duration::from_secs(config.skill_sweep_secs);
+        tokio::spawn(skill_uploads::sweep(
+            provider.clone(),
+            tool_host.skills(),
+            every,
+        ))
+    });
     let executor = Executor {
         provider,
-        tool_host: config
-            .executor
-            .tool_host_running_code(&config.code_runner)?,
+        tool_host,
         schemas: SchemaCache::default(),
         limits: config.calls.into(),
         settings: Settings {
@@ -180,7 +194,7 @@ pub async fn run(
         },
         seal: Seal::new(config.executor.service.internal_token.as_deref()),
     };
-    agentic_executor::serve(
+    let served = agentic_executor::serve(
         executor,
         &config.executor,
         listener,
@@ -189,7 +203,11 @@ pub async fn run(
         |router, _| router,
     )
     .await
-    .context("serving the hosted executor")?;
+    .context("serving the hosted executor");
+    if let Some(sweep) = sweep {
+        sweep.abort();
+    }
+    served?;
     Ok(())
 }
 

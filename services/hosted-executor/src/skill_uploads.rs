@@ -143,6 +143,33 @@ fn display_title(skill: &pb::HostedSkill) -> String {
     format!("agentic {owner} {}", skill.name)
 }
 
+/// Every `every`, deletes the provider copies of deleted skills that are still to delete,
+/// so that they go even when no hosted prompt runs to notice them. Runs until dropped.
+pub async fn sweep(
+    provider: Provider,
+    mut skills: SkillsClient<InternalChannel>,
+    every: std::time::Duration,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        match skills
+            .list_provider_skill_deletions(pb::ListProviderSkillDeletionsRequest {})
+            .await
+        {
+            Ok(listed) => {
+                delete_pending(&provider, skills.clone(), listed.into_inner().skill_ids).await
+            }
+            // The tool-host keeps no skills (its `skill` plugin is off): nothing to sweep.
+            Err(status) if status.code() == tonic::Code::FailedPrecondition => return,
+            Err(status) => {
+                tracing::warn!(error = %status.message(), "listing skill copies to delete failed: retried at the next sweep");
+            }
+        }
+    }
+}
+
 /// Deletes provider copies of deleted skills, confirming each to the tool-host.
 async fn delete_pending(
     provider: &Provider,

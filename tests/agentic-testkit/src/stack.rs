@@ -219,6 +219,9 @@ pub struct StackOptions {
     pub hosted_skills: String,
     /// Files of one hosted prompt downloaded from the container, at most.
     pub hosted_max_files: u32,
+    /// Seconds between the hosted executor's sweeps of provider skill copies to delete (0:
+    /// none, the default here: each hosted prompt deletes those it sees).
+    pub hosted_skill_sweep_secs: u64,
 }
 
 impl Default for StackOptions {
@@ -276,6 +279,7 @@ impl Default for StackOptions {
             hosted: false,
             hosted_skills: "[]".into(),
             hosted_max_files: 20,
+            hosted_skill_sweep_secs: 0,
         }
     }
 }
@@ -662,6 +666,7 @@ impl Stack {
             max_file_bytes: 1024 * 1024,
             calls: call_limits(options),
             code_runner: peers.code_runner_args(),
+            skill_sweep_secs: options.hosted_skill_sweep_secs,
         };
         Background::start("hosted-executor", listener, move |listener| {
             hosted_executor::run(config, listener, std::future::pending())

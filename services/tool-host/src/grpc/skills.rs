@@ -246,6 +246,20 @@ impl pb::skills_server::Skills for SkillsService {
             .map_err(to_status)?;
         Ok(Response::new(pb::ConfirmProviderSkillDeletedResponse {}))
     }
+
+    async fn list_provider_skill_deletions(
+        &self,
+        _request: Request<pb::ListProviderSkillDeletionsRequest>,
+    ) -> Result<Response<pb::ListProviderSkillDeletionsResponse>, Status> {
+        let skill_ids = self
+            .folders()?
+            .pending_deletions()
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::ListProviderSkillDeletionsResponse {
+            skill_ids,
+        }))
+    }
 }
 
 /// A folder skill as the proto has it; `files` with their bytes when given, else the

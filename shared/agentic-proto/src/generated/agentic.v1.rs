@@ -2007,6 +2007,15 @@ pub struct ConfirmProviderSkillDeletedRequest {
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ConfirmProviderSkillDeletedResponse {}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListProviderSkillDeletionsRequest {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListProviderSkillDeletionsResponse {
+    /// Provider skill ids: delete them (every version) there, then confirm. At most a few per
+    /// answer.
+    #[prost(string, repeated, tag = "1")]
+    pub skill_ids: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateSkillRequest {
     /// Whose skill (the gateway fills it in from the caller; clients leave it empty).
@@ -3168,6 +3177,34 @@ pub mod skills_client {
                 );
             self.inner.unary(req, path, codec).await
         }
+        /// Provider copies of deleted skills still to delete, whoever's they were (the hosted
+        /// executor's sweep, so that they go even when no hosted prompt runs).
+        pub async fn list_provider_skill_deletions(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListProviderSkillDeletionsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListProviderSkillDeletionsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.Skills/ListProviderSkillDeletions",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("agentic.v1.Skills", "ListProviderSkillDeletions"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -3248,6 +3285,15 @@ pub mod skills_server {
             request: tonic::Request<super::ConfirmProviderSkillDeletedRequest>,
         ) -> std::result::Result<
             tonic::Response<super::ConfirmProviderSkillDeletedResponse>,
+            tonic::Status,
+        >;
+        /// Provider copies of deleted skills still to delete, whoever's they were (the hosted
+        /// executor's sweep, so that they go even when no hosted prompt runs).
+        async fn list_provider_skill_deletions(
+            &self,
+            request: tonic::Request<super::ListProviderSkillDeletionsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListProviderSkillDeletionsResponse>,
             tonic::Status,
         >;
     }
@@ -3724,6 +3770,58 @@ pub mod skills_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ConfirmProviderSkillDeletedSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.Skills/ListProviderSkillDeletions" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListProviderSkillDeletionsSvc<T: Skills>(pub Arc<T>);
+                    impl<
+                        T: Skills,
+                    > tonic::server::UnaryService<
+                        super::ListProviderSkillDeletionsRequest,
+                    > for ListProviderSkillDeletionsSvc<T> {
+                        type Response = super::ListProviderSkillDeletionsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<
+                                super::ListProviderSkillDeletionsRequest,
+                            >,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Skills>::list_provider_skill_deletions(
+                                        &inner,
+                                        request,
+                                    )
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListProviderSkillDeletionsSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

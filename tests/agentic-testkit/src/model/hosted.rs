@@ -77,6 +77,8 @@ struct Container {
     skills: Value,
     /// The files `container_upload` blocks put in it, in the order they first came.
     files: Vec<String>,
+    /// The files of its skills, at `/skills/<name>/…`.
+    mounts: super::container_run::Mounts,
 }
 
 pub(super) struct StoredFile {
@@ -124,6 +126,15 @@ impl Hosted {
         super::server::lock(&self.containers)
             .get(id)
             .map(|container| container.skills.clone())
+    }
+
+    /// What `command` prints in container `id` (see `container_run.rs`).
+    pub(super) fn run_in_container(&self, id: &str, command: &str) -> (String, String, i32) {
+        let mounts = super::server::lock(&self.containers)
+            .get(id)
+            .map(|container| container.mounts.clone())
+            .unwrap_or_default();
+        super::container_run::run(&mounts, command)
     }
 
     /// The files `container_upload` blocks put in a container, in the order they first came.
@@ -388,6 +399,7 @@ fn open_container(hosted: &Hosted, body: &Value) -> Result<String, String> {
             None => Err(format!("Container '{id}' not found")),
         };
     }
+    let mounts = super::container_run::mount(hosted, &skills)?;
     let id = format!("container_{}", uuid::Uuid::new_v4().simple());
     super::server::lock(&hosted.containers).insert(
         id.clone(),
@@ -395,6 +407,7 @@ fn open_container(hosted: &Hosted, body: &Value) -> Result<String, String> {
             expired: false,
             skills,
             files: Vec::new(),
+            mounts,
         },
     );
     Ok(id)

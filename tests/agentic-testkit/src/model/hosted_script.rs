@@ -196,6 +196,12 @@ pub enum HostedBlock {
         #[serde(default)]
         files: Vec<HostedFile>,
     },
+    /// A command the model ran in the container with the bash tool, whose output the
+    /// container computes (`container_run.rs`: `cat`, `python3` or `node` on a file of the
+    /// skills mounted at `/skills/<name>/`).
+    Run {
+        command: String,
+    },
     /// A call of one of the client's tools (a `tool_use` block).
     ToolUse {
         name: String,
@@ -226,6 +232,13 @@ impl HostedBlock {
             stderr: String::new(),
             return_code: 0,
             files,
+        }
+    }
+
+    /// A command whose output the container computes (see [`HostedBlock::Run`]).
+    pub fn run(command: &str) -> HostedBlock {
+        HostedBlock::Run {
+            command: command.to_owned(),
         }
     }
 

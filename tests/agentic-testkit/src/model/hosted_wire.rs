@@ -28,7 +28,7 @@ pub(super) fn answer(
 ) -> Response {
     let content: Vec<Value> = blocks
         .iter()
-        .flat_map(|block| wire_blocks(state, block))
+        .flat_map(|block| wire_blocks(state, container, block))
         .collect();
     let (input_tokens, output_tokens) = rule.usage.unwrap_or((10, 5));
     let message = json!({
@@ -64,7 +64,7 @@ fn container_json(id: &str) -> Value {
 }
 
 /// A scripted block as the API sends it; code run in the container is two blocks.
-fn wire_blocks(state: &ServerState, block: &HostedBlock) -> Vec<Value> {
+fn wire_blocks(state: &ServerState, container: &str, block: &HostedBlock) -> Vec<Value> {
     match block {
         HostedBlock::Text(text) => vec![json!({"type": "text", "text": text})],
         HostedBlock::ToolUse { name, input } => vec![json!({
@@ -80,7 +80,6 @@ fn wire_blocks(state: &ServerState, block: &HostedBlock) -> Vec<Value> {
             return_code,
             files,
         } => {
-            let id = format!("srvtoolu_{}", uuid::Uuid::new_v4().simple());
             let outputs: Vec<Value> = files
                 .iter()
                 .map(|file| {
@@ -96,27 +95,41 @@ fn wire_blocks(state: &ServerState, block: &HostedBlock) -> Vec<Value> {
                     json!({"type": "bash_code_execution_output", "file_id": file_id})
                 })
                 .collect();
-            vec![
-                json!({
-                    "type": "server_tool_use",
-                    "id": id,
-                    "name": "bash_code_execution",
-                    "input": {"command": command},
-                }),
-                json!({
-                    "type": "bash_code_execution_tool_result",
-                    "tool_use_id": id,
-                    "content": {
-                        "type": "bash_code_execution_result",
-                        "stdout": stdout,
-                        "stderr": stderr,
-                        "return_code": return_code,
-                        "content": outputs,
-                    },
-                }),
-            ]
+            bash_blocks(command, (stdout, stderr, *return_code), outputs)
+        }
+        HostedBlock::Run { command } => {
+            let (stdout, stderr, code) = state.hosted.run_in_container(container, command);
+            bash_blocks(command, (&stdout, &stderr, code), Vec::new())
         }
     }
+}
+
+/// A bash run as its `server_tool_use` block and its `bash_code_execution_tool_result`.
+fn bash_blocks(
+    command: &str,
+    (stdout, stderr, code): (&str, &str, i32),
+    outputs: Vec<Value>,
+) -> Vec<Value> {
+    let id = format!("srvtoolu_{}", uuid::Uuid::new_v4().simple());
+    vec![
+        json!({
+            "type": "server_tool_use",
+            "id": id,
+            "name": "bash_code_execution",
+            "input": {"command": command},
+        }),
+        json!({
+            "type": "bash_code_execution_tool_result",
+            "tool_use_id": id,
+            "content": {
+                "type": "bash_code_execution_result",
+                "stdout": stdout,
+                "stderr": stderr,
+                "return_code": code,
+                "content": outputs,
+            },
+        }),
+    ]
 }
 
 /// The message as server-sent events: text and tool input in fragments, result blocks

@@ -16,6 +16,7 @@
 //! [`HostedRequest::images`]. Anything else about them is refused with each provider's
 //! 400 `invalid_request_error`.
 
+mod container_run;
 mod files;
 mod hosted;
 mod hosted_script;
@@ -154,6 +155,12 @@ impl StandInModel {
     /// The skills the Skills API holds (created, not deleted), with their versions' files.
     pub fn provider_skills(&self) -> Vec<ProviderSkill> {
         self.state.hosted.provider_skills()
+    }
+
+    /// Adds a skill to the Skills API as if someone had uploaded it (a skill the operator
+    /// names by id, say).
+    pub fn add_provider_skill(&self, skill: ProviderSkill) {
+        server::lock(&self.state.hosted.skills).push(skill);
     }
 
     pub fn local_addr(&self) -> SocketAddr {
