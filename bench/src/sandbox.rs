@@ -302,6 +302,7 @@ fn scope() -> RunScope {
         state: Map::new(),
         tier: Default::default(),
         spend: None,
+        tools: None,
     }
 }
 

@@ -87,6 +87,7 @@ impl Exported {
                     ("chunk", format!("{}@{}", chunk.artifact_id, chunk.offset))
                 }
                 Item::Skill(skill) => ("skill", format!("{}@{}", skill.name, skill.version)),
+                Item::Agent(agent) => ("agent", format!("{}@{}", agent.name, agent.version)),
                 Item::End(end) => {
                     exported.end = Some(end.counts.into_iter().collect());
                     continue;
@@ -150,6 +151,16 @@ async fn keep_one_of_everything(alice: &Client) -> Vec<String> {
         })
         .await
         .unwrap();
+    for instructions in ["Be brief.", "Be briefer."] {
+        alice
+            .create_agent(agentic_proto::v1::Agent {
+                name: "reporter".into(),
+                instructions: instructions.into(),
+                ..agentic_proto::v1::Agent::default()
+            })
+            .await
+            .unwrap();
+    }
     ids.extend([conversation, pending, trigger.id, imported.id]);
     ids.extend([reported.id, waiting.id, alone.id, big.id]);
     ids
@@ -173,6 +184,10 @@ async fn an_export_holds_everything_a_user_keeps_and_deleting_it_all_leaves_no_r
     assert_eq!(
         exported.ids("skill"),
         BTreeSet::from(["shout@1".to_owned()])
+    );
+    assert_eq!(
+        exported.ids("agent"),
+        BTreeSet::from(["reporter@1".to_owned(), "reporter@2".to_owned()])
     );
     assert!(
         exported.ids("recording").len() >= 2,
@@ -220,6 +235,7 @@ async fn an_export_holds_everything_a_user_keeps_and_deleting_it_all_leaves_no_r
         "gateway.prompt_recordings",
         "gateway.imported_recordings",
         "gateway.triggers",
+        "gateway.agents",
         "tool_host.artifacts",
         "tool_host.artifact_usage",
         "tool_host.skills",
@@ -245,9 +261,10 @@ async fn an_export_holds_everything_a_user_keeps_and_deleting_it_all_leaves_no_r
             deleted.conversations,
             deleted.prompts,
             deleted.triggers,
-            deleted.skills
+            deleted.skills,
+            deleted.agents
         ),
-        (2, 4, 1, 1),
+        (2, 4, 1, 1, 2),
         "{deleted:?}"
     );
     assert_eq!(

@@ -4,6 +4,7 @@
 // A test fails by panicking, so unwrapping is the point here.
 #![allow(clippy::unwrap_used)]
 
+mod agents;
 mod answers;
 mod approvals;
 mod attachments;

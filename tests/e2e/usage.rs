@@ -123,6 +123,7 @@ async fn a_user_past_their_conversation_and_prompt_quotas_is_refused_with_the_nu
             "prompts",
             "recordings",
             "triggers",
+            "agents",
             "artifacts",
             "skills",
             "skill_folders"

@@ -77,6 +77,9 @@ impl Executor {
         let attached = tool_host.attachments(&scope, &request.attachments).await;
         let answers = AnswerSchema::of(&request)?;
         let mut system_prompt = messages::system_prompt(&prepared.context);
+        system_prompt.push_str(&agentic_executor::functions::agent_instructions(
+            &request.instructions,
+        ));
         if let Some(answers) = &answers {
             system_prompt.push_str(&answers.instruction("your final answer (text, no tools)"));
         }

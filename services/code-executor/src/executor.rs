@@ -88,7 +88,8 @@ impl CodeMode {
         let model = Tape::model(tape.as_ref(), Arc::clone(&self.model));
         let tools = tools::for_sandbox(prepared.tools, &self.schemas);
         let mut answers = AnswerSchema::of(&request)?;
-        let system = prompt::system(tools.specs(), &prepared.modules, &prepared.context);
+        let system = prompt::system(tools.specs(), &prepared.modules, &prepared.context)
+            + &agentic_executor::functions::agent_instructions(&request.instructions);
         let attached = tool_host.attachments(&scope, &request.attachments).await;
         let mut messages = opening((system, answers.as_ref()), &request, &attached);
         let timeline = Arc::new(Timeline::new(events.clone(), request.outputs.len()));

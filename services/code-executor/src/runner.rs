@@ -261,6 +261,8 @@ fn scope_of(request: &RunCodeRequest) -> Result<RunScope, RunCodeError> {
         // The code's own calls are checked against what the caller's budget leaves
         // (see `RecordingHost::budget_left`); the tools it calls spend nothing further.
         spend: None,
+        // The calling run's tools: the code is offered and may call those only.
+        tools: request.tool_scope.clone(),
     })
 }
 

@@ -168,6 +168,10 @@ pub struct Config {
     /// none.
     #[arg(long, env = "GATEWAY_GUARDRAILS")]
     pub guardrails: Option<std::path::PathBuf>,
+    /// The operator's agents (a JSON list of definitions, see docs/agents.md): every user
+    /// may run them, none may change them. Unset: none.
+    #[arg(long, env = "GATEWAY_AGENTS_FILE")]
+    pub agents_file: Option<std::path::PathBuf>,
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,
@@ -235,6 +239,7 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())?;
     agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
     guardrails(config)?;
+    operator_agents(config)?;
     if config.modes.is_empty() && config.service.internal_token.is_none() {
         anyhow::bail!(
             "no execution modes configured (--modes), and without an internal token no executor can register one"
@@ -248,6 +253,16 @@ pub(crate) fn guardrails(config: &Config) -> anyhow::Result<Arc<agentic_guard::G
     Ok(Arc::new(match &config.guardrails {
         Some(path) => agentic_guard::Guardrails::load(path)?,
         None => agentic_guard::Guardrails::default(),
+    }))
+}
+
+/// The agents `--agents-file` names (none without it).
+pub(crate) fn operator_agents(
+    config: &Config,
+) -> anyhow::Result<Arc<crate::app::agents::OperatorAgents>> {
+    Ok(Arc::new(match &config.agents_file {
+        Some(path) => crate::app::agents::OperatorAgents::load(path)?,
+        None => crate::app::agents::OperatorAgents::default(),
     }))
 }
 

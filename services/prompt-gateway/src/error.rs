@@ -18,6 +18,8 @@ pub enum GatewayError {
     FileNotFound(String),
     #[error("trigger not found: {}", shown_id(.0))]
     TriggerNotFound(String),
+    #[error("agent not found: {}", shown_id(.0))]
+    AgentNotFound(String),
     #[error(
         "no tool call {:?} waits for approval in prompt {}",
         shown_id(call),
@@ -76,6 +78,7 @@ impl ServiceError for GatewayError {
             | GatewayError::ConversationNotFound(_)
             | GatewayError::FileNotFound(_)
             | GatewayError::TriggerNotFound(_)
+            | GatewayError::AgentNotFound(_)
             | GatewayError::CallNotPending { .. } => ErrorKind::NotFound,
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
             GatewayError::PermissionDenied(_) => ErrorKind::PermissionDenied,

@@ -343,6 +343,7 @@ fn prompts(
         modes,
         max_run_time: Duration::from_secs(config.max_run_secs),
         guardrails,
+        operator_agents: config::operator_agents(config)?,
         recording: match config.record_prompts {
             RecordPrompts::On => true,
             RecordPrompts::Off => false,

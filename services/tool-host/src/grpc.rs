@@ -72,8 +72,11 @@ impl ToolHost for ToolHostService {
         let mut tools = self.tools.clone();
         tools.extend(user_tools.iter().map(tool_definition));
         tools.extend(mcp_tools.iter().map(|tool| tool_definition(&tool.spec)));
-        // A user's group may not see some tools at all.
-        tools.retain(|tool| self.registry.allowed(&ctx.user_id, &tool.id));
+        // A user's group may not see some tools at all, nor a run's agent those it lacks.
+        tools.retain(|tool| {
+            self.registry.allowed(&ctx.user_id, &tool.id)
+                && agentic_proto::scope::allows(ctx.tool_scope.as_ref(), &tool.id)
+        });
         // The code that interpreter.run-code runs can call what this prompt can: say which.
         use crate::plugins::interpreter::{RUN_CODE, describe};
         if let Some(position) = tools.iter().position(|tool| tool.id == RUN_CODE) {
@@ -224,6 +227,7 @@ impl TryFrom<pb::InvokeToolRequest> for ToolCall {
                 high_tier: request.model == pb::ModelTier::High as i32,
                 budget_left: request.budget_left,
                 round_code: request.round_code,
+                tool_scope: request.tool_scope,
             },
         })
     }
@@ -237,6 +241,7 @@ impl TryFrom<pb::PrepareRequest> for PrepareContext {
             user_id: user_id(request.user_id)?,
             conversation_id: optional_id(&request.conversation_id)?,
             state: json::struct_to_json(request.state.as_ref()),
+            tool_scope: request.tool_scope,
         })
     }
 }

@@ -101,6 +101,8 @@ pub struct PrepareContext {
     pub user_id: UserId,
     pub conversation_id: Option<ConversationId>,
     pub state: Value,
+    /// The tools the run may call (its agent's; `None`: every tool of the user).
+    pub tool_scope: Option<agentic_proto::v1::ToolScope>,
 }
 
 /// Who is calling a tool, and on behalf of which prompt.
@@ -121,6 +123,9 @@ pub struct CallContext {
     /// The code of the code-mode round making the call, for a tool that wants it (see
     /// [`ToolSpec::wants_code`]); empty otherwise.
     pub round_code: String,
+    /// The tools the run may call (its agent's; `None`: every tool of the user): any other
+    /// is refused, and code the tool runs gets the same scope.
+    pub tool_scope: Option<agentic_proto::v1::ToolScope>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -158,6 +158,14 @@ impl Registry {
         ctx: &CallContext,
         progress: Option<ProgressSender>,
     ) -> Result<Result<ToolOutcome, ToolFailure>, Error> {
+        // The run's agent does not have the tool: it is refused as the model's to hear,
+        // whoever asks (the model, code, or code a tool runs).
+        if !agentic_proto::scope::allows(ctx.tool_scope.as_ref(), tool_id.as_str()) {
+            tracing::info!(%tool_id, "tool call outside the agent's tools refused");
+            return Ok(Err(ToolFailure::new(agentic_proto::scope::refusal(
+                tool_id.as_str(),
+            ))));
+        }
         if let Some(group) = self.guardrails.group_of(ctx.user_id.as_str())
             && let Err(tripped) = group
                 .check_tool(ctx.user_id.as_str(), tool_id.as_str(), &input)
@@ -306,6 +314,7 @@ mod tests {
             high_tier: false,
             budget_left: None,
             round_code: String::new(),
+            tool_scope: None,
         }
     }
 

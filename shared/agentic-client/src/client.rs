@@ -53,6 +53,8 @@ pub struct NewPrompt {
     /// A JSON Schema (an object) the final answer must match; the ended prompt then carries
     /// it as `structured_output` ([`crate::structured_output`] reads it as your type).
     pub output_schema: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Run as this agent (`name` or `name@version`; see [`Client::create_agent`]).
+    pub agent: Option<String>,
 }
 
 impl NewPrompt {
@@ -107,6 +109,12 @@ impl NewPrompt {
     /// (at most the gateway's limit).
     pub fn approval_timeout(mut self, timeout: Duration) -> NewPrompt {
         self.approval_timeout = Some(timeout);
+        self
+    }
+
+    /// Runs as the agent `name` (its newest version) or `name@version`.
+    pub fn agent(mut self, name: impl Into<String>) -> NewPrompt {
+        self.agent = Some(name.into());
         self
     }
 
@@ -195,6 +203,7 @@ impl Client {
                 .output_schema
                 .as_ref()
                 .map(agentic_proto::json::map_to_struct),
+            agent: prompt.agent.unwrap_or_default(),
         };
         let response = self.gateway().create_prompt(request).await;
         Ok(response.map_err(|status| self.failed(status))?.into_inner())

@@ -40,6 +40,7 @@
 //! log in through [`Client::builder`]: `.token(…)` sends `authorization: Bearer`, an
 //! `https://` address uses TLS with the platform's roots, or `.ca_cert(…)` for a private CA.
 
+mod agents;
 mod approvals;
 mod client;
 pub mod compare;

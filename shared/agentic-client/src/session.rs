@@ -189,6 +189,7 @@ impl Session {
                 approval_timeout: None,
                 attachments: Vec::new(),
                 output_schema: None,
+                agent: None,
             })
             .await?;
         self.client.events(&prompt.id, 0).await

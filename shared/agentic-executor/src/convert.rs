@@ -63,7 +63,10 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
             _ => Tier::Normal,
         };
         let state = start.state.as_ref().or(prompt.state_data.as_ref());
+        let agent = prompt.agent.unwrap_or_default();
         Ok(RunRequest {
+            instructions: agent.instructions,
+            tool_scope: agent.tools,
             prompt_id,
             conversation_id,
             user_id,

@@ -25,6 +25,16 @@ pub fn system_prompt(base: &str, context: &[crate::tool_host::ContextItem]) -> S
     prompt
 }
 
+/// The system prompt's part for the instructions of the agent a prompt runs as (empty for a
+/// prompt that runs as none), the same in every mode: after the mode's own text and the
+/// tool-host's context.
+pub fn agent_instructions(instructions: &str) -> String {
+    if instructions.trim().is_empty() {
+        return String::new();
+    }
+    format!("\n\nYour instructions, as the agent the user runs this prompt as:\n{instructions}")
+}
+
 /// What the model reads as a tool's answer: its JSON output, or `{"error": "…"}`.
 pub fn tool_message(result: &ToolResult) -> String {
     match result {

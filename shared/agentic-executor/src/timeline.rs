@@ -19,6 +19,10 @@ pub struct RunRequest {
     pub attachments: Vec<FileOutput>,
     /// The JSON Schema the final answer must match (see [`crate::answers`]).
     pub output_schema: Option<Json>,
+    /// The instructions of the agent the prompt runs as (empty: none), for the system prompt.
+    pub instructions: String,
+    /// The tools the prompt's agent may call (`None`: every tool of the user).
+    pub tool_scope: Option<agentic_proto::v1::ToolScope>,
     pub tier: Tier,
     /// The prompt's outputs so far: empty for a new prompt, the whole timeline on resume.
     pub outputs: Vec<Output>,

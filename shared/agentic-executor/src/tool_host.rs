@@ -102,6 +102,9 @@ pub struct RunScope {
     /// What the prompt may still spend, sent with each tool call for tools that spend on
     /// their own (`None`: no budget).
     pub spend: Option<Arc<crate::budget::Spend>>,
+    /// The tools the run may call (its agent's; `None`: every tool of the user): only those
+    /// are prepared, and every call carries it, so the tool-host refuses any other.
+    pub tools: Option<agentic_proto::v1::ToolScope>,
 }
 
 impl RunScope {
@@ -114,6 +117,7 @@ impl RunScope {
             state: request.state.clone(),
             tier: request.tier,
             spend: None,
+            tools: request.tool_scope.clone(),
         }
     }
 
@@ -220,6 +224,7 @@ impl ToolHost {
             user_id: scope.user_id.to_string(),
             conversation_id: scope.conversation_text(),
             state: Some(json::map_to_struct(&scope.state)),
+            tool_scope: scope.tools.clone(),
         });
         request.set_timeout(PREPARE_TIMEOUT);
         let recorded = self.tape.as_ref().and_then(|tape| tape.recorded_prepare());
@@ -244,34 +249,7 @@ impl ToolHost {
         if let Some(tape) = &self.tape {
             tape.prepared(&mut response).await;
         }
-        let tools = response
-            .tools
-            .into_iter()
-            .map(|tool| ToolSpec {
-                input_schema: json::from_proto_opt(tool.input_schema.as_ref()),
-                id: tool.id,
-                description: tool.description,
-                requires_approval: tool.requires_approval,
-            })
-            .collect();
-        let context = response
-            .context
-            .into_iter()
-            .map(|item| ContextItem {
-                name: item.name,
-                content: item.content,
-            })
-            .collect();
-        let modules = response
-            .modules
-            .into_iter()
-            .map(|module| (module.name, module.source))
-            .collect();
-        Ok(Prepared {
-            tools,
-            context,
-            modules,
-        })
+        Ok(Prepared::of(response, scope.tools.as_ref()))
     }
 
     pub async fn invoke(
@@ -477,6 +455,7 @@ impl Call<'_> {
             state: Some(json::map_to_struct(&scope.state)),
             tool_call_id: self.tool_call_id.to_owned(),
             round_code: self.round_code.to_owned(),
+            tool_scope: scope.tools.clone(),
             budget_left: scope.spend.as_ref().and_then(|spend| spend.left()),
             model: match scope.tier {
                 agentic_llm::Tier::Normal => agentic_proto::v1::ModelTier::Normal,
@@ -590,6 +569,7 @@ fn invoke_error(status: Status, timeout: Duration) -> ToolHostError {
 
 mod artifacts;
 mod code;
+mod prepared;
 mod streams;
 pub use code::{RemoteCodeRunner, RunsCode, answering};
 pub use streams::answer_once;

@@ -430,10 +430,7 @@ fn built_in(
 
 /// Whether `pattern` (a tool id, or a prefix ending in `*`) names `tool_id`.
 fn matches_tool(pattern: &str, tool_id: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => tool_id.starts_with(prefix),
-        None => pattern == tool_id,
-    }
+    agentic_proto::scope::matches(pattern, tool_id)
 }
 
 mod config;

@@ -16,15 +16,17 @@ use std::io;
 use std::sync::LazyLock;
 
 use crate::v1::{
-    AddSkillFolderRequest, AnswerQuestionRequest, ApproveToolCallRequest, CancelPromptRequest,
-    Conversation, ConversationFile, CreateConversationRequest, CreatePromptRequest,
-    CreateSkillRequest, CreateTriggerRequest, DeleteAllDataRequest, DeleteAllDataResponse,
+    AddSkillFolderRequest, Agent, AnswerQuestionRequest, ApproveToolCallRequest,
+    CancelPromptRequest, Conversation, ConversationFile, CreateAgentRequest,
+    CreateConversationRequest, CreatePromptRequest, CreateSkillRequest, CreateTriggerRequest,
+    DeleteAgentRequest, DeleteAgentResponse, DeleteAllDataRequest, DeleteAllDataResponse,
     DeleteConversationRequest, DeleteConversationResponse, DeleteFileRequest, DeleteFileResponse,
     DeletePromptRequest, DeletePromptResponse, DeleteRecordingRequest, DeleteRecordingResponse,
     DeleteSkillRequest, DeleteSkillResponse, DeleteTriggerRequest, DeleteTriggerResponse,
-    ExportDataRequest, ExportItem, File, FileOutput, GetConversationRequest, GetFileRequest,
-    GetPromptRequest, GetRecordingRequest, GetSkillRequest, GetStorageUsageRequest,
-    ImportRecordingRequest, ListConversationFilesRequest, ListConversationFilesResponse,
+    ExportDataRequest, ExportItem, File, FileOutput, GetAgentRequest, GetConversationRequest,
+    GetFileRequest, GetPromptRequest, GetRecordingRequest, GetSkillRequest, GetStorageUsageRequest,
+    ImportRecordingRequest, ListAgentVersionsRequest, ListAgentVersionsResponse, ListAgentsRequest,
+    ListAgentsResponse, ListConversationFilesRequest, ListConversationFilesResponse,
     ListConversationsRequest, ListConversationsResponse, ListModesRequest, ListModesResponse,
     ListPromptsRequest, ListPromptsResponse, ListSkillsRequest, ListSkillsResponse,
     ListToolsRequest, ListToolsResponse, ListTriggersRequest, ListTriggersResponse, Mode, Prompt,
@@ -291,6 +293,15 @@ described!(
     ExportItem,
     DeleteAllDataRequest,
     DeleteAllDataResponse,
+    CreateAgentRequest,
+    ListAgentsRequest,
+    GetAgentRequest,
+    ListAgentVersionsRequest,
+    DeleteAgentRequest,
+    Agent,
+    ListAgentsResponse,
+    ListAgentVersionsResponse,
+    DeleteAgentResponse,
 );
 
 #[cfg(test)]

@@ -200,6 +200,8 @@ pub struct StackOptions {
     pub record_prompts: prompt_gateway::RecordPrompts,
     /// A guardrails file for the gateway and the tool-host (none by default).
     pub guardrails: Option<PathBuf>,
+    /// The operator's agents file for the gateway (none by default).
+    pub agents_file: Option<PathBuf>,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -271,6 +273,7 @@ impl Default for StackOptions {
             retention: (0, 60_000),
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
+            agents_file: None,
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -710,6 +713,7 @@ impl Stack {
             retention_tick_ms: options.retention.1,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
+            agents_file: options.agents_file.clone(),
             guardrails: options.guardrails.clone(),
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),

@@ -36,6 +36,7 @@ pub async fn rows_of(
         "conversations",
         "triggers",
         "imported_recordings",
+        "agents",
     ] {
         let sql = format!("SELECT COUNT(*) FROM {table} WHERE user_id = $1");
         rows.insert(table.to_owned(), count(&gateway, &sql, user).await?);

@@ -557,6 +557,41 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn create_agent(
+        &self,
+        _: Request<agentic_proto::v1::CreateAgentRequest>,
+    ) -> Result<Response<agentic_proto::v1::Agent>, Status> {
+        unimplemented()
+    }
+
+    async fn list_agents(
+        &self,
+        _: Request<agentic_proto::v1::ListAgentsRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListAgentsResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn get_agent(
+        &self,
+        _: Request<agentic_proto::v1::GetAgentRequest>,
+    ) -> Result<Response<agentic_proto::v1::Agent>, Status> {
+        unimplemented()
+    }
+
+    async fn list_agent_versions(
+        &self,
+        _: Request<agentic_proto::v1::ListAgentVersionsRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListAgentVersionsResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_agent(
+        &self,
+        _: Request<agentic_proto::v1::DeleteAgentRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteAgentResponse>, Status> {
+        unimplemented()
+    }
+
     async fn create_conversation(
         &self,
         _: Request<CreateConversationRequest>,

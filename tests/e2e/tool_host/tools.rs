@@ -15,6 +15,7 @@ on_both_backends!(
     an_unknown_plugin_stops_the_start_naming_it,
     health_reports_both_services_serving,
     demo_report_writes_a_markdown_file_the_caller_can_read_back,
+    a_runs_tool_scope_limits_what_is_prepared_and_what_may_be_called,
 );
 
 async fn invalid_tool_input_is_answered_with_an_error_naming_the_field(
@@ -131,6 +132,7 @@ async fn prepare_lists_every_enabled_tool_with_its_schema_and_approval_flag(
             user_id: "alice".into(),
             conversation_id: "c".into(),
             state: None,
+            tool_scope: None,
         })
         .await?
         .into_inner();
@@ -359,5 +361,55 @@ async fn demo_report_writes_a_markdown_file_the_caller_can_read_back(
         "# Q3 Plan\n\n- ship\n- rest\n"
     );
     assert_eq!(file.size, stored.size);
+    Ok(())
+}
+
+async fn a_runs_tool_scope_limits_what_is_prepared_and_what_may_be_called(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = started(database).await?;
+    let mut tools = host.tools().await?;
+    let scope = agentic_proto::v1::ToolScope {
+        allowed: vec!["demo.e*".into(), "artifact.get".into()],
+    };
+    let prepared = tools
+        .prepare(PrepareRequest {
+            user_id: "alice".into(),
+            tool_scope: Some(scope.clone()),
+            ..PrepareRequest::default()
+        })
+        .await?
+        .into_inner();
+    let ids: Vec<&str> = prepared.tools.iter().map(|tool| tool.id.as_str()).collect();
+    assert_eq!(ids, ["artifact.get", "demo.echo"]);
+    // Asked for anyway, by whoever: refused as the model's to hear, and it never ran.
+    let refused = tools
+        .invoke_once(InvokeToolRequest {
+            tool_scope: Some(scope.clone()),
+            ..invoke("demo.fail", "alice", json!({"message": "ran"}))
+        })
+        .await?
+        .into_inner();
+    assert_eq!(
+        tool_error(&refused)?,
+        "demo.fail is not one of this agent's tools"
+    );
+    let echoed = tools
+        .invoke_once(InvokeToolRequest {
+            tool_scope: Some(scope),
+            ..invoke("demo.echo", "alice", json!({"n": 1}))
+        })
+        .await?
+        .into_inner();
+    assert_eq!(output(&echoed)?["echo"]["n"], 1);
+    // An empty scope allows nothing.
+    let none = tools
+        .invoke_once(InvokeToolRequest {
+            tool_scope: Some(agentic_proto::v1::ToolScope::default()),
+            ..invoke("demo.echo", "alice", json!({"n": 1}))
+        })
+        .await?
+        .into_inner();
+    assert!(tool_error(&none).is_ok());
     Ok(())
 }

@@ -121,6 +121,7 @@ async fn prompt_after(approval_timeout: Duration, outputs: usize) -> Prompt {
         state: Map::new(),
         tier: agentic_llm::Tier::Normal,
         spend: None,
+        tools: None,
     });
     let channel = agentic_rpc::channel(
         &format!("http://{address}"),

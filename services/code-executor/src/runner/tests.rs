@@ -47,6 +47,7 @@ async fn code_run_by_a_tool_is_refused_tools_that_require_approval() {
         state: serde_json::Map::new(),
         tier: agentic_llm::Tier::Normal,
         spend: None,
+        tools: None,
     });
     let spec = ToolSpec {
         id: "files.delete".into(),

@@ -27,6 +27,9 @@ pub(super) fn system_prompt(
 ) -> Result<(String, Option<AnswerSchema>), RunError> {
     let answers = AnswerSchema::of(request)?;
     let mut system = agentic_executor::functions::system_prompt(super::SYSTEM_PROMPT, context);
+    system.push_str(&agentic_executor::functions::agent_instructions(
+        &request.instructions,
+    ));
     if let Some(answers) = &answers {
         system.push_str(&answers.instruction(&format!(
             "the `answer` of the `{FINAL_ANSWER}` tool, which gives it and ends your turn,"

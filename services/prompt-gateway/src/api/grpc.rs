@@ -1,6 +1,7 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
 use agentic_ids::UserId;
+use agentic_proto::v1 as pb;
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
     AnswerQuestionRequest, ApproveToolCallRequest, CancelPromptRequest, Conversation,
@@ -38,6 +39,7 @@ pub struct GatewayService {
     pub deletions: crate::app::export::OneAtATime,
 }
 
+mod agents;
 mod conversations;
 mod decisions;
 pub mod files;
@@ -541,5 +543,37 @@ impl PromptGateway for GatewayService {
         request: Request<DeleteTriggerRequest>,
     ) -> GrpcResult<DeleteTriggerResponse> {
         self.delete_trigger_rpc(request).await
+    }
+
+    async fn create_agent(
+        &self,
+        request: Request<pb::CreateAgentRequest>,
+    ) -> GrpcResult<pb::Agent> {
+        self.create_agent_rpc(request).await
+    }
+
+    async fn list_agents(
+        &self,
+        request: Request<pb::ListAgentsRequest>,
+    ) -> GrpcResult<pb::ListAgentsResponse> {
+        self.list_agents_rpc(request).await
+    }
+
+    async fn get_agent(&self, request: Request<pb::GetAgentRequest>) -> GrpcResult<pb::Agent> {
+        self.get_agent_rpc(request).await
+    }
+
+    async fn list_agent_versions(
+        &self,
+        request: Request<pb::ListAgentVersionsRequest>,
+    ) -> GrpcResult<pb::ListAgentVersionsResponse> {
+        self.list_agent_versions_rpc(request).await
+    }
+
+    async fn delete_agent(
+        &self,
+        request: Request<pb::DeleteAgentRequest>,
+    ) -> GrpcResult<pb::DeleteAgentResponse> {
+        self.delete_agent_rpc(request).await
     }
 }

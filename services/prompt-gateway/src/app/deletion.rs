@@ -219,6 +219,7 @@ impl Prompts {
             }
         }
         deleted.recordings = count(self.store.delete_imported_recordings_of(user_id).await?);
+        deleted.agents = count(self.store.delete_agents(user_id, None).await?);
         self.store.forget_stored_bytes_of(user_id).await?;
         let request = DeleteUserDataRequest {
             user_id: user_id.to_string(),
@@ -232,6 +233,7 @@ impl Prompts {
         deleted.skills = rest.skills;
         metrics::deleted("trigger", u64::from(deleted.triggers));
         metrics::deleted("recording", u64::from(deleted.recordings));
+        metrics::deleted("agent", u64::from(deleted.agents));
         metrics::deleted("artifact", u64::from(rest.artifacts));
         metrics::deleted("skill", u64::from(rest.skills));
         tracing::info!(?deleted, "deleted all of a user's data");

@@ -178,6 +178,9 @@ async fn write_all(
     for trigger in store.list_triggers(user_id, most).await? {
         out.send("trigger", Item::Trigger(trigger)).await?;
     }
+    for agent in store.agent_versions(user_id, None).await? {
+        out.send("agent", Item::Agent(agent)).await?;
+    }
     write_tool_host(user_id, tool_host, out).await?;
     let end = ExportEnd {
         counts: out.counts.clone().into_iter().collect(),

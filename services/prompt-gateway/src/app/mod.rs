@@ -6,6 +6,7 @@
 //! Arrows run down only: use cases call the engine (`crate::engine`) and the store
 //! (`crate::store`), and one another; they never import from the API (`crate::api`).
 
+pub(crate) mod agents;
 pub(crate) mod approvals;
 pub(crate) mod background;
 pub(crate) mod conversations;

@@ -69,6 +69,37 @@ pub struct NewPrompt {
     pub attachments: Vec<crate::app::files::Attachment>,
     /// The JSON Schema its final answer must match (see [`crate::engine::answers`]).
     pub output_schema: Option<prost_types::Struct>,
+    /// The agent it runs as, as the request names it (`name` or `name@version`), until
+    /// [`Prompts::take_agent`] applies it.
+    pub agent: Option<String>,
+    /// What it takes of its agent (a replay: what the recorded prompt took).
+    pub agent_run: Option<agentic_proto::v1::AgentRun>,
+}
+
+#[cfg(test)]
+impl NewPrompt {
+    /// A request of `input` by user `u`, everything else unset.
+    pub fn for_test(input: &str) -> NewPrompt {
+        NewPrompt {
+            id: None,
+            user_id: UserId::parse("u".to_owned()).unwrap(),
+            input: input.into(),
+            mode: None,
+            model: ModelTier::Unspecified,
+            conversation_id: None,
+            state: None,
+            max_rounds: 0,
+            timeout: None,
+            on_busy: BusyPolicy::Unspecified,
+            budget: None,
+            approval_timeout: None,
+            replay: None,
+            attachments: Vec::new(),
+            output_schema: None,
+            agent: None,
+            agent_run: None,
+        }
+    }
 }
 
 /// Earlier prompts an executor is given as history, at most.
@@ -115,6 +146,8 @@ pub struct Prompts {
     /// The operator's guardrails: prompts' input is checked here, their text output by the
     /// runner.
     pub guardrails: std::sync::Arc<agentic_guard::Guardrails>,
+    /// The operator's agents (`GATEWAY_AGENTS_FILE`), every user's.
+    pub operator_agents: std::sync::Arc<crate::app::agents::OperatorAgents>,
 }
 
 impl Prompts {

@@ -88,6 +88,9 @@ impl Prompts {
                 .map(|file| crate::app::files::Attachment::Id(file.artifact_id))
                 .collect(),
             output_schema: source.output_schema,
+            // The version it was recorded with, whatever the agent is now.
+            agent: None,
+            agent_run: source.agent,
         })
         .await
     }

@@ -2,7 +2,7 @@
 //! (`GATEWAY_MAX_CONVERSATIONS_PER_USER`, `GATEWAY_MAX_PROMPTS_PER_USER`) and how many bytes
 //! (`GATEWAY_MAX_STORED_BYTES_PER_USER`, counted in the background by `store::accounting`),
 //! checked before one more conversation or prompt is stored, and what they keep, kind by
-//! kind (`GetStorageUsage`). Every other kind is bounded where it is stored: triggers,
+//! kind (`GetStorageUsage`). Every other kind is bounded where it is stored: triggers, agents,
 //! imported recordings and skills by count, artifacts by the tool-host's byte quota, a
 //! running prompt's events by its run's limits, state and inputs per item.
 
@@ -83,6 +83,7 @@ impl Prompts {
                 "conversations" => self.quotas.conversations,
                 "prompts" => self.quotas.prompts,
                 "triggers" => crate::app::triggers::MAX_TRIGGERS_PER_USER.unsigned_abs(),
+                "agents" => crate::app::agents::LIMITS.agents.unsigned_abs(),
                 _ => 0,
             };
         }

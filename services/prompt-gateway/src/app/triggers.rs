@@ -507,6 +507,8 @@ impl Triggers {
                 replay: None,
                 attachments: Vec::new(),
                 output_schema: None,
+                agent: None,
+                agent_run: None,
             })
             .await?;
         Ok(())

@@ -79,6 +79,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0017_decision_edits.sql",
         sql: include_str!("../../migrations/sqlite/0017_decision_edits.sql"),
     },
+    MigrationFile {
+        name: "0018_agents.sql",
+        sql: include_str!("../../migrations/sqlite/0018_agents.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -149,6 +153,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0017_decision_edits.sql",
         sql: include_str!("../../migrations/postgres/0017_decision_edits.sql"),
+    },
+    MigrationFile {
+        name: "0018_agents.sql",
+        sql: include_str!("../../migrations/postgres/0018_agents.sql"),
     },
 ];
 

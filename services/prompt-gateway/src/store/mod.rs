@@ -60,7 +60,7 @@ const ENDED: [i32; 3] = [
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
      input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \
-     llm_calls, tool_calls, budget, approval_timeout_ms, attachments, output_schema, structured_output";
+     llm_calls, tool_calls, budget, approval_timeout_ms, attachments, output_schema, structured_output, agent";
 
 /// The characters of a prompt's input a listing carries.
 pub const SUMMARY_INPUT_CHARS: i64 = 200;
@@ -71,7 +71,7 @@ const SUMMARY_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visibl
      substr(input, 1, 200) AS input, CAST(length(input) AS BIGINT) AS input_chars, \
      input_tokens, output_tokens, total_tokens, rounds, substr(error, 1, 500) AS error, max_rounds, \
      '{}' AS state_data, created_at, updated_at, llm_calls, tool_calls, budget, approval_timeout_ms, attachments, \
-     '' AS output_schema, '' AS structured_output";
+     '' AS output_schema, '' AS structured_output, agent";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first
@@ -389,6 +389,7 @@ const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      rounds = rounds + $4, llm_calls = llm_calls + $5, tool_calls = tool_calls + $6 WHERE id = $7";
 
 mod accounting;
+mod agents;
 mod approvals;
 mod closing;
 mod conversations;
@@ -413,6 +414,7 @@ mod triggers;
 mod usage;
 
 use agentic_db::{Arg, Backend, Columns, Conn, Db, Reader, Settings, Writer};
+pub use agents::AgentLimits;
 use closing::closing;
 pub use migrations::MIGRATIONS;
 pub use modes::ModeRegistration;

@@ -54,7 +54,8 @@ impl Store {
                 .bind(i64::from(prompt.approval_timeout_ms))
                 .bind(encoded_attachments(prompt))
                 .bind(attachment_rows(prompt))
-                .bind(stored_schema(prompt));
+                .bind(stored_schema(prompt))
+                .bind(encoded_agent(prompt));
             write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);

@@ -147,10 +147,11 @@ impl Store {
         let budget = encoded_budget(&prompt);
         let attachments = encoded_attachments(&prompt);
         let schema = stored_schema(&prompt);
+        let agent = encoded_agent(&prompt);
         let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
              max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at, \
-             queue_rank, timeout_ms, budget, approval_timeout_ms, attachments, output_schema) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)";
+             queue_rank, timeout_ms, budget, approval_timeout_ms, attachments, output_schema, agent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)";
         let args = [
             (&prompt.id).into(),
             (&prompt.user_id).into(),
@@ -173,6 +174,7 @@ impl Store {
             i64::from(prompt.approval_timeout_ms).into(),
             (&attachments).into(),
             (&schema).into(),
+            (&agent).into(),
         ];
         conn.execute(insert, &args).await?;
         // Each attachment is a file of the conversation, before the timeline's files.

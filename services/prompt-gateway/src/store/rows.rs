@@ -47,6 +47,7 @@ pub(super) struct PromptRow {
     pub(super) attachments: Vec<u8>,
     pub(super) output_schema: String,
     pub(super) structured_output: String,
+    pub(super) agent: Vec<u8>,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptRow
@@ -80,6 +81,7 @@ where
             attachments: columns.get("attachments")?,
             output_schema: columns.get("output_schema")?,
             structured_output: columns.get("structured_output")?,
+            agent: columns.get("agent")?,
         })
     }
 }
@@ -131,6 +133,9 @@ impl PromptRow {
             structured_output: serde_json::from_str::<serde_json::Value>(&self.structured_output)
                 .ok()
                 .map(|answer| agentic_proto::json::to_proto(&answer)),
+            agent: (!self.agent.is_empty())
+                .then(|| agentic_proto::v1::AgentRun::decode(self.agent.as_slice()))
+                .transpose()?,
         })
     }
 }
@@ -256,6 +261,15 @@ pub(super) fn stored_schema(prompt: &Prompt) -> String {
         .output_schema
         .as_ref()
         .map(|schema| struct_to_json(Some(schema)).to_string())
+        .unwrap_or_default()
+}
+
+/// What the prompt took of its agent, as stored (empty: none).
+pub(super) fn encoded_agent(prompt: &Prompt) -> Vec<u8> {
+    prompt
+        .agent
+        .as_ref()
+        .map(Message::encode_to_vec)
         .unwrap_or_default()
 }
 

@@ -5,7 +5,7 @@ use super::*;
 /// Per kind: the count (`c`) and the bytes (`b`) of one user (`$1`): for conversations and
 /// prompts what the accounting counted of them (`store::accounting`), a prompt's events,
 /// outputs and recording included.
-const KINDS: [(&str, &str); 4] = [
+const KINDS: [(&str, &str); 5] = [
     (
         "conversations",
         "SELECT COUNT(*) AS c, COALESCE(SUM(stored_bytes), 0) AS b FROM conversations WHERE user_id = $1",
@@ -26,6 +26,10 @@ const KINDS: [(&str, &str); 4] = [
         "triggers",
         "SELECT COUNT(*) AS c, COALESCE(SUM(octet_length(prompt) + octet_length(schedule)), 0) AS b \
          FROM triggers WHERE user_id = $1",
+    ),
+    (
+        "agents",
+        "SELECT COUNT(DISTINCT name) AS c, COALESCE(SUM(bytes), 0) AS b FROM agents WHERE user_id = $1",
     ),
 ];
 

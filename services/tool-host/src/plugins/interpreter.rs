@@ -109,6 +109,7 @@ pub fn code_request(
         model: tier.into(),
         budget_left: ctx.budget_left,
         skill: String::new(),
+        tool_scope: ctx.tool_scope.clone(),
     }
 }
 

@@ -133,6 +133,12 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: delete::DeleteCommand,
     },
+    /// Your agents: named, versioned definitions (instructions, tools, mode, model, output
+    /// schema) a prompt runs as with --agent.
+    Agents {
+        #[command(subcommand)]
+        command: super::agents::AgentsCommand,
+    },
     /// Your skills: code kept as tools of your later prompts (skill.NAME).
     Skills {
         #[command(subcommand)]
@@ -315,6 +321,10 @@ pub(super) struct PromptArgs {
     /// its typed answer is printed as JSON, on a line of its own.
     #[arg(long, value_name = "JSON", value_parser = schema_object)]
     pub(super) output_schema: Option<StateObject>,
+    /// Run as this agent (`agentic agents list`): its instructions, tools, mode, model,
+    /// budget and output schema apply; NAME@VERSION names a version.
+    #[arg(long, value_name = "NAME[@VERSION]")]
+    pub(super) agent: Option<String>,
 }
 
 // `agentic chat`'s arguments (a plain comment: a doc comment here would replace the

@@ -2,6 +2,7 @@
 //! process ([`run`] with any input and output; `agentic mcp` alone speaks on the process's own
 //! stdin and stdout); `src/main.rs` only calls [`main`].
 
+mod agents;
 mod args;
 mod chat;
 mod delete;
@@ -258,6 +259,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         } => inspect::files(&client, console, json, &conversation, output.as_deref()).await,
         Command::Triggers { command } => triggers::run(&client, console, json, command).await,
         Command::Skills { command } => skills::run(&client, console, json, command).await,
+        Command::Agents { command } => agents::run(&client, console, json, command).await,
         Command::Delete { command } => delete::run(&client, console, json, command).await,
         Command::Usage => delete::usage(&client, console, json).await,
         Command::Export { output } => export::run(&client, console, output.as_deref()).await,
@@ -289,6 +291,7 @@ async fn one_shot(
         budget: args.budget.budget(),
         attach: args.attach,
         output_schema: args.output_schema,
+        agent: args.agent,
     };
     prompt::one_shot(client, console, json, request, again).await
 }

@@ -21,6 +21,8 @@ pub struct OneShot {
     pub attach: Vec<std::path::PathBuf>,
     /// What a typed answer must match (`--output-schema`); it is printed at the end.
     pub output_schema: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The agent it runs as (`--agent NAME[@VERSION]`).
+    pub agent: Option<String>,
 }
 
 /// Most characters of a conversation's title taken from its first input.
@@ -109,6 +111,7 @@ pub async fn one_shot(
             approval_timeout: None,
             attachments,
             output_schema: request.output_schema.clone(),
+            agent: request.agent.clone(),
         })
         .await?;
     writeln!(console.err, "conversation: {}", name(&conversation_id))?;

@@ -160,6 +160,7 @@ fn scope() -> RunScope {
         state: Map::new(),
         tier: agentic_llm::Tier::Normal,
         spend: None,
+        tools: None,
     }
 }
 

@@ -112,6 +112,33 @@ pub struct Prompt {
     /// `final_answer` tool's input).
     #[prost(message, optional, tag = "21")]
     pub structured_output: ::core::option::Option<::prost_types::Value>,
+    /// The agent the prompt runs as (the request's `agent`), as it was when the prompt was
+    /// created: unset for a prompt that names none.
+    #[prost(message, optional, tag = "22")]
+    pub agent: ::core::option::Option<AgentRun>,
+}
+/// What a prompt took of the agent definition it runs as. Kept with the prompt, so that it
+/// runs, resumes and replays with this version whatever becomes of the definition.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AgentRun {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(uint32, tag = "2")]
+    pub version: u32,
+    /// Put into the system prompt of every mode, after the mode's own text.
+    #[prost(string, tag = "3")]
+    pub instructions: ::prost::alloc::string::String,
+    /// The tools it may call; no other tool is offered or callable, in any mode or depth.
+    #[prost(message, optional, tag = "4")]
+    pub tools: ::core::option::Option<ToolScope>,
+}
+/// The tools a run may call: tool ids (`artifact.get`) or patterns ending in `*`
+/// (`everything.*`, `skill.*`). An empty list allows none. Where a request has no scope,
+/// every tool of the user is allowed.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ToolScope {
+    #[prost(string, repeated, tag = "1")]
+    pub allowed: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 /// A prompt's attachments as the gateway stores them (one column of the prompt).
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -612,6 +639,92 @@ impl FileSource {
             _ => None,
         }
     }
+}
+/// An agent: a named, versioned definition a prompt runs as (`CreatePromptRequest.agent`).
+/// Versions are immutable: saving a name again makes the next version, and a prompt keeps the
+/// version it ran with.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Agent {
+    /// Lowercase letters, digits and single hyphens, starting with a letter (at most 48).
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// Set by the gateway: 1 for the first save of a name, one more for each save after it.
+    #[prost(uint32, tag = "2")]
+    pub version: u32,
+    /// What it is for (at most 1,024 characters).
+    #[prost(string, tag = "3")]
+    pub description: ::prost::alloc::string::String,
+    /// Its part of the system prompt, in every mode (at most 32 KiB).
+    #[prost(string, tag = "4")]
+    pub instructions: ::prost::alloc::string::String,
+    /// The tools it may call: ids or patterns ending in `*` (at most 100, each at most 200
+    /// characters). No other tool is offered or callable, in any mode, from code, or from code
+    /// a tool runs. Unset: every tool of the user.
+    #[prost(message, optional, tag = "5")]
+    pub tools: ::core::option::Option<ToolScope>,
+    /// The mode it runs in (classic, code, hosted); empty: the caller chooses.
+    #[prost(string, tag = "6")]
+    pub mode: ::prost::alloc::string::String,
+    /// The model tier it asks for (unspecified: the caller's).
+    #[prost(enumeration = "ModelTier", tag = "7")]
+    pub model: i32,
+    /// What one of its prompts may spend; a request's budget may only lower a field of it.
+    #[prost(message, optional, tag = "8")]
+    pub budget: ::core::option::Option<Budget>,
+    /// The JSON Schema its final answer must match (typed answers); bounded as a prompt's.
+    #[prost(message, optional, tag = "9")]
+    pub output_schema: ::core::option::Option<::prost_types::Struct>,
+    /// Set by the gateway.
+    #[prost(message, optional, tag = "10")]
+    pub created_at: ::core::option::Option<::prost_types::Timestamp>,
+    /// Set by the gateway: "user" (the caller's own) or "operator" (shared with every user
+    /// from the operator's agents file; read-only).
+    #[prost(string, tag = "11")]
+    pub source: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CreateAgentRequest {
+    /// The definition; `version`, `created_at` and `source` are ignored.
+    #[prost(message, optional, tag = "1")]
+    pub agent: ::core::option::Option<Agent>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct GetAgentRequest {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// 0: the newest.
+    #[prost(uint32, tag = "2")]
+    pub version: u32,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListAgentsRequest {}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListAgentsResponse {
+    /// The newest version of each agent the caller may run: their own, then the operator's.
+    #[prost(message, repeated, tag = "1")]
+    pub agents: ::prost::alloc::vec::Vec<Agent>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListAgentVersionsRequest {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListAgentVersionsResponse {
+    /// Oldest first.
+    #[prost(message, repeated, tag = "1")]
+    pub versions: ::prost::alloc::vec::Vec<Agent>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteAgentRequest {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteAgentResponse {
+    /// How many versions were deleted. Prompts that ran as it keep what they took of it.
+    #[prost(uint32, tag = "1")]
+    pub versions: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToolDefinition {
@@ -1384,6 +1497,9 @@ pub struct RunCodeRequest {
     /// calls (the code was saved from the round that saved it) save nothing and answer so.
     #[prost(string, tag = "10")]
     pub skill: ::prost::alloc::string::String,
+    /// The calling run's tools: the code is offered and may call only those.
+    #[prost(message, optional, tag = "11")]
+    pub tool_scope: ::core::option::Option<ToolScope>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct RunCodeResponse {
@@ -2127,6 +2243,9 @@ pub struct PrepareRequest {
     pub conversation_id: ::prost::alloc::string::String,
     #[prost(message, optional, tag = "3")]
     pub state: ::core::option::Option<::prost_types::Struct>,
+    /// Unset: every tool of the user. Set: only those it allows are answered.
+    #[prost(message, optional, tag = "4")]
+    pub tool_scope: ::core::option::Option<ToolScope>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct PrepareResponse {
@@ -2194,6 +2313,10 @@ pub struct InvokeToolRequest {
     /// (`wants_code`); empty otherwise.
     #[prost(string, tag = "10")]
     pub round_code: ::prost::alloc::string::String,
+    /// The run's tools (its agent's): a tool it does not allow is refused (PERMISSION_DENIED),
+    /// and code the tool asks to run (`run_code`) carries the same scope.
+    #[prost(message, optional, tag = "12")]
+    pub tool_scope: ::core::option::Option<ToolScope>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct InvokeToolResponse {
@@ -5027,6 +5150,12 @@ pub struct CreatePromptRequest {
     /// prompt fails naming them.
     #[prost(message, optional, tag = "13")]
     pub output_schema: ::core::option::Option<::prost_types::Struct>,
+    /// Run as this agent (`name`, or `name@version`; the newest when no version is named): its
+    /// instructions, tools, mode, model tier, budget and output schema apply. A mode, model or
+    /// output schema the request names must not differ from the agent's; a budget field may
+    /// only be lower. The prompt keeps the version it ran with (`Prompt.agent`).
+    #[prost(string, tag = "14")]
+    pub agent: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct InlineAttachment {
@@ -5452,7 +5581,7 @@ pub struct ExportDataRequest {}
 /// One stored item of the caller's (see `ExportData`).
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExportItem {
-    #[prost(oneof = "export_item::Item", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
+    #[prost(oneof = "export_item::Item", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
     pub item: ::core::option::Option<export_item::Item>,
 }
 /// Nested message and enum types in `ExportItem`.
@@ -5479,10 +5608,14 @@ pub mod export_item {
         Skill(super::Skill),
         #[prost(message, tag = "9")]
         End(super::ExportEnd),
+        /// One version of one of the user's agents (oldest first per agent).
+        #[prost(message, tag = "10")]
+        Agent(super::Agent),
     }
 }
 /// The last item of an export: how many items of each kind came before it
-/// (`conversation`, `prompt`, `event`, `recording`, `trigger`, `artifact`, `chunk`, `skill`).
+/// (`conversation`, `prompt`, `event`, `recording`, `trigger`, `artifact`, `chunk`, `skill`,
+/// `agent`).
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExportEnd {
     #[prost(map = "string, uint64", tag = "1")]
@@ -5509,13 +5642,17 @@ pub struct DeleteAllDataResponse {
     pub artifacts: u32,
     #[prost(uint32, tag = "6")]
     pub skills: u32,
+    /// Versions of agents.
+    #[prost(uint32, tag = "7")]
+    pub agents: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct StorageUsage {
     /// total (the bytes the byte budget counts: conversations and ended prompts with their
     /// events, outputs and recordings, counted in the background a few seconds behind),
     /// conversations, prompts (bytes: each with everything in it), recordings, triggers,
-    /// artifacts, skills (saved code), skill_folders (their bytes share the artifacts' quota).
+    /// artifacts, skills (saved code), skill_folders (their bytes share the artifacts' quota),
+    /// agents (count: agents; bytes: every version).
     #[prost(message, repeated, tag = "1")]
     pub kinds: ::prost::alloc::vec::Vec<StoredKind>,
 }
@@ -5969,7 +6106,7 @@ pub mod prompt_gateway_client {
         }
         /// Everything the caller keeps, one item per message (`GET /v1/export` writes each as one
         /// line of JSON): their conversations, their prompts each followed by its events and its
-        /// recording, their triggers, their artifacts (file outputs among them) each followed by its
+        /// recording, their triggers, every version of their agents, their artifacts (file outputs among them) each followed by its
         /// bytes in chunks of at most 256 KiB, and every version of their skills. The last item,
         /// `end`, counts what came before: an export without it was cut short. One export per user
         /// runs at a time (RESOURCE_EXHAUSTED for a second); it reads as fast as the client does.
@@ -5999,7 +6136,8 @@ pub mod prompt_gateway_client {
         }
         /// Deletes everything the caller keeps in every service (what `ExportData` gives):
         /// triggers first, so none fires meanwhile, then conversations and prompts (an unfinished
-        /// one is cancelled first), recordings, artifacts and skills. `confirm` must be true.
+        /// one is cancelled first), recordings, agents, artifacts and skills. `confirm` must be
+        /// true.
         pub async fn delete_all_data(
             &mut self,
             request: impl tonic::IntoRequest<super::DeleteAllDataRequest>,
@@ -6022,6 +6160,125 @@ pub mod prompt_gateway_client {
             let mut req = request.into_request();
             req.extensions_mut()
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteAllData"));
+            self.inner.unary(req, path, codec).await
+        }
+        /// Agents: named, versioned definitions (instructions, tools, mode, model tier, budget,
+        /// output schema) a prompt runs as (`CreatePromptRequest.agent`). Private to the caller,
+        /// or the operator's (read-only, every user's). Saving a name again makes a new version.
+        pub async fn create_agent(
+            &mut self,
+            request: impl tonic::IntoRequest<super::CreateAgentRequest>,
+        ) -> std::result::Result<tonic::Response<super::Agent>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/CreateAgent",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "CreateAgent"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn list_agents(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListAgentsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListAgentsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/ListAgents",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "ListAgents"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn get_agent(
+            &mut self,
+            request: impl tonic::IntoRequest<super::GetAgentRequest>,
+        ) -> std::result::Result<tonic::Response<super::Agent>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/GetAgent",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "GetAgent"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn list_agent_versions(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListAgentVersionsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListAgentVersionsResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/ListAgentVersions",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(
+                    GrpcMethod::new("agentic.v1.PromptGateway", "ListAgentVersions"),
+                );
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn delete_agent(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteAgentRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteAgentResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeleteAgent",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteAgent"));
             self.inner.unary(req, path, codec).await
         }
         pub async fn create_conversation(
@@ -6693,7 +6950,7 @@ pub mod prompt_gateway_server {
             + 'static;
         /// Everything the caller keeps, one item per message (`GET /v1/export` writes each as one
         /// line of JSON): their conversations, their prompts each followed by its events and its
-        /// recording, their triggers, their artifacts (file outputs among them) each followed by its
+        /// recording, their triggers, every version of their agents, their artifacts (file outputs among them) each followed by its
         /// bytes in chunks of at most 256 KiB, and every version of their skills. The last item,
         /// `end`, counts what came before: an export without it was cut short. One export per user
         /// runs at a time (RESOURCE_EXHAUSTED for a second); it reads as fast as the client does.
@@ -6703,12 +6960,45 @@ pub mod prompt_gateway_server {
         ) -> std::result::Result<tonic::Response<Self::ExportDataStream>, tonic::Status>;
         /// Deletes everything the caller keeps in every service (what `ExportData` gives):
         /// triggers first, so none fires meanwhile, then conversations and prompts (an unfinished
-        /// one is cancelled first), recordings, artifacts and skills. `confirm` must be true.
+        /// one is cancelled first), recordings, agents, artifacts and skills. `confirm` must be
+        /// true.
         async fn delete_all_data(
             &self,
             request: tonic::Request<super::DeleteAllDataRequest>,
         ) -> std::result::Result<
             tonic::Response<super::DeleteAllDataResponse>,
+            tonic::Status,
+        >;
+        /// Agents: named, versioned definitions (instructions, tools, mode, model tier, budget,
+        /// output schema) a prompt runs as (`CreatePromptRequest.agent`). Private to the caller,
+        /// or the operator's (read-only, every user's). Saving a name again makes a new version.
+        async fn create_agent(
+            &self,
+            request: tonic::Request<super::CreateAgentRequest>,
+        ) -> std::result::Result<tonic::Response<super::Agent>, tonic::Status>;
+        async fn list_agents(
+            &self,
+            request: tonic::Request<super::ListAgentsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListAgentsResponse>,
+            tonic::Status,
+        >;
+        async fn get_agent(
+            &self,
+            request: tonic::Request<super::GetAgentRequest>,
+        ) -> std::result::Result<tonic::Response<super::Agent>, tonic::Status>;
+        async fn list_agent_versions(
+            &self,
+            request: tonic::Request<super::ListAgentVersionsRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListAgentVersionsResponse>,
+            tonic::Status,
+        >;
+        async fn delete_agent(
+            &self,
+            request: tonic::Request<super::DeleteAgentRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteAgentResponse>,
             tonic::Status,
         >;
         async fn create_conversation(
@@ -7615,6 +7905,232 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteAllDataSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/CreateAgent" => {
+                    #[allow(non_camel_case_types)]
+                    struct CreateAgentSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::CreateAgentRequest>
+                    for CreateAgentSvc<T> {
+                        type Response = super::Agent;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::CreateAgentRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::create_agent(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = CreateAgentSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/ListAgents" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListAgentsSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::ListAgentsRequest>
+                    for ListAgentsSvc<T> {
+                        type Response = super::ListAgentsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListAgentsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::list_agents(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListAgentsSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/GetAgent" => {
+                    #[allow(non_camel_case_types)]
+                    struct GetAgentSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::GetAgentRequest>
+                    for GetAgentSvc<T> {
+                        type Response = super::Agent;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::GetAgentRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::get_agent(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = GetAgentSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/ListAgentVersions" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListAgentVersionsSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::ListAgentVersionsRequest>
+                    for ListAgentVersionsSvc<T> {
+                        type Response = super::ListAgentVersionsResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListAgentVersionsRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::list_agent_versions(&inner, request)
+                                    .await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListAgentVersionsSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/DeleteAgent" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteAgentSvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeleteAgentRequest>
+                    for DeleteAgentSvc<T> {
+                        type Response = super::DeleteAgentResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteAgentRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_agent(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteAgentSvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(

@@ -57,6 +57,8 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
         replay: None,
         attachments,
         output_schema: request.output_schema,
+        agent: (!request.agent.trim().is_empty()).then_some(request.agent),
+        agent_run: None,
     })
 }
 

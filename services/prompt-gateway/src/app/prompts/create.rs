@@ -83,6 +83,8 @@ impl Prompts {
     /// conversation, mode and state, take a run slot, then start it alone or admit it to its
     /// conversation.
     pub async fn create(&self, mut request: NewPrompt) -> Result<Prompt, GatewayError> {
+        // The agent's fields are checked with the request's own.
+        self.take_agent(&mut request).await?;
         validate(&request)?;
         let replay = request.replay.take();
         if replay.is_some() && request.conversation_id.is_some() {
@@ -239,6 +241,7 @@ impl Prompts {
             attachments: resolved.attachments,
             output_schema: request.output_schema,
             structured_output: None,
+            agent: request.agent_run,
         }
     }
 

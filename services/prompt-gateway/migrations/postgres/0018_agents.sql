@@ -1,0 +1,13 @@
+-- Agents: each version of a user's agent definitions (an encoded agentic.v1.Agent), kept
+-- until the agent is deleted; `bytes` is what the version counts in its owner's stored bytes.
+CREATE TABLE agents (
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    definition BYTEA NOT NULL,
+    bytes BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (user_id, name, version)
+);
+-- What a prompt took of the agent it runs as (an encoded agentic.v1.AgentRun; empty: none).
+ALTER TABLE prompts ADD COLUMN agent BYTEA NOT NULL DEFAULT ''::bytea;

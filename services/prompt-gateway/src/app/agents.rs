@@ -1,0 +1,371 @@
+//! Agents: named, versioned definitions a prompt runs as. A user's own are stored here (each
+//! save the next version of its name, immutable); the operator's come from a JSON file
+//! (`GATEWAY_AGENTS_FILE`), are every user's and read-only. A prompt naming `agent` or
+//! `agent@version` takes its instructions, tools, mode, model tier, budget and output schema
+//! ([`Prompts::take_agent`]), and keeps what it took (`Prompt.agent`), so it runs, resumes
+//! and replays with that version whatever becomes of the definition.
+
+use std::collections::BTreeMap;
+
+use agentic_ids::UserId;
+use agentic_proto::v1::{Agent, AgentRun, Budget, ModelTier};
+use prost::Message as _;
+
+use crate::app::prompts::{NewPrompt, Prompts};
+use crate::error::GatewayError;
+use crate::store::AgentLimits;
+
+/// Agents one user may keep, and versions of one agent.
+pub const LIMITS: AgentLimits = AgentLimits {
+    agents: 50,
+    versions: 100,
+};
+const MAX_NAME_CHARS: usize = 48;
+const MAX_DESCRIPTION_CHARS: usize = 1024;
+const MAX_INSTRUCTIONS_BYTES: usize = 32 * 1024;
+const MAX_TOOLS: usize = 100;
+const MAX_TOOL_PATTERN_CHARS: usize = 200;
+/// The largest definition as stored (an output schema takes most of it).
+const MAX_DEFINITION_BYTES: usize = 128 * 1024;
+
+/// Where an agent comes from (`Agent.source`).
+const USER: &str = "user";
+const OPERATOR: &str = "operator";
+
+/// The operator's agents, by name.
+#[derive(Debug, Default)]
+pub struct OperatorAgents(BTreeMap<String, Agent>);
+
+/// One agent of the operator's file, as JSON.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAgent {
+    name: String,
+    #[serde(default)]
+    version: Option<u32>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    instructions: String,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    budget: Option<FileBudget>,
+    #[serde(default)]
+    output_schema: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileBudget {
+    #[serde(default)]
+    max_total_tokens: u64,
+    #[serde(default)]
+    max_llm_calls: u32,
+    #[serde(default)]
+    max_tool_calls: u32,
+    #[serde(default)]
+    max_wall_ms: u32,
+}
+
+impl OperatorAgents {
+    /// The agents of the JSON file at `path` (a list of definitions), each checked as a
+    /// user's would be.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<OperatorAgents> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| anyhow::anyhow!("reading {}: {error}", path.display()))?;
+        OperatorAgents::parse(&text).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
+    }
+
+    fn parse(text: &str) -> anyhow::Result<OperatorAgents> {
+        let listed: Vec<FileAgent> = serde_json::from_str(text)?;
+        let mut agents = BTreeMap::new();
+        for listed in listed {
+            let agent = listed.into_agent()?;
+            check(&agent).map_err(|error| anyhow::anyhow!("agent {:?}: {error}", agent.name))?;
+            if agents.insert(agent.name.clone(), agent).is_some() {
+                anyhow::bail!("an agent is named twice");
+            }
+        }
+        Ok(OperatorAgents(agents))
+    }
+}
+
+impl FileAgent {
+    fn into_agent(self) -> anyhow::Result<Agent> {
+        let model = match self.model.as_deref() {
+            None | Some("") => ModelTier::Unspecified,
+            Some("normal") => ModelTier::Normal,
+            Some("high") => ModelTier::High,
+            Some(other) => anyhow::bail!("model {other:?}: normal or high"),
+        };
+        Ok(Agent {
+            name: self.name,
+            version: self.version.unwrap_or(1).max(1),
+            description: self.description,
+            instructions: self.instructions,
+            tools: self
+                .tools
+                .map(|allowed| agentic_proto::v1::ToolScope { allowed }),
+            mode: self.mode,
+            model: model.into(),
+            budget: self.budget.map(|budget| Budget {
+                max_total_tokens: budget.max_total_tokens,
+                max_llm_calls: budget.max_llm_calls,
+                max_tool_calls: budget.max_tool_calls,
+                max_wall_ms: budget.max_wall_ms,
+            }),
+            output_schema: self
+                .output_schema
+                .map(|schema| agentic_proto::json::map_to_struct(&schema)),
+            created_at: None,
+            source: OPERATOR.into(),
+        })
+    }
+}
+
+/// Whether `name` is an agent's name: lowercase letters, digits and single hyphens, starting
+/// with a letter, at most [`MAX_NAME_CHARS`].
+fn valid_name(name: &str) -> bool {
+    name.len() <= MAX_NAME_CHARS
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.ends_with('-')
+        && !name.contains("--")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A tool pattern: a tool id's characters, with `*` only at its end.
+fn valid_pattern(pattern: &str) -> bool {
+    let body = pattern.strip_suffix('*').unwrap_or(pattern);
+    !pattern.is_empty()
+        && pattern.chars().count() <= MAX_TOOL_PATTERN_CHARS
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+/// Checks a definition's every field against its bounds.
+pub fn check(agent: &Agent) -> Result<(), GatewayError> {
+    let invalid = |reason: String| Err(GatewayError::InvalidArgument(reason));
+    if !valid_name(&agent.name) {
+        return invalid(format!(
+            "agent name {:?}: lowercase letters, digits and single hyphens, starting with a letter, at most {MAX_NAME_CHARS}",
+            agentic_telemetry::text::truncate_chars(&agent.name, 60, "…")
+        ));
+    }
+    if agent.description.chars().count() > MAX_DESCRIPTION_CHARS {
+        return invalid(format!(
+            "description is longer than {MAX_DESCRIPTION_CHARS} characters"
+        ));
+    }
+    if agent.instructions.len() > MAX_INSTRUCTIONS_BYTES {
+        return invalid(format!(
+            "instructions are longer than {MAX_INSTRUCTIONS_BYTES} bytes"
+        ));
+    }
+    if let Some(tools) = &agent.tools {
+        if tools.allowed.len() > MAX_TOOLS {
+            return invalid(format!("tools names more than {MAX_TOOLS} tools"));
+        }
+        if let Some(bad) = tools.allowed.iter().find(|pattern| !valid_pattern(pattern)) {
+            return invalid(format!(
+                "tools: {:?} is not a tool id or a pattern ending in * (at most {MAX_TOOL_PATTERN_CHARS} characters)",
+                agentic_telemetry::text::truncate_chars(bad, 60, "…")
+            ));
+        }
+    }
+    if !agent.mode.is_empty() && !valid_name(&agent.mode) {
+        return invalid("mode: a mode's name (classic, code, hosted), or empty".into());
+    }
+    if ModelTier::try_from(agent.model).is_err() {
+        return invalid("model: not a model tier".into());
+    }
+    crate::engine::answers::check_schema(agent.output_schema.as_ref())?;
+    if agent.encoded_len() > MAX_DEFINITION_BYTES {
+        return invalid(format!(
+            "the definition is more than {MAX_DEFINITION_BYTES} bytes"
+        ));
+    }
+    Ok(())
+}
+
+/// `name` or `name@version` (a version of 0 or none: the newest).
+fn reference(text: &str) -> Result<(&str, Option<u32>), GatewayError> {
+    match text.split_once('@') {
+        None => Ok((text, None)),
+        Some((name, version)) => {
+            let version = version.parse::<u32>().map_err(|_| {
+                GatewayError::InvalidArgument(format!(
+                    "agent {:?}: a name, or name@version with a version number",
+                    agentic_telemetry::text::truncate_chars(text, 60, "…")
+                ))
+            })?;
+            Ok((name, (version > 0).then_some(version)))
+        }
+    }
+}
+
+/// The smaller of two limits where 0 means none.
+fn tighter<T: Ord + Default + Copy>(a: T, b: T) -> T {
+    match (a == T::default(), b == T::default()) {
+        (true, _) => b,
+        (_, true) => a,
+        _ => a.min(b),
+    }
+}
+
+/// The agent's budget with the request's lower fields.
+fn merged_budget(agent: Option<&Budget>, asked: Option<&Budget>) -> Option<Budget> {
+    match (agent, asked) {
+        (Some(agent), Some(asked)) => Some(Budget {
+            max_total_tokens: tighter(agent.max_total_tokens, asked.max_total_tokens),
+            max_llm_calls: tighter(agent.max_llm_calls, asked.max_llm_calls),
+            max_tool_calls: tighter(agent.max_tool_calls, asked.max_tool_calls),
+            max_wall_ms: tighter(agent.max_wall_ms, asked.max_wall_ms),
+        }),
+        (agent, asked) => agent.or(asked).copied(),
+    }
+}
+
+/// Applies `agent` to `request`: its mode, model tier and output schema (a request naming
+/// others is refused), its budget (the request may only lower a field), and what the prompt
+/// keeps of it.
+fn apply(agent: &Agent, request: &mut NewPrompt) -> Result<(), GatewayError> {
+    let differs = |what: &str| {
+        Err(GatewayError::InvalidArgument(format!(
+            "agent {} runs with its own {what}; leave it out of the request",
+            agent.name
+        )))
+    };
+    if !agent.mode.is_empty() {
+        match &request.mode {
+            Some(mode) if !mode.is_empty() && *mode != agent.mode => return differs("mode"),
+            _ => request.mode = Some(agent.mode.clone()),
+        }
+    }
+    if agent.model != ModelTier::Unspecified as i32 {
+        if request.model != ModelTier::Unspecified && request.model as i32 != agent.model {
+            return differs("model");
+        }
+        request.model = ModelTier::try_from(agent.model).unwrap_or_default();
+    }
+    if agent.output_schema.is_some() {
+        if request.output_schema.is_some() && request.output_schema != agent.output_schema {
+            return differs("output schema");
+        }
+        request.output_schema.clone_from(&agent.output_schema);
+    }
+    request.budget = merged_budget(agent.budget.as_ref(), request.budget.as_ref());
+    request.agent_run = Some(AgentRun {
+        name: agent.name.clone(),
+        version: agent.version,
+        instructions: agent.instructions.clone(),
+        tools: agent.tools.clone(),
+    });
+    Ok(())
+}
+
+impl Prompts {
+    /// Saves `agent` as the next version of its name for `user_id`.
+    pub async fn create_agent(
+        &self,
+        user_id: &UserId,
+        mut agent: Agent,
+    ) -> Result<Agent, GatewayError> {
+        agent.source = USER.into();
+        agent.version = 0;
+        agent.created_at = None;
+        check(&agent)?;
+        if self.operator_agents.0.contains_key(&agent.name) {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "{} is the operator's agent; choose another name",
+                agent.name
+            )));
+        }
+        self.store.insert_agent(user_id, &agent, LIMITS).await
+    }
+
+    /// Version `version` (0: the newest) of the agent `name` `user_id` may run: their own,
+    /// else the operator's.
+    pub async fn agent(
+        &self,
+        user_id: &UserId,
+        name: &str,
+        version: u32,
+    ) -> Result<Agent, GatewayError> {
+        let version = (version > 0).then_some(version);
+        if let Some(agent) = self.operator_agents.0.get(name) {
+            return match version {
+                Some(asked) if asked != agent.version => {
+                    Err(GatewayError::AgentNotFound(format!("{name}@{asked}")))
+                }
+                _ => Ok(agent.clone()),
+            };
+        }
+        let shown = || match version {
+            Some(version) => format!("{name}@{version}"),
+            None => name.to_owned(),
+        };
+        self.store
+            .agent(user_id, name, version)
+            .await?
+            .ok_or_else(|| GatewayError::AgentNotFound(shown()))
+    }
+
+    /// The newest version of each agent `user_id` may run: their own, then the operator's.
+    pub async fn list_agents(&self, user_id: &UserId) -> Result<Vec<Agent>, GatewayError> {
+        let mut agents = self.store.latest_agents(user_id).await?;
+        agents.extend(self.operator_agents.0.values().cloned());
+        Ok(agents)
+    }
+
+    /// Every version of the agent `name`, oldest first.
+    pub async fn agent_versions(
+        &self,
+        user_id: &UserId,
+        name: &str,
+    ) -> Result<Vec<Agent>, GatewayError> {
+        if let Some(agent) = self.operator_agents.0.get(name) {
+            return Ok(vec![agent.clone()]);
+        }
+        let versions = self.store.agent_versions(user_id, Some(name)).await?;
+        if versions.is_empty() {
+            return Err(GatewayError::AgentNotFound(name.to_owned()));
+        }
+        Ok(versions)
+    }
+
+    /// Deletes every version of `user_id`'s agent `name`: how many there were.
+    pub async fn delete_agent(&self, user_id: &UserId, name: &str) -> Result<u64, GatewayError> {
+        if self.operator_agents.0.contains_key(name) {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "{name} is the operator's agent: only the operator's file changes it"
+            )));
+        }
+        match self.store.delete_agents(user_id, Some(name)).await? {
+            0 => Err(GatewayError::AgentNotFound(name.to_owned())),
+            deleted => Ok(deleted),
+        }
+    }
+
+    /// Resolves the agent `request` names (if any) and applies it (see [`apply`]).
+    pub(crate) async fn take_agent(&self, request: &mut NewPrompt) -> Result<(), GatewayError> {
+        let Some(named) = request.agent.take() else {
+            return Ok(());
+        };
+        let (name, version) = reference(named.trim())?;
+        let agent = self
+            .agent(&request.user_id, name, version.unwrap_or(0))
+            .await?;
+        apply(&agent, request)
+    }
+}
+
+#[cfg(test)]
+mod tests;
