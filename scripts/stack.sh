@@ -45,7 +45,7 @@ start_stack() {
         echo "ANTHROPIC_API_KEY is not set: hosted mode uses the STAND-IN MODEL's Anthropic side." >&2
         export ANTHROPIC_API_KEY=stand-in ANTHROPIC_BASE_URL=http://127.0.0.1:8089
     fi
-    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,skill,trigger,human,demo}" \
+    start tool-host env TOOL_HOST_LISTEN=127.0.0.1:50054 TOOL_HOST_PLUGINS="${TOOL_HOST_PLUGINS:-artifact,interpreter,skill,trigger,human,memory,demo}" \
         TOOL_HOST_DATABASE_URL="sqlite://$data/tool-host.db?mode=rwc" GATEWAY_URL=http://127.0.0.1:50051 "$bin/tool-host"
     start classic-executor env CLASSIC_EXECUTOR_LISTEN=127.0.0.1:50052 TOOL_HOST_URL=http://127.0.0.1:50054 CODE_RUNNER_URL=http://127.0.0.1:50053 \
         "$bin/classic-executor"

@@ -35,6 +35,7 @@ fn start_tool_host(
         guardrails: None,
         skills_dir: None,
         allow_root: false,
+        memory_put_approval: false,
     };
     let server = Background::start("tool-host", listener, move |listener| {
         tool_host::run(config, listener, std::future::pending())

@@ -485,3 +485,41 @@ async fn the_cli_saves_lists_runs_and_deletes_an_agent() {
     assert_eq!(deleted.code, 0, "stderr: {}", deleted.stderr);
     assert!(deleted.stderr.contains("deleted agent pirate (1 versions)"));
 }
+
+#[tokio::test]
+async fn a_trigger_may_run_as_an_agent_that_exists_and_one_naming_none_is_refused_at_once() {
+    use agentic_proto::v1::{CreateTriggerRequest, Schedule, TriggeredPrompt, schedule};
+    let stack = Stack::start(vec![text(Match::Any, "ok")]).await.unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    alice
+        .create_agent(agent("nightly", "", Some(&["demo.echo"])))
+        .await
+        .unwrap();
+    let trigger = |agent: &str| CreateTriggerRequest {
+        name: "nightly".into(),
+        schedule: Some(Schedule {
+            kind: Some(schedule::Kind::EveryMs(24 * 3_600_000)),
+            time_zone: String::new(),
+        }),
+        prompt: Some(TriggeredPrompt {
+            input: "the nightly report".into(),
+            agent: agent.into(),
+            ..TriggeredPrompt::default()
+        }),
+        ..CreateTriggerRequest::default()
+    };
+    let made = alice.create_trigger(trigger("nightly@1")).await.unwrap();
+    assert_eq!(made.prompt.unwrap().agent, "nightly@1");
+    for missing in ["nightly@2", "no-such-agent"] {
+        let refused = alice.create_trigger(trigger(missing)).await.unwrap_err();
+        assert_eq!(
+            refused.code(),
+            Some(Code::NotFound),
+            "{missing}: {refused:?}"
+        );
+    }
+    // bob cannot make his trigger run as alice's agent.
+    let bob = stack.client("bob").await.unwrap();
+    let foreign = bob.create_trigger(trigger("nightly")).await.unwrap_err();
+    assert_eq!(foreign.code(), Some(Code::NotFound));
+}

@@ -32,7 +32,7 @@ fn rules() -> Vec<Rule> {
     rules
 }
 
-async fn export_of(client: &Client) -> Vec<ExportItem> {
+pub(crate) async fn export_of(client: &Client) -> Vec<ExportItem> {
     let mut items = client.export_data().await.unwrap();
     let mut all = Vec::new();
     while let Some(item) = items.message().await.unwrap() {
@@ -88,6 +88,10 @@ impl Exported {
                 }
                 Item::Skill(skill) => ("skill", format!("{}@{}", skill.name, skill.version)),
                 Item::Agent(agent) => ("agent", format!("{}@{}", agent.name, agent.version)),
+                Item::Memory(item) => (
+                    "memory",
+                    format!("{}/{}", item.namespace.join("/"), item.key),
+                ),
                 Item::End(end) => {
                     exported.end = Some(end.counts.into_iter().collect());
                     continue;

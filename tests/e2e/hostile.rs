@@ -804,6 +804,7 @@ async fn hostile_api_requests_get_exact_statuses_and_leave_stored_data_intact() 
                 guardrails: None,
                 skills_dir: None,
                 allow_root: false,
+                memory_put_approval: false,
             };
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let started = tool_host::run(config, listener, std::future::pending());

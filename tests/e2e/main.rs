@@ -34,6 +34,7 @@ mod listings;
 mod llm_faults;
 mod mcp_server;
 mod mcp_tools;
+mod memory;
 mod model;
 mod people;
 mod playground;

@@ -104,7 +104,9 @@ impl Executor {
         tool_host: &ToolHost,
         live: bool,
     ) -> Vec<Json> {
-        if live {
+        // An agent that may not read skills gets none in its container either.
+        let readable = agentic_proto::scope::allows(request.tool_scope.as_ref(), "skill.read");
+        if live && readable {
             let room = container::MAX_SKILLS.saturating_sub(skills.len());
             let client = tool_host.skills();
             let user = request.user_id.as_str();

@@ -46,6 +46,10 @@ pub enum Error {
         "this user has {limit} skill folders, as many as one user may keep: delete one before adding another"
     )]
     TooManyFolderSkills { limit: i64 },
+    #[error(
+        "this user keeps {limit} memory items, as many as one user may: delete some (or let them expire) first"
+    )]
+    TooManyMemoryItems { limit: i64 },
     #[error("skills are off: this tool-host does not run the `skill` plugin (TOOL_HOST_PLUGINS)")]
     SkillsOff,
     #[error("skill {name} holds an unreadable schema")]
@@ -74,7 +78,8 @@ impl ServiceError for Error {
             Error::ArtifactTooLarge { .. }
             | Error::QuotaExceeded { .. }
             | Error::TooManySkills { .. }
-            | Error::TooManyFolderSkills { .. } => ErrorKind::ResourceExhausted,
+            | Error::TooManyFolderSkills { .. }
+            | Error::TooManyMemoryItems { .. } => ErrorKind::ResourceExhausted,
             Error::InvalidTool { .. }
             | Error::CorruptArtifact { .. }
             | Error::CorruptSkill { .. }

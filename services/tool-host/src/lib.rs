@@ -10,6 +10,7 @@ mod error;
 mod folders;
 mod grpc;
 mod mcp;
+mod memory;
 pub mod migrations;
 pub mod plugin;
 mod plugins;
@@ -56,7 +57,8 @@ pub struct Config {
     )]
     pub database_url: String,
 
-    /// Plugins to enable, comma separated (known: artifact, demo, interpreter, skill, trigger).
+    /// Plugins to enable, comma separated (known: artifact, demo, human, interpreter, memory,
+    /// skill, trigger).
     #[arg(
         long,
         env = "TOOL_HOST_PLUGINS",
@@ -96,6 +98,11 @@ pub struct Config {
     /// the tool-host refuses.
     #[arg(long, env = "TOOL_HOST_ALLOW_ROOT")]
     pub allow_root: bool,
+
+    /// `memory.put` waits for the user's approval, as a tool that needs it does (the
+    /// `memory` plugin; reading and deleting never do).
+    #[arg(long, env = "TOOL_HOST_MEMORY_PUT_APPROVAL")]
+    pub memory_put_approval: bool,
 }
 
 impl ServiceConfig for Config {
@@ -214,7 +221,10 @@ fn plugin_services(config: &Config) -> anyhow::Result<plugins::Services> {
         .context("internal token")?;
     let gateway = agentic_rpc::channel(&config.gateway_url, &token)
         .with_context(|| format!("invalid gateway url {:?}", config.gateway_url))?;
-    Ok(plugins::Services { gateway })
+    Ok(plugins::Services {
+        gateway,
+        memory_put_approval: config.memory_put_approval,
+    })
 }
 
 /// The registry of every tool the executors may call, behind the guardrails: the built-in

@@ -31,6 +31,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0005_skill_folders.sql",
         sql: include_str!("../migrations/sqlite/0005_skill_folders.sql"),
     },
+    MigrationFile {
+        name: "0006_memory.sql",
+        sql: include_str!("../migrations/sqlite/0006_memory.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -53,6 +57,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0005_skill_folders.sql",
         sql: include_str!("../migrations/postgres/0005_skill_folders.sql"),
+    },
+    MigrationFile {
+        name: "0006_memory.sql",
+        sql: include_str!("../migrations/postgres/0006_memory.sql"),
     },
 ];
 

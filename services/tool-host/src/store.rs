@@ -182,6 +182,11 @@ impl Store {
 
     /// Folder skills: the users' here, within the same quota as their artifacts, beside the
     /// operator's `operator` ones.
+    /// The users' long-term memory, on the same database and quota.
+    pub fn memory(&self) -> crate::memory::Memory {
+        crate::memory::Memory::new(self.db.clone(), self.limits.user_quota_bytes)
+    }
+
     pub fn folders(&self, operator: Vec<crate::folders::Folder>) -> crate::folders::Folders {
         crate::folders::Folders::new(self.db.clone(), self.limits.user_quota_bytes, operator)
     }

@@ -69,6 +69,12 @@ impl UserData for UserDataService {
             .delete_user(&user_id)
             .await
             .map_err(to_status)?;
+        let memory_items = self
+            .store
+            .memory()
+            .delete_user(&user_id)
+            .await
+            .map_err(to_status)?;
         let artifacts = self.store.delete_user(&user_id).await.map_err(to_status)?;
         let skills = self
             .store
@@ -76,10 +82,17 @@ impl UserData for UserDataService {
             .delete_user(&user_id)
             .await
             .map_err(to_status)?;
-        tracing::info!(artifacts, skills, folders, "deleted all of a user's data");
+        tracing::info!(
+            artifacts,
+            skills,
+            folders,
+            memory_items,
+            "deleted all of a user's data"
+        );
         Ok(Response::new(pb::DeleteUserDataResponse {
             artifacts: u32::try_from(artifacts).unwrap_or(u32::MAX),
             skills: u32::try_from(skills + folders).unwrap_or(u32::MAX),
+            memory_items: u32::try_from(memory_items).unwrap_or(u32::MAX),
         }))
     }
 }
@@ -134,7 +147,24 @@ async fn export(
             return Ok(());
         }
     }
+    for item in store.memory().all_of(user_id).await? {
+        if !send(items, Item::Memory(memory_proto(item))).await {
+            return Ok(());
+        }
+    }
     Ok(())
+}
+
+fn memory_proto(item: crate::memory::Item) -> pb::MemoryItem {
+    use agentic_proto::json::timestamp_from_millis;
+    pb::MemoryItem {
+        namespace: item.namespace,
+        key: item.key,
+        value: Some(agentic_proto::json::to_proto(&item.value)),
+        created_at: Some(timestamp_from_millis(item.created_at)),
+        updated_at: Some(timestamp_from_millis(item.updated_at)),
+        expires_at: item.expires_at.map(timestamp_from_millis),
+    }
 }
 
 /// False when the client has gone.

@@ -337,6 +337,7 @@ impl ToolHost {
         asks: Option<&dyn AskApproval>,
     ) -> Result<Invoked, ToolHostError> {
         let Call {
+            scope,
             tool_id,
             input,
             tool_call_id,
@@ -353,9 +354,13 @@ impl ToolHost {
             Some(recorded) => Ok(recorded),
             None => match self.call_stream(call.request(), progress, timeout).await {
                 Ok(InvokeToolResponse {
-                    result: Some(invoke_tool_response::Result::RunCode(request)),
+                    result: Some(invoke_tool_response::Result::RunCode(mut request)),
                     ..
-                }) => Ok(self.run_code(request, tool_call_id, asks).await),
+                }) => {
+                    // The run's own scope, whatever the tool-host said.
+                    request.tool_scope.clone_from(&scope.tools);
+                    Ok(self.run_code(request, tool_call_id, asks).await)
+                }
                 answer => answer.map_err(|status| invoke_error(status, timeout)),
             },
         };

@@ -116,6 +116,8 @@ pub struct StackOptions {
     pub demo_plugin: bool,
     /// Enable the tool-host's `human` plugin (`human.ask`, the agent's questions).
     pub human_plugin: bool,
+    /// Enable the tool-host's `memory` plugin (long-term memory).
+    pub memory_plugin: bool,
     /// Round limit of the classic executor (its own default when `None`).
     pub classic_max_rounds: Option<u32>,
     /// Wall-clock budget of one code sandbox run.
@@ -230,6 +232,7 @@ impl Default for StackOptions {
     fn default() -> Self {
         StackOptions {
             demo_plugin: true,
+            memory_plugin: false,
             human_plugin: false,
             classic_max_rounds: None,
             code_run_timeout_ms: 30_000,
@@ -562,6 +565,9 @@ impl Stack {
         if options.human_plugin {
             plugins.push("human".to_owned());
         }
+        if options.memory_plugin {
+            plugins.push("memory".to_owned());
+        }
         let config = tool_host::Config {
             service: service_args(options, &listener)?,
             database_url: database_url.to_owned(),
@@ -572,6 +578,7 @@ impl Stack {
             guardrails: options.guardrails.clone(),
             skills_dir: options.tool_host_skills_dir.clone(),
             allow_root: false,
+            memory_put_approval: false,
         };
         Background::start("tool-host", listener, move |listener| {
             tool_host::run(config, listener, std::future::pending())

@@ -61,6 +61,7 @@ macro_rules! on_both_backends {
 }
 
 mod artifacts;
+mod memory;
 mod skills;
 mod tools;
 
@@ -74,17 +75,26 @@ struct TestToolHost {
 
 impl TestToolHost {
     async fn start(database: &TestDatabase, plugins: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with(database, plugins, tool_host::StorageLimits::default()).await
+    }
+
+    async fn start_with(
+        database: &TestDatabase,
+        plugins: &[&str],
+        storage: tool_host::StorageLimits,
+    ) -> anyhow::Result<Self> {
         let config = tool_host::Config {
             service: agentic_rpc::ServiceArgs::dev("127.0.0.1:0".parse()?),
             database_url: database.url().to_owned(),
             plugins: plugins.iter().map(|name| (*name).to_owned()).collect(),
             // No test here enables the interpreter, so nothing connects to it.
             gateway_url: "http://127.0.0.1:9".into(),
-            storage: tool_host::StorageLimits::default(),
+            storage,
             mcp_config: None,
             guardrails: None,
             skills_dir: None,
             allow_root: false,
+            memory_put_approval: false,
         };
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = format!("http://{}", listener.local_addr()?);

@@ -300,6 +300,7 @@ async fn an_unknown_plugin_stops_the_start_naming_it(
         guardrails: None,
         skills_dir: None,
         allow_root: false,
+        memory_put_approval: false,
     };
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let result = tool_host::run(config, listener, std::future::pending()).await;

@@ -24,7 +24,8 @@ const MAX_NAME_CHARS: usize = 48;
 const MAX_DESCRIPTION_CHARS: usize = 1024;
 const MAX_INSTRUCTIONS_BYTES: usize = 32 * 1024;
 const MAX_TOOLS: usize = 100;
-const MAX_TOOL_PATTERN_CHARS: usize = 200;
+/// A tool id's longest (a pattern may name one whole).
+const MAX_TOOL_PATTERN_CHARS: usize = 256;
 /// The largest definition as stored (an output schema takes most of it).
 const MAX_DEFINITION_BYTES: usize = 128 * 1024;
 
@@ -200,12 +201,17 @@ fn reference(text: &str) -> Result<(&str, Option<u32>), GatewayError> {
     match text.split_once('@') {
         None => Ok((text, None)),
         Some((name, version)) => {
-            let version = version.parse::<u32>().map_err(|_| {
-                GatewayError::InvalidArgument(format!(
-                    "agent {:?}: a name, or name@version with a version number",
-                    agentic_telemetry::text::truncate_chars(text, 60, "…")
-                ))
-            })?;
+            let digits = !version.is_empty() && version.bytes().all(|byte| byte.is_ascii_digit());
+            let version = version
+                .parse::<u32>()
+                .ok()
+                .filter(|_| digits)
+                .ok_or_else(|| {
+                    GatewayError::InvalidArgument(format!(
+                        "agent {:?}: a name, or name@version with a version number",
+                        agentic_telemetry::text::truncate_chars(text, 60, "…")
+                    ))
+                })?;
             Ok((name, (version > 0).then_some(version)))
         }
     }
@@ -282,7 +288,12 @@ impl Prompts {
         agent.version = 0;
         agent.created_at = None;
         check(&agent)?;
-        if self.operator_agents.0.contains_key(&agent.name) {
+        let own = self
+            .store
+            .agent(user_id, &agent.name, None)
+            .await?
+            .is_some();
+        if !own && self.operator_agents.0.contains_key(&agent.name) {
             return Err(GatewayError::FailedPrecondition(format!(
                 "{} is the operator's agent; choose another name",
                 agent.name
@@ -291,8 +302,8 @@ impl Prompts {
         self.store.insert_agent(user_id, &agent, LIMITS).await
     }
 
-    /// Version `version` (0: the newest) of the agent `name` `user_id` may run: their own,
-    /// else the operator's.
+    /// Version `version` (0: the newest) of the agent `name` `user_id` may run: their own
+    /// (which an operator's agent named later does not hide), else the operator's.
     pub async fn agent(
         &self,
         user_id: &UserId,
@@ -300,28 +311,41 @@ impl Prompts {
         version: u32,
     ) -> Result<Agent, GatewayError> {
         let version = (version > 0).then_some(version);
-        if let Some(agent) = self.operator_agents.0.get(name) {
-            return match version {
-                Some(asked) if asked != agent.version => {
-                    Err(GatewayError::AgentNotFound(format!("{name}@{asked}")))
-                }
-                _ => Ok(agent.clone()),
-            };
+        if let Some(agent) = self.store.agent(user_id, name, version).await? {
+            return Ok(agent);
         }
         let shown = || match version {
             Some(version) => format!("{name}@{version}"),
             None => name.to_owned(),
         };
-        self.store
-            .agent(user_id, name, version)
-            .await?
-            .ok_or_else(|| GatewayError::AgentNotFound(shown()))
+        match self.operator_agents.0.get(name) {
+            Some(agent) if version.is_none_or(|asked| asked == agent.version) => Ok(agent.clone()),
+            _ => Err(GatewayError::AgentNotFound(shown())),
+        }
     }
 
-    /// The newest version of each agent `user_id` may run: their own, then the operator's.
+    /// The agent `text` names (`name` or `name@version`).
+    pub(crate) async fn named_agent(
+        &self,
+        user_id: &UserId,
+        text: &str,
+    ) -> Result<Agent, GatewayError> {
+        let (name, version) = reference(text.trim())?;
+        self.agent(user_id, name, version.unwrap_or(0)).await
+    }
+
+    /// The newest version of each agent `user_id` may run: their own, then the operator's
+    /// they have none of the same name of.
     pub async fn list_agents(&self, user_id: &UserId) -> Result<Vec<Agent>, GatewayError> {
         let mut agents = self.store.latest_agents(user_id).await?;
-        agents.extend(self.operator_agents.0.values().cloned());
+        let own: Vec<String> = agents.iter().map(|agent| agent.name.clone()).collect();
+        agents.extend(
+            self.operator_agents
+                .0
+                .values()
+                .filter(|agent| !own.contains(&agent.name))
+                .cloned(),
+        );
         Ok(agents)
     }
 
@@ -331,38 +355,44 @@ impl Prompts {
         user_id: &UserId,
         name: &str,
     ) -> Result<Vec<Agent>, GatewayError> {
-        if let Some(agent) = self.operator_agents.0.get(name) {
-            return Ok(vec![agent.clone()]);
-        }
         let versions = self.store.agent_versions(user_id, Some(name)).await?;
-        if versions.is_empty() {
-            return Err(GatewayError::AgentNotFound(name.to_owned()));
+        if !versions.is_empty() {
+            return Ok(versions);
         }
-        Ok(versions)
+        match self.operator_agents.0.get(name) {
+            Some(agent) => Ok(vec![agent.clone()]),
+            None => Err(GatewayError::AgentNotFound(name.to_owned())),
+        }
     }
 
     /// Deletes every version of `user_id`'s agent `name`: how many there were.
     pub async fn delete_agent(&self, user_id: &UserId, name: &str) -> Result<u64, GatewayError> {
-        if self.operator_agents.0.contains_key(name) {
-            return Err(GatewayError::FailedPrecondition(format!(
-                "{name} is the operator's agent: only the operator's file changes it"
-            )));
-        }
         match self.store.delete_agents(user_id, Some(name)).await? {
+            0 if self.operator_agents.0.contains_key(name) => {
+                Err(GatewayError::FailedPrecondition(format!(
+                    "{name} is the operator's agent: only the operator's file changes it"
+                )))
+            }
             0 => Err(GatewayError::AgentNotFound(name.to_owned())),
             deleted => Ok(deleted),
         }
     }
 
-    /// Resolves the agent `request` names (if any) and applies it (see [`apply`]).
+    /// Resolves the agent `request` names (if any) and applies it (see [`apply`]); a run
+    /// taken from a recording is checked against the same bounds as a definition.
     pub(crate) async fn take_agent(&self, request: &mut NewPrompt) -> Result<(), GatewayError> {
+        if let Some(run) = &request.agent_run {
+            check(&Agent {
+                name: run.name.clone(),
+                instructions: run.instructions.clone(),
+                tools: run.tools.clone(),
+                ..Agent::default()
+            })?;
+        }
         let Some(named) = request.agent.take() else {
             return Ok(());
         };
-        let (name, version) = reference(named.trim())?;
-        let agent = self
-            .agent(&request.user_id, name, version.unwrap_or(0))
-            .await?;
+        let agent = self.named_agent(&request.user_id, &named).await?;
         apply(&agent, request)
     }
 }

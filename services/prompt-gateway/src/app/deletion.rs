@@ -231,6 +231,7 @@ impl Prompts {
             .into_inner();
         deleted.artifacts += rest.artifacts;
         deleted.skills = rest.skills;
+        deleted.memory_items = rest.memory_items;
         metrics::deleted("trigger", u64::from(deleted.triggers));
         metrics::deleted("recording", u64::from(deleted.recordings));
         metrics::deleted("agent", u64::from(deleted.agents));

@@ -178,8 +178,11 @@ async fn write_all(
     for trigger in store.list_triggers(user_id, most).await? {
         out.send("trigger", Item::Trigger(trigger)).await?;
     }
-    for agent in store.agent_versions(user_id, None).await? {
-        out.send("agent", Item::Agent(agent)).await?;
+    // One agent's versions at a time (at most 100 of 128 KiB), not every agent's at once.
+    for latest in store.latest_agents(user_id).await? {
+        for agent in store.agent_versions(user_id, Some(&latest.name)).await? {
+            out.send("agent", Item::Agent(agent)).await?;
+        }
     }
     write_tool_host(user_id, tool_host, out).await?;
     let end = ExportEnd {
@@ -291,6 +294,7 @@ async fn write_tool_host(
             }
             Some(ToolHostItem::Chunk(chunk)) => out.send("chunk", Item::Chunk(chunk)).await?,
             Some(ToolHostItem::Skill(skill)) => out.send("skill", Item::Skill(skill)).await?,
+            Some(ToolHostItem::Memory(item)) => out.send("memory", Item::Memory(item)).await?,
             None => {}
         }
     }

@@ -269,6 +269,10 @@ impl Triggers {
                 "prompt.mode is longer than {MAX_MODE_BYTES} bytes"
             )));
         }
+        // An agent that is not there now would fail every firing: said at once instead.
+        if !prompt.agent.trim().is_empty() {
+            self.prompts.named_agent(user_id, &prompt.agent).await?;
+        }
         if let Some(state) = &prompt.state {
             let bytes = prost::Message::encoded_len(state);
             if bytes > MAX_TRIGGER_STATE_BYTES {
@@ -486,10 +490,8 @@ impl Triggers {
         } else {
             conversation_of(&prompt)?
         };
-        let model = match ModelTier::try_from(prompt.model) {
-            Ok(ModelTier::Unspecified) | Err(_) => ModelTier::Normal,
-            Ok(tier) => tier,
-        };
+        // Unspecified: the agent's, else normal (see `Prompts::create`).
+        let model = ModelTier::try_from(prompt.model).unwrap_or_default();
         self.prompts
             .create(NewPrompt {
                 id: Some(prompt_id.clone()),
@@ -507,7 +509,7 @@ impl Triggers {
                 replay: None,
                 attachments: Vec::new(),
                 output_schema: None,
-                agent: None,
+                agent: Some(prompt.agent).filter(|agent| !agent.trim().is_empty()),
                 agent_run: None,
             })
             .await?;

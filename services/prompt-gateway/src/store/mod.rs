@@ -71,7 +71,7 @@ const SUMMARY_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visibl
      substr(input, 1, 200) AS input, CAST(length(input) AS BIGINT) AS input_chars, \
      input_tokens, output_tokens, total_tokens, rounds, substr(error, 1, 500) AS error, max_rounds, \
      '{}' AS state_data, created_at, updated_at, llm_calls, tool_calls, budget, approval_timeout_ms, attachments, \
-     '' AS output_schema, '' AS structured_output, agent";
+     '' AS output_schema, '' AS structured_output, substr(agent, 1, 0) AS agent";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first

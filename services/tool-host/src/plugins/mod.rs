@@ -4,6 +4,7 @@ mod artifact;
 mod demo;
 mod human;
 pub mod interpreter;
+mod memory;
 mod skill;
 mod trigger;
 
@@ -15,6 +16,7 @@ pub use artifact::ArtifactPlugin;
 pub use demo::DemoPlugin;
 pub use human::HumanPlugin;
 pub use interpreter::InterpreterPlugin;
+pub use memory::MemoryPlugin;
 pub use skill::SkillPlugin;
 pub use trigger::TriggerPlugin;
 
@@ -29,6 +31,7 @@ pub const KNOWN_PLUGINS: &[&str] = &[
     "demo",
     "human",
     "interpreter",
+    "memory",
     "skill",
     "trigger",
 ];
@@ -40,6 +43,7 @@ pub enum BuiltIn {
     Demo,
     Human,
     Interpreter,
+    Memory,
     Skill,
     Trigger,
 }
@@ -60,6 +64,7 @@ impl BuiltIn {
                 "demo" => BuiltIn::Demo,
                 "human" => BuiltIn::Human,
                 "interpreter" => BuiltIn::Interpreter,
+                "memory" => BuiltIn::Memory,
                 "skill" => BuiltIn::Skill,
                 "trigger" => BuiltIn::Trigger,
                 _ => {
@@ -84,6 +89,10 @@ impl BuiltIn {
             BuiltIn::Demo => Arc::new(DemoPlugin::new(store.clone())),
             BuiltIn::Human => Arc::new(HumanPlugin),
             BuiltIn::Interpreter => Arc::new(InterpreterPlugin),
+            BuiltIn::Memory => Arc::new(MemoryPlugin::new(
+                store.memory(),
+                services.memory_put_approval,
+            )),
             BuiltIn::Skill => Arc::new(SkillPlugin::new(store.skills(), folders.clone())),
             BuiltIn::Trigger => Arc::new(TriggerPlugin::new(services.gateway.clone())),
         }
@@ -95,6 +104,8 @@ impl BuiltIn {
 /// Code the interpreter and skills run is run by the calling executor.
 pub struct Services {
     pub gateway: InternalChannel,
+    /// Whether `memory.put` needs the user's approval (`--memory-put-approval`).
+    pub memory_put_approval: bool,
 }
 
 #[cfg(test)]
@@ -118,7 +129,7 @@ mod tests {
         let message = error.map(|error| error.to_string()).unwrap_or_default();
         assert_eq!(
             message,
-            "unknown plugin: \"weather\" (known plugins: artifact, demo, human, interpreter, skill, trigger)"
+            "unknown plugin: \"weather\" (known plugins: artifact, demo, human, interpreter, memory, skill, trigger)"
         );
     }
 }

@@ -2359,7 +2359,7 @@ pub struct ExportUserDataRequest {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct UserDataItem {
-    #[prost(oneof = "user_data_item::Item", tags = "1, 2, 3")]
+    #[prost(oneof = "user_data_item::Item", tags = "1, 2, 3, 4")]
     pub item: ::core::option::Option<user_data_item::Item>,
 }
 /// Nested message and enum types in `UserDataItem`.
@@ -2372,7 +2372,27 @@ pub mod user_data_item {
         Chunk(super::ArtifactChunk),
         #[prost(message, tag = "3")]
         Skill(super::Skill),
+        #[prost(message, tag = "4")]
+        Memory(super::MemoryItem),
     }
+}
+/// One item of a user's long-term memory (the `memory` plugin's tools keep them).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct MemoryItem {
+    /// Where it lives, as a path of names (\["preferences"\], \["projects", "apollo"\]).
+    #[prost(string, repeated, tag = "1")]
+    pub namespace: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, tag = "2")]
+    pub key: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "3")]
+    pub value: ::core::option::Option<::prost_types::Value>,
+    #[prost(message, optional, tag = "4")]
+    pub created_at: ::core::option::Option<::prost_types::Timestamp>,
+    #[prost(message, optional, tag = "5")]
+    pub updated_at: ::core::option::Option<::prost_types::Timestamp>,
+    /// Unset: never.
+    #[prost(message, optional, tag = "6")]
+    pub expires_at: ::core::option::Option<::prost_types::Timestamp>,
 }
 /// `data` is the bytes of artifact `artifact_id` from `offset` on.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -2396,6 +2416,8 @@ pub struct DeleteUserDataResponse {
     /// Skills (names; every version of each went).
     #[prost(uint32, tag = "2")]
     pub skills: u32,
+    #[prost(uint32, tag = "3")]
+    pub memory_items: u32,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetArtifactUsageRequest {
@@ -4806,7 +4828,8 @@ pub mod user_data_client {
                 .insert(GrpcMethod::new("agentic.v1.UserData", "ExportUserData"));
             self.inner.server_streaming(req, path, codec).await
         }
-        /// Deletes every artifact and skill of the user, and what the quota counted of them.
+        /// Deletes every artifact, skill and memory item of the user, and what the quota counted of
+        /// them.
         pub async fn delete_user_data(
             &mut self,
             request: impl tonic::IntoRequest<super::DeleteUserDataRequest>,
@@ -4862,7 +4885,8 @@ pub mod user_data_server {
             tonic::Response<Self::ExportUserDataStream>,
             tonic::Status,
         >;
-        /// Deletes every artifact and skill of the user, and what the quota counted of them.
+        /// Deletes every artifact, skill and memory item of the user, and what the quota counted of
+        /// them.
         async fn delete_user_data(
             &self,
             request: tonic::Request<super::DeleteUserDataRequest>,
@@ -5495,6 +5519,11 @@ pub struct TriggeredPrompt {
     pub on_busy: i32,
     #[prost(message, optional, tag = "8")]
     pub budget: ::core::option::Option<Budget>,
+    /// The agent its prompts run as (`name` or `name@version`; see `CreatePromptRequest.agent`).
+    /// A trigger a prompt creates runs as that prompt's agent, at the version it runs, whatever
+    /// this says.
+    #[prost(string, tag = "9")]
+    pub agent: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct Trigger {
@@ -5581,7 +5610,7 @@ pub struct ExportDataRequest {}
 /// One stored item of the caller's (see `ExportData`).
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExportItem {
-    #[prost(oneof = "export_item::Item", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(oneof = "export_item::Item", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
     pub item: ::core::option::Option<export_item::Item>,
 }
 /// Nested message and enum types in `ExportItem`.
@@ -5611,11 +5640,14 @@ pub mod export_item {
         /// One version of one of the user's agents (oldest first per agent).
         #[prost(message, tag = "10")]
         Agent(super::Agent),
+        /// One item of the user's long-term memory.
+        #[prost(message, tag = "11")]
+        Memory(super::MemoryItem),
     }
 }
 /// The last item of an export: how many items of each kind came before it
 /// (`conversation`, `prompt`, `event`, `recording`, `trigger`, `artifact`, `chunk`, `skill`,
-/// `agent`).
+/// `agent`, `memory`).
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ExportEnd {
     #[prost(map = "string, uint64", tag = "1")]
@@ -5645,6 +5677,8 @@ pub struct DeleteAllDataResponse {
     /// Versions of agents.
     #[prost(uint32, tag = "7")]
     pub agents: u32,
+    #[prost(uint32, tag = "8")]
+    pub memory_items: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct StorageUsage {

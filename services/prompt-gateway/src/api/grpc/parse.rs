@@ -27,11 +27,15 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
         (Some(asked), Some(deadline)) => Some(asked.min(deadline)),
         (asked, deadline) => asked.or(deadline),
     };
-    no_nul(&[("input", &request.input), ("mode", &request.mode)])?;
+    no_nul(&[
+        ("input", &request.input),
+        ("mode", &request.mode),
+        ("agent", &request.agent),
+    ])?;
     let conversation_id = optional_conversation_id(&request.conversation_id)?;
     let attachments = attachments(request.attachments, request.inline_attachments)?;
+    // Unspecified until the prompt's agent (if any) has said, then normal.
     let model = match ModelTier::try_from(request.model) {
-        Ok(ModelTier::Unspecified) => ModelTier::Normal,
         Ok(tier) => tier,
         Err(_) => {
             return Err(to_status(GatewayError::InvalidArgument(format!(

@@ -6,7 +6,7 @@ use agentic_proto::v1::{
     ListTriggersResponse, Trigger, UpdateTriggerRequest,
 };
 use agentic_rpc::to_status;
-use tonic::{Request, Response};
+use tonic::{Request, Response, Status};
 
 use super::parse::{no_nul, trigger_id};
 use super::{GatewayService, GrpcResult};
@@ -19,8 +19,13 @@ impl GatewayService {
         request: Request<CreateTriggerRequest>,
     ) -> GrpcResult<Trigger> {
         let user_id = self.acting_user(&request).await?;
-        let request = request.into_inner();
+        let pinned = self.callers_agent(&request).await?;
+        let mut request = request.into_inner();
         no_nul(&[("name", &request.name)])?;
+        if let (Some(agent), Some(prompt)) = (pinned, request.prompt.as_mut()) {
+            // The prompts it fires keep the tools and instructions of the agent that made it.
+            prompt.agent = agent;
+        }
         let trigger = self
             .triggers
             .create(NewTrigger {
@@ -34,6 +39,24 @@ impl GatewayService {
             .await
             .map_err(to_status)?;
         Ok(Response::new(trigger))
+    }
+
+    /// When the tool-host acts for a running prompt that runs as an agent: that agent, as
+    /// `name@version`.
+    async fn callers_agent<T>(&self, request: &Request<T>) -> Result<Option<String>, Status> {
+        let crate::api::auth::Acting::ForPrompt { user, prompt } = Caller::acting_for(request)?
+        else {
+            return Ok(None);
+        };
+        let prompt = self
+            .prompts
+            .store
+            .prompt(&user, &prompt)
+            .await
+            .map_err(to_status)?;
+        Ok(prompt
+            .and_then(|prompt| prompt.agent)
+            .map(|agent| format!("{}@{}", agent.name, agent.version)))
     }
 
     pub(super) async fn list_triggers_rpc(

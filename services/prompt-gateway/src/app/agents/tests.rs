@@ -23,7 +23,7 @@ fn names_patterns_and_sizes_are_bounded() {
     ] {
         assert!(check(&agent(name)).is_err(), "{name:?}");
     }
-    for pattern in ["", "demo.*.x*", "demo echo", "*demo", &"a".repeat(201)] {
+    for pattern in ["", "demo.*.x*", "demo echo", "*demo", &"a".repeat(257)] {
         let mut bad = agent("ok");
         bad.tools = Some(agentic_proto::v1::ToolScope {
             allowed: vec![pattern.to_owned()],
@@ -50,6 +50,8 @@ fn a_reference_is_a_name_or_a_name_and_version() {
     assert_eq!(reference("bot@0").unwrap(), ("bot", None));
     assert!(reference("bot@latest").is_err());
     assert!(reference("bot@-1").is_err());
+    assert!(reference("bot@+3").is_err());
+    assert!(reference("bot@").is_err());
 }
 
 #[test]

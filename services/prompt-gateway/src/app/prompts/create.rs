@@ -85,6 +85,9 @@ impl Prompts {
     pub async fn create(&self, mut request: NewPrompt) -> Result<Prompt, GatewayError> {
         // The agent's fields are checked with the request's own.
         self.take_agent(&mut request).await?;
+        if request.model == agentic_proto::v1::ModelTier::Unspecified {
+            request.model = agentic_proto::v1::ModelTier::Normal;
+        }
         validate(&request)?;
         let replay = request.replay.take();
         if replay.is_some() && request.conversation_id.is_some() {
