@@ -50,6 +50,9 @@ pub enum GatewayError {
     /// Shown to callers: built from the tool-host's status with `agentic_rpc::relayed`.
     #[error("skills are unavailable: {0}")]
     SkillsUnavailable(String),
+    /// Shown to callers: built from the tool-host's status with `agentic_rpc::relayed`.
+    #[error("memory is unavailable: {0}")]
+    MemoryUnavailable(String),
     /// What another agentic service said about the caller's request, as it said it.
     #[error("{message}")]
     Relayed { kind: ErrorKind, message: String },
@@ -86,7 +89,8 @@ impl ServiceError for GatewayError {
             GatewayError::ModeUnavailable { .. }
             | GatewayError::FilesUnavailable(_)
             | GatewayError::ToolsUnavailable(_)
-            | GatewayError::SkillsUnavailable(_) => ErrorKind::Unavailable,
+            | GatewayError::SkillsUnavailable(_)
+            | GatewayError::MemoryUnavailable(_) => ErrorKind::Unavailable,
             GatewayError::Relayed { kind, .. } => *kind,
             GatewayError::FailedPrecondition(_) | GatewayError::PromptEnded(_) => {
                 ErrorKind::FailedPrecondition

@@ -28,6 +28,8 @@ pub const MAX_PART_CHARS: usize = 64;
 pub const MAX_TTL_SECONDS: u64 = 10 * 365 * 24 * 3600;
 /// Items one search answers at most.
 pub const MAX_SEARCH_RESULTS: i64 = 20;
+/// Items one listing answers at most.
+pub const MAX_LISTED: i64 = 100;
 /// Words of a query used.
 const MAX_QUERY_WORDS: usize = 16;
 /// Expired items one write deletes.
@@ -147,6 +149,21 @@ impl Memory {
     ) -> Result<Item, Error> {
         let user = user_id.as_str();
         let json = value.to_string();
+        if json.len() > MAX_VALUE_BYTES {
+            return Err(Error::InvalidField {
+                field: "value",
+                reason: format!(
+                    "it is {} bytes as JSON; at most {MAX_VALUE_BYTES} are kept",
+                    json.len()
+                ),
+            });
+        }
+        if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+            return Err(Error::InvalidField {
+                field: "key",
+                reason: format!("1 to {MAX_KEY_CHARS} characters"),
+            });
+        }
         let text = content(namespace, key, value);
         let size = i64::try_from(json.len() + text.len() + key.len() + namespace.len())
             .unwrap_or(i64::MAX);
@@ -258,11 +275,12 @@ impl Memory {
     }
 
     /// `user_id`'s live items in `namespace` or below it (every namespace with `None`) whose
-    /// text has every word of `query`, best first, at most `limit`.
+    /// text has every word of `query` (any word, with `any_word`), best first, at most
+    /// `limit`.
     pub async fn search(
         &self,
         user_id: &UserId,
-        namespace: Option<&str>,
+        (namespace, any_word): (Option<&str>, bool),
         query: &str,
         limit: i64,
     ) -> Result<Vec<Item>, Error> {
@@ -280,10 +298,11 @@ impl Memory {
             (
                 format!(
                     "SELECT {columns} FROM memory_items m WHERE m.user_id = $1 AND {within} AND {live} \
-                     AND m.search @@ plainto_tsquery('simple', $3) \
-                     ORDER BY ts_rank(m.search, plainto_tsquery('simple', $3)) DESC, m.updated_at DESC LIMIT $5"
+                     AND m.search @@ to_tsquery('simple', $3) \
+                     ORDER BY ts_rank(m.search, to_tsquery('simple', $3)) DESC, m.updated_at DESC LIMIT $5"
                 ),
-                words.join(" "),
+                // Words are letters and digits only: nothing else of tsquery's syntax.
+                words.join(if any_word { " | " } else { " & " }),
             )
         } else {
             (
@@ -296,7 +315,7 @@ impl Memory {
                     .iter()
                     .map(|word| format!("\"{word}\""))
                     .collect::<Vec<_>>()
-                    .join(" "),
+                    .join(if any_word { " OR " } else { " " }),
             )
         };
         let rows: Vec<Row> = self
@@ -309,6 +328,35 @@ impl Memory {
                     (&query).into(),
                     now_millis().into(),
                     limit.clamp(1, MAX_SEARCH_RESULTS).into(),
+                ],
+            )
+            .await?;
+        Ok(rows.into_iter().map(item).collect())
+    }
+
+    /// `user_id`'s live items in `namespace` or below it (every namespace with `None`),
+    /// newest first, at most `limit`.
+    pub async fn list(
+        &self,
+        user_id: &UserId,
+        namespace: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Item>, Error> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM memory_items WHERE user_id = $1 AND \
+             ($2 = '' OR namespace = $2 OR substr(namespace, 1, length($2) + 1) = $2 || '/') \
+             AND {} ORDER BY updated_at DESC, namespace, key LIMIT $4",
+            LIVE.replace("{now}", "$3")
+        );
+        let rows: Vec<Row> = self
+            .db
+            .read_all(
+                &sql,
+                &[
+                    user_id.as_str().into(),
+                    namespace.unwrap_or_default().into(),
+                    now_millis().into(),
+                    limit.clamp(1, MAX_LISTED).into(),
                 ],
             )
             .await?;

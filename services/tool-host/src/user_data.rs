@@ -95,6 +95,71 @@ impl UserData for UserDataService {
             memory_items: u32::try_from(memory_items).unwrap_or(u32::MAX),
         }))
     }
+
+    async fn list_memory(
+        &self,
+        request: Request<pb::ListMemoryRequest>,
+    ) -> Result<Response<pb::ListMemoryResponse>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let namespace = namespace_path(&request.namespace, true)?;
+        let limit = i64::from(if request.limit == 0 {
+            20
+        } else {
+            request.limit
+        });
+        let memory = self.store.memory();
+        let items = if request.query.trim().is_empty() {
+            memory.list(&user_id, namespace.as_deref(), limit).await
+        } else {
+            memory
+                .search(
+                    &user_id,
+                    (namespace.as_deref(), request.any_word),
+                    &request.query,
+                    limit,
+                )
+                .await
+        }
+        .map_err(to_status)?;
+        Ok(Response::new(pb::ListMemoryResponse {
+            items: items.into_iter().map(memory_proto).collect(),
+        }))
+    }
+
+    async fn put_memory(
+        &self,
+        request: Request<pb::PutMemoryRequest>,
+    ) -> Result<Response<pb::MemoryItem>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let namespace = namespace_path(&request.namespace, false)?.unwrap_or_default();
+        let value = agentic_proto::json::from_proto_opt(request.value.as_ref());
+        let ttl = (request.ttl_seconds > 0).then_some(request.ttl_seconds);
+        let item = self
+            .store
+            .memory()
+            .put(&user_id, &namespace, &request.key, &value, ttl)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(memory_proto(item)))
+    }
+
+    async fn delete_memory(
+        &self,
+        request: Request<pb::DeleteMemoryRequest>,
+    ) -> Result<Response<pb::DeleteMemoryResponse>, Status> {
+        let request = request.into_inner();
+        let user_id = user_id(request.user_id).map_err(to_status)?;
+        let namespace = namespace_path(&request.namespace, false)?.unwrap_or_default();
+        let deleted = self
+            .store
+            .memory()
+            .delete(&user_id, &namespace, &request.key)
+            .await
+            .map_err(to_status)?;
+        Ok(Response::new(pb::DeleteMemoryResponse { deleted }))
+    }
 }
 
 /// Sends every item of `user_id`; stops early (Ok) when the client has gone.
@@ -153,6 +218,22 @@ async fn export(
         }
     }
     Ok(())
+}
+
+/// A namespace given as a path (`a/b`), checked; empty is `None` where `empty_is_all`.
+fn namespace_path(path: &str, empty_is_all: bool) -> Result<Option<String>, Status> {
+    if path.is_empty() && empty_is_all {
+        return Ok(None);
+    }
+    let parts: Vec<String> = path.split('/').map(str::to_owned).collect();
+    crate::memory::namespace_text(&parts)
+        .map(Some)
+        .map_err(|reason| {
+            to_status(Error::InvalidField {
+                field: "namespace",
+                reason,
+            })
+        })
 }
 
 fn memory_proto(item: crate::memory::Item) -> pb::MemoryItem {

@@ -51,6 +51,7 @@ mod error;
 mod events;
 mod files;
 pub mod json;
+mod memory;
 mod session;
 mod skill_folders;
 

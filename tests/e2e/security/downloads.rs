@@ -592,6 +592,27 @@ impl PromptGateway for HostileGateway {
         unimplemented()
     }
 
+    async fn list_memory(
+        &self,
+        _: Request<agentic_proto::v1::ListMemoryRequest>,
+    ) -> Result<Response<agentic_proto::v1::ListMemoryResponse>, Status> {
+        unimplemented()
+    }
+
+    async fn put_memory(
+        &self,
+        _: Request<agentic_proto::v1::PutMemoryRequest>,
+    ) -> Result<Response<agentic_proto::v1::MemoryItem>, Status> {
+        unimplemented()
+    }
+
+    async fn delete_memory(
+        &self,
+        _: Request<agentic_proto::v1::DeleteMemoryRequest>,
+    ) -> Result<Response<agentic_proto::v1::DeleteMemoryResponse>, Status> {
+        unimplemented()
+    }
+
     async fn create_conversation(
         &self,
         _: Request<CreateConversationRequest>,

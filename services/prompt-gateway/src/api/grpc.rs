@@ -43,6 +43,7 @@ mod agents;
 mod conversations;
 mod decisions;
 pub mod files;
+mod memory;
 mod parse;
 mod triggers;
 
@@ -575,5 +576,26 @@ impl PromptGateway for GatewayService {
         request: Request<pb::DeleteAgentRequest>,
     ) -> GrpcResult<pb::DeleteAgentResponse> {
         self.delete_agent_rpc(request).await
+    }
+
+    async fn list_memory(
+        &self,
+        request: Request<pb::ListMemoryRequest>,
+    ) -> GrpcResult<pb::ListMemoryResponse> {
+        self.list_memory_rpc(request).await
+    }
+
+    async fn put_memory(
+        &self,
+        request: Request<pb::PutMemoryRequest>,
+    ) -> GrpcResult<pb::MemoryItem> {
+        self.put_memory_rpc(request).await
+    }
+
+    async fn delete_memory(
+        &self,
+        request: Request<pb::DeleteMemoryRequest>,
+    ) -> GrpcResult<pb::DeleteMemoryResponse> {
+        self.delete_memory_rpc(request).await
     }
 }

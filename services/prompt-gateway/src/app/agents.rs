@@ -26,6 +26,12 @@ const MAX_INSTRUCTIONS_BYTES: usize = 32 * 1024;
 const MAX_TOOLS: usize = 100;
 /// A tool id's longest (a pattern may name one whole).
 const MAX_TOOL_PATTERN_CHARS: usize = 256;
+/// Memory namespaces an agent reads into its prompts, items per namespace, and the bytes of
+/// what they add to the system prompt (each value cut to [`MAX_RECALLED_VALUE_BYTES`]).
+const MAX_MEMORY_NAMESPACES: usize = 4;
+const RECALLED_PER_NAMESPACE: u32 = 5;
+const MAX_RECALLED_BYTES: usize = 8 * 1024;
+const MAX_RECALLED_VALUE_BYTES: usize = 1024;
 /// The largest definition as stored (an output schema takes most of it).
 const MAX_DEFINITION_BYTES: usize = 128 * 1024;
 
@@ -58,6 +64,8 @@ struct FileAgent {
     budget: Option<FileBudget>,
     #[serde(default)]
     output_schema: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    memory_namespaces: Vec<String>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -125,6 +133,7 @@ impl FileAgent {
                 .map(|schema| agentic_proto::json::map_to_struct(&schema)),
             created_at: None,
             source: OPERATOR.into(),
+            memory_namespaces: self.memory_namespaces,
         })
     }
 }
@@ -180,6 +189,26 @@ pub fn check(agent: &Agent) -> Result<(), GatewayError> {
                 agentic_telemetry::text::truncate_chars(bad, 60, "…")
             ));
         }
+    }
+    if agent.memory_namespaces.len() > MAX_MEMORY_NAMESPACES {
+        return invalid(format!(
+            "memory_namespaces names more than {MAX_MEMORY_NAMESPACES} namespaces"
+        ));
+    }
+    if let Some(bad) = agent.memory_namespaces.iter().find(|namespace| {
+        namespace.is_empty()
+            || namespace.len() > 200
+            || namespace.split('/').any(|part| {
+                part.is_empty()
+                    || !part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+            })
+    }) {
+        return invalid(format!(
+            "memory_namespaces: {:?} is not a namespace path (parts of letters, digits, '_', '-' or '.', joined by '/')",
+            agentic_telemetry::text::truncate_chars(bad, 60, "…")
+        ));
     }
     if !agent.mode.is_empty() && !valid_name(&agent.mode) {
         return invalid("mode: a mode's name (classic, code, hosted), or empty".into());
@@ -393,7 +422,57 @@ impl Prompts {
             return Ok(());
         };
         let agent = self.named_agent(&request.user_id, &named).await?;
-        apply(&agent, request)
+        apply(&agent, request)?;
+        let recalled = self
+            .recalled(&request.user_id, &agent, &request.input)
+            .await;
+        if let (Some(run), false) = (request.agent_run.as_mut(), recalled.is_empty()) {
+            run.instructions.push_str(&recalled);
+        }
+        Ok(())
+    }
+
+    /// The best matches for `input` in the agent's memory namespaces, as a part of the
+    /// system prompt (empty when there are none, or memory cannot be read: the prompt goes
+    /// on without it, and the log says why).
+    async fn recalled(&self, user_id: &UserId, agent: &Agent, input: &str) -> String {
+        let mut lines = Vec::new();
+        let mut bytes = 0;
+        for namespace in &agent.memory_namespaces {
+            let request = agentic_proto::v1::ListMemoryRequest {
+                namespace: namespace.clone(),
+                query: agentic_telemetry::text::truncate_chars(input, 1000, ""),
+                limit: RECALLED_PER_NAMESPACE,
+                any_word: true,
+                ..Default::default()
+            };
+            let found =
+                match crate::app::memory::list(&self.files.tool_host(), user_id, request).await {
+                    Ok(found) => found.items,
+                    Err(error) => {
+                        tracing::warn!(%error, namespace, "reading an agent's memory failed");
+                        continue;
+                    }
+                };
+            for item in found {
+                let value = agentic_proto::json::from_proto_opt(item.value.as_ref()).to_string();
+                let value =
+                    agentic_telemetry::text::truncate_chars(&value, MAX_RECALLED_VALUE_BYTES, "…");
+                let line = format!("- {}/{}: {value}", item.namespace.join("/"), item.key);
+                if bytes + line.len() > MAX_RECALLED_BYTES {
+                    break;
+                }
+                bytes += line.len() + 1;
+                lines.push(line);
+            }
+        }
+        if lines.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n\nFrom the user's long-term memory, what may bear on this (namespace/key: value):\n{}",
+            lines.join("\n")
+        )
     }
 }
 

@@ -13,6 +13,7 @@ pub(crate) mod conversations;
 pub(crate) mod deletion;
 pub(crate) mod export;
 pub(crate) mod files;
+pub(crate) mod memory;
 pub(crate) mod prompts;
 pub(crate) mod questions;
 pub(crate) mod recordings;

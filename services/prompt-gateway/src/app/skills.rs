@@ -129,6 +129,14 @@ fn timed<T>(message: T) -> tonic::Request<T> {
 /// The tool-host's answer for the caller: what it says about the request (invalid, not
 /// found, over a limit) as it said it; anything else as the skills being unavailable.
 fn relayed(status: tonic::Status) -> GatewayError {
+    relayed_or(status, GatewayError::SkillsUnavailable)
+}
+
+/// As [`relayed`], with `unavailable` for what is not about the request.
+pub(crate) fn relayed_or(
+    status: tonic::Status,
+    unavailable: impl FnOnce(String) -> GatewayError,
+) -> GatewayError {
     let kind = match status.code() {
         tonic::Code::InvalidArgument => ErrorKind::InvalidArgument,
         tonic::Code::NotFound => ErrorKind::NotFound,
@@ -136,9 +144,7 @@ fn relayed(status: tonic::Status) -> GatewayError {
         tonic::Code::FailedPrecondition => ErrorKind::FailedPrecondition,
         tonic::Code::AlreadyExists => ErrorKind::AlreadyExists,
         tonic::Code::PermissionDenied => ErrorKind::PermissionDenied,
-        _ => {
-            return GatewayError::SkillsUnavailable(agentic_rpc::relayed(&status));
-        }
+        _ => return unavailable(agentic_rpc::relayed(&status)),
     };
     GatewayError::Relayed {
         kind,

@@ -162,12 +162,6 @@ impl Plugin for MemoryPlugin {
             "memory.put" => {
                 let namespace = namespace_of(&input)?;
                 let value = &input["value"];
-                let bytes = value.to_string().len();
-                if bytes > MAX_VALUE_BYTES {
-                    return Err(ToolFailure::new(format!(
-                        "the value is {bytes} bytes as JSON; at most {MAX_VALUE_BYTES} are kept"
-                    )));
-                }
                 let ttl = input["ttl_seconds"].as_u64();
                 let item = self
                     .memory
@@ -201,7 +195,7 @@ impl Plugin for MemoryPlugin {
                 let query = input["query"].as_str().unwrap_or_default();
                 let items = self
                     .memory
-                    .search(user, namespace.as_deref(), query, limit)
+                    .search(user, (namespace.as_deref(), false), query, limit)
                     .await
                     .map_err(failed)?;
                 json!({"items": items.iter().map(shown).collect::<Vec<_>>()})

@@ -39,6 +39,10 @@ pub enum AgentsCommand {
         /// A JSON Schema (an object) its final answer must match.
         #[arg(long, value_name = "JSON", value_parser = schema_object)]
         output_schema: Option<StateObject>,
+        /// A namespace of your long-term memory (preferences, projects/apollo) whose best
+        /// matches for each prompt's input it reads (repeatable, at most 4).
+        #[arg(long = "memory", value_name = "NAMESPACE")]
+        memory_namespaces: Vec<String>,
     },
     /// One version of an agent as JSON (NAME: the newest; NAME@VERSION).
     Show { name: String },
@@ -120,6 +124,7 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
         mode,
         model,
         output_schema,
+        memory_namespaces,
     } = save
     else {
         anyhow::bail!("not a save");
@@ -139,6 +144,7 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
         output_schema: output_schema
             .as_ref()
             .map(agentic_proto::json::map_to_struct),
+        memory_namespaces,
         ..Agent::default()
     })
 }

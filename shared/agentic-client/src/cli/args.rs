@@ -139,6 +139,11 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: super::agents::AgentsCommand,
     },
+    /// What the agent remembers for you across conversations: list, search, put, delete.
+    Memory {
+        #[command(subcommand)]
+        command: super::memory::MemoryCommand,
+    },
     /// Your skills: code kept as tools of your later prompts (skill.NAME).
     Skills {
         #[command(subcommand)]

@@ -11,6 +11,7 @@ mod export;
 mod follow;
 mod inspect;
 mod mcp;
+mod memory;
 mod names;
 mod printable;
 mod prompt;
@@ -260,6 +261,7 @@ async fn execute(cli: Cli, console: &mut Console<'_>) -> anyhow::Result<u8> {
         Command::Triggers { command } => triggers::run(&client, console, json, command).await,
         Command::Skills { command } => skills::run(&client, console, json, command).await,
         Command::Agents { command } => agents::run(&client, console, json, command).await,
+        Command::Memory { command } => memory::run(&client, console, json, command).await,
         Command::Delete { command } => delete::run(&client, console, json, command).await,
         Command::Usage => delete::usage(&client, console, json).await,
         Command::Export { output } => export::run(&client, console, output.as_deref()).await,

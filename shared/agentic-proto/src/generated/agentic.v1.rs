@@ -681,6 +681,11 @@ pub struct Agent {
     /// from the operator's agents file; read-only).
     #[prost(string, tag = "11")]
     pub source: ::prost::alloc::string::String,
+    /// Namespaces of the user's long-term memory (paths: `preferences`, `projects/apollo`; at
+    /// most 4) whose best matches for a prompt's input go into its system prompt, at most
+    /// 8 KiB in all (the items found are kept with the prompt, in `AgentRun.instructions`).
+    #[prost(string, repeated, tag = "12")]
+    pub memory_namespaces: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateAgentRequest {
@@ -2351,6 +2356,60 @@ pub mod invoke_tool_response {
         #[prost(message, tag = "6")]
         RunCode(super::RunCodeRequest),
     }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ListMemoryRequest {
+    /// Whose (the gateway fills it in from the caller; clients leave it empty).
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    /// A namespace as a path (`preferences/food`): that one and those below it; empty: all.
+    #[prost(string, tag = "2")]
+    pub namespace: ::prost::alloc::string::String,
+    /// Words every item found must have (full text, best first); empty: the newest items.
+    #[prost(string, tag = "3")]
+    pub query: ::prost::alloc::string::String,
+    /// At most this many (default 20, at most 100; a search at most 20).
+    #[prost(uint32, tag = "4")]
+    pub limit: u32,
+    /// Items with any word of the query, best first, rather than every word.
+    #[prost(bool, tag = "5")]
+    pub any_word: bool,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ListMemoryResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub items: ::prost::alloc::vec::Vec<MemoryItem>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PutMemoryRequest {
+    /// Whose (the gateway fills it in from the caller; clients leave it empty).
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    /// As a path: `preferences/food`.
+    #[prost(string, tag = "2")]
+    pub namespace: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub key: ::prost::alloc::string::String,
+    #[prost(message, optional, tag = "4")]
+    pub value: ::core::option::Option<::prost_types::Value>,
+    /// 0: never expires.
+    #[prost(uint64, tag = "5")]
+    pub ttl_seconds: u64,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteMemoryRequest {
+    /// Whose (the gateway fills it in from the caller; clients leave it empty).
+    #[prost(string, tag = "1")]
+    pub user_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub namespace: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub key: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct DeleteMemoryResponse {
+    #[prost(bool, tag = "1")]
+    pub deleted: bool,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ExportUserDataRequest {
@@ -4854,6 +4913,78 @@ pub mod user_data_client {
                 .insert(GrpcMethod::new("agentic.v1.UserData", "DeleteUserData"));
             self.inner.unary(req, path, codec).await
         }
+        /// The user's long-term memory (the `memory` plugin's items), for the user themselves:
+        /// listed (newest first) or searched by full text within a namespace and below, put and
+        /// deleted, with the bounds the tools have.
+        pub async fn list_memory(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListMemoryResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.UserData/ListMemory",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.UserData", "ListMemory"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn put_memory(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PutMemoryRequest>,
+        ) -> std::result::Result<tonic::Response<super::MemoryItem>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.UserData/PutMemory",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.UserData", "PutMemory"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn delete_memory(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteMemoryResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.UserData/DeleteMemory",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.UserData", "DeleteMemory"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -4892,6 +5023,27 @@ pub mod user_data_server {
             request: tonic::Request<super::DeleteUserDataRequest>,
         ) -> std::result::Result<
             tonic::Response<super::DeleteUserDataResponse>,
+            tonic::Status,
+        >;
+        /// The user's long-term memory (the `memory` plugin's items), for the user themselves:
+        /// listed (newest first) or searched by full text within a namespace and below, put and
+        /// deleted, with the bounds the tools have.
+        async fn list_memory(
+            &self,
+            request: tonic::Request<super::ListMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListMemoryResponse>,
+            tonic::Status,
+        >;
+        async fn put_memory(
+            &self,
+            request: tonic::Request<super::PutMemoryRequest>,
+        ) -> std::result::Result<tonic::Response<super::MemoryItem>, tonic::Status>;
+        async fn delete_memory(
+            &self,
+            request: tonic::Request<super::DeleteMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteMemoryResponse>,
             tonic::Status,
         >;
     }
@@ -5049,6 +5201,141 @@ pub mod user_data_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteUserDataSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.UserData/ListMemory" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListMemorySvc<T: UserData>(pub Arc<T>);
+                    impl<
+                        T: UserData,
+                    > tonic::server::UnaryService<super::ListMemoryRequest>
+                    for ListMemorySvc<T> {
+                        type Response = super::ListMemoryResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListMemoryRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as UserData>::list_memory(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListMemorySvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.UserData/PutMemory" => {
+                    #[allow(non_camel_case_types)]
+                    struct PutMemorySvc<T: UserData>(pub Arc<T>);
+                    impl<
+                        T: UserData,
+                    > tonic::server::UnaryService<super::PutMemoryRequest>
+                    for PutMemorySvc<T> {
+                        type Response = super::MemoryItem;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PutMemoryRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as UserData>::put_memory(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PutMemorySvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.UserData/DeleteMemory" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteMemorySvc<T: UserData>(pub Arc<T>);
+                    impl<
+                        T: UserData,
+                    > tonic::server::UnaryService<super::DeleteMemoryRequest>
+                    for DeleteMemorySvc<T> {
+                        type Response = super::DeleteMemoryResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteMemoryRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as UserData>::delete_memory(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteMemorySvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
@@ -6315,6 +6602,79 @@ pub mod prompt_gateway_client {
                 .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteAgent"));
             self.inner.unary(req, path, codec).await
         }
+        /// Long-term memory: the items the agent keeps for the caller across conversations (the
+        /// tool-host's `memory` plugin), listed newest first or searched by full text, put and
+        /// deleted by the caller themselves. `user_id` in these requests is ignored: it is the
+        /// caller's.
+        pub async fn list_memory(
+            &mut self,
+            request: impl tonic::IntoRequest<super::ListMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListMemoryResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/ListMemory",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "ListMemory"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn put_memory(
+            &mut self,
+            request: impl tonic::IntoRequest<super::PutMemoryRequest>,
+        ) -> std::result::Result<tonic::Response<super::MemoryItem>, tonic::Status> {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/PutMemory",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "PutMemory"));
+            self.inner.unary(req, path, codec).await
+        }
+        pub async fn delete_memory(
+            &mut self,
+            request: impl tonic::IntoRequest<super::DeleteMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteMemoryResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = crate::codec::Codec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/agentic.v1.PromptGateway/DeleteMemory",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("agentic.v1.PromptGateway", "DeleteMemory"));
+            self.inner.unary(req, path, codec).await
+        }
         pub async fn create_conversation(
             &mut self,
             request: impl tonic::IntoRequest<super::CreateConversationRequest>,
@@ -7033,6 +7393,28 @@ pub mod prompt_gateway_server {
             request: tonic::Request<super::DeleteAgentRequest>,
         ) -> std::result::Result<
             tonic::Response<super::DeleteAgentResponse>,
+            tonic::Status,
+        >;
+        /// Long-term memory: the items the agent keeps for the caller across conversations (the
+        /// tool-host's `memory` plugin), listed newest first or searched by full text, put and
+        /// deleted by the caller themselves. `user_id` in these requests is ignored: it is the
+        /// caller's.
+        async fn list_memory(
+            &self,
+            request: tonic::Request<super::ListMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::ListMemoryResponse>,
+            tonic::Status,
+        >;
+        async fn put_memory(
+            &self,
+            request: tonic::Request<super::PutMemoryRequest>,
+        ) -> std::result::Result<tonic::Response<super::MemoryItem>, tonic::Status>;
+        async fn delete_memory(
+            &self,
+            request: tonic::Request<super::DeleteMemoryRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::DeleteMemoryResponse>,
             tonic::Status,
         >;
         async fn create_conversation(
@@ -8165,6 +8547,141 @@ pub mod prompt_gateway_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = DeleteAgentSvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/ListMemory" => {
+                    #[allow(non_camel_case_types)]
+                    struct ListMemorySvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::ListMemoryRequest>
+                    for ListMemorySvc<T> {
+                        type Response = super::ListMemoryResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::ListMemoryRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::list_memory(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = ListMemorySvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/PutMemory" => {
+                    #[allow(non_camel_case_types)]
+                    struct PutMemorySvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::PutMemoryRequest>
+                    for PutMemorySvc<T> {
+                        type Response = super::MemoryItem;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::PutMemoryRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::put_memory(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = PutMemorySvc(inner);
+                        let codec = crate::codec::Codec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/agentic.v1.PromptGateway/DeleteMemory" => {
+                    #[allow(non_camel_case_types)]
+                    struct DeleteMemorySvc<T: PromptGateway>(pub Arc<T>);
+                    impl<
+                        T: PromptGateway,
+                    > tonic::server::UnaryService<super::DeleteMemoryRequest>
+                    for DeleteMemorySvc<T> {
+                        type Response = super::DeleteMemoryResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::DeleteMemoryRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as PromptGateway>::delete_memory(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = DeleteMemorySvc(inner);
                         let codec = crate::codec::Codec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
