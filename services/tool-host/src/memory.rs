@@ -149,21 +149,7 @@ impl Memory {
     ) -> Result<Item, Error> {
         let user = user_id.as_str();
         let json = value.to_string();
-        if json.len() > MAX_VALUE_BYTES {
-            return Err(Error::InvalidField {
-                field: "value",
-                reason: format!(
-                    "it is {} bytes as JSON; at most {MAX_VALUE_BYTES} are kept",
-                    json.len()
-                ),
-            });
-        }
-        if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
-            return Err(Error::InvalidField {
-                field: "key",
-                reason: format!("1 to {MAX_KEY_CHARS} characters"),
-            });
-        }
+        check_item(key, &json)?;
         let text = content(namespace, key, value);
         let size = i64::try_from(json.len() + text.len() + key.len() + namespace.len())
             .unwrap_or(i64::MAX);
@@ -176,6 +162,50 @@ impl Memory {
         let mut conn = transaction.conn();
         conn.execute(HOLD_USAGE, &[user.into()]).await?;
         delete_expired(&mut conn, user, now).await?;
+        let created_at = self
+            .make_room(&mut conn, user, (namespace, key), size, now)
+            .await?;
+        conn.execute(
+            "INSERT INTO memory_items (user_id, namespace, key, value, content, size, created_at, updated_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+             ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, \
+             content = excluded.content, size = excluded.size, updated_at = excluded.updated_at, \
+             expires_at = excluded.expires_at",
+            &[
+                user.into(),
+                namespace.into(),
+                key.into(),
+                (&json).into(),
+                (&text).into(),
+                size.into(),
+                created_at.into(),
+                now.into(),
+                expires_at.into(),
+            ],
+        )
+        .await?;
+        transaction.commit().await?;
+        Ok(Item {
+            namespace: namespace.split('/').map(str::to_owned).collect(),
+            key: key.to_owned(),
+            value: value.clone(),
+            created_at,
+            updated_at: now,
+            expires_at,
+        })
+    }
+
+    /// Makes room for an item of `size` bytes at `namespace`/`key` in `user`'s count and
+    /// quota, in the transaction on `conn` (an item it replaces frees its bytes first): its
+    /// creation time (`now` for a new one), or why there is no room.
+    async fn make_room(
+        &self,
+        conn: &mut Conn<'_>,
+        user: &str,
+        (namespace, key): (&str, &str),
+        size: i64,
+        now: i64,
+    ) -> Result<i64, Error> {
         let old: Option<(i64, i64)> = conn
             .optional(
                 "SELECT size, created_at FROM memory_items WHERE user_id = $1 AND namespace = $2 AND key = $3",
@@ -217,35 +247,7 @@ impl Memory {
                 quota: self.quota_bytes,
             });
         }
-        let created_at = old.map_or(now, |(_, created)| created);
-        conn.execute(
-            "INSERT INTO memory_items (user_id, namespace, key, value, content, size, created_at, updated_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-             ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, \
-             content = excluded.content, size = excluded.size, updated_at = excluded.updated_at, \
-             expires_at = excluded.expires_at",
-            &[
-                user.into(),
-                namespace.into(),
-                key.into(),
-                (&json).into(),
-                (&text).into(),
-                size.into(),
-                created_at.into(),
-                now.into(),
-                expires_at.into(),
-            ],
-        )
-        .await?;
-        transaction.commit().await?;
-        Ok(Item {
-            namespace: namespace.split('/').map(str::to_owned).collect(),
-            key: key.to_owned(),
-            value: value.clone(),
-            created_at,
-            updated_at: now,
-            expires_at,
-        })
+        Ok(old.map_or(now, |(_, created)| created))
     }
 
     /// `user_id`'s item `namespace`/`key`, unless there is none or it expired.
@@ -419,6 +421,26 @@ impl Memory {
             .await?;
         Ok(rows.into_iter().map(item).collect())
     }
+}
+
+/// Refuses a key or a value (as JSON) past its bounds.
+fn check_item(key: &str, json: &str) -> Result<(), Error> {
+    if json.len() > MAX_VALUE_BYTES {
+        return Err(Error::InvalidField {
+            field: "value",
+            reason: format!(
+                "it is {} bytes as JSON; at most {MAX_VALUE_BYTES} are kept",
+                json.len()
+            ),
+        });
+    }
+    if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+        return Err(Error::InvalidField {
+            field: "key",
+            reason: format!("1 to {MAX_KEY_CHARS} characters"),
+        });
+    }
+    Ok(())
 }
 
 /// Deletes up to [`EXPIRED_PER_WRITE`] of the user's items expired at `now`, freeing their

@@ -10,6 +10,7 @@ on_both_backends!(
     queries_with_the_engines_own_syntax_are_only_words,
     an_item_expires_and_its_bytes_are_freed,
     values_namespaces_and_the_quota_are_bounded,
+    a_user_keeps_at_most_a_thousand_items_and_another_user_is_not_held_by_it,
 );
 
 async fn memory_host(database: &TestDatabase) -> anyhow::Result<TestToolHost> {
@@ -373,6 +374,52 @@ async fn values_namespaces_and_the_quota_are_bounded(
         "bob",
         "memory.put",
         json!({"namespace": ["n"], "key": "one", "value": value}),
+    )
+    .await?
+    .unwrap();
+    Ok(())
+}
+
+async fn a_user_keeps_at_most_a_thousand_items_and_another_user_is_not_held_by_it(
+    database: &TestDatabase,
+) -> anyhow::Result<()> {
+    let host = memory_host(database).await?;
+    let mut tools = host.tools().await?;
+    for n in 0..1_000 {
+        let put = call(
+            &mut tools,
+            "alice",
+            "memory.put",
+            json!({"namespace": ["n"], "key": format!("k{n}"), "value": n}),
+        )
+        .await?;
+        assert!(put.is_ok(), "{n}: {put:?}");
+    }
+    let full = call(
+        &mut tools,
+        "alice",
+        "memory.put",
+        json!({"namespace": ["n"], "key": "one-more", "value": 1}),
+    )
+    .await?;
+    assert!(
+        full.unwrap_err().contains("1000 memory items"),
+        "the 1,001st is refused"
+    );
+    // Replacing one she has is no new item.
+    call(
+        &mut tools,
+        "alice",
+        "memory.put",
+        json!({"namespace": ["n"], "key": "k0", "value": "new"}),
+    )
+    .await?
+    .unwrap();
+    call(
+        &mut tools,
+        "bob",
+        "memory.put",
+        json!({"namespace": ["n"], "key": "k0", "value": 1}),
     )
     .await?
     .unwrap();

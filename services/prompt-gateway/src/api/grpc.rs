@@ -1,6 +1,5 @@
 //! The gRPC edge of the gateway: metadata and proto requests in, domain calls, statuses out.
 
-use agentic_ids::UserId;
 use agentic_proto::v1 as pb;
 use agentic_proto::v1::prompt_gateway_server::PromptGateway;
 use agentic_proto::v1::{
@@ -18,7 +17,7 @@ use agentic_rpc::to_status;
 
 use tonic::{Request, Response, Status};
 
-use crate::api::auth::{Acting, Caller};
+use crate::api::auth::Caller;
 use crate::app::prompts::Prompts;
 use crate::app::triggers::Triggers;
 use crate::engine::follow::{EventStream, follow};
@@ -59,31 +58,6 @@ pub fn server(
     agentic_proto::v1::prompt_gateway_server::PromptGatewayServer::from_arc(service)
         .max_decoding_message_size(crate::api::MAX_REQUEST_BYTES)
         .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
-}
-
-impl GatewayService {
-    /// The user a trigger call acts for (see [`Caller::acting_for`]): an internal caller
-    /// only for a user whose prompt it names is running or waiting for approval.
-    async fn acting_user<T>(&self, request: &Request<T>) -> Result<UserId, Status> {
-        match Caller::acting_for(request)? {
-            Acting::User(user) => Ok(user),
-            Acting::ForPrompt { user, prompt } => {
-                let running = self
-                    .prompts
-                    .store
-                    .is_running_prompt_of(&user, &prompt)
-                    .await
-                    .map_err(to_status)?;
-                if !running {
-                    return Err(to_status(GatewayError::PermissionDenied(
-                        "an internal caller acts only for a user whose prompt it names is running"
-                            .into(),
-                    )));
-                }
-                Ok(user)
-            }
-        }
-    }
 }
 
 #[tonic::async_trait]

@@ -10,10 +10,35 @@ use tonic::{Request, Response, Status};
 
 use super::parse::{no_nul, trigger_id};
 use super::{GatewayService, GrpcResult};
-use crate::api::auth::Caller;
+use crate::api::auth::{Acting, Caller};
 use crate::app::triggers::{NewTrigger, TriggerChange};
+use crate::error::GatewayError;
+use agentic_ids::UserId;
 
 impl GatewayService {
+    /// The user a trigger call acts for (see [`Caller::acting_for`]): an internal caller
+    /// only for a user whose prompt it names is running or waiting for approval.
+    pub(super) async fn acting_user<T>(&self, request: &Request<T>) -> Result<UserId, Status> {
+        match Caller::acting_for(request)? {
+            Acting::User(user) => Ok(user),
+            Acting::ForPrompt { user, prompt } => {
+                let running = self
+                    .prompts
+                    .store
+                    .is_running_prompt_of(&user, &prompt)
+                    .await
+                    .map_err(to_status)?;
+                if !running {
+                    return Err(to_status(GatewayError::PermissionDenied(
+                        "an internal caller acts only for a user whose prompt it names is running"
+                            .into(),
+                    )));
+                }
+                Ok(user)
+            }
+        }
+    }
+
     pub(super) async fn create_trigger_rpc(
         &self,
         request: Request<CreateTriggerRequest>,
@@ -44,8 +69,7 @@ impl GatewayService {
     /// When the tool-host acts for a running prompt that runs as an agent: that agent, as
     /// `name@version`.
     async fn callers_agent<T>(&self, request: &Request<T>) -> Result<Option<String>, Status> {
-        let crate::api::auth::Acting::ForPrompt { user, prompt } = Caller::acting_for(request)?
-        else {
+        let Acting::ForPrompt { user, prompt } = Caller::acting_for(request)? else {
             return Ok(None);
         };
         let prompt = self
