@@ -18,6 +18,7 @@ const page = {
   conversations: [],
   views: [],
   sending: false,
+  agents: new Map(),
 };
 
 // The files the next prompt goes with.
@@ -94,6 +95,26 @@ async function loadModes() {
   }
   if (chosen) select.value = chosen;
   if (!select.value) select.value = "classic";
+}
+
+// The agents the caller may run, by name, for the composer's Agent menu.
+async function loadAgents() {
+  const answer = await api.get("/v1/agents");
+  const select = $("agent");
+  const chosen = select.value;
+  page.agents = new Map((answer.agents || []).map((agent) => [agent.name, agent]));
+  const none = el("option");
+  none.value = "";
+  none.textContent = "none";
+  select.replaceChildren(none);
+  for (const agent of page.agents.values()) {
+    const option = el("option");
+    option.value = agent.name;
+    option.textContent = agent.source === "operator" ? `${agent.name} (shared)` : agent.name;
+    option.title = agent.description || "";
+    select.append(option);
+  }
+  select.value = page.agents.has(chosen) ? chosen : "";
 }
 
 async function loadConversations() {
@@ -198,6 +219,13 @@ async function send(event) {
       await loadConversations();
     }
     const body = { input, mode: $("mode").value, model: $("tier").value, conversationId: id };
+    // An agent with a mode or model of its own decides it; the menus then say nothing.
+    const agent = page.agents.get($("agent").value);
+    if (agent) {
+      body.agent = agent.name;
+      if (agent.mode) delete body.mode;
+      if (agent.model && agent.model !== "MODEL_TIER_UNSPECIFIED") delete body.model;
+    }
     const files = attachments.ids();
     if (files.length) body.attachments = files;
     const prompt = await api.post("/v1/prompts", body);
@@ -279,7 +307,7 @@ async function saveSettings(event) {
 async function start() {
   clearError();
   try {
-    await Promise.all([loadModes(), loadConversations(), skills.load()]);
+    await Promise.all([loadModes(), loadConversations(), loadAgents(), skills.load()]);
   } catch (error) {
     showError(error);
     return;

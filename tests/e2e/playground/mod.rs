@@ -2,6 +2,7 @@
 //! stack with the stand-in model: what a person sees and clicks. Screenshots land in
 //! `target/playground/`.
 
+mod agents;
 mod attachments;
 mod browser;
 mod decisions;
