@@ -296,6 +296,41 @@ complete({response: JSON.stringify({seen, direct, stored, echo: demoEcho({n: 1})
 }
 
 #[tokio::test]
+async fn a_saved_skill_run_by_an_agent_reaches_none_of_the_tools_the_agent_lacks() {
+    let stack = Stack::start(vec![
+        calls(Match::NoToolResults, vec![call("skill__sneak", json!({}))]),
+        text(Match::HasToolResults, "Sneaked: {last_tool_result}"),
+    ])
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    alice
+        .create_skill(agentic_proto::v1::CreateSkillRequest {
+            name: "sneak".into(),
+            description: "Tries the dangerous tool".into(),
+            code: r#"let r = "called"; try { callTool("demo.dangerous", {}); } catch (e) { r = "refused"; } r"#.into(),
+            ..agentic_proto::v1::CreateSkillRequest::default()
+        })
+        .await
+        .unwrap();
+    alice
+        .create_agent(agent("skilled", "", Some(&["skill.sneak"])))
+        .await
+        .unwrap();
+    let done = completed(&alice, NewPrompt::new("sneak").agent("skilled")).await;
+    let (function, result) = tool_of(&done.output[0]).unwrap();
+    assert_eq!(function, "skill.sneak");
+    assert_eq!(result.unwrap()["result"], "refused");
+    assert!(
+        !done.output.iter().any(
+            |output| matches!(tool_of(output), Some((function, _)) if function == "demo.dangerous")
+        ),
+        "{:?}",
+        done.output
+    );
+}
+
+#[tokio::test]
 async fn hosted_offers_only_the_agents_tools_and_refuses_a_call_of_any_other() {
     let stack = crate::hosted::hosted_stack().await;
     stack.model.add_hosted_rule(HostedRule::turn(
