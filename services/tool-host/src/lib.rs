@@ -17,6 +17,7 @@ mod plugins;
 mod registry;
 mod skills;
 mod store;
+mod usage;
 mod user_data;
 
 use std::future::Future;

@@ -14,6 +14,7 @@ use agentic_ids::UserId;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::usage;
 
 /// Items one user may keep.
 pub const MAX_ITEMS_PER_USER: i64 = 1_000;
@@ -35,11 +36,6 @@ const MAX_QUERY_WORDS: usize = 16;
 /// Expired items one write deletes.
 const EXPIRED_PER_WRITE: i64 = 100;
 
-const HOLD_USAGE: &str = "INSERT INTO artifact_usage (user_id, bytes) VALUES ($1, 0) \
-     ON CONFLICT (user_id) DO UPDATE SET bytes = artifact_usage.bytes";
-const RESERVE: &str =
-    "UPDATE artifact_usage SET bytes = bytes + $2 WHERE user_id = $1 AND bytes + $2 <= $3";
-const RELEASE: &str = "UPDATE artifact_usage SET bytes = CASE WHEN bytes > $2 THEN bytes - $2 ELSE 0 END WHERE user_id = $1";
 const COLUMNS: &str = "namespace, key, value, created_at, updated_at, expires_at";
 /// Not expired at $N.
 const LIVE: &str = "(expires_at IS NULL OR expires_at > {now})";
@@ -160,7 +156,7 @@ impl Memory {
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
-        conn.execute(HOLD_USAGE, &[user.into()]).await?;
+        usage::hold(&mut conn, user).await?;
         delete_expired(&mut conn, user, now).await?;
         let created_at = self
             .make_room(&mut conn, user, (namespace, key), size, now)
@@ -227,26 +223,8 @@ impl Memory {
             }
         }
         let freed = old.map_or(0, |(size, _)| size);
-        conn.execute(RELEASE, &[user.into(), freed.into()]).await?;
-        let quota = i64::try_from(self.quota_bytes).unwrap_or(i64::MAX);
-        if conn
-            .execute(RESERVE, &[user.into(), size.into(), quota.into()])
-            .await?
-            == 0
-        {
-            let used: i64 = conn
-                .scalar(
-                    "SELECT bytes FROM artifact_usage WHERE user_id = $1",
-                    &[user.into()],
-                )
-                .await?
-                .unwrap_or_default();
-            return Err(Error::QuotaExceeded {
-                size: size as u64,
-                used: u64::try_from(used + freed).unwrap_or_default(),
-                quota: self.quota_bytes,
-            });
-        }
+        usage::release(conn, user, freed).await?;
+        usage::reserve(conn, user, size, (self.quota_bytes, freed)).await?;
         Ok(old.map_or(now, |(_, created)| created))
     }
 
@@ -376,7 +354,7 @@ impl Memory {
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
-        conn.execute(HOLD_USAGE, &[user.into()]).await?;
+        usage::hold(&mut conn, user).await?;
         let size: Option<i64> = conn
             .scalar(
                 "DELETE FROM memory_items WHERE user_id = $1 AND namespace = $2 AND key = $3 RETURNING size",
@@ -384,7 +362,7 @@ impl Memory {
             )
             .await?;
         if let Some(size) = size {
-            conn.execute(RELEASE, &[user.into(), size.into()]).await?;
+            usage::release(&mut conn, user, size).await?;
         }
         transaction.commit().await?;
         Ok(size.is_some())
@@ -396,7 +374,7 @@ impl Memory {
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
-        conn.execute(HOLD_USAGE, &[user.into()]).await?;
+        usage::hold(&mut conn, user).await?;
         let sizes: Vec<i64> = conn
             .scalars(
                 "DELETE FROM memory_items WHERE user_id = $1 RETURNING size",
@@ -404,7 +382,7 @@ impl Memory {
             )
             .await?;
         let freed: i64 = sizes.iter().sum();
-        conn.execute(RELEASE, &[user.into(), freed.into()]).await?;
+        usage::release(&mut conn, user, freed).await?;
         transaction.commit().await?;
         Ok(sizes.len() as u64)
     }
@@ -456,7 +434,7 @@ async fn delete_expired(conn: &mut Conn<'_>, user: &str, now: i64) -> Result<(),
         .await?;
     if !sizes.is_empty() {
         let freed: i64 = sizes.iter().sum();
-        conn.execute(RELEASE, &[user.into(), freed.into()]).await?;
+        usage::release(conn, user, freed).await?;
     }
     Ok(())
 }

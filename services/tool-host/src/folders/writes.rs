@@ -11,14 +11,7 @@ use agentic_ids::UserId;
 use super::format::Folder;
 use super::{FolderSkill, Folders, MAX_FOLDERS_PER_USER, Owner, ProviderCopy, archive};
 use crate::error::Error;
-
-/// Holds the user's usage row (see the module's doc).
-const HOLD_USAGE: &str = "INSERT INTO artifact_usage (user_id, bytes) VALUES ($1, 0) \
-     ON CONFLICT (user_id) DO UPDATE SET bytes = artifact_usage.bytes";
-/// Adds $2 bytes unless that passes the quota $3 (no row changes then).
-const RESERVE: &str =
-    "UPDATE artifact_usage SET bytes = bytes + $2 WHERE user_id = $1 AND bytes + $2 <= $3";
-const RELEASE: &str = "UPDATE artifact_usage SET bytes = CASE WHEN bytes > $2 THEN bytes - $2 ELSE 0 END WHERE user_id = $1";
+use crate::usage;
 
 impl Folders {
     /// Unpacks and checks `archive`, then stores it as `user_id`'s folder skill of the name
@@ -44,31 +37,14 @@ impl Folders {
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
-        conn.execute(HOLD_USAGE, &[user.into()]).await?;
+        usage::hold(&mut conn, user).await?;
         let old = replaced_size(&mut conn, user, &folder.name).await?;
         if let Some(old) = old {
-            conn.execute(RELEASE, &[user.into(), old.into()]).await?;
+            usage::release(&mut conn, user, old).await?;
             remove(&mut conn, user, &folder.name).await?;
         }
-        let quota = i64::try_from(self.quota_bytes).unwrap_or(i64::MAX);
-        if conn
-            .execute(RESERVE, &[user.into(), size.into(), quota.into()])
-            .await?
-            == 0
-        {
-            let used: i64 = conn
-                .scalar(
-                    "SELECT bytes FROM artifact_usage WHERE user_id = $1",
-                    &[user.into()],
-                )
-                .await?
-                .unwrap_or_default();
-            return Err(Error::QuotaExceeded {
-                size: size as u64,
-                used: u64::try_from(used).unwrap_or_default() + old.map_or(0, |old| old as u64),
-                quota: self.quota_bytes,
-            });
-        }
+        let freed = old.unwrap_or_default();
+        usage::reserve(&mut conn, user, size, (self.quota_bytes, freed)).await?;
         let created_at = now_millis();
         insert(&mut conn, user, &folder, size, created_at).await?;
         transaction.commit().await?;
@@ -99,7 +75,7 @@ impl Folders {
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
-        conn.execute(HOLD_USAGE, &[user.into()]).await?;
+        usage::hold(&mut conn, user).await?;
         let size: Option<i64> = conn
             .scalar(
                 "SELECT size FROM skill_folders WHERE user_id = $1 AND name = $2",
@@ -110,7 +86,7 @@ impl Folders {
             return Ok(false);
         };
         remove(&mut conn, user, name).await?;
-        conn.execute(RELEASE, &[user.into(), size.into()]).await?;
+        usage::release(&mut conn, user, size).await?;
         forget_provider_copies(&mut conn, user, Some(name)).await?;
         transaction.commit().await?;
         Ok(true)
@@ -123,7 +99,7 @@ impl Folders {
         let mut writer = self.db.writer().await?;
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
-        conn.execute(HOLD_USAGE, &[user.into()]).await?;
+        usage::hold(&mut conn, user).await?;
         let sizes: Vec<i64> = conn
             .scalars(
                 "DELETE FROM skill_folders WHERE user_id = $1 RETURNING size",
@@ -136,7 +112,7 @@ impl Folders {
         )
         .await?;
         let bytes: i64 = sizes.iter().sum();
-        conn.execute(RELEASE, &[user.into(), bytes.into()]).await?;
+        usage::release(&mut conn, user, bytes).await?;
         forget_provider_copies(&mut conn, user, None).await?;
         transaction.commit().await?;
         Ok(sizes.len() as u64)
