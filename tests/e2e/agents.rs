@@ -558,3 +558,97 @@ async fn a_trigger_may_run_as_an_agent_that_exists_and_one_naming_none_is_refuse
     let foreign = bob.create_trigger(trigger("nightly")).await.unwrap_err();
     assert_eq!(foreign.code(), Some(Code::NotFound));
 }
+
+#[tokio::test]
+async fn past_the_per_user_rate_a_prompt_is_refused_with_when_to_retry_and_others_go_on() {
+    let stack = Stack::start_with(
+        vec![text(Match::Any, "ok")],
+        StackOptions {
+            prompts_per_minute_per_user: 3,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    for _ in 0..3 {
+        alice.create_prompt(NewPrompt::new("hi")).await.unwrap();
+    }
+    let refused = alice.create_prompt(NewPrompt::new("hi")).await.unwrap_err();
+    assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
+    assert!(
+        refused.to_string().contains("3 prompts a minute"),
+        "{refused}"
+    );
+    let over_http = reqwest::Client::new()
+        .post(format!("{}/v1/prompts", stack.gateway_http_url()))
+        .header("x-user-id", "alice")
+        .json(&json!({"input": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(over_http.status(), reqwest::StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = over_http.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    // bob's share is his own.
+    let bob = stack.client("bob").await.unwrap();
+    completed(&bob, NewPrompt::new("hi")).await;
+}
+
+#[tokio::test]
+async fn an_agents_own_rate_holds_per_user_across_two_gateway_replicas() {
+    let Some(stack) = crate::replicas::postgres_stack(
+        "agents::an_agents_own_rate_holds_per_user_across_two_gateway_replicas",
+        vec![text(Match::Any, "ok")],
+        StackOptions::default(),
+    )
+    .await
+    else {
+        return;
+    };
+    let replica = stack.start_gateway_replica().unwrap();
+    let through_a = stack.client("alice").await.unwrap();
+    let through_b = replica.client("alice").await.unwrap();
+    through_a
+        .create_agent(Agent {
+            prompts_per_minute: 2,
+            ..agent("busy", "", None)
+        })
+        .await
+        .unwrap();
+    through_a
+        .create_prompt(NewPrompt::new("one").agent("busy"))
+        .await
+        .unwrap();
+    through_b
+        .create_prompt(NewPrompt::new("two").agent("busy"))
+        .await
+        .unwrap();
+    for client in [&through_a, &through_b] {
+        let refused = client
+            .create_prompt(NewPrompt::new("three").agent("busy"))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
+        assert!(refused.to_string().contains("as agent busy"), "{refused}");
+    }
+    // Without the agent, and as another user through it, prompts go on.
+    through_b
+        .create_prompt(NewPrompt::new("plain"))
+        .await
+        .unwrap();
+    let bob = replica.client("bob").await.unwrap();
+    bob.create_agent(Agent {
+        prompts_per_minute: 2,
+        ..agent("busy", "", None)
+    })
+    .await
+    .unwrap();
+    bob.create_prompt(NewPrompt::new("his").agent("busy"))
+        .await
+        .unwrap();
+}

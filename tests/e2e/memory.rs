@@ -211,7 +211,7 @@ async fn an_agent_reads_its_memory_namespaces_best_matches_into_its_prompts() {
         .unwrap()
         .to_owned();
     assert!(
-        system.contains("prefs/dinner: {\"likes\":\"sushi\"}"),
+        system.contains("prefs/\"dinner\": {\"likes\":\"sushi\"}"),
         "{system}"
     );
     assert!(
@@ -219,7 +219,12 @@ async fn an_agent_reads_its_memory_namespaces_best_matches_into_its_prompts() {
         "only the agent's namespaces: {system}"
     );
     // Kept with the prompt: a replay reads what this one read.
-    assert!(done.agent.unwrap().instructions.contains("prefs/dinner"));
+    assert!(
+        done.agent
+            .unwrap()
+            .instructions
+            .contains("prefs/\"dinner\"")
+    );
     // An input with none of its words adds nothing.
     completed(&alice, NewPrompt::new("hello there").agent("cook")).await;
     let system = stack.model.requests()[1].messages()[0]["content"]

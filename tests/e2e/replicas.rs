@@ -19,7 +19,11 @@ use serde_json::json;
 use crate::support::*;
 
 /// A stack on fresh PostgreSQL databases, or `None` (said loudly) without a server.
-async fn postgres_stack(test: &str, rules: Vec<Rule>, options: StackOptions) -> Option<Stack> {
+pub(crate) async fn postgres_stack(
+    test: &str,
+    rules: Vec<Rule>,
+    options: StackOptions,
+) -> Option<Stack> {
     postgres_server(test)?;
     let options = StackOptions {
         database: StackDatabase::Postgres,

@@ -32,6 +32,12 @@ pub enum GatewayError {
     PermissionDenied(String),
     #[error("{0}")]
     ResourceExhausted(String),
+    /// Over a rate limit: try again after `retry_after`.
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after: std::time::Duration,
+    },
     /// `reason` is shown to callers: built from other services' statuses with
     /// `agentic_rpc::relayed`.
     #[error("execution mode {:?} is unavailable: {reason}", shown_id(mode))]
@@ -72,6 +78,13 @@ pub enum GatewayError {
 }
 
 impl ServiceError for GatewayError {
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            GatewayError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
     fn kind(&self) -> ErrorKind {
         match self {
             GatewayError::InvalidArgument(_) | GatewayError::UnknownMode(_) => {
@@ -85,7 +98,9 @@ impl ServiceError for GatewayError {
             | GatewayError::CallNotPending { .. } => ErrorKind::NotFound,
             GatewayError::Unauthenticated(_) => ErrorKind::Unauthenticated,
             GatewayError::PermissionDenied(_) => ErrorKind::PermissionDenied,
-            GatewayError::ResourceExhausted(_) => ErrorKind::ResourceExhausted,
+            GatewayError::ResourceExhausted(_) | GatewayError::RateLimited { .. } => {
+                ErrorKind::ResourceExhausted
+            }
             GatewayError::ModeUnavailable { .. }
             | GatewayError::FilesUnavailable(_)
             | GatewayError::ToolsUnavailable(_)

@@ -108,7 +108,8 @@ fn content(namespace: &str, key: &str, value: &Value) -> String {
     }
     let mut text = format!("{} {key}", namespace.replace('/', " "));
     strings(value, &mut text);
-    text
+    // PostgreSQL's text holds no NUL (JSON keeps one escaped in `value`).
+    text.replace('\0', " ")
 }
 
 /// A query's words (letters and digits), at most [`MAX_QUERY_WORDS`]: nothing of the
@@ -118,7 +119,7 @@ fn words(query: &str) -> Vec<String> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
         .take(MAX_QUERY_WORDS)
-        .map(str::to_lowercase)
+        .map(str::to_owned)
         .collect()
 }
 
@@ -287,7 +288,7 @@ impl Memory {
         } else {
             (
                 format!(
-                    "SELECT {columns} FROM memory_search s JOIN memory_items m ON m.rowid = s.rowid \
+                    "SELECT {columns} FROM memory_search s JOIN memory_items m ON m.id = s.rowid \
                      WHERE memory_search MATCH $3 AND m.user_id = $1 AND {within} AND {live} \
                      ORDER BY bm25(memory_search), m.updated_at DESC LIMIT $5"
                 ),
@@ -387,15 +388,32 @@ impl Memory {
         Ok(sizes.len() as u64)
     }
 
-    /// Every live item of `user_id` (at most [`MAX_ITEMS_PER_USER`]), by namespace and key.
-    pub async fn all_of(&self, user_id: &UserId) -> Result<Vec<Item>, Error> {
+    /// A page of `user_id`'s live items by namespace and key, after `after` (namespace and
+    /// key, as stored) when given: at most `limit`.
+    pub async fn page_of(
+        &self,
+        user_id: &UserId,
+        after: Option<(&str, &str)>,
+        limit: i64,
+    ) -> Result<Vec<Item>, Error> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM memory_items WHERE user_id = $1 AND {} ORDER BY namespace, key",
+            "SELECT {COLUMNS} FROM memory_items WHERE user_id = $1 AND {} \
+             AND (namespace > $3 OR (namespace = $3 AND key > $4)) ORDER BY namespace, key LIMIT $5",
             LIVE.replace("{now}", "$2")
         );
+        let (namespace, key) = after.unwrap_or(("", ""));
         let rows: Vec<Row> = self
             .db
-            .read_all(&sql, &[user_id.as_str().into(), now_millis().into()])
+            .read_all(
+                &sql,
+                &[
+                    user_id.as_str().into(),
+                    now_millis().into(),
+                    namespace.into(),
+                    key.into(),
+                    limit.into(),
+                ],
+            )
             .await?;
         Ok(rows.into_iter().map(item).collect())
     }
@@ -412,10 +430,10 @@ fn check_item(key: &str, json: &str) -> Result<(), Error> {
             ),
         });
     }
-    if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+    if key.is_empty() || key.chars().count() > MAX_KEY_CHARS || key.chars().any(char::is_control) {
         return Err(Error::InvalidField {
             field: "key",
-            reason: format!("1 to {MAX_KEY_CHARS} characters"),
+            reason: format!("1 to {MAX_KEY_CHARS} characters, none of them control characters"),
         });
     }
     Ok(())
@@ -460,7 +478,7 @@ mod tests {
         assert!(namespace_text(&parts(&["a"; 9])).is_err());
         assert_eq!(
             words(r#"likes "NEAR(x* OR y)" -- ;DROP"#),
-            ["likes", "near", "x", "or", "y", "drop"]
+            ["likes", "NEAR", "x", "OR", "y", "DROP"]
         );
         assert!(words("*** \"\" ()").is_empty());
     }

@@ -212,9 +212,20 @@ async fn export(
             return Ok(());
         }
     }
-    for item in store.memory().all_of(user_id).await? {
-        if !send(items, Item::Memory(memory_proto(item))).await {
-            return Ok(());
+    // A page at a time: up to 1,000 items of 64 KiB are never read at once.
+    let memory = store.memory();
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let position = after
+            .as_ref()
+            .map(|(namespace, key)| (namespace.as_str(), key.as_str()));
+        let page = memory.page_of(user_id, position, 50).await?;
+        let Some(last) = page.last() else { break };
+        after = Some((last.namespace.join("/"), last.key.clone()));
+        for item in page {
+            if !send(items, Item::Memory(memory_proto(item))).await {
+                return Ok(());
+            }
         }
     }
     Ok(())

@@ -29,6 +29,12 @@ pub enum ErrorKind {
 /// is sent to callers, so it must say only what they can act on.
 pub trait ServiceError: std::error::Error {
     fn kind(&self) -> ErrorKind;
+
+    /// When the caller may try again (a rate limit's): sent as `retry-after` (seconds) in
+    /// the status's metadata, and as `Retry-After` over HTTP.
+    fn retry_after(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// Maps an error to a status, with [`caller_message`] as its message.
@@ -47,8 +53,19 @@ pub fn to_status<E: ServiceError>(error: E) -> Status {
         ErrorKind::Unimplemented => Code::Unimplemented,
         ErrorKind::Internal => Code::Internal,
     };
-    Status::new(code, caller_message(&error))
+    let mut status = Status::new(code, caller_message(&error));
+    if let Some(wait) = error.retry_after() {
+        // Whole seconds, at least one: what Retry-After takes.
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        if let Ok(value) = seconds.max(1).to_string().parse() {
+            status.metadata_mut().insert(RETRY_AFTER, value);
+        }
+    }
+    status
 }
+
+/// The metadata key that says when a refused call may be tried again (seconds).
+pub const RETRY_AFTER: &str = "retry-after";
 
 /// What a caller is told about an error (as a status, or as a prompt's error). Internal
 /// errors log their full source chain with a trace reference and tell the caller only

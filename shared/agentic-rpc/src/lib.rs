@@ -23,7 +23,8 @@ use tonic_health::server::HealthReporter;
 
 pub use deadline::grpc_deadline;
 pub use error::{
-    ErrorKind, MAX_SHOWN_ID_CHARS, ServiceError, caller_message, relayed, shown_id, to_status,
+    ErrorKind, MAX_SHOWN_ID_CHARS, RETRY_AFTER, ServiceError, caller_message, relayed, shown_id,
+    to_status,
 };
 pub use internal::{
     INTERNAL_TOKEN_HEADER, InternalChannel, InvalidToken, RequireInternalToken, SendInternalToken,

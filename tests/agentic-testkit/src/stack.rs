@@ -204,6 +204,8 @@ pub struct StackOptions {
     pub guardrails: Option<PathBuf>,
     /// The operator's agents file for the gateway (none by default).
     pub agents_file: Option<PathBuf>,
+    /// Prompts one user may create per minute (0: no limit, the default).
+    pub prompts_per_minute_per_user: u32,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -277,6 +279,7 @@ impl Default for StackOptions {
             record_prompts: prompt_gateway::RecordPrompts::Dev,
             guardrails: None,
             agents_file: None,
+            prompts_per_minute_per_user: 0,
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -720,6 +723,7 @@ impl Stack {
             retention_tick_ms: options.retention.1,
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
+            prompts_per_minute_per_user: options.prompts_per_minute_per_user,
             agents_file: options.agents_file.clone(),
             guardrails: options.guardrails.clone(),
             modes: modes.to_vec(),

@@ -334,6 +334,50 @@ async fn values_namespaces_and_the_quota_are_bounded(
         .await?;
         assert!(refused.is_err(), "{namespace}");
     }
+    // A NUL in a value is kept (and found by its words) on both backends; a key holds no
+    // control character.
+    call(
+        &mut tools,
+        "alice",
+        "memory.put",
+        json!({"namespace": ["n"], "key": "nul", "value": {"a\u{0}b": "x\u{0}yz"}}),
+    )
+    .await?
+    .unwrap();
+    let got = call(
+        &mut tools,
+        "alice",
+        "memory.get",
+        json!({"namespace": ["n"], "key": "nul"}),
+    )
+    .await?
+    .unwrap();
+    assert_eq!(got["value"]["a\u{0}b"], "x\u{0}yz");
+    let found = call(&mut tools, "alice", "memory.search", json!({"query": "yz"}))
+        .await?
+        .unwrap();
+    assert_eq!(keys(&found), ["n/nul"]);
+    call(
+        &mut tools,
+        "alice",
+        "memory.delete",
+        json!({"namespace": ["n"], "key": "nul"}),
+    )
+    .await?
+    .unwrap();
+    for key in ["line\nbreak", "nul\u{0}"] {
+        let refused = call(
+            &mut tools,
+            "alice",
+            "memory.put",
+            json!({"namespace": ["n"], "key": key, "value": 1}),
+        )
+        .await?;
+        assert!(
+            refused.unwrap_err().contains("control characters"),
+            "{key:?}"
+        );
+    }
     // 60,000 bytes fit once; the second item passes the 100,000-byte quota and changes nothing.
     let value = "y".repeat(30_000);
     call(

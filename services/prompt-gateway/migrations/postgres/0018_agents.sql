@@ -11,3 +11,5 @@ CREATE TABLE agents (
 );
 -- What a prompt took of the agent it runs as (an encoded agentic.v1.AgentRun; empty: none).
 ALTER TABLE prompts ADD COLUMN agent BYTEA NOT NULL DEFAULT ''::bytea;
+-- The agent's name again, for counting a user's prompts through one agent (its rate limit).
+ALTER TABLE prompts ADD COLUMN agent_name TEXT NOT NULL DEFAULT '';

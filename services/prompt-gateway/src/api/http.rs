@@ -209,7 +209,16 @@ pub(super) fn status_response(status: &Status) -> Response {
         Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Code::Unknown | Code::Internal | Code::DataLoss => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    error(http, code_name(status.code()), status.message())
+    let mut response = error(http, code_name(status.code()), status.message());
+    // A rate limit's wait, as HTTP says it.
+    if let Some(wait) = status.metadata().get(agentic_rpc::RETRY_AFTER)
+        && let Ok(wait) = axum::http::HeaderValue::from_bytes(wait.as_bytes())
+    {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, wait);
+    }
+    response
 }
 
 /// The code's name as gRPC and Google's JSON errors spell it.

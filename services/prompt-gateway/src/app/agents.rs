@@ -66,6 +66,8 @@ struct FileAgent {
     output_schema: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
     memory_namespaces: Vec<String>,
+    #[serde(default)]
+    prompts_per_minute: u32,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -134,6 +136,7 @@ impl FileAgent {
             created_at: None,
             source: OPERATOR.into(),
             memory_namespaces: self.memory_namespaces,
+            prompts_per_minute: self.prompts_per_minute,
         })
     }
 }
@@ -195,11 +198,13 @@ pub fn check(agent: &Agent) -> Result<(), GatewayError> {
             "memory_namespaces names more than {MAX_MEMORY_NAMESPACES} namespaces"
         ));
     }
+    // The tool-host's rule for a namespace: 1 to 8 parts of 1 to 64 of these characters.
     if let Some(bad) = agent.memory_namespaces.iter().find(|namespace| {
-        namespace.is_empty()
-            || namespace.len() > 200
-            || namespace.split('/').any(|part| {
+        let parts: Vec<&str> = namespace.split('/').collect();
+        parts.len() > 8
+            || parts.iter().any(|part| {
                 part.is_empty()
+                    || part.len() > 64
                     || !part
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
@@ -422,6 +427,11 @@ impl Prompts {
             return Ok(());
         };
         let agent = self.named_agent(&request.user_id, &named).await?;
+        self.check_rates(
+            &request.user_id,
+            Some((agent.name.as_str(), agent.prompts_per_minute)),
+        )
+        .await?;
         apply(&agent, request)?;
         let recalled = self
             .recalled(&request.user_id, &agent, &request.input)
@@ -458,7 +468,9 @@ impl Prompts {
                 let value = agentic_proto::json::from_proto_opt(item.value.as_ref()).to_string();
                 let value =
                     agentic_telemetry::text::truncate_chars(&value, MAX_RECALLED_VALUE_BYTES, "…");
-                let line = format!("- {}/{}: {value}", item.namespace.join("/"), item.key);
+                // The key as JSON: written by the model, it may hold anything.
+                let key = serde_json::Value::String(item.key).to_string();
+                let line = format!("- {}/{key}: {value}", item.namespace.join("/"));
                 if bytes + line.len() > MAX_RECALLED_BYTES {
                     break;
                 }

@@ -24,6 +24,13 @@ fn timed<T>(message: T) -> tonic::Request<T> {
     request
 }
 
+/// A client whose answers may be as large as any (a listing of 100 items of 64 KiB).
+fn client(tool_host: &InternalChannel) -> UserDataClient<InternalChannel> {
+    UserDataClient::new(tool_host.clone())
+        .max_decoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(agentic_rpc::MAX_MESSAGE_BYTES)
+}
+
 fn relayed(status: tonic::Status) -> GatewayError {
     relayed_or(status, GatewayError::MemoryUnavailable)
 }
@@ -34,9 +41,7 @@ pub async fn list(
     mut request: ListMemoryRequest,
 ) -> Result<ListMemoryResponse, GatewayError> {
     request.user_id = user_id.to_string();
-    let answer = UserDataClient::new(tool_host.clone())
-        .list_memory(timed(request))
-        .await;
+    let answer = client(tool_host).list_memory(timed(request)).await;
     Ok(answer.map_err(relayed)?.into_inner())
 }
 
@@ -46,9 +51,7 @@ pub async fn put(
     mut request: PutMemoryRequest,
 ) -> Result<MemoryItem, GatewayError> {
     request.user_id = user_id.to_string();
-    let answer = UserDataClient::new(tool_host.clone())
-        .put_memory(timed(request))
-        .await;
+    let answer = client(tool_host).put_memory(timed(request)).await;
     Ok(answer.map_err(relayed)?.into_inner())
 }
 
@@ -58,8 +61,6 @@ pub async fn delete(
     mut request: DeleteMemoryRequest,
 ) -> Result<DeleteMemoryResponse, GatewayError> {
     request.user_id = user_id.to_string();
-    let answer = UserDataClient::new(tool_host.clone())
-        .delete_memory(timed(request))
-        .await;
+    let answer = client(tool_host).delete_memory(timed(request)).await;
     Ok(answer.map_err(relayed)?.into_inner())
 }

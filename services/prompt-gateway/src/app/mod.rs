@@ -16,6 +16,7 @@ pub(crate) mod files;
 pub(crate) mod memory;
 pub(crate) mod prompts;
 pub(crate) mod questions;
+pub(crate) mod rates;
 pub(crate) mod recordings;
 pub(crate) mod retention;
 pub(crate) mod skills;

@@ -146,6 +146,8 @@ pub struct Prompts {
     /// The operator's guardrails: prompts' input is checked here, their text output by the
     /// runner.
     pub guardrails: std::sync::Arc<agentic_guard::Guardrails>,
+    /// Prompts a user may create per minute, and this replica's part of that.
+    pub rates: std::sync::Arc<crate::app::rates::Rates>,
     /// The operator's agents (`GATEWAY_AGENTS_FILE`), every user's.
     pub operator_agents: std::sync::Arc<crate::app::agents::OperatorAgents>,
 }

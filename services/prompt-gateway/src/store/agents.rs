@@ -182,3 +182,36 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// How many prompts `user_id` created after `since` (ms), through agent `agent` when
+    /// named, and when the oldest of them was created (ms; 0 with none).
+    pub async fn prompts_since(
+        &self,
+        user_id: &UserId,
+        agent: Option<&str>,
+        since: i64,
+    ) -> Result<(i64, i64), GatewayError> {
+        let row: Option<(i64, Option<i64>)> = match agent {
+            Some(agent) => {
+                self.db
+                    .read_optional(
+                        "SELECT COUNT(*), MIN(created_at) FROM prompts \
+                         WHERE user_id = $1 AND created_at > $2 AND agent_name = $3",
+                        &[user_id.into(), since.into(), agent.into()],
+                    )
+                    .await?
+            }
+            None => {
+                self.db
+                    .read_optional(
+                        "SELECT COUNT(*), MIN(created_at) FROM prompts WHERE user_id = $1 AND created_at > $2",
+                        &[user_id.into(), since.into()],
+                    )
+                    .await?
+            }
+        };
+        let (count, oldest) = row.unwrap_or_default();
+        Ok((count, oldest.unwrap_or_default()))
+    }
+}

@@ -55,7 +55,8 @@ impl Store {
                 .bind(encoded_attachments(prompt))
                 .bind(attachment_rows(prompt))
                 .bind(stored_schema(prompt))
-                .bind(encoded_agent(prompt));
+                .bind(encoded_agent(prompt))
+                .bind(agent_name(prompt));
             write.one_command(query).await?;
             event.sequence = 1;
             return Ok(event);

@@ -150,8 +150,8 @@ impl Store {
         let agent = encoded_agent(&prompt);
         let insert = "INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
              max_rounds, state_data, created_at, updated_at, owner, lease_until, started_at, \
-             queue_rank, timeout_ms, budget, approval_timeout_ms, attachments, output_schema, agent) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)";
+             queue_rank, timeout_ms, budget, approval_timeout_ms, attachments, output_schema, agent, agent_name) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)";
         let args = [
             (&prompt.id).into(),
             (&prompt.user_id).into(),
@@ -175,6 +175,7 @@ impl Store {
             (&attachments).into(),
             (&schema).into(),
             (&agent).into(),
+            agent_name(&prompt).into(),
         ];
         conn.execute(insert, &args).await?;
         // Each attachment is a file of the conversation, before the timeline's files.

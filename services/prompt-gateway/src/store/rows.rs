@@ -264,6 +264,14 @@ pub(super) fn stored_schema(prompt: &Prompt) -> String {
         .unwrap_or_default()
 }
 
+/// The name of the prompt's agent (empty: none).
+pub(super) fn agent_name(prompt: &Prompt) -> &str {
+    prompt
+        .agent
+        .as_ref()
+        .map_or("", |agent| agent.name.as_str())
+}
+
 /// What the prompt took of its agent, as stored (empty: none).
 pub(super) fn encoded_agent(prompt: &Prompt) -> Vec<u8> {
     prompt

@@ -77,8 +77,8 @@ impl Commands {
 pub(super) const INSERT_PROMPT_IN_ONE_COMMAND: &str = "BEGIN IMMEDIATE; \
      INSERT INTO prompts (id, user_id, conversation_id, mode, model, visible, state, input, \
      max_rounds, state_data, created_at, updated_at, owner, lease_until, last_sequence, started_at, \
-     budget, approval_timeout_ms, attachments, output_schema, agent) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, 1, $11, $16, $17, $18, $20, $21); \
+     budget, approval_timeout_ms, attachments, output_schema, agent, agent_name) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, 1, $11, $16, $17, $18, $20, $21, $22); \
      INSERT INTO prompt_events (prompt_id, sequence, at, payload) VALUES ($1, 1, $14, $15); \
      INSERT INTO prompt_files (file_id, prompt_id, user_id, conversation_id, position, payload) \
      SELECT a.value ->> 2, $1, $2, $3, a.value ->> 0, unhex(a.value ->> 1) FROM json_each($19) a; \

@@ -686,6 +686,10 @@ pub struct Agent {
     /// 8 KiB in all (the items found are kept with the prompt, in `AgentRun.instructions`).
     #[prost(string, repeated, tag = "12")]
     pub memory_namespaces: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Prompts a user may create through it per minute, across every gateway replica (0: no
+    /// limit of its own; the operator's per-user limit still holds).
+    #[prost(uint32, tag = "13")]
+    pub prompts_per_minute: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateAgentRequest {

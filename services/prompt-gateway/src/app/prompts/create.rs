@@ -83,7 +83,10 @@ impl Prompts {
     /// conversation, mode and state, take a run slot, then start it alone or admit it to its
     /// conversation.
     pub async fn create(&self, mut request: NewPrompt) -> Result<Prompt, GatewayError> {
-        // The agent's fields are checked with the request's own.
+        // The agent's fields are checked with the request's own (and its rate limit).
+        if request.agent.is_none() {
+            self.check_rates(&request.user_id, None).await?;
+        }
         self.take_agent(&mut request).await?;
         if request.model == agentic_proto::v1::ModelTier::Unspecified {
             request.model = agentic_proto::v1::ModelTier::Normal;
