@@ -137,12 +137,64 @@ async fn sequential(
     Ok(samples)
 }
 
+/// `a` and `b` one after the other, `iterations` times each (a tenth more first, not
+/// counted): what the machine does meanwhile weighs on both alike.
+async fn interleaved(
+    client: &Client,
+    (a, b): (&NewPrompt, &NewPrompt),
+    iterations: usize,
+) -> anyhow::Result<(Samples, Samples)> {
+    let (mut first, mut second) = (Samples::new(), Samples::new());
+    for iteration in 0..iterations + iterations / 10 {
+        for (prompt, samples) in [(a, &mut first), (b, &mut second)] {
+            let started = Instant::now();
+            run_prompt(client, prompt.clone(), |_| {}).await?;
+            if iteration >= iterations / 10 {
+                samples.push(started.elapsed());
+            }
+        }
+    }
+    Ok((first, second))
+}
+
+/// Item 4c: the one-round classic prompt run as an agent (instructions, a tool list the
+/// tool-host and the executor hold the run to) against the same prompt without one, as
+/// the ratio of their p50s.
+async fn through_an_agent(client: &Client, iterations: usize) -> anyhow::Result<Figure> {
+    client
+        .create_agent(agentic_proto::v1::Agent {
+            name: "bench-agent".into(),
+            instructions: "Answer briefly.".into(),
+            tools: Some(agentic_proto::v1::ToolScope {
+                allowed: vec!["demo.*".into(), "artifact.get".into()],
+            }),
+            ..agentic_proto::v1::Agent::default()
+        })
+        .await?;
+    let agent = classic_prompt().agent("bench-agent");
+    let (plain, through) = interleaved(client, (&classic_prompt(), &agent), iterations).await?;
+    let ratio = through.latency().p50_us / plain.latency().p50_us;
+    Ok(Figure::value(
+        "4c",
+        "classic one tool round through an agent definition, ÷ without one",
+        ratio,
+        "×",
+        Some(Target::Max { value: 1.05 }),
+    )
+    .note(format!(
+        "p50 {:.0} µs through the agent, {:.0} µs without; interleaved",
+        through.latency().p50_us,
+        plain.latency().p50_us
+    )))
+}
+
 /// Item 4: create → `completed` on the stream, one prompt at a time.
 pub async fn overhead(stack: &Stack, effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let client = stack.client("bench").await?;
     let iterations = effort.pick(30, 300);
     let classic = sequential(&client, &classic_prompt(), iterations).await?;
     let code = sequential(&client, &code_prompt(), iterations).await?;
+    let agent = through_an_agent(&client, iterations).await?;
     Ok(vec![
         Figure::latency(
             "4a",
@@ -158,6 +210,7 @@ pub async fn overhead(stack: &Stack, effort: Effort) -> anyhow::Result<Vec<Figur
             Some(Target::MaxRoundTrips { round_trips: 40.0 }),
         )
         .note("CreatePrompt → completed on StreamPrompt; 1 model call, 1 sandbox run, 3 tool calls"),
+        agent,
     ])
 }
 
