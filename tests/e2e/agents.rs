@@ -652,3 +652,41 @@ async fn an_agents_own_rate_holds_per_user_across_two_gateway_replicas() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_prompt_carries_its_cost_by_the_price_table_and_spending_is_reported_per_day_and_agent() {
+    let stack = Stack::start_with(
+        vec![text(Match::Any, "Priced.").usage(1000, 100)],
+        StackOptions {
+            prices: r#"{"stand-in-normal": {"input": 2.0, "output": 10.0}}"#.into(),
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let plain = completed(&alice, NewPrompt::new("one")).await;
+    // 1,000 input tokens at 2 and 100 output tokens at 10 per million: 3,000 millionths.
+    assert_eq!(plain.usage.unwrap().cost_micros, 3_000);
+    alice.create_agent(agent("priced", "", None)).await.unwrap();
+    completed(&alice, NewPrompt::new("two").agent("priced")).await;
+    completed(&alice, NewPrompt::new("three").agent("priced")).await;
+    let spending = alice.storage_usage().await.unwrap().spending;
+    let rows: Vec<(&str, u64, u64)> = spending
+        .iter()
+        .map(|day| (day.agent.as_str(), day.prompts, day.cost_micros))
+        .collect();
+    assert_eq!(rows, [("", 1, 3_000), ("priced", 2, 6_000)], "{spending:?}");
+    assert_eq!(spending[0].day.len(), 10, "YYYY-MM-DD");
+    // bob spent nothing; the CLI shows both the cost of a prompt and the spending.
+    let bob = stack.client("bob").await.unwrap();
+    assert!(bob.storage_usage().await.unwrap().spending.is_empty());
+    let ran = crate::cli::agentic(&stack, &["prompt", "four"], "").await;
+    assert!(ran.stderr.contains("cost 0.003000]"), "{}", ran.stderr);
+    let usage = crate::cli::agentic(&stack, &["usage"], "").await;
+    assert!(
+        usage.stdout.contains("\t-\t2\t2200\t0.006000"),
+        "{}",
+        usage.stdout
+    );
+}

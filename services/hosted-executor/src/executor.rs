@@ -303,6 +303,7 @@ impl Run<'_> {
                     output_tokens: answer.output_tokens,
                     total_tokens: answer.input_tokens.saturating_add(answer.output_tokens),
                     calls: 1,
+                    ..Usage::default()
                 }))
                 .await?;
             self.keep_container(answer.container.as_deref()).await?;
@@ -442,6 +443,7 @@ impl Run<'_> {
                     total_tokens: input_tokens.saturating_add(output_tokens),
                     // Not a call that answered: its tokens count, not the call.
                     calls: 0,
+                    ..Usage::default()
                 };
                 return Ok(self.events.send(Event::Usage(usage)).await?);
             }

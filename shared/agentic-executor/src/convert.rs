@@ -289,6 +289,8 @@ impl From<Event> for pb::ExecuteEvent {
                 output_tokens: usage.output_tokens,
                 total_tokens: usage.total_tokens,
                 llm_calls: u32::try_from(usage.calls).unwrap_or(u32::MAX),
+                cached_input_tokens: usage.cached_input_tokens,
+                cost_micros: usage.cost_micros,
                 ..pb::Usage::default()
             }),
             Event::Round => execute_event::Kind::Usage(pb::Usage {

@@ -555,6 +555,8 @@ fn usage_from_proto(usage: agentic_proto::v1::Usage) -> Usage {
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
         calls: u64::from(usage.llm_calls),
+        cached_input_tokens: usage.cached_input_tokens,
+        cost_micros: usage.cost_micros,
     }
 }
 

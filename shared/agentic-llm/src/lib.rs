@@ -4,12 +4,14 @@
 mod error;
 mod metrics;
 mod openai;
+mod prices;
 mod sse;
 
 pub use async_trait::async_trait;
 pub use error::{Attempts, LlmError};
 pub use metrics::{chat_span, chat_span_ended, record_chat};
 pub use openai::{OpenAiChatModel, backoff};
+pub use prices::{Price, Prices};
 pub use sse::SseParser;
 
 /// Where the model lives and how hard to try. Flattened into each service's config.
@@ -41,6 +43,11 @@ pub struct LlmConfig {
     /// Time limit of one attempt, streaming included.
     #[arg(long, env = "LLM_TIMEOUT_SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub llm_timeout_secs: u64,
+    /// What a million tokens cost per model, as JSON: `{"gpt-4o": {"input": 2.5,
+    /// "cached_input": 1.25, "output": 10}}`. Every prompt's usage then carries its cost
+    /// (`cost_micros`). Unset: nothing is priced.
+    #[arg(long, env = "AGENTIC_PRICES", default_value = "")]
+    pub prices: String,
 }
 
 impl LlmConfig {
@@ -134,6 +141,10 @@ pub struct Usage {
     pub total_tokens: u64,
     /// Calls to the model that answered: 1 for one call's usage.
     pub calls: u64,
+    /// Input tokens the provider read from its prompt cache (part of `input_tokens`).
+    pub cached_input_tokens: u64,
+    /// What the calls cost by the operator's price table (see [`Prices`]).
+    pub cost_micros: u64,
 }
 
 impl Usage {
@@ -143,6 +154,10 @@ impl Usage {
         self.output_tokens = self.output_tokens.saturating_add(more.output_tokens);
         self.total_tokens = self.total_tokens.saturating_add(more.total_tokens);
         self.calls = self.calls.saturating_add(more.calls);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(more.cached_input_tokens);
+        self.cost_micros = self.cost_micros.saturating_add(more.cost_micros);
     }
 }
 

@@ -36,6 +36,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// request, and keeps HTTP statuses only inside error strings.
 pub struct OpenAiChatModel {
     config: LlmConfig,
+    prices: crate::Prices,
     /// One pooled client for every request.
     http: reqwest::Client,
     completions_url: String,
@@ -50,8 +51,12 @@ impl OpenAiChatModel {
                 message: error.to_string(),
             })?;
         let completions_url = endpoint_url(&config.openai_base_url, "chat/completions");
+        let prices = crate::Prices::parse(&config.prices).map_err(|message| LlmError::Setup {
+            message: format!("AGENTIC_PRICES: {message}"),
+        })?;
         Ok(OpenAiChatModel {
             config,
+            prices,
             http,
             completions_url,
         })
@@ -185,6 +190,7 @@ impl ChatModel for OpenAiChatModel {
             Ok(response) => {
                 // One call answered, whatever the provider reported.
                 response.usage.calls = 1;
+                response.usage.cost_micros = self.prices.cost_micros(&model, &response.usage);
                 let usage = &response.usage;
                 crate::metrics::chat_span_ended(
                     &span,
@@ -419,7 +425,7 @@ fn from_library_response(response: ChatCompletionResponse) -> ChatResponse {
         input_tokens: u64::try_from(response.usage.prompt_tokens).unwrap_or(0),
         output_tokens: u64::try_from(response.usage.completion_tokens).unwrap_or(0),
         total_tokens: u64::try_from(response.usage.total_tokens).unwrap_or(0),
-        calls: 0,
+        ..Usage::default()
     };
     let Some(choice) = response.choices.into_iter().next() else {
         return ChatResponse {

@@ -199,6 +199,12 @@ pub(crate) struct ApiUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     total_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct PromptTokensDetails {
+    cached_tokens: Option<u64>,
 }
 
 impl From<ApiUsage> for Usage {
@@ -209,7 +215,11 @@ impl From<ApiUsage> for Usage {
             input_tokens,
             output_tokens,
             total_tokens: usage.total_tokens.unwrap_or(input_tokens + output_tokens),
-            calls: 0,
+            cached_input_tokens: usage
+                .prompt_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or(0),
+            ..Usage::default()
         }
     }
 }
@@ -283,7 +293,7 @@ mod tests {
                 input_tokens: 12,
                 output_tokens: 7,
                 total_tokens: 19,
-                calls: 0,
+                ..Usage::default()
             }
         );
     }

@@ -206,6 +206,8 @@ pub struct StackOptions {
     pub agents_file: Option<PathBuf>,
     /// Prompts one user may create per minute (0: no limit, the default).
     pub prompts_per_minute_per_user: u32,
+    /// The executors' price table (`AGENTIC_PRICES`; empty: none).
+    pub prices: String,
     /// The executors register their modes with the gateway (which then has none
     /// configured) instead of being named in its `--modes`. Needs `internal_token`.
     pub executors_register: bool,
@@ -280,6 +282,7 @@ impl Default for StackOptions {
             guardrails: None,
             agents_file: None,
             prompts_per_minute_per_user: 0,
+            prices: String::new(),
             executors_register: false,
             gateway_tls_cert: None,
             gateway_tls_key: None,
@@ -951,5 +954,6 @@ pub fn llm_config(model: &StandInModel, options: &StackOptions) -> LlmConfig {
         llm_max_retries: options.llm_max_retries,
         llm_retry_base_ms: 10,
         llm_timeout_secs: options.llm_timeout_secs,
+        prices: options.prices.clone(),
     }
 }

@@ -299,6 +299,7 @@ async fn tokens_a_tool_spent_count_into_the_prompts_usage() {
                 output_tokens: 50,
                 total_tokens: 100,
                 calls: 2,
+                ..Usage::default()
             })
         )
     );

@@ -13,3 +13,7 @@ CREATE TABLE agents (
 ALTER TABLE prompts ADD COLUMN agent BLOB NOT NULL DEFAULT x'';
 -- The agent's name again, for counting a user's prompts through one agent (its rate limit).
 ALTER TABLE prompts ADD COLUMN agent_name TEXT NOT NULL DEFAULT '';
+-- What the prompt's model calls cost by the operator's price table (millionths of its
+-- currency), and the input tokens the provider read from its cache.
+ALTER TABLE prompts ADD COLUMN cost_micros BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE prompts ADD COLUMN cached_input_tokens BIGINT NOT NULL DEFAULT 0;

@@ -14,6 +14,10 @@ use agentic_rpc::InternalChannel;
 use crate::app::prompts::Prompts;
 use crate::error::GatewayError;
 
+/// Days of spending reported.
+const SPENDING_DAYS: i64 = 31;
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
 impl Prompts {
     /// Refuses one more conversation of `user_id` when they keep their quota already.
     pub async fn check_conversation_quota(&self, user_id: &UserId) -> Result<(), GatewayError> {
@@ -116,6 +120,8 @@ impl Prompts {
             max_count: artifacts.max_skill_folders,
             max_bytes: artifacts.quota_bytes,
         });
-        Ok(StorageUsage { kinds })
+        let since = crate::store::now_millis() - SPENDING_DAYS * DAY_MS;
+        let spending = self.store.spending_of(user_id, since).await?;
+        Ok(StorageUsage { kinds, spending })
     }
 }

@@ -17,7 +17,7 @@ pub(super) fn check_batchable(appends: &[Append]) -> Result<(), GatewayError> {
 }
 
 /// [`ADD_USAGE`]'s arguments.
-pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>; 7] {
+pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>; 9] {
     [
         saturating_i64(usage.input_tokens).into(),
         saturating_i64(usage.output_tokens).into(),
@@ -25,6 +25,8 @@ pub(super) fn usage_args<'a>(prompt_id: &'a PromptId, usage: &Usage) -> [Arg<'a>
         i64::from(usage.rounds).into(),
         i64::from(usage.llm_calls).into(),
         i64::from(usage.tool_calls).into(),
+        saturating_i64(usage.cached_input_tokens).into(),
+        saturating_i64(usage.cost_micros).into(),
         prompt_id.into(),
     ]
 }

@@ -60,7 +60,8 @@ const ENDED: [i32; 3] = [
 
 const PROMPT_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visible, state, input, \
      input_tokens, output_tokens, total_tokens, rounds, error, max_rounds, state_data, created_at, updated_at, \
-     llm_calls, tool_calls, budget, approval_timeout_ms, attachments, output_schema, structured_output, agent";
+     llm_calls, tool_calls, budget, approval_timeout_ms, attachments, output_schema, structured_output, agent, \
+     cached_input_tokens, cost_micros";
 
 /// The characters of a prompt's input a listing carries.
 pub const SUMMARY_INPUT_CHARS: i64 = 200;
@@ -71,7 +72,8 @@ const SUMMARY_COLUMNS: &str = "id, user_id, conversation_id, mode, model, visibl
      substr(input, 1, 200) AS input, CAST(length(input) AS BIGINT) AS input_chars, \
      input_tokens, output_tokens, total_tokens, rounds, substr(error, 1, 500) AS error, max_rounds, \
      '{}' AS state_data, created_at, updated_at, llm_calls, tool_calls, budget, approval_timeout_ms, attachments, \
-     '' AS output_schema, '' AS structured_output, substr(agent, 1, 0) AS agent";
+     '' AS output_schema, '' AS structured_output, substr(agent, 1, 0) AS agent, \
+     cached_input_tokens, cost_micros";
 
 /// Bumps the sequence of a prompt that may still take events; no row when it has ended.
 /// Being the first statement of a write, it also takes SQLite's write lock (a read first
@@ -383,10 +385,11 @@ async fn apply_change(
 }
 
 /// Adds $1 to $3 to a prompt's tokens, $4 to its rounds, $5 and $6 to its model and tool
-/// calls.
+/// calls, $7 to its cached input tokens and $8 to its cost.
 const ADD_USAGE: &str = "UPDATE prompts SET input_tokens = input_tokens + $1, \
      output_tokens = output_tokens + $2, total_tokens = total_tokens + $3, \
-     rounds = rounds + $4, llm_calls = llm_calls + $5, tool_calls = tool_calls + $6 WHERE id = $7";
+     rounds = rounds + $4, llm_calls = llm_calls + $5, tool_calls = tool_calls + $6, \
+     cached_input_tokens = cached_input_tokens + $7, cost_micros = cost_micros + $8 WHERE id = $9";
 
 mod accounting;
 mod agents;

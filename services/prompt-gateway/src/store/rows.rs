@@ -48,6 +48,8 @@ pub(super) struct PromptRow {
     pub(super) output_schema: String,
     pub(super) structured_output: String,
     pub(super) agent: Vec<u8>,
+    pub(super) cached_input_tokens: i64,
+    pub(super) cost_micros: i64,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for PromptRow
@@ -82,6 +84,8 @@ where
             output_schema: columns.get("output_schema")?,
             structured_output: columns.get("structured_output")?,
             agent: columns.get("agent")?,
+            cached_input_tokens: columns.get("cached_input_tokens")?,
+            cost_micros: columns.get("cost_micros")?,
         })
     }
 }
@@ -111,6 +115,8 @@ impl PromptRow {
                 rounds: u32::try_from(self.rounds).unwrap_or(u32::MAX),
                 llm_calls: u32::try_from(self.llm_calls).unwrap_or(u32::MAX),
                 tool_calls: u32::try_from(self.tool_calls).unwrap_or(u32::MAX),
+                cached_input_tokens: unsigned(self.cached_input_tokens),
+                cost_micros: unsigned(self.cost_micros),
             }),
             error: self.error,
             created_at: Some(timestamp_from_millis(self.created_at)),

@@ -70,6 +70,10 @@ impl RunLog {
         total.rounds = total.rounds.saturating_add(usage.rounds);
         total.llm_calls = total.llm_calls.saturating_add(usage.llm_calls);
         total.tool_calls = total.tool_calls.saturating_add(usage.tool_calls);
+        total.cached_input_tokens = total
+            .cached_input_tokens
+            .saturating_add(usage.cached_input_tokens);
+        total.cost_micros = total.cost_micros.saturating_add(usage.cost_micros);
     }
 
     /// Writes everything that waits, in one write. Answers the events written, in order.

@@ -19,7 +19,8 @@ const BATCH_APPLIES: &str = "EXISTS (SELECT 1 FROM prompts WHERE id = $2 AND (st
 /// $1 the time (ms), $2 the prompt, $3 and $4 the states that take events, $5 the events (a
 /// JSON array of hex-encoded payloads), $6 the entries added and $7 the entries replaced
 /// (JSON arrays of `[position, hex payload]`, one per position), $8 to $10 the tokens, $11
-/// the rounds, $12 and $13 the model and tool calls. Every
+/// the rounds, $12 and $13 the model and tool calls, $14 the cached input tokens and $15 the
+/// cost. Every
 /// statement applies only while the prompt takes events and every entry to replace exists
 /// ([`BATCH_APPLIES`]); in one transaction they all agree, so the batch is stored whole or not
 /// at all (no sequence is returned then).
@@ -38,7 +39,8 @@ fn append_batch_statements() -> String {
          UPDATE prompts SET last_sequence = last_sequence + json_array_length($5), \
          updated_at = $1, input_tokens = input_tokens + $8, \
          output_tokens = output_tokens + $9, total_tokens = total_tokens + $10, \
-         rounds = rounds + $11, llm_calls = llm_calls + $12, tool_calls = tool_calls + $13 \
+         rounds = rounds + $11, llm_calls = llm_calls + $12, tool_calls = tool_calls + $13, \
+         cached_input_tokens = cached_input_tokens + $14, cost_micros = cost_micros + $15 \
          WHERE id = $2 AND {BATCH_APPLIES};"
     )
 }
@@ -48,8 +50,8 @@ pub(super) struct Commands {
     /// [`append_batch_statements`] as a transaction of its own.
     append_batch: String,
     /// A terminal event, second command of [`finish_sqlite`]: the events that came just
-    /// before it ([`append_batch_statements`], $1 to $13), then the state ($14) and error
-    /// ($15) change and the terminal event ($16), which carries the prompt the first command
+    /// before it ([`append_batch_statements`], $1 to $15), then the state ($16) and error
+    /// ($17) change and the terminal event ($18), which carries the prompt the first command
     /// read in the same transaction.
     finish_write: String,
 }
@@ -60,11 +62,11 @@ impl Commands {
         Commands {
             append_batch: format!("BEGIN IMMEDIATE; {batch} COMMIT;"),
             finish_write: format!(
-                "{batch} UPDATE prompts SET state = $14, error = $15, paused_live = 0, \
+                "{batch} UPDATE prompts SET state = $16, error = $17, paused_live = 0, \
                  last_sequence = last_sequence + 1, updated_at = $1 \
                  WHERE id = $2 AND (state = $3 OR state = $4); \
                  INSERT INTO prompt_events (prompt_id, sequence, at, payload) \
-                 SELECT id, last_sequence, $1, $16 FROM prompts WHERE id = $2 AND changes() = 1 \
+                 SELECT id, last_sequence, $1, $18 FROM prompts WHERE id = $2 AND changes() = 1 \
                  RETURNING sequence; \
                  COMMIT;"
             ),
@@ -150,7 +152,7 @@ impl SqliteBatch {
         }
     }
 
-    /// Binds $1 to $13 of [`append_batch_statements`].
+    /// Binds $1 to $15 of [`append_batch_statements`].
     pub(super) fn bind<'q>(
         &'q self,
         query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, i64, sqlx::sqlite::SqliteArguments<'q>>,
@@ -172,6 +174,8 @@ impl SqliteBatch {
             .bind(i64::from(usage.rounds))
             .bind(i64::from(usage.llm_calls))
             .bind(i64::from(usage.tool_calls))
+            .bind(saturating_i64(usage.cached_input_tokens))
+            .bind(saturating_i64(usage.cost_micros))
     }
 
     /// Numbers the events from the sequences the statements returned (the smallest first).
@@ -282,6 +286,10 @@ fn ended(
     tokens.rounds = tokens.rounds.saturating_add(usage.rounds);
     tokens.llm_calls = tokens.llm_calls.saturating_add(usage.llm_calls);
     tokens.tool_calls = tokens.tool_calls.saturating_add(usage.tool_calls);
+    tokens.cached_input_tokens = tokens
+        .cached_input_tokens
+        .saturating_add(usage.cached_input_tokens);
+    tokens.cost_micros = tokens.cost_micros.saturating_add(usage.cost_micros);
     prompt.state = state as i32;
     prompt.error = error.to_owned();
     prompt.updated_at = Some(timestamp_from_millis(timestamp_millis(at)));

@@ -66,3 +66,40 @@ impl Store {
         Ok(kinds)
     }
 }
+
+impl Store {
+    /// What `user_id`'s prompts created since `since` (ms) spent, per UTC day and agent,
+    /// newest day first.
+    pub async fn spending_of(
+        &self,
+        user_id: &UserId,
+        since: i64,
+    ) -> Result<Vec<agentic_proto::v1::Spending>, GatewayError> {
+        let rows: Vec<(i64, String, i64, i64, i64)> = self
+            .db
+            .read_all(
+                "SELECT CAST(created_at / 86400000 AS BIGINT) AS day, agent_name, \
+                 CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) FROM prompts \
+                 WHERE user_id = $1 AND created_at >= $2 \
+                 GROUP BY CAST(created_at / 86400000 AS BIGINT), agent_name \
+                 ORDER BY day DESC, agent_name",
+                &[user_id.into(), since.into()],
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(day, agent, prompts, tokens, cost)| agentic_proto::v1::Spending {
+                    day: chrono::DateTime::from_timestamp(day * 86_400, 0)
+                        .map(|at| at.format("%Y-%m-%d").to_string())
+                        .unwrap_or_default(),
+                    agent,
+                    prompts: u64::try_from(prompts).unwrap_or_default(),
+                    total_tokens: u64::try_from(tokens).unwrap_or_default(),
+                    cost_micros: u64::try_from(cost).unwrap_or_default(),
+                },
+            )
+            .collect())
+    }
+}

@@ -102,5 +102,25 @@ pub async fn usage(
             limit(kind.bytes, kind.max_bytes)
         )?;
     }
+    if !usage.spending.is_empty() {
+        writeln!(console.out)?;
+        writeln!(console.out, "DAY	AGENT	PROMPTS	TOKENS	COST")?;
+        for day in usage.spending {
+            let agent = if day.agent.is_empty() {
+                "-"
+            } else {
+                &day.agent
+            };
+            writeln!(
+                console.out,
+                "{}	{}	{}	{}	{}",
+                day.day,
+                super::printable::name(agent),
+                day.prompts,
+                day.total_tokens,
+                super::printable::money(day.cost_micros)
+            )?;
+        }
+    }
     Ok(0)
 }

@@ -25,6 +25,11 @@ pub fn text(text: &str) -> Clean<'_> {
 
 /// A file of a prompt's timeline on one line, as the stream and `show` print it:
 /// `name (type, N bytes) id`.
+/// An amount in millionths of the price table's currency, with six decimals: `0.001250`.
+pub fn money(micros: u64) -> String {
+    format!("{}.{:06}", micros / 1_000_000, micros % 1_000_000)
+}
+
 pub fn file_summary(file: &agentic_proto::v1::FileOutput) -> String {
     let source = match file.source() {
         agentic_proto::v1::FileSource::Hosted => ", made in the provider's container",

@@ -107,9 +107,15 @@ impl Renderer {
             .as_ref()
             .and_then(|prompt| prompt.usage)
             .unwrap_or_default();
+        // A cost only where the operator prices the model.
+        let cost = if usage.cost_micros > 0 {
+            format!(", cost {}", super::printable::money(usage.cost_micros))
+        } else {
+            String::new()
+        };
         writeln!(
             console.err,
-            "[completed: {} tokens in, {} out, {} round{}]",
+            "[completed: {} tokens in, {} out, {} round{}{cost}]",
             usage.input_tokens,
             usage.output_tokens,
             usage.rounds,

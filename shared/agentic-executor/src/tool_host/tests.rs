@@ -211,6 +211,7 @@ async fn a_tool_the_tool_host_gives_a_longer_limit_outlives_the_default() {
             output_tokens: 2,
             total_tokens: 5,
             calls: 1,
+            ..Usage::default()
         }
     );
 }

@@ -23,6 +23,14 @@ pub struct Usage {
     /// mode's notes (`hosted.*`).
     #[prost(uint32, tag = "6")]
     pub tool_calls: u32,
+    /// What the model calls cost by the operator's price table (`AGENTIC_PRICES`), in
+    /// millionths of its currency (a table in US dollars per million tokens gives µUSD);
+    /// 0 for models it does not price.
+    #[prost(uint64, tag = "7")]
+    pub cost_micros: u64,
+    /// Input tokens the provider read from its prompt cache (part of `input_tokens`).
+    #[prost(uint64, tag = "8")]
+    pub cached_input_tokens: u64,
 }
 /// What one prompt may spend; a zero field has no limit of its own (the operator's default
 /// may still set one). Spending is counted as the run reports it, so a call in flight when a
@@ -5980,6 +5988,27 @@ pub struct StorageUsage {
     /// agents (count: agents; bytes: every version).
     #[prost(message, repeated, tag = "1")]
     pub kinds: ::prost::alloc::vec::Vec<StoredKind>,
+    /// What the user's prompts spent per UTC day and agent, the last 31 days, newest first.
+    #[prost(message, repeated, tag = "2")]
+    pub spending: ::prost::alloc::vec::Vec<Spending>,
+}
+/// The prompts one user created on one UTC day, through one agent (or none), and what they
+/// spent.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Spending {
+    /// YYYY-MM-DD, UTC.
+    #[prost(string, tag = "1")]
+    pub day: ::prost::alloc::string::String,
+    /// Empty: prompts that ran as no agent.
+    #[prost(string, tag = "2")]
+    pub agent: ::prost::alloc::string::String,
+    #[prost(uint64, tag = "3")]
+    pub prompts: u64,
+    #[prost(uint64, tag = "4")]
+    pub total_tokens: u64,
+    /// By the executors' price table (`AGENTIC_PRICES`), in millionths of its currency.
+    #[prost(uint64, tag = "5")]
+    pub cost_micros: u64,
 }
 /// One kind of stored item: how many and their bytes as stored, and the most one user may
 /// keep (0: no limit of its own; each is still bounded per item and by its parent's limit).
