@@ -690,3 +690,32 @@ async fn a_prompt_carries_its_cost_by_the_price_table_and_spending_is_reported_p
         usage.stdout
     );
 }
+
+#[tokio::test]
+async fn past_the_daily_spending_limit_new_prompts_are_refused_and_another_user_goes_on() {
+    let stack = Stack::start_with(
+        vec![text(Match::Any, "Priced.").usage(1000, 100)],
+        StackOptions {
+            prices: r#"{"stand-in-normal": {"input": 2.0, "output": 10.0}}"#.into(),
+            daily_cost_micros_per_user: 5_000,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    // 3,000 each: the second passes the 5,000 limit, and the third is refused.
+    completed(&alice, NewPrompt::new("one")).await;
+    completed(&alice, NewPrompt::new("two")).await;
+    let refused = alice
+        .create_prompt(NewPrompt::new("three"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
+    assert!(
+        refused.to_string().contains("daily spending limit"),
+        "{refused}"
+    );
+    let bob = stack.client("bob").await.unwrap();
+    completed(&bob, NewPrompt::new("his")).await;
+}

@@ -86,6 +86,11 @@ pub struct Config {
     /// it, new prompts are refused with RESOURCE_EXHAUSTED and running ones stop.
     #[arg(long, env = "GATEWAY_DAILY_TOKENS_PER_USER", default_value_t = 0)]
     pub daily_tokens_per_user: u64,
+    /// What one user's prompts may cost per UTC day, across replicas, in millionths of the
+    /// executors' price table's currency (`AGENTIC_PRICES`; 0: no limit). Past it, new
+    /// prompts are refused with RESOURCE_EXHAUSTED.
+    #[arg(long, env = "GATEWAY_DAILY_COST_MICROS_PER_USER", default_value_t = 0)]
+    pub daily_cost_micros_per_user: u64,
     /// Conversations one user may keep (0: no limit); past it `CreateConversation` is
     /// RESOURCE_EXHAUSTED until they delete some.
     #[arg(

@@ -360,6 +360,7 @@ fn prompts(
                 max_wall_ms: 0,
             },
             daily_tokens: config.daily_tokens_per_user,
+            daily_cost_micros: config.daily_cost_micros_per_user,
             approval_timeout: Duration::from_secs(config.approval_timeout_secs),
         },
         files: files::Files::new(tool_host, config.max_upload_bytes),

@@ -185,6 +185,8 @@ pub struct StackOptions {
     pub max_prompt_tool_calls: u32,
     /// Tokens one user may spend per day (`GATEWAY_DAILY_TOKENS_PER_USER`; 0: no limit).
     pub daily_tokens_per_user: u64,
+    /// What one user's prompts may cost per UTC day, in millionths (0: no limit).
+    pub daily_cost_micros_per_user: u64,
     /// How long a person may take to decide on a call (`GATEWAY_APPROVAL_TIMEOUT_SECS`).
     pub approval_timeout_secs: u64,
     /// `GATEWAY_MAX_CONVERSATIONS_PER_USER` and `GATEWAY_MAX_PROMPTS_PER_USER`.
@@ -272,6 +274,7 @@ impl Default for StackOptions {
             max_prompt_llm_calls: 0,
             max_prompt_tool_calls: 0,
             daily_tokens_per_user: 0,
+            daily_cost_micros_per_user: 0,
             approval_timeout_secs: 86_400,
             storage_quotas: (10_000, 100_000),
             stored_bytes: (1 << 30, 1000),
@@ -712,6 +715,7 @@ impl Stack {
             max_prompt_llm_calls: options.max_prompt_llm_calls,
             max_prompt_tool_calls: options.max_prompt_tool_calls,
             daily_tokens_per_user: options.daily_tokens_per_user,
+            daily_cost_micros_per_user: options.daily_cost_micros_per_user,
             approval_timeout_secs: options.approval_timeout_secs,
             max_conversations_per_user: options.storage_quotas.0,
             max_prompts_per_user: options.storage_quotas.1,

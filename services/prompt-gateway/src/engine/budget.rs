@@ -20,6 +20,8 @@ pub struct Limits {
     pub prompt: Budget,
     /// Tokens one user's prompts may spend per UTC day (0: no limit).
     pub daily_tokens: u64,
+    /// What one user's prompts may cost per UTC day, in millionths (0: no limit).
+    pub daily_cost_micros: u64,
     /// How long a person may take to decide on a call, at most: past it the call is
     /// rejected as expired. A prompt may ask for less.
     pub approval_timeout: Duration,
@@ -98,6 +100,19 @@ impl Limits {
     /// `ResourceExhausted` when `user_id` has spent the day's tokens already (before a
     /// prompt of theirs is stored or started).
     pub async fn check_daily(&self, store: &Store, user_id: &UserId) -> Result<(), GatewayError> {
+        if self.daily_cost_micros > 0 {
+            let cost = store
+                .cost_since(user_id, today_start(agentic_db::now_millis()))
+                .await?;
+            if cost >= self.daily_cost_micros {
+                metrics::quota_refused();
+                return Err(GatewayError::ResourceExhausted(format!(
+                    "daily spending limit reached: your prompts cost {cost} millionths today, \
+                     the limit is {} (it starts again at 00:00 UTC)",
+                    self.daily_cost_micros
+                )));
+            }
+        }
         if self.daily_tokens == 0 {
             return Ok(());
         }
@@ -149,6 +164,7 @@ mod tests {
                 max_wall_ms: 0,
             },
             daily_tokens: 0,
+            daily_cost_micros: 0,
             approval_timeout: Duration::from_secs(60),
         };
         let asked = Budget {

@@ -168,6 +168,17 @@ impl Store {
         Ok(unsigned(spent.unwrap_or_default()))
     }
 
+    /// What `user_id`'s prompts updated since `since` (ms) cost, in millionths.
+    pub async fn cost_since(&self, user_id: &UserId, since: i64) -> Result<u64, GatewayError> {
+        let sql = "SELECT CAST(COALESCE(sum(cost_micros), 0) AS BIGINT) FROM prompts \
+                   WHERE user_id = $1 AND updated_at >= $2";
+        let spent: Option<i64> = self
+            .db
+            .read_scalar(sql, &[user_id.into(), since.into()])
+            .await?;
+        Ok(unsigned(spent.unwrap_or_default()))
+    }
+
     /// Ids of the conversation's prompts, other than `except`, that started running no later
     /// than `except` did (or than `started_at`, ms since the epoch, when it is not stored
     /// yet), newest first, at most `limit`. Prompts that never ran (cancelled while queued)
