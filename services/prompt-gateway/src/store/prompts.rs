@@ -159,22 +159,30 @@ impl Store {
     /// counts whole: a quota may count a prompt that spans midnight twice, never none of it
     /// (a prompt created yesterday that starts or resumes today spends today).
     pub async fn tokens_since(&self, user_id: &UserId, since: i64) -> Result<u64, GatewayError> {
-        let sql = "SELECT CAST(COALESCE(sum(total_tokens), 0) AS BIGINT) FROM prompts \
-                   WHERE user_id = $1 AND updated_at >= $2";
-        let spent: Option<i64> = self
-            .db
-            .read_scalar(sql, &[user_id.into(), since.into()])
-            .await?;
-        Ok(unsigned(spent.unwrap_or_default()))
+        self.sum_since(user_id, since, "total_tokens").await
     }
 
-    /// What `user_id`'s prompts updated since `since` (ms) cost, in millionths.
+    /// What `user_id`'s prompts active since `since` cost, in millionths (counted as
+    /// [`Store::tokens_since`] counts tokens).
     pub async fn cost_since(&self, user_id: &UserId, since: i64) -> Result<u64, GatewayError> {
-        let sql = "SELECT CAST(COALESCE(sum(cost_micros), 0) AS BIGINT) FROM prompts \
-                   WHERE user_id = $1 AND updated_at >= $2";
+        self.sum_since(user_id, since, "cost_micros").await
+    }
+
+    /// The sum of `column` (one of the usage columns) over `user_id`'s prompts active since
+    /// `since`.
+    async fn sum_since(
+        &self,
+        user_id: &UserId,
+        since: i64,
+        column: &'static str,
+    ) -> Result<u64, GatewayError> {
+        let sql = format!(
+            "SELECT CAST(COALESCE(sum({column}), 0) AS BIGINT) FROM prompts \
+             WHERE user_id = $1 AND updated_at >= $2"
+        );
         let spent: Option<i64> = self
             .db
-            .read_scalar(sql, &[user_id.into(), since.into()])
+            .read_scalar(&sql, &[user_id.into(), since.into()])
             .await?;
         Ok(unsigned(spent.unwrap_or_default()))
     }
