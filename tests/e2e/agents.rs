@@ -571,6 +571,11 @@ async fn past_the_per_user_rate_a_prompt_is_refused_with_when_to_retry_and_other
     .await
     .unwrap();
     let alice = stack.client("alice").await.unwrap();
+    // Requests refused for something else take no share of the rate.
+    for _ in 0..5 {
+        let empty = alice.create_prompt(NewPrompt::new("  ")).await.unwrap_err();
+        assert_eq!(empty.code(), Some(Code::InvalidArgument));
+    }
     for _ in 0..3 {
         alice.create_prompt(NewPrompt::new("hi")).await.unwrap();
     }

@@ -488,6 +488,8 @@ fn usage_proto(usage: Usage) -> agentic_proto::v1::Usage {
         output_tokens: usage.output_tokens,
         total_tokens: usage.total_tokens,
         llm_calls: u32::try_from(usage.calls).unwrap_or(u32::MAX),
+        cached_input_tokens: usage.cached_input_tokens,
+        cost_micros: usage.cost_micros,
         // llm() inside interpreter.run-code is no round of the calling prompt.
         ..agentic_proto::v1::Usage::default()
     }

@@ -327,7 +327,10 @@ fn prompts(
             max_wait: Duration::from_millis(config.admission_wait_ms),
         }),
         (queues, kept),
-        config.daily_tokens_per_user,
+        engine::budget::Daily {
+            tokens: config.daily_tokens_per_user,
+            cost_micros: config.daily_cost_micros_per_user,
+        },
     )
     .with_guardrails(Arc::clone(&guardrails));
     let modes = ModeRegistry::new(

@@ -7,6 +7,9 @@ use std::collections::HashMap;
 
 use crate::Usage;
 
+/// The most one call costs, in millionths (a million of the currency).
+const MAX_CALL_COST_MICROS: f64 = 1e12;
+
 /// What a million tokens of each kind cost, for one model.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,8 +60,9 @@ impl Prices {
         let cost = fresh as f64 * price.input
             + cached as f64 * price.cached_input.unwrap_or(price.input)
             + usage.output_tokens as f64 * price.output;
-        // Finite and not negative by the table's checks; saturating if huge.
-        cost.round() as u64
+        // Finite and not negative by the table's checks; one call is capped, so that token
+        // counts an endpoint made up cannot overflow what sums them.
+        cost.round().min(MAX_CALL_COST_MICROS) as u64
     }
 }
 

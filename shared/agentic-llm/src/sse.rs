@@ -214,11 +214,14 @@ impl From<ApiUsage> for Usage {
         Usage {
             input_tokens,
             output_tokens,
-            total_tokens: usage.total_tokens.unwrap_or(input_tokens + output_tokens),
+            total_tokens: usage
+                .total_tokens
+                .unwrap_or(input_tokens.saturating_add(output_tokens)),
             cached_input_tokens: usage
                 .prompt_tokens_details
                 .and_then(|details| details.cached_tokens)
-                .unwrap_or(0),
+                .unwrap_or(0)
+                .min(input_tokens),
             ..Usage::default()
         }
     }

@@ -302,6 +302,7 @@ fn apply(agent: &Agent, request: &mut NewPrompt) -> Result<(), GatewayError> {
         request.output_schema.clone_from(&agent.output_schema);
     }
     request.budget = merged_budget(agent.budget.as_ref(), request.budget.as_ref());
+    request.agent_rate = agent.prompts_per_minute;
     request.agent_run = Some(AgentRun {
         name: agent.name.clone(),
         version: agent.version,
@@ -427,11 +428,6 @@ impl Prompts {
             return Ok(());
         };
         let agent = self.named_agent(&request.user_id, &named).await?;
-        self.check_rates(
-            &request.user_id,
-            Some((agent.name.as_str(), agent.prompts_per_minute)),
-        )
-        .await?;
         apply(&agent, request)?;
         let recalled = self
             .recalled(&request.user_id, &agent, &request.input)

@@ -74,6 +74,8 @@ pub struct NewPrompt {
     pub agent: Option<String>,
     /// What it takes of its agent (a replay: what the recorded prompt took).
     pub agent_run: Option<agentic_proto::v1::AgentRun>,
+    /// Prompts a user may create through that agent per minute (0: no limit of its own).
+    pub agent_rate: u32,
 }
 
 #[cfg(test)]
@@ -98,6 +100,7 @@ impl NewPrompt {
             output_schema: None,
             agent: None,
             agent_run: None,
+            agent_rate: 0,
         }
     }
 }

@@ -120,7 +120,9 @@ impl Prompts {
             max_count: artifacts.max_skill_folders,
             max_bytes: artifacts.quota_bytes,
         });
-        let since = crate::store::now_millis() - SPENDING_DAYS * DAY_MS;
+        // Whole UTC days: today and the 30 before it.
+        let today = crate::engine::budget::today_start(crate::store::now_millis());
+        let since = today - (SPENDING_DAYS - 1) * DAY_MS;
         let spending = self.store.spending_of(user_id, since).await?;
         Ok(StorageUsage { kinds, spending })
     }

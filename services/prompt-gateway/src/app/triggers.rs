@@ -469,6 +469,7 @@ impl Triggers {
                 .limits
                 .check_daily(&self.prompts.store, &user_id)
                 .await?;
+            self.prompts.check_rates(&user_id, None).await?;
             let due = chrono::DateTime::from_timestamp_millis(due_at)
                 .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
                 .unwrap_or_default();
@@ -511,6 +512,7 @@ impl Triggers {
                 output_schema: None,
                 agent: Some(prompt.agent).filter(|agent| !agent.trim().is_empty()),
                 agent_run: None,
+                agent_rate: 0,
             })
             .await?;
         Ok(())

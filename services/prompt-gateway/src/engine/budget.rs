@@ -12,6 +12,14 @@ use crate::error::GatewayError;
 use crate::metrics;
 use crate::store::Store;
 
+/// What one user's prompts may spend per UTC day (0: no limit): tokens, and cost in
+/// millionths by the executors' price table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Daily {
+    pub tokens: u64,
+    pub cost_micros: u64,
+}
+
 /// What the operator allows every prompt and every user.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {

@@ -83,10 +83,7 @@ impl Prompts {
     /// conversation, mode and state, take a run slot, then start it alone or admit it to its
     /// conversation.
     pub async fn create(&self, mut request: NewPrompt) -> Result<Prompt, GatewayError> {
-        // The agent's fields are checked with the request's own (and its rate limit).
-        if request.agent.is_none() {
-            self.check_rates(&request.user_id, None).await?;
-        }
+        // The agent's fields are checked with the request's own.
         self.take_agent(&mut request).await?;
         if request.model == agentic_proto::v1::ModelTier::Unspecified {
             request.model = agentic_proto::v1::ModelTier::Normal;
@@ -168,6 +165,13 @@ impl Prompts {
             .check_daily(&self.store, &request.user_id)
             .await?;
         self.check_prompt_quota(&request.user_id).await?;
+        // Last of the checks: a request refused for anything else takes no share of a rate.
+        let agent = request.agent_run.as_ref().map(|run| run.name.as_str());
+        self.check_rates(
+            &request.user_id,
+            agent.map(|name| (name, request.agent_rate)),
+        )
+        .await?;
         Ok(tripped)
     }
 

@@ -90,8 +90,8 @@ pub struct Runner {
     /// Conversations whose queue may move on (a prompt of theirs ended here): the
     /// dispatcher starts their next queued prompt.
     queues: mpsc::UnboundedSender<ConversationId>,
-    /// Tokens one user may spend per UTC day (0: no limit); runs stop past it.
-    daily_tokens: u64,
+    /// What one user may spend per UTC day; runs stop past it.
+    daily: crate::engine::budget::Daily,
     /// Prompts whose run was lost while paused and that now wait durably: a new run takes
     /// each up at once if every decision is already in.
     kept: mpsc::UnboundedSender<PromptId>,
@@ -115,7 +115,7 @@ impl Runner {
             mpsc::UnboundedSender<ConversationId>,
             mpsc::UnboundedSender<PromptId>,
         ),
-        daily_tokens: u64,
+        daily: crate::engine::budget::Daily,
     ) -> Runner {
         Runner {
             store,
@@ -123,7 +123,7 @@ impl Runner {
             active: Arc::default(),
             admission,
             queues,
-            daily_tokens,
+            daily,
             kept,
             guardrails: Arc::default(),
         }
@@ -242,7 +242,7 @@ impl Runner {
         let conversation_id = prompt.conversation_id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
-        let spending = Spending::of(prompt, self.daily_tokens);
+        let spending = Spending::of(prompt, self.daily);
         let span = run.span.clone();
         tokio::spawn(
             async move {

@@ -15,26 +15,26 @@ pub(in crate::engine::runner) struct Spending {
     budget: Option<Budget>,
     /// Everything the prompt spent, earlier runs of it included.
     spent: Usage,
-    /// Tokens its user may spend per UTC day (0: no limit).
-    daily_tokens: u64,
+    /// What its user may spend per UTC day.
+    daily: budget::Daily,
     /// Tokens were reported since the daily quota was last checked.
     unchecked_tokens: bool,
 }
 
 impl Spending {
-    pub(in crate::engine::runner) fn of(prompt: &Prompt, daily_tokens: u64) -> Spending {
+    pub(in crate::engine::runner) fn of(prompt: &Prompt, daily: budget::Daily) -> Spending {
         Spending {
             user_id: prompt.owner(),
             budget: prompt.budget,
             spent: prompt.usage.unwrap_or_default(),
-            daily_tokens,
+            daily,
             unchecked_tokens: false,
         }
     }
 
     pub(super) fn add(&mut self, usage: &Usage) {
         agentic_proto::budget::add_spent(&mut self.spent, usage);
-        self.unchecked_tokens |= usage.total_tokens > 0;
+        self.unchecked_tokens |= usage.total_tokens > 0 || usage.cost_micros > 0;
     }
 
     /// `ResourceExhausted` once the prompt passed its budget, or its user the day's quota.
@@ -47,8 +47,34 @@ impl Spending {
             crate::metrics::budget_stopped();
             return Err(GatewayError::ResourceExhausted(message));
         }
-        if self.daily_tokens > 0 && std::mem::take(&mut self.unchecked_tokens) {
-            let today = budget::today_start(agentic_db::now_millis());
+        if std::mem::take(&mut self.unchecked_tokens) {
+            self.check_daily(store).await?;
+        }
+        Ok(())
+    }
+
+    /// The day's tokens and cost of the user, against their limits (a read that fails is
+    /// tried again after the next write; the run does not fail for it).
+    async fn check_daily(&mut self, store: &Store) -> Result<(), GatewayError> {
+        let today = budget::today_start(agentic_db::now_millis());
+        if self.daily.cost_micros > 0 {
+            match store.cost_since(&self.user_id, today).await {
+                Ok(cost) if cost >= self.daily.cost_micros => {
+                    crate::metrics::budget_stopped();
+                    return Err(GatewayError::ResourceExhausted(format!(
+                        "daily spending limit reached: your prompts cost {cost} millionths \
+                         today, the limit is {}",
+                        self.daily.cost_micros
+                    )));
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(user_id = %self.user_id, %error, "could not read the day's cost");
+                    self.unchecked_tokens = true;
+                }
+            }
+        }
+        if self.daily.tokens > 0 {
             let spent = match store.tokens_since(&self.user_id, today).await {
                 Ok(spent) => spent,
                 Err(error) => {
@@ -59,11 +85,11 @@ impl Spending {
                     return Ok(());
                 }
             };
-            if spent >= self.daily_tokens {
+            if spent >= self.daily.tokens {
                 crate::metrics::budget_stopped();
                 return Err(GatewayError::ResourceExhausted(budget::daily_message(
                     spent,
-                    self.daily_tokens,
+                    self.daily.tokens,
                 )));
             }
         }
