@@ -724,3 +724,28 @@ async fn past_the_daily_spending_limit_new_prompts_are_refused_and_another_user_
     let bob = stack.client("bob").await.unwrap();
     completed(&bob, NewPrompt::new("his")).await;
 }
+
+#[tokio::test]
+async fn deleting_todays_prompts_does_not_give_back_the_days_spending() {
+    let stack = Stack::start_with(
+        vec![text(Match::Any, "Priced.").usage(1000, 100)],
+        StackOptions {
+            prices: r#"{"stand-in-normal": {"input": 2.0, "output": 10.0}}"#.into(),
+            daily_cost_micros_per_user: 5_000,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let one = completed(&alice, NewPrompt::new("one")).await;
+    let two = completed(&alice, NewPrompt::new("two")).await;
+    for prompt in [&one, &two] {
+        alice.delete_prompt(&prompt.id).await.unwrap();
+    }
+    let refused = alice
+        .create_prompt(NewPrompt::new("three"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
+}

@@ -17,3 +17,12 @@ ALTER TABLE prompts ADD COLUMN agent_name TEXT NOT NULL DEFAULT '';
 -- currency), and the input tokens the provider read from its cache.
 ALTER TABLE prompts ADD COLUMN cost_micros BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE prompts ADD COLUMN cached_input_tokens BIGINT NOT NULL DEFAULT 0;
+-- What a user's prompts deleted on a UTC day had spent that day (tokens, cost): the day's
+-- limits still count it. Rows of days before yesterday go with the next deletion.
+CREATE TABLE user_daily_spend (
+    user_id TEXT NOT NULL,
+    day_start BIGINT NOT NULL,
+    tokens BIGINT NOT NULL,
+    cost_micros BIGINT NOT NULL,
+    PRIMARY KEY (user_id, day_start)
+);

@@ -93,13 +93,20 @@ impl Store {
     }
 
     /// Forgets `user_id`'s counter once nothing of theirs is left (a prompt or conversation
-    /// made meanwhile keeps it).
+    /// made meanwhile keeps it), and what their deleted prompts had spent today: deleting
+    /// all of one's data leaves no row that names one.
     pub async fn forget_stored_bytes_of(&self, user_id: &UserId) -> Result<(), GatewayError> {
         self.db
             .write(
                 "DELETE FROM user_storage WHERE user_id = $1 \
                  AND NOT EXISTS (SELECT 1 FROM prompts WHERE user_id = $1) \
                  AND NOT EXISTS (SELECT 1 FROM conversations WHERE user_id = $1)",
+                &[user_id.into()],
+            )
+            .await?;
+        self.db
+            .write(
+                "DELETE FROM user_daily_spend WHERE user_id = $1",
                 &[user_id.into()],
             )
             .await?;

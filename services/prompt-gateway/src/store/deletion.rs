@@ -224,6 +224,30 @@ impl Store {
     }
 }
 
+/// Adds what deleted prompts spent `today` to `user_id`'s row of the day (and forgets their
+/// rows of days before yesterday).
+async fn keep_spent(
+    conn: &mut Conn<'_>,
+    user_id: &str,
+    today: i64,
+    (tokens, cost): (i64, i64),
+) -> Result<(), GatewayError> {
+    conn.execute(
+        "INSERT INTO user_daily_spend (user_id, day_start, tokens, cost_micros) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, day_start) DO UPDATE SET \
+         tokens = user_daily_spend.tokens + excluded.tokens, \
+         cost_micros = user_daily_spend.cost_micros + excluded.cost_micros",
+        &[user_id.into(), today.into(), tokens.into(), cost.into()],
+    )
+    .await?;
+    conn.execute(
+        "DELETE FROM user_daily_spend WHERE user_id = $1 AND day_start < $2",
+        &[user_id.into(), (today - 86_400_000).into()],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Deletes the prompts `filter` selects (a condition on `prompts`, over `args`) and every
 /// row of theirs, the rows first: how many prompts.
 async fn delete_prompts_where(
@@ -239,18 +263,31 @@ async fn delete_prompts_where(
     }
     // What the counter holds of each comes from the deleted rows themselves (see
     // `accounting`): their owners' counters go down by it in this transaction.
-    let deleted: Vec<(String, i64)> = conn
+    let deleted: Vec<(String, i64, i64, i64, i64)> = conn
         .all(
-            &format!("DELETE FROM prompts WHERE {filter} RETURNING user_id, stored_bytes"),
+            &format!(
+                "DELETE FROM prompts WHERE {filter} \
+                 RETURNING user_id, stored_bytes, updated_at, total_tokens, cost_micros"
+            ),
             args,
         )
         .await?;
-    let mut owners: BTreeMap<&str, i64> = BTreeMap::new();
-    for (user_id, stored) in &deleted {
-        *owners.entry(user_id).or_default() += stored;
+    let today = crate::engine::budget::today_start(now_millis());
+    let mut owners: BTreeMap<&str, (i64, i64, i64)> = BTreeMap::new();
+    for (user_id, stored, updated_at, tokens, cost) in &deleted {
+        let owner = owners.entry(user_id).or_default();
+        owner.0 += stored;
+        // What they spent today still counts against today's limits.
+        if *updated_at >= today {
+            owner.1 = owner.1.saturating_add(*tokens);
+            owner.2 = owner.2.saturating_add(*cost);
+        }
     }
-    for (user_id, stored) in owners {
+    for (user_id, (stored, tokens, cost)) in owners {
         super::accounting::add_stored(conn, user_id, stored.saturating_neg()).await?;
+        if tokens > 0 || cost > 0 {
+            keep_spent(conn, user_id, today, (tokens, cost)).await?;
+        }
     }
     Ok(u64::try_from(deleted.len()).unwrap_or(u64::MAX))
 }

@@ -176,9 +176,16 @@ impl Store {
         since: i64,
         column: &'static str,
     ) -> Result<u64, GatewayError> {
+        // With what deleted prompts had spent since (`user_daily_spend`, by day).
+        let kept = if column == "total_tokens" {
+            "tokens"
+        } else {
+            column
+        };
         let sql = format!(
-            "SELECT CAST(COALESCE(sum({column}), 0) AS BIGINT) FROM prompts \
-             WHERE user_id = $1 AND updated_at >= $2"
+            "SELECT CAST(COALESCE((SELECT sum({column}) FROM prompts \
+             WHERE user_id = $1 AND updated_at >= $2), 0) + COALESCE((SELECT sum({kept}) \
+             FROM user_daily_spend WHERE user_id = $1 AND day_start >= $2 - 86399999), 0) AS BIGINT)"
         );
         let spent: Option<i64> = self
             .db
