@@ -749,3 +749,47 @@ async fn deleting_todays_prompts_does_not_give_back_the_days_spending() {
         .unwrap_err();
     assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
 }
+
+#[tokio::test]
+async fn past_the_tokens_a_minute_the_next_prompt_is_refused_per_user_and_per_agent() {
+    let stack = Stack::start_with(
+        vec![text(Match::Any, "Counted.").usage(1000, 100)],
+        StackOptions {
+            tokens_per_minute_per_user: 3000,
+            ..StackOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    alice
+        .create_agent(Agent {
+            tokens_per_minute: 1000,
+            ..agent("thrifty", "", None)
+        })
+        .await
+        .unwrap();
+    // The agent's own limit: one prompt of 1,100 tokens passes it, the next is refused.
+    completed(&alice, NewPrompt::new("one").agent("thrifty")).await;
+    let refused = alice
+        .create_prompt(NewPrompt::new("two").agent("thrifty"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
+    assert!(
+        refused
+            .to_string()
+            .contains("as agent thrifty spent 1100 tokens"),
+        "{refused}"
+    );
+    // The user's: 3,300 tokens after two more, then refused, while bob goes on.
+    completed(&alice, NewPrompt::new("three")).await;
+    completed(&alice, NewPrompt::new("four")).await;
+    let over = alice
+        .create_prompt(NewPrompt::new("five"))
+        .await
+        .unwrap_err();
+    assert_eq!(over.code(), Some(Code::ResourceExhausted), "{over:?}");
+    let bob = stack.client("bob").await.unwrap();
+    completed(&bob, NewPrompt::new("his")).await;
+}

@@ -107,6 +107,10 @@ pub struct Config {
     /// `CreatePrompt` is RESOURCE_EXHAUSTED with `retry-after` (`Retry-After` over HTTP).
     #[arg(long, env = "GATEWAY_PROMPTS_PER_MINUTE_PER_USER", default_value_t = 0)]
     pub prompts_per_minute_per_user: u32,
+    /// Tokens one user's prompts may spend per minute, across every replica (0: no limit);
+    /// past it `CreatePrompt` is RESOURCE_EXHAUSTED with `retry-after`.
+    #[arg(long, env = "GATEWAY_TOKENS_PER_MINUTE_PER_USER", default_value_t = 0)]
+    pub tokens_per_minute_per_user: u64,
     /// Bytes one user may keep in the gateway's database (0: no limit): their conversations
     /// and their ended prompts with everything in them (events, outputs, recordings), as
     /// the background accounting counts them. Past it `CreatePrompt` and

@@ -347,7 +347,10 @@ fn prompts(
         max_run_time: Duration::from_secs(config.max_run_secs),
         guardrails,
         operator_agents: config::operator_agents(config)?,
-        rates: std::sync::Arc::new(app::rates::Rates::new(config.prompts_per_minute_per_user)),
+        rates: std::sync::Arc::new(app::rates::Rates::new(
+            config.prompts_per_minute_per_user,
+            config.tokens_per_minute_per_user,
+        )),
         recording: match config.record_prompts {
             RecordPrompts::On => true,
             RecordPrompts::Off => false,

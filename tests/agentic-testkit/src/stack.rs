@@ -208,6 +208,8 @@ pub struct StackOptions {
     pub agents_file: Option<PathBuf>,
     /// Prompts one user may create per minute (0: no limit, the default).
     pub prompts_per_minute_per_user: u32,
+    /// Tokens one user's prompts may spend per minute (0: no limit, the default).
+    pub tokens_per_minute_per_user: u64,
     /// The executors' price table (`AGENTIC_PRICES`; empty: none).
     pub prices: String,
     /// The executors register their modes with the gateway (which then has none
@@ -285,6 +287,7 @@ impl Default for StackOptions {
             guardrails: None,
             agents_file: None,
             prompts_per_minute_per_user: 0,
+            tokens_per_minute_per_user: 0,
             prices: String::new(),
             executors_register: false,
             gateway_tls_cert: None,
@@ -731,6 +734,7 @@ impl Stack {
             trigger_tick_ms: options.trigger_tick_ms,
             record_prompts: options.record_prompts,
             prompts_per_minute_per_user: options.prompts_per_minute_per_user,
+            tokens_per_minute_per_user: options.tokens_per_minute_per_user,
             agents_file: options.agents_file.clone(),
             guardrails: options.guardrails.clone(),
             modes: modes.to_vec(),

@@ -68,6 +68,8 @@ struct FileAgent {
     memory_namespaces: Vec<String>,
     #[serde(default)]
     prompts_per_minute: u32,
+    #[serde(default)]
+    tokens_per_minute: u64,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -137,6 +139,7 @@ impl FileAgent {
             source: OPERATOR.into(),
             memory_namespaces: self.memory_namespaces,
             prompts_per_minute: self.prompts_per_minute,
+            tokens_per_minute: self.tokens_per_minute,
         })
     }
 }
@@ -302,7 +305,7 @@ fn apply(agent: &Agent, request: &mut NewPrompt) -> Result<(), GatewayError> {
         request.output_schema.clone_from(&agent.output_schema);
     }
     request.budget = merged_budget(agent.budget.as_ref(), request.budget.as_ref());
-    request.agent_rate = agent.prompts_per_minute;
+    request.agent_rates = (agent.prompts_per_minute, agent.tokens_per_minute);
     request.agent_run = Some(AgentRun {
         name: agent.name.clone(),
         version: agent.version,

@@ -74,8 +74,9 @@ pub struct NewPrompt {
     pub agent: Option<String>,
     /// What it takes of its agent (a replay: what the recorded prompt took).
     pub agent_run: Option<agentic_proto::v1::AgentRun>,
-    /// Prompts a user may create through that agent per minute (0: no limit of its own).
-    pub agent_rate: u32,
+    /// Prompts and tokens a user may spend through that agent per minute (0: no limit of
+    /// its own).
+    pub agent_rates: (u32, u64),
 }
 
 #[cfg(test)]
@@ -100,7 +101,7 @@ impl NewPrompt {
             output_schema: None,
             agent: None,
             agent_run: None,
-            agent_rate: 0,
+            agent_rates: (0, 0),
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Rate limits on creating prompts: per user (`GATEWAY_PROMPTS_PER_MINUTE_PER_USER`) and per
-//! user through one agent (`Agent.prompts_per_minute`), over the last minute. The database
+//! Rate limits on creating prompts, over the last minute: prompts per user
+//! (`GATEWAY_PROMPTS_PER_MINUTE_PER_USER`) and per user through one agent
+//! (`Agent.prompts_per_minute`), and the tokens their prompts spent
+//! (`GATEWAY_TOKENS_PER_MINUTE_PER_USER`, `Agent.tokens_per_minute`; a prompt that spends
+//! past it is not stopped, the next one is refused). The database
 //! holds the shared count (the user's prompts created in the window, on every replica);
 //! governor's keyed limiter in front of it refuses a user already over the limit on this
 //! replica alone without asking the database. Going over is RESOURCE_EXHAUSTED with when to
@@ -22,17 +25,19 @@ const WINDOW_MS: i64 = 60_000;
 /// Checks between two sweeps of the local limiter's idle users.
 const SWEEP_EVERY: u64 = 1024;
 
-/// The per-user limit and this replica's part of it.
+/// The per-user limits and this replica's part of the prompts'.
 pub struct Rates {
     per_user: u32,
+    tokens_per_user: u64,
     local: Option<DefaultKeyedRateLimiter<String>>,
     checks: AtomicU64,
 }
 
 impl Rates {
-    pub fn new(per_user: u32) -> Rates {
+    pub fn new(per_user: u32, tokens_per_user: u64) -> Rates {
         Rates {
             per_user,
+            tokens_per_user,
             local: NonZeroU32::new(per_user)
                 .map(|limit| DefaultKeyedRateLimiter::keyed(Quota::per_minute(limit))),
             checks: AtomicU64::new(0),
@@ -63,12 +68,12 @@ fn limited(what: String, wait: Duration) -> GatewayError {
 }
 
 impl Prompts {
-    /// Refuses one more prompt of `user_id` (through `agent`: its name and per-minute limit)
-    /// past the limits.
+    /// Refuses one more prompt of `user_id` (through `agent`: its name and its prompts and
+    /// tokens per minute) past the limits.
     pub(crate) async fn check_rates(
         &self,
         user_id: &UserId,
-        agent: Option<(&str, u32)>,
+        agent: Option<(&str, (u32, u64))>,
     ) -> Result<(), GatewayError> {
         let per_user = self.rates.per_user;
         if per_user > 0 {
@@ -77,10 +82,45 @@ impl Prompts {
             })?;
             self.check_window(user_id, None, per_user).await?;
         }
-        if let Some((name, limit)) = agent.filter(|(_, limit)| *limit > 0) {
-            self.check_window(user_id, Some(name), limit).await?;
+        if self.rates.tokens_per_user > 0 {
+            self.check_tokens(user_id, None, self.rates.tokens_per_user)
+                .await?;
+        }
+        if let Some((name, (prompts, tokens))) = agent {
+            if prompts > 0 {
+                self.check_window(user_id, Some(name), prompts).await?;
+            }
+            if tokens > 0 {
+                self.check_tokens(user_id, Some(name), tokens).await?;
+            }
         }
         Ok(())
+    }
+
+    async fn check_tokens(
+        &self,
+        user_id: &UserId,
+        agent: Option<&str>,
+        limit: u64,
+    ) -> Result<(), GatewayError> {
+        let now = crate::store::now_millis();
+        let (spent, oldest) = self
+            .store
+            .tokens_in_window(user_id, agent, now - WINDOW_MS)
+            .await?;
+        if spent < limit {
+            return Ok(());
+        }
+        let wait = Duration::from_millis(u64::try_from(oldest + WINDOW_MS - now).unwrap_or(0));
+        let what = match agent {
+            Some(name) => format!(
+                "your prompts as agent {name} spent {spent} tokens in the last minute, the most is {limit}"
+            ),
+            None => {
+                format!("your prompts spent {spent} tokens in the last minute, the most is {limit}")
+            }
+        };
+        Err(limited(what, wait))
     }
 
     async fn check_window(

@@ -91,7 +91,7 @@ impl Prompts {
             // The version it was recorded with, whatever the agent is now.
             agent: None,
             agent_run: source.agent,
-            agent_rate: 0,
+            agent_rates: (0, 0),
         })
         .await
     }

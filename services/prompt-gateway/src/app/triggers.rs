@@ -512,7 +512,7 @@ impl Triggers {
                 output_schema: None,
                 agent: Some(prompt.agent).filter(|agent| !agent.trim().is_empty()),
                 agent_run: None,
-                agent_rate: 0,
+                agent_rates: (0, 0),
             })
             .await?;
         Ok(())

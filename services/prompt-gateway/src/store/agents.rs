@@ -215,3 +215,25 @@ impl Store {
         Ok((count, oldest.unwrap_or_default()))
     }
 }
+
+impl Store {
+    /// The tokens of `user_id`'s prompts written to after `since` (ms), through agent `agent`
+    /// when named, and the earliest of those writes (ms; 0 with none).
+    pub async fn tokens_in_window(
+        &self,
+        user_id: &UserId,
+        agent: Option<&str>,
+        since: i64,
+    ) -> Result<(u64, i64), GatewayError> {
+        let row: Option<(i64, Option<i64>)> = self
+            .db
+            .read_optional(
+                "SELECT CAST(COALESCE(SUM(total_tokens), 0) AS BIGINT), MIN(updated_at) FROM prompts \
+                 WHERE user_id = $1 AND updated_at > $2 AND ($3 = '' OR agent_name = $3)",
+                &[user_id.into(), since.into(), agent.unwrap_or_default().into()],
+            )
+            .await?;
+        let (spent, oldest) = row.unwrap_or_default();
+        Ok((unsigned(spent), oldest.unwrap_or_default()))
+    }
+}

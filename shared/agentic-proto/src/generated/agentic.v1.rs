@@ -698,6 +698,10 @@ pub struct Agent {
     /// limit of its own; the operator's per-user limit still holds).
     #[prost(uint32, tag = "13")]
     pub prompts_per_minute: u32,
+    /// Tokens a user's prompts through it may spend per minute, across every gateway replica
+    /// (0: no limit of its own): past it a new prompt through it is refused.
+    #[prost(uint64, tag = "14")]
+    pub tokens_per_minute: u64,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateAgentRequest {

@@ -63,7 +63,7 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
         output_schema: request.output_schema,
         agent: (!request.agent.trim().is_empty()).then_some(request.agent),
         agent_run: None,
-        agent_rate: 0,
+        agent_rates: (0, 0),
     })
 }
 

@@ -169,7 +169,7 @@ impl Prompts {
         let agent = request.agent_run.as_ref().map(|run| run.name.as_str());
         self.check_rates(
             &request.user_id,
-            agent.map(|name| (name, request.agent_rate)),
+            agent.map(|name| (name, request.agent_rates)),
         )
         .await?;
         Ok(tripped)
