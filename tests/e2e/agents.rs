@@ -661,9 +661,15 @@ async fn an_agents_own_rate_holds_per_user_across_two_gateway_replicas() {
 #[tokio::test]
 async fn a_prompt_carries_its_cost_by_the_price_table_and_spending_is_reported_per_day_and_agent() {
     let stack = Stack::start_with(
-        vec![text(Match::Any, "Priced.").usage(1000, 100)],
+        vec![
+            text(Match::LastUserContains("cached".into()), "From the cache.")
+                .usage(1000, 100)
+                .cached(800),
+            text(Match::Any, "Priced.").usage(1000, 100),
+        ],
         StackOptions {
-            prices: r#"{"stand-in-normal": {"input": 2.0, "output": 10.0}}"#.into(),
+            prices: r#"{"stand-in-normal": {"input": 2.0, "cached_input": 0.5, "output": 10.0}}"#
+                .into(),
             ..StackOptions::default()
         },
     )
@@ -686,6 +692,12 @@ async fn a_prompt_carries_its_cost_by_the_price_table_and_spending_is_reported_p
     // bob spent nothing; the CLI shows both the cost of a prompt and the spending.
     let bob = stack.client("bob").await.unwrap();
     assert!(bob.storage_usage().await.unwrap().spending.is_empty());
+    // Cached input tokens (as the provider reports them) cost the cached price.
+    let cached = completed(&bob, NewPrompt::new("cached")).await;
+    let usage = cached.usage.unwrap();
+    assert_eq!(usage.cached_input_tokens, 800);
+    // 200 × 2 + 800 × 0.5 + 100 × 10.
+    assert_eq!(usage.cost_micros, 1_800);
     let ran = crate::cli::agentic(&stack, &["prompt", "four"], "").await;
     assert!(ran.stderr.contains("cost 0.003000]"), "{}", ran.stderr);
     let usage = crate::cli::agentic(&stack, &["usage"], "").await;

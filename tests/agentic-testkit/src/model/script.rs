@@ -29,6 +29,10 @@ pub struct Rule {
     /// Reported usage as (prompt tokens, completion tokens); `DEFAULT_USAGE` when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<(u64, u64)>,
+    /// Prompt tokens read from the prompt cache, reported as
+    /// `usage.prompt_tokens_details.cached_tokens` (as OpenAI does); 0: not reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     /// Pause between the chunks of a streamed answer, in milliseconds (0: back to back), as
     /// a model that writes as it thinks.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -43,6 +47,7 @@ impl Rule {
             times: None,
             delay_ms: 0,
             usage: None,
+            cached_tokens: 0,
             chunk_delay_ms: 0,
         }
     }
@@ -66,6 +71,12 @@ impl Rule {
 
     pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Rule {
         self.usage = Some((input_tokens, output_tokens));
+        self
+    }
+
+    /// Reports `tokens` of the prompt tokens as read from the provider's prompt cache.
+    pub fn cached(mut self, tokens: u64) -> Rule {
+        self.cached_tokens = tokens;
         self
     }
 }

@@ -195,6 +195,7 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
         content,
         calls,
         usage: rule.usage.unwrap_or(DEFAULT_USAGE),
+        cached_tokens: rule.cached_tokens,
     };
     if request.stream {
         stream_response(

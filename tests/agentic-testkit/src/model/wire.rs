@@ -11,6 +11,8 @@ pub(crate) struct Completion {
     pub calls: Vec<WireCall>,
     /// (prompt tokens, completion tokens).
     pub usage: (u64, u64),
+    /// Prompt tokens read from the cache (0: no `prompt_tokens_details`).
+    pub cached_tokens: u64,
 }
 
 pub(crate) struct WireCall {
@@ -31,11 +33,15 @@ impl Completion {
 
     fn usage_json(&self) -> Value {
         let (prompt_tokens, completion_tokens) = self.usage;
-        json!({
+        let mut usage = json!({
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
-        })
+        });
+        if self.cached_tokens > 0 {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": self.cached_tokens});
+        }
+        usage
     }
 
     /// The non-streaming `chat.completion` object.
