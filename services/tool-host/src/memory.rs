@@ -22,9 +22,7 @@ pub const MAX_ITEMS_PER_USER: i64 = 1_000;
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// The longest key.
 pub const MAX_KEY_CHARS: usize = 256;
-/// Parts of a namespace, and characters of each.
-pub const MAX_NAMESPACE_PARTS: usize = 8;
-pub const MAX_PART_CHARS: usize = 64;
+pub use agentic_proto::memory::{MAX_NAMESPACE_PARTS, MAX_PART_CHARS};
 /// The longest time to live: ten years.
 pub const MAX_TTL_SECONDS: u64 = 10 * 365 * 24 * 3600;
 /// Items one search answers at most.
@@ -64,24 +62,9 @@ fn item((namespace, key, value, created_at, updated_at, expires_at): Row) -> Ite
     }
 }
 
-/// A namespace as stored (`a/b`), checked: 1 to 8 parts of letters, digits, `_`, `-`, `.`.
+/// A namespace as stored (`a/b`), checked ([`agentic_proto::memory::check_namespace`]).
 pub fn namespace_text(parts: &[String]) -> Result<String, String> {
-    if parts.is_empty() || parts.len() > MAX_NAMESPACE_PARTS {
-        return Err(format!("a namespace has 1 to {MAX_NAMESPACE_PARTS} parts"));
-    }
-    for part in parts {
-        let valid = !part.is_empty()
-            && part.chars().count() <= MAX_PART_CHARS
-            && part
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
-        if !valid {
-            return Err(format!(
-                "namespace part {:?}: 1 to {MAX_PART_CHARS} letters, digits, '_', '-' or '.'",
-                agentic_telemetry::text::truncate_chars(part, 40, "…")
-            ));
-        }
-    }
+    agentic_proto::memory::check_namespace(parts)?;
     Ok(parts.join("/"))
 }
 
@@ -356,17 +339,15 @@ impl Memory {
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
         usage::hold(&mut conn, user).await?;
-        let size: Option<i64> = conn
-            .scalar(
-                "DELETE FROM memory_items WHERE user_id = $1 AND namespace = $2 AND key = $3 RETURNING size",
-                &[user.into(), namespace.into(), key.into()],
-            )
-            .await?;
-        if let Some(size) = size {
-            usage::release(&mut conn, user, size).await?;
-        }
+        let deleted = usage::delete_freeing(
+            &mut conn,
+            user,
+            "DELETE FROM memory_items WHERE user_id = $1 AND namespace = $2 AND key = $3 RETURNING size",
+            &[user.into(), namespace.into(), key.into()],
+        )
+        .await?;
         transaction.commit().await?;
-        Ok(size.is_some())
+        Ok(deleted > 0)
     }
 
     /// Deletes every item of `user_id`, freeing their bytes: how many there were.
@@ -376,16 +357,15 @@ impl Memory {
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
         usage::hold(&mut conn, user).await?;
-        let sizes: Vec<i64> = conn
-            .scalars(
-                "DELETE FROM memory_items WHERE user_id = $1 RETURNING size",
-                &[user.into()],
-            )
-            .await?;
-        let freed: i64 = sizes.iter().sum();
-        usage::release(&mut conn, user, freed).await?;
+        let deleted = usage::delete_freeing(
+            &mut conn,
+            user,
+            "DELETE FROM memory_items WHERE user_id = $1 RETURNING size",
+            &[user.into()],
+        )
+        .await?;
         transaction.commit().await?;
-        Ok(sizes.len() as u64)
+        Ok(deleted)
     }
 
     /// A page of `user_id`'s live items by namespace and key, after `after` (namespace and
@@ -442,18 +422,15 @@ fn check_item(key: &str, json: &str) -> Result<(), Error> {
 /// Deletes up to [`EXPIRED_PER_WRITE`] of the user's items expired at `now`, freeing their
 /// bytes.
 async fn delete_expired(conn: &mut Conn<'_>, user: &str, now: i64) -> Result<(), Error> {
-    let sizes: Vec<i64> = conn
-        .scalars(
-            "DELETE FROM memory_items WHERE user_id = $1 AND (namespace, key) IN \
-             (SELECT namespace, key FROM memory_items WHERE user_id = $1 AND expires_at <= $2 LIMIT $3) \
-             RETURNING size",
-            &[user.into(), now.into(), EXPIRED_PER_WRITE.into()],
-        )
-        .await?;
-    if !sizes.is_empty() {
-        let freed: i64 = sizes.iter().sum();
-        usage::release(conn, user, freed).await?;
-    }
+    usage::delete_freeing(
+        conn,
+        user,
+        "DELETE FROM memory_items WHERE user_id = $1 AND (namespace, key) IN \
+         (SELECT namespace, key FROM memory_items WHERE user_id = $1 AND expires_at <= $2 LIMIT $3) \
+         RETURNING size",
+        &[user.into(), now.into(), EXPIRED_PER_WRITE.into()],
+    )
+    .await?;
     Ok(())
 }
 

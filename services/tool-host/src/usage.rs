@@ -4,7 +4,7 @@
 //! user's writes run one at a time and the count never races. Then it frees what it
 //! replaces ([`release`]) and reserves what it adds ([`reserve`]) in the same transaction.
 
-use agentic_db::Conn;
+use agentic_db::{Arg, Conn};
 
 use crate::error::Error;
 
@@ -27,6 +27,19 @@ pub async fn release(conn: &mut Conn<'_>, user: &str, bytes: i64) -> Result<(), 
         conn.execute(RELEASE, &[user.into(), bytes.into()]).await?;
     }
     Ok(())
+}
+
+/// Runs `delete` (a `DELETE … RETURNING size` of `user`'s rows, over `args`) and takes the
+/// deleted rows' bytes off what `user` keeps: how many rows went.
+pub async fn delete_freeing(
+    conn: &mut Conn<'_>,
+    user: &str,
+    delete: &str,
+    args: &[Arg<'_>],
+) -> Result<u64, Error> {
+    let sizes: Vec<i64> = conn.scalars(delete, args).await?;
+    release(conn, user, sizes.iter().sum()).await?;
+    Ok(sizes.len() as u64)
 }
 
 /// Adds `size` bytes to what `user` keeps, or refuses when that passes `quota` (`freed`: what

@@ -7,6 +7,7 @@ pub mod canonical;
 pub mod codec;
 mod events;
 pub mod json;
+pub mod memory;
 pub mod scope;
 
 #[allow(clippy::all)]

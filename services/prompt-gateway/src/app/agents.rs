@@ -201,17 +201,10 @@ pub fn check(agent: &Agent) -> Result<(), GatewayError> {
             "memory_namespaces names more than {MAX_MEMORY_NAMESPACES} namespaces"
         ));
     }
-    // The tool-host's rule for a namespace: 1 to 8 parts of 1 to 64 of these characters.
+    // The tool-host's rule for a namespace, its parts joined by '/'.
     if let Some(bad) = agent.memory_namespaces.iter().find(|namespace| {
         let parts: Vec<&str> = namespace.split('/').collect();
-        parts.len() > 8
-            || parts.iter().any(|part| {
-                part.is_empty()
-                    || part.len() > 64
-                    || !part
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-            })
+        agentic_proto::memory::check_namespace(&parts).is_err()
     }) {
         return invalid(format!(
             "memory_namespaces: {:?} is not a namespace path (parts of letters, digits, '_', '-' or '.', joined by '/')",

@@ -100,22 +100,21 @@ impl Folders {
         let mut transaction = writer.begin().await?;
         let mut conn = transaction.conn();
         usage::hold(&mut conn, user).await?;
-        let sizes: Vec<i64> = conn
-            .scalars(
-                "DELETE FROM skill_folders WHERE user_id = $1 RETURNING size",
-                &[user.into()],
-            )
-            .await?;
+        let deleted = usage::delete_freeing(
+            &mut conn,
+            user,
+            "DELETE FROM skill_folders WHERE user_id = $1 RETURNING size",
+            &[user.into()],
+        )
+        .await?;
         conn.execute(
             "DELETE FROM skill_folder_files WHERE user_id = $1",
             &[user.into()],
         )
         .await?;
-        let bytes: i64 = sizes.iter().sum();
-        usage::release(&mut conn, user, bytes).await?;
         forget_provider_copies(&mut conn, user, None).await?;
         transaction.commit().await?;
-        Ok(sizes.len() as u64)
+        Ok(deleted)
     }
 
     /// Records the provider's copy of `owner`'s skill `name` and answers the copy on record:
