@@ -67,6 +67,21 @@ fn limited(what: String, wait: Duration) -> GatewayError {
     }
 }
 
+/// Refuses, saying `what`, when `measured` in the window reached `limit`: until the window's
+/// oldest counted moment (`oldest`, ms) leaves it.
+fn past_limit(
+    (measured, limit): (u64, u64),
+    oldest: i64,
+    now: i64,
+    what: impl FnOnce() -> String,
+) -> Result<(), GatewayError> {
+    if measured < limit {
+        return Ok(());
+    }
+    let wait = Duration::from_millis(u64::try_from(oldest + WINDOW_MS - now).unwrap_or(0));
+    Err(limited(what(), wait))
+}
+
 impl Prompts {
     /// Refuses one more prompt of `user_id` (through `agent`: its name and its prompts and
     /// tokens per minute) past the limits.
@@ -108,19 +123,14 @@ impl Prompts {
             .store
             .tokens_in_window(user_id, agent, now - WINDOW_MS)
             .await?;
-        if spent < limit {
-            return Ok(());
-        }
-        let wait = Duration::from_millis(u64::try_from(oldest + WINDOW_MS - now).unwrap_or(0));
-        let what = match agent {
+        past_limit((spent, limit), oldest, now, || match agent {
             Some(name) => format!(
                 "your prompts as agent {name} spent {spent} tokens in the last minute, the most is {limit}"
             ),
             None => {
                 format!("your prompts spent {spent} tokens in the last minute, the most is {limit}")
             }
-        };
-        Err(limited(what, wait))
+        })
     }
 
     async fn check_window(
@@ -134,14 +144,9 @@ impl Prompts {
             .store
             .prompts_since(user_id, agent, now - WINDOW_MS)
             .await?;
-        if count < i64::from(limit) {
-            return Ok(());
-        }
-        let wait = Duration::from_millis(u64::try_from(oldest + WINDOW_MS - now).unwrap_or(0));
-        let what = match agent {
+        past_limit((count, u64::from(limit)), oldest, now, || match agent {
             Some(name) => format!("you may create {limit} prompts a minute as agent {name}"),
             None => format!("you may create {limit} prompts a minute"),
-        };
-        Err(limited(what, wait))
+        })
     }
 }

@@ -191,28 +191,21 @@ impl Store {
         user_id: &UserId,
         agent: Option<&str>,
         since: i64,
-    ) -> Result<(i64, i64), GatewayError> {
-        let row: Option<(i64, Option<i64>)> = match agent {
-            Some(agent) => {
-                self.db
-                    .read_optional(
-                        "SELECT COUNT(*), MIN(created_at) FROM prompts \
-                         WHERE user_id = $1 AND created_at > $2 AND agent_name = $3",
-                        &[user_id.into(), since.into(), agent.into()],
-                    )
-                    .await?
-            }
-            None => {
-                self.db
-                    .read_optional(
-                        "SELECT COUNT(*), MIN(created_at) FROM prompts WHERE user_id = $1 AND created_at > $2",
-                        &[user_id.into(), since.into()],
-                    )
-                    .await?
-            }
-        };
+    ) -> Result<(u64, i64), GatewayError> {
+        let row: Option<(i64, Option<i64>)> = self
+            .db
+            .read_optional(
+                "SELECT COUNT(*), MIN(created_at) FROM prompts \
+                 WHERE user_id = $1 AND created_at > $2 AND ($3 = '' OR agent_name = $3)",
+                &[
+                    user_id.into(),
+                    since.into(),
+                    agent.unwrap_or_default().into(),
+                ],
+            )
+            .await?;
         let (count, oldest) = row.unwrap_or_default();
-        Ok((count, oldest.unwrap_or_default()))
+        Ok((unsigned(count), oldest.unwrap_or_default()))
     }
 }
 
