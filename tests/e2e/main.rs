@@ -50,6 +50,7 @@ mod seed;
 mod skill_folders;
 mod skills;
 mod streams;
+mod sub_agents;
 mod support;
 mod telemetry;
 mod tidy;

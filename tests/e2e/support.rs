@@ -67,6 +67,8 @@ pub fn kind(event: &PromptEvent) -> &'static str {
         Some(prompt_event::Kind::Log(_)) => "log",
         Some(prompt_event::Kind::Started(_)) => "started",
         Some(prompt_event::Kind::Guardrail(_)) => "guardrail",
+        Some(prompt_event::Kind::Delegating(_)) => "delegating",
+        Some(prompt_event::Kind::SubPrompt(_)) => "sub_prompt",
         None => "none",
     }
 }

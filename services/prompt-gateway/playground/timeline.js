@@ -4,7 +4,12 @@
 // kept in session storage as it changes, so a reload resumes after the last event it saw,
 // with nothing lost or repeated.
 
+import { el, text, button } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { applySubPrompt, renderSubPrompt } from "./subagents.js";
+
+// The page's other modules take these from here.
+export { el, text, button };
 
 const FINAL = new Set(["PROMPT_STATE_COMPLETED", "PROMPT_STATE_FAILED", "PROMPT_STATE_CANCELLED"]);
 const STATE_NAMES = {
@@ -99,7 +104,9 @@ export class PromptView {
           if (this.abort.signal.aborted) return;
           if (error.status && error.status !== 200 && error.status < 500) throw error;
         }
-        if (this.finished || this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") return;
+        // A prompt that waits for its sub-agents only (`delegating`) goes on: follow it.
+        const waits = this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL" && !this.model.delegating;
+        if (this.finished || waits) return;
         if (progressed) pause = 500;
         await new Promise((resolve) => setTimeout(resolve, pause));
         pause = Math.min(pause * 2, 10000);
@@ -127,7 +134,11 @@ export class PromptView {
     const model = this.model;
     model.lastSeq = sequence;
     model.events += 1;
-    if (event.created || event.started) {
+    // Its last pause waits for sub-agents only (`delegating`), not for a person (`waiting`).
+    if (event.delegating || event.waiting) model.delegating = Boolean(event.delegating);
+    if (event.subPrompt) {
+      applySubPrompt(model, event.subPrompt);
+    } else if (event.created || event.started) {
       // `started`: a queued prompt left its conversation's queue and runs.
       const prompt = (event.created || event.started).prompt;
       model.prompt = { ...model.prompt, ...prompt, output: undefined };
@@ -151,7 +162,7 @@ export class PromptView {
         output.tool.approval = { state: "APPROVAL_STATE_PENDING" };
       }
     } else {
-      const end = event.completed || event.error || event.cancelled || event.waiting;
+      const end = event.completed || event.error || event.cancelled || event.waiting || event.delegating;
       if (end && end.prompt) {
         model.prompt = { ...end.prompt, output: undefined };
         model.outputs = end.prompt.output || model.outputs;
@@ -341,7 +352,15 @@ export class PromptView {
     if (approval.state === "APPROVAL_STATE_RESPONDED") {
       details.append(labelled("answered by", plain(approval.decidedBy || "a person"), "responded"));
     }
-    if (pending && this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") {
+    const run = (this.model.subPrompts || {})[tool.id];
+    if (run) {
+      const base = (prompt, call) => `/v1/prompts/${encodeURIComponent(prompt)}/tool-calls/${encodeURIComponent(call)}`;
+      details.append(renderSubPrompt(run, (prompt, call, what) => this.act(what, `${base(prompt, call)}:${what}`, {})));
+      details.open = true;
+    }
+    // A sub-agent's call is answered by its run, never by a person.
+    const byAgent = (tool.function || "").startsWith("agent.");
+    if (pending && !byAgent && this.state === "PROMPT_STATE_WAITING_FOR_APPROVAL") {
       details.append(tool.function === "human.ask" ? this.questionForm(tool) : this.decisionControls(tool));
     }
     details.dataset.index = String(index);
@@ -563,22 +582,4 @@ function plain(value) {
   const pre = el("pre", "plain");
   pre.textContent = value;
   return pre;
-}
-
-export function el(name, className) {
-  const node = document.createElement(name);
-  if (className) node.className = className;
-  return node;
-}
-
-export function text(value) {
-  return document.createTextNode(value);
-}
-
-export function button(label, className, onClick) {
-  const node = el("button", className);
-  node.type = "button";
-  node.textContent = label;
-  node.addEventListener("click", onClick);
-  return node;
 }

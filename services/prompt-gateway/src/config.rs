@@ -185,6 +185,10 @@ pub struct Config {
     /// may run them, none may change them. Unset: none.
     #[arg(long, env = "GATEWAY_AGENTS_FILE")]
     pub agents_file: Option<std::path::PathBuf>,
+    /// How deep agents calling agents (sub-agents) may nest: a prompt's sub-agents are at
+    /// depth 1, theirs at 2, … A call past it is refused (its caller hears why).
+    #[arg(long, env = "GATEWAY_MAX_AGENT_DEPTH", default_value_t = 3)]
+    pub max_agent_depth: u32,
     /// The tool-host, whose artifact store holds the content of files.
     #[arg(long, env = "TOOL_HOST_URL", default_value = "http://127.0.0.1:50054")]
     pub tool_host_url: String,

@@ -187,6 +187,7 @@ async fn public_router(config: &Config) -> anyhow::Result<tonic::transport::serv
 type Receivers = (
     tokio::sync::mpsc::UnboundedReceiver<agentic_ids::ConversationId>,
     tokio::sync::mpsc::UnboundedReceiver<agentic_ids::PromptId>,
+    tokio::sync::mpsc::UnboundedReceiver<engine::runner::SubCall>,
 );
 
 /// The gateway's store and use cases, opened.
@@ -210,10 +211,15 @@ async fn open(config: &Config, clock: Clock) -> anyhow::Result<Opened> {
     let store_is_shared = store.is_shared();
     let (queues, queue_moves) = tokio::sync::mpsc::unbounded_channel();
     let (kept, kept_pauses) = tokio::sync::mpsc::unbounded_channel();
+    let (sub_calls, sub_call_receiver) = tokio::sync::mpsc::unbounded_channel();
     let tool_host = agentic_rpc::channel(&config.tool_host_url, &token).map_err(|error| {
         anyhow::anyhow!("invalid tool-host url {:?}: {error}", config.tool_host_url)
     })?;
     let prompts = prompts(config, (store, tool_host), &token, (queues, kept))?;
+    let prompts = Prompts {
+        runner: prompts.runner.clone().with_sub_agents(sub_calls),
+        ..prompts
+    };
     let orphaned = prompts.fail_orphaned().await?;
     if orphaned > 0 {
         tracing::warn!(
@@ -235,7 +241,7 @@ async fn open(config: &Config, clock: Clock) -> anyhow::Result<Opened> {
         store_is_shared,
         prompts,
         triggers,
-        receivers: (queue_moves, kept_pauses),
+        receivers: (queue_moves, kept_pauses, sub_call_receiver),
     })
 }
 
@@ -244,7 +250,7 @@ async fn open(config: &Config, clock: Clock) -> anyhow::Result<Opened> {
 fn background_tasks(
     config: &Config,
     (prompts, triggers): (&Prompts, &triggers::Triggers),
-    (queue_moves, kept_pauses): Receivers,
+    (queue_moves, kept_pauses, sub_calls): Receivers,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
         tokio::spawn(app::background::keep_leases(prompts.clone())),
@@ -263,6 +269,7 @@ fn background_tasks(
             kept_pauses,
         )),
         tokio::spawn(app::background::expire_pauses(prompts.clone())),
+        tokio::spawn(app::sub_agents::run_sub_agents(prompts.clone(), sub_calls)),
         tokio::spawn(engine::background::account_storage(
             prompts.store.clone(),
             Duration::from_millis(config.storage_tick_ms),
@@ -347,6 +354,7 @@ fn prompts(
         max_run_time: Duration::from_secs(config.max_run_secs),
         guardrails,
         operator_agents: config::operator_agents(config)?,
+        max_agent_depth: config.max_agent_depth,
         rates: std::sync::Arc::new(app::rates::Rates::new(
             config.prompts_per_minute_per_user,
             config.tokens_per_minute_per_user,

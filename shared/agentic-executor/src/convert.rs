@@ -65,6 +65,11 @@ impl TryFrom<pb::ExecuteStart> for RunRequest {
         let state = start.state.as_ref().or(prompt.state_data.as_ref());
         let agent = prompt.agent.unwrap_or_default();
         Ok(RunRequest {
+            sub_agents: agent
+                .sub_agents
+                .iter()
+                .map(crate::sub_agents::tool_of)
+                .collect(),
             instructions: agent.instructions,
             tool_scope: agent.tools,
             prompt_id,

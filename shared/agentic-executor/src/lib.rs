@@ -24,6 +24,7 @@ mod schema;
 mod service;
 mod sink;
 mod slots;
+pub mod sub_agents;
 pub mod tape;
 pub mod timeline;
 pub mod tool_host;

@@ -30,10 +30,14 @@ impl RunStart {
         let scope = Arc::new(RunScope::of(request).spending(events.spend()));
         let tape = Tape::of(request, events);
         let tool_host = tool_host.taped(tape.as_ref());
-        let prepared = tool_host
+        let mut prepared = tool_host
             .prepare(&scope)
             .await
             .map_err(|error| RunError::ToolHostUnavailable(error.to_string()))?;
+        // A replay starts no child prompts: its recording has no answer of theirs.
+        if request.replay.is_none() {
+            crate::sub_agents::offer(&mut prepared, &request.sub_agents);
+        }
         Ok(RunStart {
             scope,
             tape,

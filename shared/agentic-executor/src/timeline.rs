@@ -23,6 +23,8 @@ pub struct RunRequest {
     pub instructions: String,
     /// The tools the prompt's agent may call (`None`: every tool of the user).
     pub tool_scope: Option<agentic_proto::v1::ToolScope>,
+    /// The agents the prompt's agent may call, as tools (see [`crate::sub_agents`]).
+    pub sub_agents: Vec<crate::tool_host::ToolSpec>,
     pub tier: Tier,
     /// The prompt's outputs so far: empty for a new prompt, the whole timeline on resume.
     pub outputs: Vec<Output>,

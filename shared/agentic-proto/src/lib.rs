@@ -31,6 +31,11 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// call of it is a question, which `AnswerQuestion` answers. Part of the contract.
 pub const QUESTION_TOOL: &str = "human.ask";
 
+/// What the id of a sub-agent's tool starts with: `agent.<name>` runs the agent `<name>` as a
+/// child prompt (the prompt's `AgentRun.sub_agents`). The executors offer these tools and
+/// pause on their calls; the gateway answers them with the child's answer.
+pub const SUB_AGENT_TOOL_PREFIX: &str = "agent.";
+
 /// The names of the sandbox modules a skill folder's JavaScript files become
 /// (`skills/<skill>/<path>`): the tool-host's `Prepare` offers them, and code mode leaves them
 /// out of its system prompt, as `skill.read` names them when a skill is read. Part of the

@@ -736,6 +736,7 @@ impl Stack {
             prompts_per_minute_per_user: options.prompts_per_minute_per_user,
             tokens_per_minute_per_user: options.tokens_per_minute_per_user,
             agents_file: options.agents_file.clone(),
+            max_agent_depth: 3,
             guardrails: options.guardrails.clone(),
             modes: modes.to_vec(),
             tool_host_url: format!("http://{tool_host}"),

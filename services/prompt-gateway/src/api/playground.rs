@@ -33,6 +33,16 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../playground/attachments.js"),
     ),
     (
+        "dom.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../playground/dom.js"),
+    ),
+    (
+        "subagents.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../playground/subagents.js"),
+    ),
+    (
         "skills.js",
         "text/javascript; charset=utf-8",
         include_str!("../../playground/skills.js"),

@@ -12,6 +12,7 @@ use agentic_proto::v1::{Agent, AgentRun, Budget, ModelTier};
 use prost::Message as _;
 
 use crate::app::prompts::{NewPrompt, Prompts};
+use crate::app::sub_agents::MAX_SUB_AGENTS;
 use crate::error::GatewayError;
 use crate::store::AgentLimits;
 
@@ -70,6 +71,17 @@ struct FileAgent {
     prompts_per_minute: u32,
     #[serde(default)]
     tokens_per_minute: u64,
+    #[serde(default)]
+    sub_agents: Vec<FileSubAgent>,
+}
+
+/// An agent another may call, in the operator's file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSubAgent {
+    name: String,
+    #[serde(default)]
+    r#final: bool,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -140,6 +152,14 @@ impl FileAgent {
             memory_namespaces: self.memory_namespaces,
             prompts_per_minute: self.prompts_per_minute,
             tokens_per_minute: self.tokens_per_minute,
+            sub_agents: self
+                .sub_agents
+                .into_iter()
+                .map(|sub| agentic_proto::v1::SubAgent {
+                    name: sub.name,
+                    r#final: sub.r#final,
+                })
+                .collect(),
         })
     }
 }
@@ -217,11 +237,41 @@ pub fn check(agent: &Agent) -> Result<(), GatewayError> {
     if ModelTier::try_from(agent.model).is_err() {
         return invalid("model: not a model tier".into());
     }
+    check_sub_agents(agent)?;
     crate::engine::answers::check_schema(agent.output_schema.as_ref())?;
     if agent.encoded_len() > MAX_DEFINITION_BYTES {
         return invalid(format!(
             "the definition is more than {MAX_DEFINITION_BYTES} bytes"
         ));
+    }
+    Ok(())
+}
+
+/// The agents `agent` calls: at most [`MAX_SUB_AGENTS`], each a valid name, once, and not
+/// itself.
+fn check_sub_agents(agent: &Agent) -> Result<(), GatewayError> {
+    let invalid = |reason: String| Err(GatewayError::InvalidArgument(reason));
+    if agent.sub_agents.len() > MAX_SUB_AGENTS {
+        return invalid(format!(
+            "sub_agents names more than {MAX_SUB_AGENTS} agents"
+        ));
+    }
+    for (index, sub) in agent.sub_agents.iter().enumerate() {
+        if !valid_name(&sub.name) {
+            return invalid(format!(
+                "sub_agents: {:?} is not an agent's name",
+                agentic_telemetry::text::truncate_chars(&sub.name, 60, "…")
+            ));
+        }
+        if sub.name == agent.name {
+            return invalid(format!("agent {} cannot call itself", agent.name));
+        }
+        if agent.sub_agents[..index]
+            .iter()
+            .any(|earlier| earlier.name == sub.name)
+        {
+            return invalid(format!("sub_agents names {} twice", sub.name));
+        }
     }
     Ok(())
 }
@@ -304,6 +354,7 @@ fn apply(agent: &Agent, request: &mut NewPrompt) -> Result<(), GatewayError> {
         version: agent.version,
         instructions: agent.instructions.clone(),
         tools: agent.tools.clone(),
+        ..AgentRun::default()
     });
     Ok(())
 }
@@ -425,6 +476,14 @@ impl Prompts {
         };
         let agent = self.named_agent(&request.user_id, &named).await?;
         apply(&agent, request)?;
+        let sub_agents = self.sub_agent_tools(&request.user_id, &agent).await?;
+        if let Some(run) = request.agent_run.as_mut() {
+            run.sub_agents = sub_agents;
+            if let Some((parent, callers)) = request.lineage.take() {
+                run.parent = Some(parent);
+                run.callers = callers;
+            }
+        }
         let recalled = self
             .recalled(&request.user_id, &agent, &request.input)
             .await;

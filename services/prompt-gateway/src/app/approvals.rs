@@ -39,6 +39,9 @@ pub struct Decide {
     /// The decision answers a question (`AnswerQuestion`): the call must be one, and
     /// `response` is checked against it.
     pub answers_question: bool,
+    /// The gateway answers a sub-agent's call (`agent.<name>`) with what its prompt
+    /// answered: the only decision such a call takes, but for its expiry.
+    pub by_sub_agent: bool,
 }
 
 /// The largest edited input or response a person may give, as JSON text.
@@ -173,6 +176,16 @@ impl Prompts {
             });
         }
         let tool_id = tool_of(prompt, &request.tool_call_id);
+        if crate::app::sub_agents::is_sub_agent_call(prompt, tool_id)
+            && !request.by_sub_agent
+            && !request.expired
+        {
+            return Err(GatewayError::FailedPrecondition(format!(
+                "tool call {:?} of prompt {} is answered by its sub-agent's prompt, not by a person \
+                 (decide that prompt's own calls, shown on this prompt's stream as `sub_prompt` events)",
+                request.tool_call_id, prompt.id
+            )));
+        }
         check_question(prompt, tool_id, request)?;
         if let Some(input) = &request.edited_input {
             self.check_edited_input(&request.user_id, tool_id, input)
@@ -369,6 +382,7 @@ impl Prompts {
                 edited_input: None,
                 response: None,
                 answers_question: false,
+                by_sub_agent: false,
             };
             match self.decide(expire).await {
                 Ok(_) => crate::metrics::approval_expired(),

@@ -21,5 +21,6 @@ pub(crate) mod recordings;
 pub(crate) mod retention;
 pub(crate) mod skills;
 pub(crate) mod storage;
+pub(crate) mod sub_agents;
 pub(crate) mod tools;
 pub(crate) mod triggers;

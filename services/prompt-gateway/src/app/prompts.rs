@@ -77,16 +77,18 @@ pub struct NewPrompt {
     /// Prompts and tokens a user may spend through that agent per minute (0: no limit of
     /// its own).
     pub agent_rates: (u32, u64),
+    /// A sub-agent's prompt: the prompt and call that started it, and the agents above it
+    /// (see `app::sub_agents`), for its `AgentRun`.
+    pub lineage: Option<(agentic_proto::v1::SubPromptParent, Vec<String>)>,
 }
 
-#[cfg(test)]
 impl NewPrompt {
-    /// A request of `input` by user `u`, everything else unset.
-    pub fn for_test(input: &str) -> NewPrompt {
+    /// A request of `input` by `user_id`, everything else unset.
+    pub fn new(user_id: UserId, input: String) -> NewPrompt {
         NewPrompt {
             id: None,
-            user_id: UserId::parse("u".to_owned()).unwrap(),
-            input: input.into(),
+            user_id,
+            input,
             mode: None,
             model: ModelTier::Unspecified,
             conversation_id: None,
@@ -102,7 +104,14 @@ impl NewPrompt {
             agent: None,
             agent_run: None,
             agent_rates: (0, 0),
+            lineage: None,
         }
+    }
+
+    /// A request of `input` by user `u`, everything else unset.
+    #[cfg(test)]
+    pub fn for_test(input: &str) -> NewPrompt {
+        NewPrompt::new(UserId::parse("u".to_owned()).unwrap(), input.into())
     }
 }
 
@@ -154,6 +163,9 @@ pub struct Prompts {
     pub rates: std::sync::Arc<crate::app::rates::Rates>,
     /// The operator's agents (`GATEWAY_AGENTS_FILE`), every user's.
     pub operator_agents: std::sync::Arc<crate::app::agents::OperatorAgents>,
+    /// How deep sub-agents nest (`GATEWAY_MAX_AGENT_DEPTH`): a root prompt's children are
+    /// at depth 1.
+    pub max_agent_depth: u32,
 }
 
 impl Prompts {
@@ -223,6 +235,19 @@ impl Prompts {
             Some(conversation) => self.history(prompt, &conversation).await?,
             None => Vec::new(),
         };
+        let mut prompt = prompt.clone();
+        if prompt
+            .agent
+            .as_ref()
+            .is_some_and(|agent| !agent.sub_agents.is_empty())
+        {
+            // What its sub-agents spent counts against its budget: the run sees it as spent.
+            let children = self.store.children_spent(&prompt.prompt_id()).await?;
+            let mut spent = prompt.usage.unwrap_or_default();
+            agentic_proto::budget::add_spent(&mut spent, &children);
+            prompt.usage = Some(spent);
+        }
+        let prompt = &prompt;
         Ok(ExecuteStart {
             // What the model said goes into a recording unguarded: none for a user whose
             // text output is guarded.

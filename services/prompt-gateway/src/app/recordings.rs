@@ -92,6 +92,7 @@ impl Prompts {
             agent: None,
             agent_run: source.agent,
             agent_rates: (0, 0),
+            lineage: None,
         })
         .await
     }

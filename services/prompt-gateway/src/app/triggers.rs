@@ -513,6 +513,7 @@ impl Triggers {
                 agent: Some(prompt.agent).filter(|agent| !agent.trim().is_empty()),
                 agent_run: None,
                 agent_rates: (0, 0),
+                lineage: None,
             })
             .await?;
         Ok(())

@@ -9,6 +9,7 @@
 use agentic_ids::{PromptId, UserId};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agentic_proto::v1::{PromptEvent, PromptState, prompt_event};
@@ -54,6 +55,10 @@ pub async fn follow(
         .event_page(&prompt_id, user_id, after_sequence, REPLAY_BATCH)
         .await?
         .ok_or_else(|| GatewayError::PromptNotFound(prompt_id.to_string()))?;
+    // A stream resumed while the prompt waits goes on if that pause is a delegation.
+    let delegating = first.state == PromptState::WaitingForApproval
+        && after_sequence > 0
+        && store.delegating_at(&prompt_id, after_sequence).await?;
     let (sender, receiver) = mpsc::channel(CLIENT_BUFFER);
     let user_id = user_id.clone();
     tokio::spawn(async move {
@@ -62,6 +67,7 @@ pub async fn follow(
             prompt_id: &prompt_id,
             user_id: &user_id,
             sender: &sender,
+            delegating: AtomicBool::new(delegating),
         };
         if let Err(error) = stream.forward(subscription, after_sequence, first).await {
             let _ = sender
@@ -83,6 +89,9 @@ struct Follower<'a> {
     prompt_id: &'a PromptId,
     user_id: &'a UserId,
     sender: &'a mpsc::Sender<Item>,
+    /// The prompt's last pause sent was a `delegating` one: while it waits for approval
+    /// then, it waits for its sub-agents, and the stream goes on.
+    delegating: AtomicBool,
 }
 
 impl Follower<'_> {
@@ -105,7 +114,9 @@ impl Follower<'_> {
             // The last page read holds every event stored up to the state it was read with:
             // a prompt that no longer runs (nor waits in its conversation's queue to run) has
             // nothing more to say.
-            if !matches!(state, Some(PromptState::Running | PromptState::Queued)) {
+            let delegating = state == Some(PromptState::WaitingForApproval)
+                && self.delegating.load(Ordering::Relaxed);
+            if !matches!(state, Some(PromptState::Running | PromptState::Queued)) && !delegating {
                 return Ok(());
             }
             // Follow live until a gap or lag sends us back to the database.
@@ -121,9 +132,7 @@ impl Follower<'_> {
                     Ok(Live::Event(event)) if event.sequence == last + 1 => {
                         last = event.sequence;
                         let paused = matches!(event.kind, Some(prompt_event::Kind::Waiting(_)));
-                        if let Err(Stop::Done) =
-                            send(self.sender, Arc::unwrap_or_clone(event)).await
-                        {
+                        if let Err(Stop::Done) = self.send(Arc::unwrap_or_clone(event)).await {
                             return Ok(());
                         }
                         if paused {
@@ -169,7 +178,7 @@ impl Follower<'_> {
             let more = read.events.len() >= REPLAY_BATCH as usize;
             for event in read.events {
                 *last = event.sequence;
-                if let Err(stop) = send(self.sender, event).await {
+                if let Err(stop) = self.send(event).await {
                     return Ok(Err(stop));
                 }
             }
@@ -177,6 +186,22 @@ impl Follower<'_> {
                 return Ok(Ok(Some(read.state)));
             }
         }
+    }
+}
+
+impl Follower<'_> {
+    /// Sends `event` (see [`send`]), noting whether the pause it shows is a delegation.
+    async fn send(&self, event: PromptEvent) -> Result<(), Stop> {
+        match event.kind {
+            Some(prompt_event::Kind::Delegating(_)) => {
+                self.delegating.store(true, Ordering::Relaxed);
+            }
+            Some(prompt_event::Kind::Waiting(_)) => {
+                self.delegating.store(false, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        send(self.sender, event).await
     }
 }
 

@@ -6,7 +6,7 @@ use super::queue::QUEUED;
 use super::*;
 
 /// The tables that hold rows of a prompt (by `prompt_id`), deleted before the prompts.
-const PROMPT_TABLES: [&str; 7] = [
+const PROMPT_TABLES: [&str; 8] = [
     "prompt_outputs",
     "prompt_events",
     "prompt_files",
@@ -14,6 +14,7 @@ const PROMPT_TABLES: [&str; 7] = [
     "prompt_recordings",
     "prompt_exchanges",
     "trigger_firings",
+    "sub_prompts",
 ];
 
 impl Store {

@@ -83,6 +83,10 @@ const SQLITE: &[MigrationFile] = &[
         name: "0018_agents.sql",
         sql: include_str!("../../migrations/sqlite/0018_agents.sql"),
     },
+    MigrationFile {
+        name: "0019_sub_prompts.sql",
+        sql: include_str!("../../migrations/sqlite/0019_sub_prompts.sql"),
+    },
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -157,6 +161,10 @@ const POSTGRES: &[MigrationFile] = &[
     MigrationFile {
         name: "0018_agents.sql",
         sql: include_str!("../../migrations/postgres/0018_agents.sql"),
+    },
+    MigrationFile {
+        name: "0019_sub_prompts.sql",
+        sql: include_str!("../../migrations/postgres/0019_sub_prompts.sql"),
     },
 ];
 

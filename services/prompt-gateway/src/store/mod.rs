@@ -413,6 +413,7 @@ mod retention;
 mod rows;
 mod run_log;
 mod sqlite;
+mod sub_prompts;
 mod triggers;
 mod usage;
 

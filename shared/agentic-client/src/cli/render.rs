@@ -89,6 +89,11 @@ impl Renderer {
                     name(&tripped.detail)
                 )?;
             }
+            Some(prompt_event::Kind::Delegating(_)) => {
+                self.end_line(console)?;
+                writeln!(console.err, "[waiting for sub-agents]")?;
+            }
+            Some(prompt_event::Kind::SubPrompt(sub)) => sub_prompt(console, sub)?,
             Some(prompt_event::Kind::Created(_)) | None => {}
         }
         Ok(())
@@ -213,6 +218,42 @@ fn progress_summary(progress: &agentic_proto::v1::ToolProgress) -> String {
         amount
     } else {
         format!("{amount} {}", name(&progress.message))
+    }
+}
+
+/// A sub-agent's event on its parent's stream: one line on stderr for what a person may
+/// need (its start and end, and what it asks them), naming its prompt.
+fn sub_prompt(
+    console: &mut Console<'_>,
+    sub: &agentic_proto::v1::SubPromptEvent,
+) -> io::Result<()> {
+    let Some(event) = &sub.event else {
+        return Ok(());
+    };
+    let agent = name(&sub.agent);
+    let child = name(&event.prompt_id);
+    match &event.kind {
+        Some(prompt_event::Kind::Created(_)) => {
+            writeln!(console.err, "  [agent {agent}: started, prompt {child}]")
+        }
+        Some(prompt_event::Kind::ApprovalRequested(request)) => writeln!(
+            console.err,
+            "  [agent {agent}] ? {} needs approval: agentic approve {child} {}",
+            name(&request.tool_id),
+            name(&request.tool_call_id)
+        ),
+        Some(prompt_event::Kind::Completed(_)) => {
+            writeln!(console.err, "  [agent {agent}: answered]")
+        }
+        Some(prompt_event::Kind::Error(failed)) => writeln!(
+            console.err,
+            "  [agent {agent}: failed: {}]",
+            name(&failed.message)
+        ),
+        Some(prompt_event::Kind::Cancelled(_)) => {
+            writeln!(console.err, "  [agent {agent}: cancelled]")
+        }
+        _ => Ok(()),
     }
 }
 

@@ -127,7 +127,7 @@ pub struct Prompt {
 }
 /// What a prompt took of the agent definition it runs as. Kept with the prompt, so that it
 /// runs, resumes and replays with this version whatever becomes of the definition.
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct AgentRun {
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
@@ -139,6 +139,41 @@ pub struct AgentRun {
     /// The tools it may call; no other tool is offered or callable, in any mode or depth.
     #[prost(message, optional, tag = "4")]
     pub tools: ::core::option::Option<ToolScope>,
+    /// The agents it may call, each offered as the tool `agent.<name>`, as they were when the
+    /// prompt was created.
+    #[prost(message, repeated, tag = "5")]
+    pub sub_agents: ::prost::alloc::vec::Vec<SubAgentTool>,
+    /// Set on a sub-agent's prompt: the prompt and call that started it.
+    #[prost(message, optional, tag = "6")]
+    pub parent: ::core::option::Option<SubPromptParent>,
+    /// Set on a sub-agent's prompt: the agents of the prompts above it, the root's first. Its
+    /// depth is their number; an agent already among them is not started again (a cycle).
+    #[prost(string, repeated, tag = "7")]
+    pub callers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+/// An agent a prompt's agent may call, as the prompt took it.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SubAgentTool {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(uint32, tag = "2")]
+    pub version: u32,
+    #[prost(string, tag = "3")]
+    pub description: ::prost::alloc::string::String,
+    /// A handoff: its answer becomes the caller's final answer.
+    #[prost(bool, tag = "4")]
+    pub r#final: bool,
+}
+/// The prompt and call a sub-agent's prompt was started by.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SubPromptParent {
+    #[prost(string, tag = "1")]
+    pub prompt_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub tool_call_id: ::prost::alloc::string::String,
+    /// The prompt at the top of the tree, whose budget the whole tree spends.
+    #[prost(string, tag = "3")]
+    pub root_prompt_id: ::prost::alloc::string::String,
 }
 /// The tools a run may call: tool ids (`artifact.get`) or patterns ending in `*`
 /// (`everything.*`, `skill.*`). An empty list allows none. Where a request has no scope,
@@ -322,7 +357,7 @@ pub struct PromptEvent {
     pub at: ::core::option::Option<::prost_types::Timestamp>,
     #[prost(
         oneof = "prompt_event::Kind",
-        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21"
+        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23"
     )]
     pub kind: ::core::option::Option<prompt_event::Kind>,
 }
@@ -356,7 +391,36 @@ pub mod prompt_event {
         /// blocked a text output (an `error` event follows).
         #[prost(message, tag = "21")]
         Guardrail(super::PromptGuardrail),
+        /// The prompt waits for the sub-agents it called, and for nothing else: not an end (the
+        /// stream goes on with their events, then with the prompt's own once they answered).
+        #[prost(message, tag = "22")]
+        Delegating(super::PromptDelegating),
+        /// An event of a sub-agent's prompt, nested under the call that started it.
+        #[prost(message, tag = "23")]
+        SubPrompt(::prost::alloc::boxed::Box<super::SubPromptEvent>),
     }
+}
+/// The prompt waits for its sub-agents' answers; `prompt` is WAITING_FOR_APPROVAL, with the
+/// `agent.<name>` calls pending.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PromptDelegating {
+    #[prost(message, optional, tag = "1")]
+    pub prompt: ::core::option::Option<Prompt>,
+}
+/// What a sub-agent's prompt did, on its parent's stream. Text deltas are not repeated here
+/// (follow the sub-agent's own prompt for them); everything else is, approvals and questions
+/// included: decide them on the sub-agent's prompt (`event.prompt_id`).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SubPromptEvent {
+    /// The parent's call (`agent.<name>`) that started the sub-agent.
+    #[prost(string, tag = "1")]
+    pub tool_call_id: ::prost::alloc::string::String,
+    /// The sub-agent's name.
+    #[prost(string, tag = "2")]
+    pub agent: ::prost::alloc::string::String,
+    /// The sub-agent's prompt's own event, with its prompt id and sequence.
+    #[prost(message, optional, boxed, tag = "3")]
+    pub event: ::core::option::Option<::prost::alloc::boxed::Box<PromptEvent>>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct PromptGuardrail {
@@ -702,6 +766,22 @@ pub struct Agent {
     /// (0: no limit of its own): past it a new prompt through it is refused.
     #[prost(uint64, tag = "14")]
     pub tokens_per_minute: u64,
+    /// Other agents it may call (at most 8): each is offered to it as the tool `agent.<name>`
+    /// (input `{task, context?}`), whose call runs a child prompt as that agent, in that
+    /// agent's mode, and answers with the child's final answer.
+    #[prost(message, repeated, tag = "15")]
+    pub sub_agents: ::prost::alloc::vec::Vec<SubAgent>,
+}
+/// An agent another agent may call.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SubAgent {
+    /// The agent's name: the caller's own agent of that name, else the operator's.
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    /// A handoff: the sub-agent's answer becomes the caller's final answer, and the caller
+    /// stops there instead of going on with it.
+    #[prost(bool, tag = "2")]
+    pub r#final: bool,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct CreateAgentRequest {

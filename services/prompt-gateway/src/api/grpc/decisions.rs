@@ -36,6 +36,7 @@ fn plain(user_id: UserId, prompt: String, call: String, approved: bool) -> Resul
         edited_input: None,
         response: None,
         answers_question: false,
+        by_sub_agent: false,
     })
 }
 

@@ -64,6 +64,7 @@ pub(super) fn new_prompt(request: Request<CreatePromptRequest>) -> Result<NewPro
         agent: (!request.agent.trim().is_empty()).then_some(request.agent),
         agent_run: None,
         agent_rates: (0, 0),
+        lineage: None,
     })
 }
 

@@ -29,9 +29,11 @@ use crate::ids::PromptIds as _;
 use crate::metrics;
 use crate::store::{Change, MAX_BATCH, Store};
 
+mod handoff;
 mod run;
 
-use run::{Run, Spending};
+pub use run::SubCall;
+use run::{Delegation, Run, Spending};
 
 /// What the gateway sends a run: boxed, because a channel allocates its first block of 32
 /// slots when it is made, and a start (the whole prompt) is large.
@@ -97,6 +99,8 @@ pub struct Runner {
     kept: mpsc::UnboundedSender<PromptId>,
     /// The operator's guardrails: prompts' text output is checked before it is stored.
     guardrails: Arc<agentic_guard::Guardrails>,
+    /// Where calls that sub-agents answer go (`None`: nowhere; they wait until they expire).
+    sub_calls: Option<mpsc::UnboundedSender<SubCall>>,
 }
 
 enum Next {
@@ -126,7 +130,14 @@ impl Runner {
             daily,
             kept,
             guardrails: Arc::default(),
+            sub_calls: None,
         }
+    }
+
+    /// The same runner, sending the calls that sub-agents answer to `sub_calls`.
+    pub fn with_sub_agents(mut self, sub_calls: mpsc::UnboundedSender<SubCall>) -> Runner {
+        self.sub_calls = Some(sub_calls);
+        self
     }
 
     /// The same runner, checking prompts' text output with `guardrails`.
@@ -242,7 +253,10 @@ impl Runner {
         let conversation_id = prompt.conversation_id.clone();
         let mode = prompt.mode.clone();
         let outputs = prompt.output.len();
-        let spending = Spending::of(prompt, self.daily);
+        let spending = (
+            Spending::of(prompt, self.daily),
+            Delegation::of(prompt, self.sub_calls.as_ref()),
+        );
         let span = run.span.clone();
         tokio::spawn(
             async move {
@@ -406,7 +420,7 @@ impl Runner {
         &self,
         prompt_id: &PromptId,
         mode: &str,
-        (outputs, spending): (usize, Spending),
+        (outputs, spending): (usize, (Spending, Delegation)),
         run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
@@ -475,7 +489,7 @@ impl Runner {
         &self,
         prompt_id: &PromptId,
         mode: &str,
-        (outputs, spending): (usize, Spending),
+        (outputs, spending): (usize, (Spending, Delegation)),
         run: OpenRun,
     ) -> (Run, Streaming<ExecuteEvent>) {
         let OpenRun {

@@ -4,13 +4,15 @@ use agentic_ids::PromptId;
 use std::collections::HashSet;
 
 use agentic_proto::v1::{
-    ApprovalDecision, CancelExecution, ExecuteEvent, ExecuteInput, PromptCompleted, PromptEvent,
-    PromptFailed, PromptGuardrail, PromptState, PromptWaiting, Usage, execute_event, execute_input,
-    prompt_event,
+    ApprovalDecision, CancelExecution, ExecuteEvent, ExecuteInput, PromptCompleted,
+    PromptDelegating, PromptEvent, PromptFailed, PromptGuardrail, PromptState, PromptWaiting,
+    Usage, execute_event, execute_input, prompt_event,
 };
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
+pub(super) use delegation::Delegation;
+pub use delegation::SubCall;
 use deltas::{merge_text_deltas, text_of};
 pub(super) use spending::Spending;
 
@@ -49,6 +51,8 @@ pub(super) struct Run {
     output_guard: Option<Arc<agentic_guard::Guardrails>>,
     /// How long a call the run pauses on may wait for a person: each pause expires then.
     approval_timeout: std::time::Duration,
+    /// Its calls that sub-agents answer.
+    delegation: Delegation,
 }
 
 impl Run {
@@ -57,7 +61,7 @@ impl Run {
         (store, hub): (Store, Hub),
         inputs: mpsc::Sender<Input>,
         (outputs, recording, approval_timeout): (usize, bool, std::time::Duration),
-        spending: Spending,
+        (spending, delegation): (Spending, Delegation),
     ) -> Run {
         Run {
             prompt_id: prompt_id.to_owned(),
@@ -76,6 +80,7 @@ impl Run {
             recording,
             output_guard: None,
             approval_timeout,
+            delegation,
         }
     }
 
@@ -195,6 +200,10 @@ impl Run {
             // The run may now run the call: a new run could not know whether it did.
             self.resumable = false;
         }
+        if self.delegation.answers(&decision.tool_call_id) {
+            // What the sub-agent spent counts from now on.
+            self.spending.children_changed();
+        }
         self.forwarded.insert(decision.tool_call_id.clone());
         let input = ExecuteInput {
             kind: Some(execute_input::Kind::Decision(decision)),
@@ -309,6 +318,9 @@ impl Run {
             }
         }
         let flushed = self.log.flush().await;
+        if flushed.is_ok() {
+            self.delegation.dispatch();
+        }
         if let Some(status) = lost {
             if let Ok(events) = &flushed {
                 self.publish(events).await?;
@@ -371,6 +383,9 @@ impl Run {
         let (change, kind, next): (Change, EventFor, Next) = match kind {
             execute_event::Kind::ApprovalRequested(request) => {
                 self.awaiting.insert(request.tool_call_id.clone());
+                if self.delegation.takes(&self.prompt_id, &request) {
+                    return Ok(Next::Continue);
+                }
                 (
                     Change::None,
                     Box::new(move |_| prompt_event::Kind::ApprovalRequested(request)),
@@ -409,7 +424,10 @@ impl Run {
                 self.keep_answer(&answer).await?;
                 return Ok(Next::Continue);
             }
-            execute_event::Kind::Finished(finished) => finished_in(finished.state)?,
+            execute_event::Kind::Finished(finished) => {
+                let (change, kind, next) = finished_in(finished.state)?;
+                (change, self.pause_shown(kind), next)
+            }
             execute_event::Kind::Failed(failed) => {
                 let message = failed.message;
                 (
@@ -454,8 +472,9 @@ impl Run {
         self.resumable = resumable;
         if !self.paused && !self.awaiting.is_empty() {
             self.paused = true;
-            let waiting: EventFor =
-                Box::new(|prompt| prompt_event::Kind::Waiting(PromptWaiting { prompt }));
+            let waiting: EventFor = self.pause_shown(Box::new(|prompt| {
+                prompt_event::Kind::Waiting(PromptWaiting { prompt })
+            }));
             let change = Change::PauseLive {
                 resumable: self.resumable,
             };
@@ -463,6 +482,22 @@ impl Run {
             self.publish(&events).await?;
         }
         Ok(())
+    }
+
+    /// How a pause is shown: `delegating` when it waits for sub-agents only (the prompt's
+    /// stream goes on), else as `kind` (`waiting`; any other end as it is).
+    fn pause_shown(&self, kind: EventFor) -> EventFor {
+        if !self.delegation.only(&self.awaiting) {
+            return kind;
+        }
+        Box::new(move |prompt| match kind(prompt) {
+            prompt_event::Kind::Waiting(waiting) => {
+                prompt_event::Kind::Delegating(PromptDelegating {
+                    prompt: waiting.prompt,
+                })
+            }
+            other => other,
+        })
     }
 
     /// The run set its conversation's state; a state past its bounds is not kept (the prompt
@@ -533,6 +568,7 @@ const MAX_EVENTS_PER_RUN: usize = 50_000;
 /// 256 KiB; the rest is framing).
 const MAX_EXECUTE_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
+mod delegation;
 mod deltas;
 mod outputs;
 mod spending;

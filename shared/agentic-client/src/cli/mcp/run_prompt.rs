@@ -357,6 +357,13 @@ fn step(event: &PromptEvent) -> Option<String> {
         }
         Some(prompt_event::Kind::Waiting(_)) => Some("waiting for approval".to_owned()),
         Some(prompt_event::Kind::Log(line)) => Some(format!("log: {}", line.text)),
+        Some(prompt_event::Kind::Delegating(_)) => Some("waiting for sub-agents".to_owned()),
+        // A sub-agent's step, named by its agent and prompt (decide its calls on that prompt).
+        Some(prompt_event::Kind::SubPrompt(sub)) => {
+            let inner = sub.event.as_ref()?;
+            step(inner)
+                .map(|step| format!("agent {} (prompt {}): {step}", sub.agent, inner.prompt_id))
+        }
         Some(prompt_event::Kind::Stream(_)) | None => None,
     }
 }

@@ -19,6 +19,16 @@ pub(in crate::engine::runner) struct Spending {
     daily: budget::Daily,
     /// Tokens were reported since the daily quota was last checked.
     unchecked_tokens: bool,
+    /// A prompt with sub-agents: what they spent counts against its budget too (read at
+    /// the first check, and again after each answer of one).
+    children: Option<Children>,
+}
+
+/// What a prompt's sub-agents spent, as last read.
+struct Children {
+    prompt_id: agentic_ids::PromptId,
+    spent: Usage,
+    stale: bool,
 }
 
 impl Spending {
@@ -29,6 +39,22 @@ impl Spending {
             spent: prompt.usage.unwrap_or_default(),
             daily,
             unchecked_tokens: false,
+            children: prompt
+                .agent
+                .as_ref()
+                .is_some_and(|agent| !agent.sub_agents.is_empty())
+                .then(|| Children {
+                    prompt_id: prompt.prompt_id(),
+                    spent: Usage::default(),
+                    stale: true,
+                }),
+        }
+    }
+
+    /// A sub-agent answered: what they spent is read again at the next check.
+    pub(super) fn children_changed(&mut self) {
+        if let Some(children) = &mut self.children {
+            children.stale = true;
         }
     }
 
@@ -39,10 +65,18 @@ impl Spending {
 
     /// `ResourceExhausted` once the prompt passed its budget, or its user the day's quota.
     pub(super) async fn check(&mut self, store: &Store) -> Result<(), GatewayError> {
+        let mut spent = self.spent;
+        if let Some(children) = &mut self.children {
+            if children.stale {
+                children.spent = store.children_spent(&children.prompt_id).await?;
+                children.stale = false;
+            }
+            agentic_proto::budget::add_spent(&mut spent, &children.spent);
+        }
         if let Some(message) = self
             .budget
             .as_ref()
-            .and_then(|budget| budget.passed(&self.spent))
+            .and_then(|budget| budget.passed(&spent))
         {
             crate::metrics::budget_stopped();
             return Err(GatewayError::ResourceExhausted(message));

@@ -1,0 +1,15 @@
+-- Sub-agents: each prompt a call `agent.<name>` started (`prompt_id`, the child), the prompt
+-- and call that started it, and the prompt at the top of its tree, whose budget the tree
+-- spends. `answered` once the child's answer (or why there is none) reached the call.
+-- The row goes with the child prompt (deletion's prompt tables).
+CREATE TABLE sub_prompts (
+    prompt_id TEXT PRIMARY KEY,
+    parent_id TEXT NOT NULL,
+    root_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    answered INTEGER NOT NULL DEFAULT 0,
+    created_at BIGINT NOT NULL
+);
+-- One child per call, whoever asks twice.
+CREATE UNIQUE INDEX sub_prompts_by_call ON sub_prompts (parent_id, tool_call_id);
+CREATE INDEX sub_prompts_by_root ON sub_prompts (root_id);
