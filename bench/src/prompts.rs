@@ -18,6 +18,10 @@ use crate::report::{Figure, Samples, Target};
 pub const CLASSIC_INPUT: &str = "bench classic: echo once";
 pub const CODE_INPUT: &str = "bench code: echo three times";
 const OUTPUT_INPUT: &str = "bench output latency";
+/// Item 4d: a prompt whose agent hands its one tool round to a sub-agent, and the task that
+/// sub-agent answers in one model call.
+const DELEGATING_INPUT: &str = "bench sub-agent: delegate once";
+const HELPER_TASK: &str = "bench helper task";
 
 /// Outputs per prompt of item 6 (each after a 5 ms tool call, so they do not queue).
 const OUTPUTS_PER_PROMPT: usize = 40;
@@ -57,6 +61,24 @@ pub fn rules() -> Vec<Rule> {
                 Match::AssistantTurns(0),
             ]),
             Reply::text(code),
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::LastUserContains(DELEGATING_INPUT.to_owned()),
+                Match::NoToolResults,
+            ]),
+            Reply::tool_call("agent__bench-helper", json!({"task": HELPER_TASK})),
+        ),
+        Rule::new(
+            Match::All(vec![
+                Match::LastUserContains(DELEGATING_INPUT.to_owned()),
+                Match::HasToolResults,
+            ]),
+            Reply::text("The helper answered."),
+        ),
+        Rule::new(
+            Match::LastUserContains(HELPER_TASK.to_owned()),
+            Reply::text("Helped."),
         ),
         Rule::new(
             Match::All(vec![
@@ -188,6 +210,65 @@ async fn through_an_agent(client: &Client, iterations: usize) -> anyhow::Result<
     )))
 }
 
+/// Item 4d: what a sub-agent call adds. The prompt whose agent hands its tool round to a
+/// sub-agent (two model calls of its own, then the child's one) against the same shape with
+/// an ordinary tool (4a's prompt) and the child's work alone (a one-call prompt): what is
+/// left is the cost of the handing over, in units of the one-call prompt, which is one
+/// executor round trip (create, run, answer, end).
+async fn through_a_sub_agent(client: &Client, iterations: usize) -> anyhow::Result<Figure> {
+    for (name, calls) in [
+        ("bench-helper", vec![]),
+        ("bench-lead", vec!["bench-helper"]),
+    ] {
+        client
+            .create_agent(agentic_proto::v1::Agent {
+                name: name.into(),
+                mode: "classic".into(),
+                sub_agents: calls
+                    .into_iter()
+                    .map(|name| agentic_proto::v1::SubAgent {
+                        name: name.into(),
+                        r#final: false,
+                    })
+                    .collect(),
+                ..agentic_proto::v1::Agent::default()
+            })
+            .await?;
+    }
+    let delegating = NewPrompt::new(DELEGATING_INPUT).agent("bench-lead");
+    let alone = NewPrompt::new(HELPER_TASK);
+    let (mut through, mut tool, mut child) = (Samples::new(), Samples::new(), Samples::new());
+    for iteration in 0..iterations + iterations / 10 {
+        for (prompt, samples) in [
+            (&delegating, &mut through),
+            (&classic_prompt(), &mut tool),
+            (&alone, &mut child),
+        ] {
+            let started = Instant::now();
+            run_prompt(client, prompt.clone(), |_| {}).await?;
+            if iteration >= iterations / 10 {
+                samples.push(started.elapsed());
+            }
+        }
+    }
+    let (through, tool, child) = (
+        through.latency().p50_us,
+        tool.latency().p50_us,
+        child.latency().p50_us,
+    );
+    Ok(Figure::value(
+        "4d",
+        "what a sub-agent call adds, in executor round trips (one-call prompts)",
+        (through - tool - child) / child,
+        "RT",
+        Some(Target::Max { value: 1.0 }),
+    )
+    .note(format!(
+        "p50 {through:.0} µs through a sub-agent, {tool:.0} µs with a tool instead, {child:.0} µs \
+         for the sub-agent's work alone; interleaved"
+    )))
+}
+
 /// Item 4: create → `completed` on the stream, one prompt at a time.
 pub async fn overhead(stack: &Stack, effort: Effort) -> anyhow::Result<Vec<Figure>> {
     let client = stack.client("bench").await?;
@@ -195,6 +276,7 @@ pub async fn overhead(stack: &Stack, effort: Effort) -> anyhow::Result<Vec<Figur
     let classic = sequential(&client, &classic_prompt(), iterations).await?;
     let code = sequential(&client, &code_prompt(), iterations).await?;
     let agent = through_an_agent(&client, iterations).await?;
+    let sub_agent = through_a_sub_agent(&client, iterations).await?;
     Ok(vec![
         Figure::latency(
             "4a",
@@ -211,6 +293,7 @@ pub async fn overhead(stack: &Stack, effort: Effort) -> anyhow::Result<Vec<Figur
         )
         .note("CreatePrompt → completed on StreamPrompt; 1 model call, 1 sandbox run, 3 tool calls"),
         agent,
+        sub_agent,
     ])
 }
 

@@ -805,3 +805,41 @@ async fn past_the_tokens_a_minute_the_next_prompt_is_refused_per_user_and_per_ag
     let bob = stack.client("bob").await.unwrap();
     completed(&bob, NewPrompt::new("his")).await;
 }
+
+#[tokio::test]
+async fn hosted_prompts_are_priced_and_count_against_the_daily_money_limit() {
+    let stack = Stack::start_with(
+        Vec::new(),
+        StackOptions {
+            prices: r#"{"stand-in-hosted": {"input": 2.0, "output": 10.0}}"#.into(),
+            daily_cost_micros_per_user: 1,
+            ..crate::hosted::hosted_stack_options()
+        },
+    )
+    .await
+    .unwrap();
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::Any,
+        vec![HostedBlock::text("Priced in the container.")],
+        "end_turn",
+    ));
+    let alice = stack.client("alice").await.unwrap();
+    let done = completed(&alice, NewPrompt::new("one").mode("hosted")).await;
+    let usage = done.usage.unwrap_or_default();
+    assert!(
+        usage.input_tokens > 0 && usage.output_tokens > 0,
+        "{usage:?}"
+    );
+    assert_eq!(
+        usage.cost_micros,
+        usage.input_tokens * 2 + usage.output_tokens * 10
+    );
+    // Past the day's money limit, the next hosted prompt is refused; another user goes on.
+    let refused = alice
+        .create_prompt(NewPrompt::new("two").mode("hosted"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(Code::ResourceExhausted), "{refused:?}");
+    let bob = stack.client("bob").await.unwrap();
+    completed(&bob, NewPrompt::new("his").mode("hosted")).await;
+}

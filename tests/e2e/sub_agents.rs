@@ -512,3 +512,49 @@ async fn an_agent_calling_an_agent_the_user_does_not_have_or_itself_is_refused()
         .unwrap_err();
     assert_eq!(still.code(), Some(Code::FailedPrecondition), "{still:?}");
 }
+
+#[tokio::test]
+async fn a_hosted_agent_hands_a_task_to_a_classic_sub_agent() {
+    use agentic_testkit::model::{HostedBlock, HostedMatch, HostedRule};
+    let stack = Stack::start_with(
+        as_agent("clerk", Reply::Text("Filed under F.".into())),
+        crate::hosted::hosted_stack_options(),
+    )
+    .await
+    .unwrap();
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::AssistantTurns(0),
+        vec![HostedBlock::tool_use(
+            "agent__clerk",
+            json!({"task": "file the form"}),
+        )],
+        "tool_use",
+    ));
+    stack.model.add_hosted_rule(HostedRule::turn(
+        HostedMatch::Any,
+        vec![HostedBlock::text("The desk is clear.")],
+        "end_turn",
+    ));
+    let alice = stack.client("alice").await.unwrap();
+    save(
+        &alice,
+        vec![
+            agent("clerk", "classic", &[]),
+            agent("desk", "hosted", &[("clerk", false)]),
+        ],
+    )
+    .await;
+    let parent = completed(&alice, NewPrompt::new("tidy up").agent("desk")).await;
+    assert_eq!(parent.mode, "hosted");
+    assert_eq!(
+        result_of(&parent, "agent.clerk").unwrap(),
+        json!("Filed under F.").to_string()
+    );
+    assert_eq!(
+        text_of(parent.output.last().unwrap()),
+        Some("The desk is clear.")
+    );
+    // The provider heard the sub-agent's answer as the tool's result.
+    let second = stack.model.hosted_requests()[1].body.to_string();
+    assert!(second.contains("Filed under F."), "{second}");
+}

@@ -71,6 +71,8 @@ pub struct Settings {
     pub max_files: usize,
     /// The largest file downloaded, in bytes.
     pub max_file_bytes: u64,
+    /// The operator's price table (`AGENTIC_PRICES`): what the provider's answers cost.
+    pub prices: agentic_llm::Prices,
 }
 
 #[async_trait::async_trait]
@@ -268,6 +270,18 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// `usage` with its cost by the operator's price table, on the run's model.
+    fn priced(&self, usage: Usage) -> Usage {
+        Usage {
+            cost_micros: self
+                .executor
+                .settings
+                .prices
+                .cost_micros(&self.model, &usage),
+            ..usage
+        }
+    }
+
     /// Runs the loop; `rounds` were taken before this run (a prompt resumed after an
     /// approval), so approvals cannot extend the limit.
     async fn go(
@@ -298,13 +312,13 @@ impl Run<'_> {
                 None => self.ask().await?,
             };
             self.events
-                .send(Event::Usage(Usage {
+                .send(Event::Usage(self.priced(Usage {
                     input_tokens: answer.input_tokens,
                     output_tokens: answer.output_tokens,
                     total_tokens: answer.input_tokens.saturating_add(answer.output_tokens),
                     calls: 1,
                     ..Usage::default()
-                }))
+                })))
                 .await?;
             self.keep_container(answer.container.as_deref()).await?;
             for file_id in std::mem::take(&mut self.made) {
@@ -445,7 +459,7 @@ impl Run<'_> {
                     calls: 0,
                     ..Usage::default()
                 };
-                return Ok(self.events.send(Event::Usage(usage)).await?);
+                return Ok(self.events.send(Event::Usage(self.priced(usage))).await?);
             }
         };
         match blocks::read(&block) {

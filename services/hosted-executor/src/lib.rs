@@ -66,6 +66,12 @@ pub struct Config {
     /// Model for prompts of the high tier.
     #[arg(long, env = "HOSTED_MODEL_HIGH", default_value = "claude-opus-4-1")]
     pub hosted_model_high: String,
+    /// What a million tokens cost per model, as JSON (as the other executors read it):
+    /// `{"claude-sonnet-4-5": {"input": 3, "cached_input": 0.3, "output": 15}}`. Every hosted
+    /// prompt's usage then carries its cost (`cost_micros`), which daily money limits count.
+    /// Unset: nothing is priced.
+    #[arg(long, env = "AGENTIC_PRICES", default_value = "")]
+    pub prices: String,
     /// The most tokens one answer may have.
     #[arg(long, env = "HOSTED_MAX_TOKENS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=128_000))]
     pub max_tokens: u32,
@@ -191,6 +197,8 @@ pub async fn run(
             allowed_custom_skills: config.allowed_custom_skills.clone(),
             max_files: config.max_files as usize,
             max_file_bytes: config.max_file_bytes,
+            prices: agentic_llm::Prices::parse(&config.prices)
+                .map_err(|message| anyhow::anyhow!("AGENTIC_PRICES: {message}"))?,
         },
         seal: Seal::new(config.executor.service.internal_token.as_deref()),
     };

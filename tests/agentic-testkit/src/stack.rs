@@ -677,6 +677,7 @@ impl Stack {
                 .unwrap_or_else(|| model.anthropic_base_url()),
             hosted_model_normal: "stand-in-hosted".into(),
             hosted_model_high: "stand-in-hosted-high".into(),
+            prices: options.prices.clone(),
             max_tokens: 4096,
             max_rounds: options.classic_max_rounds.unwrap_or(25),
             skills: options.hosted_skills.clone(),

@@ -13,3 +13,5 @@ CREATE TABLE sub_prompts (
 -- One child per call, whoever asks twice.
 CREATE UNIQUE INDEX sub_prompts_by_call ON sub_prompts (parent_id, tool_call_id);
 CREATE INDEX sub_prompts_by_root ON sub_prompts (root_id);
+-- The calls still waiting for an answer, which the gateway looks over every few seconds.
+CREATE INDEX sub_prompts_unanswered ON sub_prompts (prompt_id) WHERE answered = 0;

@@ -235,19 +235,24 @@ impl Prompts {
             Some(conversation) => self.history(prompt, &conversation).await?,
             None => Vec::new(),
         };
-        let mut prompt = prompt.clone();
-        if prompt
+        // What its sub-agents spent counts against its budget: the run sees it as spent.
+        let with_children;
+        let prompt = if prompt
             .agent
             .as_ref()
             .is_some_and(|agent| !agent.sub_agents.is_empty())
         {
-            // What its sub-agents spent counts against its budget: the run sees it as spent.
             let children = self.store.children_spent(&prompt.prompt_id()).await?;
             let mut spent = prompt.usage.unwrap_or_default();
             agentic_proto::budget::add_spent(&mut spent, &children);
-            prompt.usage = Some(spent);
-        }
-        let prompt = &prompt;
+            with_children = Prompt {
+                usage: Some(spent),
+                ..prompt.clone()
+            };
+            &with_children
+        } else {
+            prompt
+        };
         Ok(ExecuteStart {
             // What the model said goes into a recording unguarded: none for a user whose
             // text output is guarded.

@@ -24,6 +24,7 @@ use crate::app::prompts::{NewPrompt, Prompts};
 use crate::engine::runner::SubCall;
 use crate::error::GatewayError;
 use crate::ids::PromptIds as _;
+use crate::store::Claim;
 
 mod answers;
 
@@ -37,8 +38,17 @@ const MAX_TASK_BYTES: usize = 64 * 1024;
 /// How often a follower of a child looks whether its parent ended, and the gateway for
 /// children that ended with nobody to answer their call.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
-/// Ended children answered per look.
+/// Ended children answered, and orphans cancelled, per look; how long after its end a child
+/// is the sweep's to answer (its follower answers it at once).
 const SWEEP_BATCH: i64 = 50;
+const SWEEP_GRACE_MS: i64 = 5_000;
+/// Times a refusal to start a child is tried before the call is left to its pause's expiry.
+const REFUSAL_TRIES: usize = 5;
+/// Events of one child copied onto its parent's log, at most: past it only those that
+/// start, pause or end it, and its approvals, are copied.
+const MAX_COPIED: usize = 1_000;
+/// A copied output whose call input or result is larger than this carries neither.
+const MAX_COPIED_VALUE_BYTES: usize = 4 * 1024;
 
 /// Whether `tool_id` is one of `prompt`'s sub-agents' tools.
 pub fn is_sub_agent_call(prompt: &Prompt, tool_id: &str) -> bool {
@@ -63,6 +73,7 @@ pub(crate) async fn run_sub_agents(
     mut calls: tokio::sync::mpsc::UnboundedReceiver<SubCall>,
 ) {
     let mut sweep = tokio::time::interval(LOOK_EVERY);
+    let sweeping = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     loop {
         tokio::select! {
             call = calls.recv() => match call {
@@ -72,7 +83,14 @@ pub(crate) async fn run_sub_agents(
                 }
                 None => return,
             },
-            _ = sweep.tick() => prompts.answer_ended_children().await,
+            // In a task of its own, one at a time: an answer may wait for its parent.
+            _ = sweep.tick() => if !sweeping.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                let (prompts, sweeping) = (prompts.clone(), std::sync::Arc::clone(&sweeping));
+                tokio::spawn(async move {
+                    prompts.sweep_children().await;
+                    sweeping.store(false, std::sync::atomic::Ordering::Release);
+                });
+            },
         }
     }
 }
@@ -122,8 +140,62 @@ fn task_of(input: &serde_json::Value) -> Result<String, String> {
     })
 }
 
+/// A budget held by a child still running, counted as spent for a new sibling's.
+fn held_as_spent(held: &Budget) -> Usage {
+    Usage {
+        total_tokens: held.max_total_tokens,
+        llm_calls: held.max_llm_calls,
+        tool_calls: held.max_tool_calls,
+        ..Usage::default()
+    }
+}
+
+/// Whether a copy of `event` is kept once a child passed [`MAX_COPIED`]: what starts,
+/// pauses or ends it, and what it asks a person.
+fn always_copied(event: &PromptEvent) -> bool {
+    matches!(
+        event.kind,
+        Some(
+            prompt_event::Kind::Created(_)
+                | prompt_event::Kind::Started(_)
+                | prompt_event::Kind::ApprovalRequested(_)
+                | prompt_event::Kind::Waiting(_)
+                | prompt_event::Kind::Delegating(_)
+                | prompt_event::Kind::Completed(_)
+                | prompt_event::Kind::Error(_)
+                | prompt_event::Kind::Cancelled(_)
+        )
+    )
+}
+
+/// A call's input and result, dropped when larger than [`MAX_COPIED_VALUE_BYTES`].
+fn slim(output: &mut Option<agentic_proto::v1::PromptOutput>) {
+    let Some(agentic_proto::v1::PromptOutput {
+        kind: Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)),
+    }) = output
+    else {
+        return;
+    };
+    let large = |value: &Option<prost_types::Value>| {
+        value
+            .as_ref()
+            .is_some_and(|value| prost::Message::encoded_len(value) > MAX_COPIED_VALUE_BYTES)
+    };
+    if large(&tool.input) {
+        tool.input = None;
+    }
+    if let Some(agentic_proto::v1::ToolResult {
+        result: Some(agentic_proto::v1::tool_result::Result::Success(success)),
+    }) = &mut tool.result
+        && large(&success.output)
+    {
+        success.output = None;
+    }
+}
+
 /// `event` as its parent's log keeps it: prompts it carries without their timeline (the
-/// child's own prompt has it), so a copy stays small.
+/// child's own prompt has it), and calls without a large input or result, so a copy stays
+/// small.
 fn nested(event: PromptEvent) -> PromptEvent {
     let strip = |prompt: &mut Option<Prompt>| {
         if let Some(prompt) = prompt {
@@ -140,6 +212,8 @@ fn nested(event: PromptEvent) -> PromptEvent {
         Some(prompt_event::Kind::Cancelled(cancelled)) => strip(&mut cancelled.prompt),
         Some(prompt_event::Kind::Waiting(waiting)) => strip(&mut waiting.prompt),
         Some(prompt_event::Kind::Delegating(delegating)) => strip(&mut delegating.prompt),
+        Some(prompt_event::Kind::Output(added)) => slim(&mut added.output),
+        Some(prompt_event::Kind::OutputUpdated(updated)) => slim(&mut updated.output),
         _ => {}
     }
     event
@@ -182,8 +256,15 @@ impl Prompts {
             Ok(None) => {}
             Err(reason) => {
                 tracing::info!(prompt_id = %call.parent, tool_call_id = call.tool_call_id, %reason, "sub-agent not started");
-                self.answer_call(&call.parent, &call.tool_call_id, Err(reason))
-                    .await;
+                for _ in 0..REFUSAL_TRIES {
+                    if self
+                        .answer_call(&call.parent, &call.tool_call_id, Err(reason.clone()))
+                        .await
+                    {
+                        return;
+                    }
+                    tokio::time::sleep(LOOK_EVERY).await;
+                }
             }
         }
     }
@@ -206,6 +287,8 @@ impl Prompts {
             input,
             root,
         } = self.check_call(&parent, call).await?;
+        // What the tree spent, and what its children still running may spend, is not this
+        // one's to spend.
         let mut spent = parent.usage.unwrap_or_default();
         let children = self
             .store
@@ -213,19 +296,39 @@ impl Prompts {
             .await
             .map_err(internal)?;
         agentic_proto::budget::add_spent(&mut spent, &children);
+        for held in self
+            .store
+            .budgets_held(&parent.prompt_id())
+            .await
+            .map_err(internal)?
+        {
+            agentic_proto::budget::add_spent(&mut spent, &held_as_spent(&held));
+        }
         let budget = budget_left(parent.budget.as_ref(), &spent)?;
         let agent = self
             .agent(&parent.owner(), &sub.name, sub.version)
             .await
             .map_err(|error| format!("agent {}@{}: {error}", sub.name, sub.version))?;
         let child_id = PromptId::generate();
-        if !self
+        let claim = self
             .store
-            .claim_sub_prompt(&child_id, (&parent.prompt_id(), &call.tool_call_id), &root)
+            .claim_sub_prompt(
+                &child_id,
+                (&parent.prompt_id(), &call.tool_call_id),
+                &root,
+                (MAX_IN_FLIGHT, MAX_PER_TREE),
+            )
             .await
-            .map_err(internal)?
-        {
-            return Ok(None);
+            .map_err(internal)?;
+        match claim {
+            Claim::Claimed => {}
+            Claim::Taken => return Ok(None),
+            Claim::Full => {
+                return Err(format!(
+                    "a prompt may have at most {MAX_IN_FLIGHT} sub-agents running at once and \
+                     {MAX_PER_TREE} in all; call it again once one answered"
+                ));
+            }
         }
         let lineage = SubPromptParent {
             prompt_id: parent.id.clone(),
@@ -291,21 +394,6 @@ impl Prompts {
             || parent.prompt_id(),
             |above| PromptId::known(above.root_prompt_id.as_str()),
         );
-        let (started, open) = self
-            .store
-            .sub_prompt_counts(&root)
-            .await
-            .map_err(|error| error.to_string())?;
-        if open >= MAX_IN_FLIGHT {
-            return Err(format!(
-                "at most {MAX_IN_FLIGHT} sub-agents run at once for one prompt; call it again once one answered"
-            ));
-        }
-        if started >= MAX_PER_TREE {
-            return Err(format!(
-                "a prompt may start at most {MAX_PER_TREE} sub-agents in all"
-            ));
-        }
         Ok(Checked {
             sub,
             callers,
@@ -344,7 +432,7 @@ impl Prompts {
         (child, agent): (&PromptId, &str),
         (parent, call): (&PromptId, &str),
     ) -> Result<(), GatewayError> {
-        let mut last = 0;
+        let (mut last, mut copied) = (0, 0);
         loop {
             let mut events = crate::engine::follow::follow(
                 self.store.clone(),
@@ -369,10 +457,13 @@ impl Prompts {
                     }
                 };
                 last = event.sequence;
-                if matches!(event.kind, Some(prompt_event::Kind::Stream(_))) {
+                if matches!(event.kind, Some(prompt_event::Kind::Stream(_)))
+                    || (copied >= MAX_COPIED && !always_copied(&event))
+                {
                     continue;
                 }
-                let copied = SubPromptEvent {
+                copied += 1;
+                let under_call = SubPromptEvent {
                     tool_call_id: call.to_owned(),
                     agent: agent.to_owned(),
                     event: Some(Box::new(nested(event))),
@@ -380,7 +471,7 @@ impl Prompts {
                 match self
                     .store
                     .record(parent, crate::store::Change::None, |_| {
-                        prompt_event::Kind::SubPrompt(Box::new(copied))
+                        prompt_event::Kind::SubPrompt(Box::new(under_call))
                     })
                     .await
                 {
@@ -436,15 +527,29 @@ impl Prompts {
         }
     }
 
-    /// Answers the calls of children that ended while nobody followed them.
-    async fn answer_ended_children(&self) {
-        match self.store.ended_unanswered_sub_prompts(SWEEP_BATCH).await {
+    /// Answers the calls of children that ended a while ago with their call unanswered
+    /// (nobody followed them, or the answer had to wait), and cancels children whose parent
+    /// ended (whoever followed them stopped).
+    async fn sweep_children(&self) {
+        match self
+            .store
+            .ended_unanswered_sub_prompts(SWEEP_GRACE_MS, SWEEP_BATCH)
+            .await
+        {
             Ok(children) => {
                 for child in children {
                     self.answer_child(&child).await;
                 }
             }
             Err(error) => tracing::warn!(%error, "could not look for ended sub-agents"),
+        }
+        match self.store.orphaned_sub_prompts(SWEEP_BATCH).await {
+            Ok(orphans) => {
+                for (child, user) in orphans {
+                    self.cancel_child(&user, &child).await;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "could not look for orphaned sub-agents"),
         }
     }
 }

@@ -414,6 +414,7 @@ mod rows;
 mod run_log;
 mod sqlite;
 mod sub_prompts;
+pub use sub_prompts::Claim;
 mod triggers;
 mod usage;
 

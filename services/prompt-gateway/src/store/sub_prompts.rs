@@ -5,42 +5,70 @@ use super::*;
 
 impl Store {
     /// Takes `call` of `parent` for the new child prompt `child` (whose tree's root is
-    /// `root`): false when the call has a child already, whoever asked first.
+    /// `root`), if the tree has fewer than `most.0` children unanswered and `most.1` in all:
+    /// count and claim are one statement.
     pub async fn claim_sub_prompt(
         &self,
         child: &PromptId,
         (parent, call): (&PromptId, &str),
         root: &PromptId,
-    ) -> Result<bool, GatewayError> {
+        most: (i64, i64),
+    ) -> Result<Claim, GatewayError> {
         let inserted = self
             .db
             .write(
                 "INSERT INTO sub_prompts (prompt_id, parent_id, root_id, tool_call_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                 SELECT $1, $2, $3, $4, $5 \
+                 WHERE (SELECT COUNT(*) FROM sub_prompts WHERE root_id = $3 AND answered = 0) < $6 \
+                 AND (SELECT COUNT(*) FROM sub_prompts WHERE root_id = $3) < $7 \
+                 ON CONFLICT DO NOTHING",
                 &[
                     child.into(),
                     parent.into(),
                     root.into(),
                     call.into(),
                     now_millis().into(),
+                    most.0.into(),
+                    most.1.into(),
                 ],
             )
             .await?;
-        Ok(inserted == 1)
-    }
-
-    /// How many sub-agents' prompts the tree under `root` started, and how many of them have
-    /// not answered yet.
-    pub async fn sub_prompt_counts(&self, root: &PromptId) -> Result<(i64, i64), GatewayError> {
-        let row: Option<(i64, i64)> = self
+        if inserted == 1 {
+            return Ok(Claim::Claimed);
+        }
+        let taken: Option<String> = self
             .db
-            .read_optional(
-                "SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN answered = 0 THEN 1 ELSE 0 END), 0) \
-                 AS BIGINT) FROM sub_prompts WHERE root_id = $1",
-                &[root.into()],
+            .read_scalar(
+                "SELECT prompt_id FROM sub_prompts WHERE parent_id = $1 AND tool_call_id = $2",
+                &[parent.into(), call.into()],
             )
             .await?;
-        Ok(row.unwrap_or_default())
+        Ok(if taken.is_some() {
+            Claim::Taken
+        } else {
+            Claim::Full
+        })
+    }
+
+    /// The budgets given to `parent`'s children that have not answered yet: what they may
+    /// still spend is held back from a new child's.
+    pub async fn budgets_held(
+        &self,
+        parent: &PromptId,
+    ) -> Result<Vec<agentic_proto::v1::Budget>, GatewayError> {
+        let budgets: Vec<Vec<u8>> = self
+            .db
+            .read_scalars(
+                "SELECT p.budget FROM sub_prompts s JOIN prompts p ON p.id = s.prompt_id \
+                 WHERE s.parent_id = $1 AND s.answered = 0",
+                &[parent.into()],
+            )
+            .await?;
+        Ok(budgets
+            .iter()
+            .filter(|budget| !budget.is_empty())
+            .filter_map(|budget| agentic_proto::v1::Budget::decode(budget.as_slice()).ok())
+            .collect())
     }
 
     /// Marks `child`'s call answered: true for the one caller that did it first.
@@ -55,19 +83,21 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// What the sub-agents `parent` called spent (their own sub-agents included: each
-    /// child's budget was what the tree had left, and its usage is its own run's).
+    /// What the sub-agents under `parent` spent, at every depth (each prompt's usage is its
+    /// own run's, so a grandchild's is not in its parent's).
     pub async fn children_spent(&self, parent: &PromptId) -> Result<Usage, GatewayError> {
         let row: Option<(i64, i64, i64, i64, i64, i64)> = self
             .db
             .read_optional(
-                "SELECT CAST(COALESCE(SUM(p.input_tokens), 0) AS BIGINT), \
+                "WITH RECURSIVE tree(id) AS (SELECT prompt_id FROM sub_prompts WHERE parent_id = $1 \
+                 UNION ALL SELECT s.prompt_id FROM sub_prompts s JOIN tree t ON s.parent_id = t.id) \
+                 SELECT CAST(COALESCE(SUM(p.input_tokens), 0) AS BIGINT), \
                  CAST(COALESCE(SUM(p.output_tokens), 0) AS BIGINT), \
                  CAST(COALESCE(SUM(p.total_tokens), 0) AS BIGINT), \
                  CAST(COALESCE(SUM(p.llm_calls), 0) AS BIGINT), \
                  CAST(COALESCE(SUM(p.tool_calls), 0) AS BIGINT), \
                  CAST(COALESCE(SUM(p.cost_micros), 0) AS BIGINT) \
-                 FROM sub_prompts s JOIN prompts p ON p.id = s.prompt_id WHERE s.parent_id = $1",
+                 FROM tree t JOIN prompts p ON p.id = t.id",
                 &[parent.into()],
             )
             .await?;
@@ -84,17 +114,43 @@ impl Store {
         })
     }
 
-    /// Sub-agents' prompts that ended while their call still has no answer (the replica
-    /// that followed them stopped first), at most `limit`.
+    /// Sub-agents' prompts that ended at least `grace` ms ago while their call still has no
+    /// answer (whoever followed them stopped, or could not deliver it yet), at most `limit`.
     pub async fn ended_unanswered_sub_prompts(
         &self,
+        grace: i64,
         limit: i64,
     ) -> Result<Vec<PromptId>, GatewayError> {
         let ids: Vec<String> = self
             .db
             .read_scalars(
                 "SELECT s.prompt_id FROM sub_prompts s JOIN prompts p ON p.id = s.prompt_id \
-                 WHERE s.answered = 0 AND p.state IN ($1, $2, $3) LIMIT $4",
+                 WHERE s.answered = 0 AND p.state IN ($1, $2, $3) AND p.updated_at < $4 LIMIT $5",
+                &[
+                    ENDED[0].into(),
+                    ENDED[1].into(),
+                    ENDED[2].into(),
+                    (now_millis() - grace).into(),
+                    limit.into(),
+                ],
+            )
+            .await?;
+        Ok(ids.into_iter().map(PromptId::known).collect())
+    }
+
+    /// Sub-agents' prompts still unfinished whose parent ended, with their owner, at most
+    /// `limit`: they are to be cancelled.
+    pub async fn orphaned_sub_prompts(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(PromptId, UserId)>, GatewayError> {
+        let rows: Vec<(String, String)> = self
+            .db
+            .read_all(
+                "SELECT s.prompt_id, c.user_id FROM sub_prompts s \
+                 JOIN prompts c ON c.id = s.prompt_id JOIN prompts p ON p.id = s.parent_id \
+                 WHERE s.answered = 0 AND p.state IN ($1, $2, $3) \
+                 AND c.state NOT IN ($1, $2, $3) LIMIT $4",
                 &[
                     ENDED[0].into(),
                     ENDED[1].into(),
@@ -103,8 +159,21 @@ impl Store {
                 ],
             )
             .await?;
-        Ok(ids.into_iter().map(PromptId::known).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(child, user)| (PromptId::known(child), UserId::known(user)))
+            .collect())
     }
+}
+
+/// What claiming a call for a new child found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    Claimed,
+    /// The call has a child already.
+    Taken,
+    /// The tree has as many children as it may.
+    Full,
 }
 
 /// Events read at a time looking back for a prompt's last pause.

@@ -221,9 +221,12 @@ impl Run {
     /// paused (a `waiting` event), the pause's expiry is set first: any replica rejects the
     /// calls it waits on as expired once it passes, whatever happens to this run.
     async fn publish(&self, events: &[PromptEvent]) -> Result<(), GatewayError> {
-        let paused = events
-            .iter()
-            .any(|event| matches!(event.kind, Some(prompt_event::Kind::Waiting(_))));
+        let paused = events.iter().any(|event| {
+            matches!(
+                event.kind,
+                Some(prompt_event::Kind::Waiting(_) | prompt_event::Kind::Delegating(_))
+            )
+        });
         if paused {
             let expires_at = agentic_db::now_millis().saturating_add(
                 i64::try_from(self.approval_timeout.as_millis()).unwrap_or(i64::MAX),
