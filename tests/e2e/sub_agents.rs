@@ -558,3 +558,63 @@ async fn a_hosted_agent_hands_a_task_to_a_classic_sub_agent() {
     let second = stack.model.hosted_requests()[1].body.to_string();
     assert!(second.contains("Filed under F."), "{second}");
 }
+
+#[tokio::test]
+async fn siblings_started_together_share_what_the_budget_has_left_instead_of_each_taking_it() {
+    let mut rules = vec![
+        // Each child takes a while, so both are running when the second starts.
+        Rule::new(
+            Match::AnyMessageContains("You are agent left.".into()),
+            Reply::Text("left done".into()),
+        )
+        .delay_ms(300),
+        Rule::new(
+            Match::AnyMessageContains("You are agent right.".into()),
+            Reply::Text("right done".into()),
+        )
+        .delay_ms(300),
+    ];
+    rules.extend(as_agent(
+        "fan",
+        Reply::ToolCalls {
+            content: None,
+            calls: vec![
+                call("agent__left", json!({"task": "one half"})),
+                call("agent__right", json!({"task": "other half"})),
+            ],
+        },
+    ));
+    let stack = Stack::start(rules).await.unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let mut fan = agent("fan", "classic", &[("left", false), ("right", false)]);
+    fan.budget = Some(Budget {
+        max_llm_calls: 5,
+        ..Budget::default()
+    });
+    save(
+        &alice,
+        vec![
+            agent("left", "classic", &[]),
+            agent("right", "classic", &[]),
+            fan,
+        ],
+    )
+    .await;
+    let parent = completed(&alice, NewPrompt::new("split it").agent("fan")).await;
+    // The first started got the 4 calls left; the second found them held, and was refused.
+    let results = [
+        result_of(&parent, "agent.left"),
+        result_of(&parent, "agent.right"),
+    ];
+    let refused: Vec<&String> = results
+        .iter()
+        .filter_map(|result| result.as_ref().err())
+        .collect();
+    assert_eq!(refused.len(), 1, "{results:?}");
+    assert!(refused[0].contains("budget"), "{results:?}");
+    assert!(
+        results
+            .iter()
+            .any(|result| result.as_ref().is_ok_and(|answer| answer.contains("done")))
+    );
+}

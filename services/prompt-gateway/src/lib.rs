@@ -355,6 +355,7 @@ fn prompts(
         guardrails,
         operator_agents: config::operator_agents(config)?,
         max_agent_depth: config.max_agent_depth,
+        sub_agent_starts: app::sub_agents::SubAgentStarts::default(),
         rates: std::sync::Arc::new(app::rates::Rates::new(
             config.prompts_per_minute_per_user,
             config.tokens_per_minute_per_user,

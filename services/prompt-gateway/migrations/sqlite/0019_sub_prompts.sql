@@ -8,6 +8,9 @@ CREATE TABLE sub_prompts (
     root_id TEXT NOT NULL,
     tool_call_id TEXT NOT NULL,
     answered INTEGER NOT NULL DEFAULT 0,
+    -- The budget the child was given (an encoded agentic.v1.Budget; empty: none), held
+    -- back from its siblings' while it runs.
+    budget BLOB NOT NULL DEFAULT x'',
     created_at BIGINT NOT NULL
 );
 -- One child per call, whoever asks twice.

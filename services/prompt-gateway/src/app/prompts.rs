@@ -166,6 +166,8 @@ pub struct Prompts {
     /// How deep sub-agents nest (`GATEWAY_MAX_AGENT_DEPTH`): a root prompt's children are
     /// at depth 1.
     pub max_agent_depth: u32,
+    /// Sub-agents' starts under way here, one parent at a time.
+    pub sub_agent_starts: crate::app::sub_agents::SubAgentStarts,
 }
 
 impl Prompts {

@@ -10,6 +10,8 @@
 //! user's day counts it once). The depth is bounded, a cycle refused, and a tree has a
 //! bounded number of children at once and in all. A child whose parent ended is cancelled.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentic_ids::{PromptId, UserId};
@@ -269,9 +271,20 @@ impl Prompts {
         }
     }
 
-    /// The child for `call`, started: `None` when the call has one already (or its prompt
-    /// is gone), `Err` with the reason it may not start.
+    /// The child for `call`, started (one call of a parent at a time on this replica, so
+    /// that each sees what its siblings were given): `None` when the call has one already
+    /// (or its prompt is gone), `Err` with the reason it may not start.
     async fn try_start_sub_agent(&self, call: &SubCall) -> Result<Option<Started>, String> {
+        let lock = self.sub_agent_starts.lock_for(&call.parent);
+        let started = {
+            let _one_at_a_time = lock.lock().await;
+            self.start_one(call).await
+        };
+        self.sub_agent_starts.release(&call.parent, &lock);
+        started
+    }
+
+    async fn start_one(&self, call: &SubCall) -> Result<Option<Started>, String> {
         let internal = |error: GatewayError| error.to_string();
         let Some(parent) = self
             .store
@@ -315,7 +328,7 @@ impl Prompts {
             .claim_sub_prompt(
                 &child_id,
                 (&parent.prompt_id(), &call.tool_call_id),
-                &root,
+                (&root, budget.as_ref()),
                 (MAX_IN_FLIGHT, MAX_PER_TREE),
             )
             .await
@@ -550,6 +563,26 @@ impl Prompts {
                 }
             }
             Err(error) => tracing::warn!(%error, "could not look for orphaned sub-agents"),
+        }
+    }
+}
+
+/// One lock per parent prompt whose calls are being started here (see
+/// `Prompts::try_start_sub_agent`); a parent's entry goes once nobody holds it.
+#[derive(Clone, Default)]
+pub struct SubAgentStarts(Arc<Mutex<HashMap<PromptId, Arc<tokio::sync::Mutex<()>>>>>);
+
+impl SubAgentStarts {
+    fn lock_for(&self, parent: &PromptId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(locks.entry(parent.clone()).or_default())
+    }
+
+    fn release(&self, parent: &PromptId, lock: &Arc<tokio::sync::Mutex<()>>) {
+        let mut locks = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // The map's and this caller's: nobody else waits for it.
+        if Arc::strong_count(lock) == 2 {
+            locks.remove(parent);
         }
     }
 }

@@ -11,14 +11,15 @@ impl Store {
         &self,
         child: &PromptId,
         (parent, call): (&PromptId, &str),
-        root: &PromptId,
+        (root, budget): (&PromptId, Option<&agentic_proto::v1::Budget>),
         most: (i64, i64),
     ) -> Result<Claim, GatewayError> {
+        let budget = budget.map(Message::encode_to_vec).unwrap_or_default();
         let inserted = self
             .db
             .write(
-                "INSERT INTO sub_prompts (prompt_id, parent_id, root_id, tool_call_id, created_at) \
-                 SELECT $1, $2, $3, $4, $5 \
+                "INSERT INTO sub_prompts (prompt_id, parent_id, root_id, tool_call_id, created_at, \
+                 budget) SELECT $1, $2, $3, $4, $5, $8 \
                  WHERE (SELECT COUNT(*) FROM sub_prompts WHERE root_id = $3 AND answered = 0) < $6 \
                  AND (SELECT COUNT(*) FROM sub_prompts WHERE root_id = $3) < $7 \
                  ON CONFLICT DO NOTHING",
@@ -30,6 +31,7 @@ impl Store {
                     now_millis().into(),
                     most.0.into(),
                     most.1.into(),
+                    (&budget).into(),
                 ],
             )
             .await?;
@@ -59,8 +61,7 @@ impl Store {
         let budgets: Vec<Vec<u8>> = self
             .db
             .read_scalars(
-                "SELECT p.budget FROM sub_prompts s JOIN prompts p ON p.id = s.prompt_id \
-                 WHERE s.parent_id = $1 AND s.answered = 0",
+                "SELECT budget FROM sub_prompts WHERE parent_id = $1 AND answered = 0",
                 &[parent.into()],
             )
             .await?;
