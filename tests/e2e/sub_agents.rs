@@ -618,3 +618,95 @@ async fn siblings_started_together_share_what_the_budget_has_left_instead_of_eac
             .any(|result| result.as_ref().is_ok_and(|answer| answer.contains("done")))
     );
 }
+
+#[tokio::test]
+async fn the_cli_saves_a_handoff_and_shows_the_sub_agent_under_the_prompt() {
+    let mut rules = as_agent("front", hands_to("closer", "close the ticket"));
+    rules.extend(as_agent(
+        "closer",
+        Reply::Text("Closed, with thanks.".into()),
+    ));
+    let stack = Stack::start(rules).await.unwrap();
+    for (name, extra) in [
+        ("closer", None),
+        ("front", Some(["--hands-off-to", "closer"])),
+    ] {
+        let instructions = format!("You are agent {name}.");
+        let mut args = vec!["agents", "save", name, "--instructions", &instructions];
+        args.extend(extra.iter().flatten());
+        let saved = crate::cli::agentic(&stack, &args, "").await;
+        assert_eq!(saved.code, 0, "stderr: {}", saved.stderr);
+    }
+    let ran =
+        crate::cli::agentic(&stack, &["prompt", "--agent", "front", "please close"], "").await;
+    assert_eq!(ran.code, 0, "stderr: {}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Closed, with thanks."),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stderr.contains("[agent closer: started, prompt "),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("[agent closer: answered]"),
+        "{}",
+        ran.stderr
+    );
+}
+
+#[tokio::test]
+async fn past_four_sub_agents_at_once_a_call_is_refused_and_another_user_goes_on() {
+    let names = ["s1", "s2", "s3", "s4", "s5"];
+    let mut rules: Vec<Rule> = names
+        .iter()
+        .map(|name| {
+            Rule::new(
+                Match::AnyMessageContains(format!("You are agent {name}.")),
+                Reply::Text(format!("{name} done")),
+            )
+            .delay_ms(500)
+        })
+        .collect();
+    rules.extend(as_agent(
+        "crowd",
+        Reply::ToolCalls {
+            content: None,
+            calls: names
+                .iter()
+                .map(|name| call(&format!("agent__{name}"), json!({"task": "work"})))
+                .collect(),
+        },
+    ));
+    rules.push(text(Match::Any, "plain answer"));
+    let stack = Stack::start(rules).await.unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let mut agents: Vec<Agent> = names
+        .iter()
+        .map(|name| agent(name, "classic", &[]))
+        .collect();
+    let calls: Vec<(&str, bool)> = names.iter().map(|name| (*name, false)).collect();
+    agents.push(agent("crowd", "classic", &calls));
+    save(&alice, agents).await;
+    let parent = alice
+        .create_prompt(NewPrompt::new("all at once").agent("crowd"))
+        .await
+        .unwrap();
+    // Meanwhile another user's prompt runs as usual.
+    let bob = stack.client("bob").await.unwrap();
+    let plain = completed(&bob, NewPrompt::new("hello")).await;
+    assert_eq!(text_of(plain.output.last().unwrap()), Some("plain answer"));
+    let parent = ends_completed(&alice, &parent.id).await;
+    let results: Vec<Result<String, String>> = names
+        .iter()
+        .map(|name| result_of(&parent, &format!("agent.{name}")))
+        .collect();
+    let refused: Vec<&String> = results
+        .iter()
+        .filter_map(|result| result.as_ref().err())
+        .collect();
+    assert_eq!(refused.len(), 1, "{results:?}");
+    assert!(refused[0].contains("at most 4"), "{results:?}");
+}

@@ -1,7 +1,7 @@
 //! `agentic agents …`: named, versioned agent definitions your prompts run as
 //! (`agentic prompt --agent NAME[@VERSION]`).
 
-use agentic_proto::v1::{Agent, ListAgentsResponse, ToolScope};
+use agentic_proto::v1::{Agent, ListAgentsResponse, SubAgent, ToolScope};
 
 use super::Console;
 use super::args::{StateObject, Tier, schema_object, tier};
@@ -43,6 +43,13 @@ pub enum AgentsCommand {
         /// matches for each prompt's input it reads (repeatable, at most 4).
         #[arg(long = "memory", value_name = "NAMESPACE")]
         memory_namespaces: Vec<String>,
+        /// An agent it may call, offered to it as the tool agent.NAME (repeatable, at most 8).
+        #[arg(long = "calls", value_name = "AGENT")]
+        calls: Vec<String>,
+        /// An agent it may hand off to: the agent's answer becomes its final answer
+        /// (repeatable).
+        #[arg(long = "hands-off-to", value_name = "AGENT")]
+        hands_off_to: Vec<String>,
     },
     /// One version of an agent as JSON (NAME: the newest; NAME@VERSION).
     Show { name: String },
@@ -125,6 +132,8 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
         model,
         output_schema,
         memory_namespaces,
+        calls,
+        hands_off_to,
     } = save
     else {
         anyhow::bail!("not a save");
@@ -145,6 +154,17 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
             .as_ref()
             .map(agentic_proto::json::map_to_struct),
         memory_namespaces,
+        sub_agents: calls
+            .into_iter()
+            .map(|name| SubAgent {
+                name,
+                r#final: false,
+            })
+            .chain(hands_off_to.into_iter().map(|name| SubAgent {
+                name,
+                r#final: true,
+            }))
+            .collect(),
         ..Agent::default()
     })
 }
