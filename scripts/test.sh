@@ -16,9 +16,9 @@ cd "$(dirname "$0")/.."
 cargo=${CARGO:-cargo}
 threads=${E2E_THREADS:-4}
 # Substrings of test names, as libtest filters; `--skip` drops modules whose names contain one
-# of them but do not depend on the backend (walls::gateway, llm_faults).
+# of them but do not depend on the backend (walls::gateway, llm_faults, the playground's pages).
 pg_modules=(queue:: triggers:: approvals:: expiry:: export:: listings:: deletion:: usage:: retention:: processes:: budgets:: recordings:: streams::
-    conversations:: attachments::modes:: attachments::bounds:: answers:: agents:: sub_agents:: memory:: tidy:: cancel:: faults:: gateway:: --skip walls:: --skip llm_faults::)
+    conversations:: attachments::modes:: attachments::bounds:: answers:: agents:: sub_agents:: memory:: tidy:: cancel:: faults:: gateway:: --skip walls:: --skip llm_faults:: --skip playground::)
 failed=()
 times=()
 

@@ -16,11 +16,7 @@ use std::time::Duration;
 
 use agentic_ids::{PromptId, UserId};
 use agentic_proto::SUB_AGENT_TOOL_PREFIX;
-use agentic_proto::v1::{
-    Agent, Budget, Prompt, PromptEvent, PromptState, SubAgentTool, SubPromptEvent, SubPromptParent,
-    Usage, prompt_event,
-};
-use futures::StreamExt as _;
+use agentic_proto::v1::{Agent, Budget, Prompt, SubAgentTool, SubPromptParent, Usage};
 
 use crate::app::prompts::{NewPrompt, Prompts};
 use crate::engine::runner::SubCall;
@@ -29,6 +25,7 @@ use crate::ids::PromptIds as _;
 use crate::store::Claim;
 
 mod answers;
+mod copies;
 
 /// Agents one agent may call.
 pub const MAX_SUB_AGENTS: usize = 8;
@@ -152,75 +149,6 @@ fn held_as_spent(held: &Budget) -> Usage {
     }
 }
 
-/// Whether a copy of `event` is kept once a child passed [`MAX_COPIED`]: what starts,
-/// pauses or ends it, and what it asks a person.
-fn always_copied(event: &PromptEvent) -> bool {
-    matches!(
-        event.kind,
-        Some(
-            prompt_event::Kind::Created(_)
-                | prompt_event::Kind::Started(_)
-                | prompt_event::Kind::ApprovalRequested(_)
-                | prompt_event::Kind::Waiting(_)
-                | prompt_event::Kind::Delegating(_)
-                | prompt_event::Kind::Completed(_)
-                | prompt_event::Kind::Error(_)
-                | prompt_event::Kind::Cancelled(_)
-        )
-    )
-}
-
-/// A call's input and result, dropped when larger than [`MAX_COPIED_VALUE_BYTES`].
-fn slim(output: &mut Option<agentic_proto::v1::PromptOutput>) {
-    let Some(agentic_proto::v1::PromptOutput {
-        kind: Some(agentic_proto::v1::prompt_output::Kind::Tool(tool)),
-    }) = output
-    else {
-        return;
-    };
-    let large = |value: &Option<prost_types::Value>| {
-        value
-            .as_ref()
-            .is_some_and(|value| prost::Message::encoded_len(value) > MAX_COPIED_VALUE_BYTES)
-    };
-    if large(&tool.input) {
-        tool.input = None;
-    }
-    if let Some(agentic_proto::v1::ToolResult {
-        result: Some(agentic_proto::v1::tool_result::Result::Success(success)),
-    }) = &mut tool.result
-        && large(&success.output)
-    {
-        success.output = None;
-    }
-}
-
-/// `event` as its parent's log keeps it: prompts it carries without their timeline (the
-/// child's own prompt has it), and calls without a large input or result, so a copy stays
-/// small.
-fn nested(event: PromptEvent) -> PromptEvent {
-    let strip = |prompt: &mut Option<Prompt>| {
-        if let Some(prompt) = prompt {
-            prompt.output.clear();
-            prompt.state_data = None;
-        }
-    };
-    let mut event = event;
-    match &mut event.kind {
-        Some(prompt_event::Kind::Created(created)) => strip(&mut created.prompt),
-        Some(prompt_event::Kind::Started(started)) => strip(&mut started.prompt),
-        Some(prompt_event::Kind::Completed(completed)) => strip(&mut completed.prompt),
-        Some(prompt_event::Kind::Error(failed)) => strip(&mut failed.prompt),
-        Some(prompt_event::Kind::Cancelled(cancelled)) => strip(&mut cancelled.prompt),
-        Some(prompt_event::Kind::Waiting(waiting)) => strip(&mut waiting.prompt),
-        Some(prompt_event::Kind::Delegating(delegating)) => strip(&mut delegating.prompt),
-        Some(prompt_event::Kind::Output(added)) => slim(&mut added.output),
-        Some(prompt_event::Kind::OutputUpdated(updated)) => slim(&mut updated.output),
-        _ => {}
-    }
-    event
-}
-
 impl Prompts {
     /// The agents `agent` may call, as a prompt running as it takes them (each one's newest
     /// version now): FAILED_PRECONDITION when one does not exist for `user_id`.
@@ -300,24 +228,7 @@ impl Prompts {
             input,
             root,
         } = self.check_call(&parent, call).await?;
-        // What the tree spent, and what its children still running may spend, is not this
-        // one's to spend.
-        let mut spent = parent.usage.unwrap_or_default();
-        let children = self
-            .store
-            .children_spent(&parent.prompt_id())
-            .await
-            .map_err(internal)?;
-        agentic_proto::budget::add_spent(&mut spent, &children);
-        for held in self
-            .store
-            .budgets_held(&parent.prompt_id())
-            .await
-            .map_err(internal)?
-        {
-            agentic_proto::budget::add_spent(&mut spent, &held_as_spent(&held));
-        }
-        let budget = budget_left(parent.budget.as_ref(), &spent)?;
+        let budget = self.child_budget(&parent).await?;
         let agent = self
             .agent(&parent.owner(), &sub.name, sub.version)
             .await
@@ -373,6 +284,30 @@ impl Prompts {
         }
     }
 
+    /// What a new child of `parent` may spend: what the parent's budget has left after the
+    /// tree under it spent, less what its children still running were given.
+    async fn child_budget(&self, parent: &Prompt) -> Result<Option<Budget>, String> {
+        let internal = |error: GatewayError| error.to_string();
+        // What the tree spent, and what its children still running may spend, is not this
+        // one's to spend.
+        let mut spent = parent.usage.unwrap_or_default();
+        let children = self
+            .store
+            .children_spent(&parent.prompt_id())
+            .await
+            .map_err(internal)?;
+        agentic_proto::budget::add_spent(&mut spent, &children);
+        for held in self
+            .store
+            .budgets_held(&parent.prompt_id())
+            .await
+            .map_err(internal)?
+        {
+            agentic_proto::budget::add_spent(&mut spent, &held_as_spent(&held));
+        }
+        budget_left(parent.budget.as_ref(), &spent)
+    }
+
     /// What `call` of `parent` may start: its sub-agent (not one above it, nor past the
     /// depth bound), the agents above the child, its input, and the tree's root, within the
     /// tree's bounds; `Err` says why not.
@@ -413,157 +348,6 @@ impl Prompts {
             input,
             root,
         })
-    }
-
-    /// Copies `child`'s events onto `parent`'s log under its call, in a task of its own,
-    /// until the child ends; then answers the call. A child whose parent ended is cancelled.
-    fn follow_child(&self, started: Started) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let Started {
-                child,
-                parent,
-                user,
-                call,
-                agent,
-            } = started;
-            if let Err(error) = this
-                .copy_child_events(&user, (&child, &agent), (&parent, &call))
-                .await
-            {
-                tracing::warn!(prompt_id = %child, %error, "stopped following a sub-agent's prompt; its answer is delivered when it ends");
-            }
-            this.answer_child(&child).await;
-        });
-    }
-
-    /// Copies the child's events (text deltas left out) onto the parent's log until the
-    /// child ends, or cancels the child once the parent ended.
-    async fn copy_child_events(
-        &self,
-        user: &UserId,
-        (child, agent): (&PromptId, &str),
-        (parent, call): (&PromptId, &str),
-    ) -> Result<(), GatewayError> {
-        let (mut last, mut copied) = (0, 0);
-        loop {
-            let mut events = crate::engine::follow::follow(
-                self.store.clone(),
-                self.hub.clone(),
-                user,
-                child.clone(),
-                last,
-            )
-            .await?;
-            loop {
-                let next = tokio::time::timeout(LOOK_EVERY, events.next()).await;
-                let event = match next {
-                    Ok(Some(event)) => event.map_err(|status| {
-                        GatewayError::Internal(format!("following the sub-agent: {status}"))
-                    })?,
-                    Ok(None) => break,
-                    Err(_) => {
-                        if self.cancel_if_parent_ended(user, child, parent).await? {
-                            return Ok(());
-                        }
-                        continue;
-                    }
-                };
-                last = event.sequence;
-                if matches!(event.kind, Some(prompt_event::Kind::Stream(_)))
-                    || (copied >= MAX_COPIED && !always_copied(&event))
-                {
-                    continue;
-                }
-                copied += 1;
-                let under_call = SubPromptEvent {
-                    tool_call_id: call.to_owned(),
-                    agent: agent.to_owned(),
-                    event: Some(Box::new(nested(event))),
-                };
-                match self
-                    .store
-                    .record(parent, crate::store::Change::None, |_| {
-                        prompt_event::Kind::SubPrompt(Box::new(under_call))
-                    })
-                    .await
-                {
-                    Ok(stored) => stored.iter().for_each(|event| self.hub.publish(event)),
-                    Err(GatewayError::PromptEnded(_)) => {
-                        self.cancel_child(user, child).await;
-                        return Ok(());
-                    }
-                    Err(error) => return Err(error),
-                }
-            }
-            // The stream ended: the child ended, or waits for a person.
-            match self.store.state(child).await? {
-                Some(PromptState::WaitingForApproval) => {
-                    let mut woken = self.hub.subscribe(child);
-                    let _ = tokio::time::timeout(LOOK_EVERY, woken.receiver.recv()).await;
-                    if self.cancel_if_parent_ended(user, child, parent).await? {
-                        return Ok(());
-                    }
-                }
-                Some(PromptState::Running | PromptState::Queued) => {}
-                _ => return Ok(()),
-            }
-        }
-    }
-
-    /// Cancels `child` if `parent` ended: true then.
-    async fn cancel_if_parent_ended(
-        &self,
-        user: &UserId,
-        child: &PromptId,
-        parent: &PromptId,
-    ) -> Result<bool, GatewayError> {
-        let ended = !matches!(
-            self.store.state(parent).await?,
-            Some(PromptState::Running | PromptState::WaitingForApproval | PromptState::Queued)
-        );
-        if ended {
-            self.cancel_child(user, child).await;
-        }
-        Ok(ended)
-    }
-
-    async fn cancel_child(&self, user: &UserId, child: &PromptId) {
-        match self
-            .cancel(user, child, "its parent prompt ended".to_owned())
-            .await
-        {
-            Ok(_) | Err(GatewayError::FailedPrecondition(_)) => {}
-            Err(error) => {
-                tracing::warn!(prompt_id = %child, %error, "could not cancel a sub-agent whose parent ended");
-            }
-        }
-    }
-
-    /// Answers the calls of children that ended a while ago with their call unanswered
-    /// (nobody followed them, or the answer had to wait), and cancels children whose parent
-    /// ended (whoever followed them stopped).
-    async fn sweep_children(&self) {
-        match self
-            .store
-            .ended_unanswered_sub_prompts(SWEEP_GRACE_MS, SWEEP_BATCH)
-            .await
-        {
-            Ok(children) => {
-                for child in children {
-                    self.answer_child(&child).await;
-                }
-            }
-            Err(error) => tracing::warn!(%error, "could not look for ended sub-agents"),
-        }
-        match self.store.orphaned_sub_prompts(SWEEP_BATCH).await {
-            Ok(orphans) => {
-                for (child, user) in orphans {
-                    self.cancel_child(&user, &child).await;
-                }
-            }
-            Err(error) => tracing::warn!(%error, "could not look for orphaned sub-agents"),
-        }
     }
 }
 

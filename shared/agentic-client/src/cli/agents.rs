@@ -10,6 +10,10 @@ use super::printable;
 use crate::Client;
 
 #[derive(clap::Subcommand, Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per command line; boxing would buy nothing"
+)]
 pub enum AgentsCommand {
     /// The agents you may run: yours (the newest version of each), then the operator's.
     List,

@@ -1,4 +1,6 @@
+use super::copies::nested;
 use super::*;
+use agentic_proto::v1::{PromptEvent, prompt_event};
 use serde_json::json;
 
 #[test]
