@@ -546,3 +546,76 @@ async fn an_external_guard_is_asked_at_each_stage_and_a_silent_one_blocks() {
     assert_eq!(error.code(), Some(Code::FailedPrecondition));
     assert!(error.to_string().contains("fails closed"), "{error}");
 }
+
+#[tokio::test]
+async fn an_agents_own_guardrails_check_its_prompts_input_and_output_and_no_other_prompt() {
+    const GROUPS: &str = r#"{"groups": [
+      {"name": "support-guard", "users": [],
+       "input": [{"name": "no-refunds", "pattern": "(?i)refund", "action": "block"}],
+       "output": [{"name": "pii-out", "pii": ["email"], "action": "redact"}]}
+    ]}"#;
+    let (stack, _dir) =
+        guarded_stack(GROUPS, vec![text(Match::Any, "Write to help@example.com.")]).await;
+    let alice = stack.client("alice").await.unwrap();
+    // A group the operator's file does not have cannot be named.
+    let unknown = alice
+        .create_agent(agentic_proto::v1::Agent {
+            name: "support".into(),
+            guardrails: "no-such-group".into(),
+            ..agentic_proto::v1::Agent::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Some(Code::InvalidArgument), "{unknown:?}");
+    alice
+        .create_agent(agentic_proto::v1::Agent {
+            name: "support".into(),
+            guardrails: "support-guard".into(),
+            ..agentic_proto::v1::Agent::default()
+        })
+        .await
+        .unwrap();
+
+    // Through the agent: its input guard blocks, its output guard redacts.
+    let blocked = alice
+        .create_prompt(NewPrompt::new("I want a refund").agent("support"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        blocked.code(),
+        Some(Code::FailedPrecondition),
+        "{blocked:?}"
+    );
+    assert!(blocked.to_string().contains("no-refunds"), "{blocked}");
+    let (events, prompt) = run(
+        &alice,
+        NewPrompt::new("how do I reach you?").agent("support"),
+    )
+    .await;
+    assert_eq!(
+        prompt.state,
+        PromptState::Completed as i32,
+        "{}",
+        prompt.error
+    );
+    assert_eq!(
+        text_of(prompt.output.last().unwrap()),
+        Some("Write to [redacted: pii-out].")
+    );
+    assert!(
+        guardrail_events(&events)
+            .iter()
+            .any(|(guard, stage, action)| guard == "pii-out"
+                && stage == "output"
+                && action == "redacted"),
+        "{:?}",
+        guardrail_events(&events)
+    );
+
+    // The same user without the agent is in no group: nothing is checked.
+    let (_, plain) = run(&alice, NewPrompt::new("I want a refund")).await;
+    assert_eq!(
+        text_of(plain.output.last().unwrap()),
+        Some("Write to help@example.com.")
+    );
+}

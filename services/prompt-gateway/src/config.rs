@@ -255,8 +255,7 @@ pub fn check(config: &Config) -> anyhow::Result<()> {
     )?;
     agentic_rpc::SendInternalToken::new(config.service.internal_token.as_deref())?;
     agentic_rpc::ServerTls::from_files(config.tls_cert.as_deref(), config.tls_key.as_deref())?;
-    guardrails(config)?;
-    operator_agents(config)?;
+    operator_agents(config, guardrails(config)?.as_ref())?;
     if config.modes.is_empty() && config.service.internal_token.is_none() {
         anyhow::bail!(
             "no execution modes configured (--modes), and without an internal token no executor can register one"
@@ -273,14 +272,20 @@ pub(crate) fn guardrails(config: &Config) -> anyhow::Result<Arc<agentic_guard::G
     }))
 }
 
-/// The agents `--agents-file` names (none without it).
+/// The agents `--agents-file` names (none without it), each naming as its own guardrails
+/// only a group of `guardrails`.
 pub(crate) fn operator_agents(
     config: &Config,
+    guardrails: &agentic_guard::Guardrails,
 ) -> anyhow::Result<Arc<crate::app::agents::OperatorAgents>> {
-    Ok(Arc::new(match &config.agents_file {
+    let agents = match &config.agents_file {
         Some(path) => crate::app::agents::OperatorAgents::load(path)?,
         None => crate::app::agents::OperatorAgents::default(),
-    }))
+    };
+    agents
+        .check_guardrails(guardrails)
+        .map_err(|error| anyhow::anyhow!("--agents-file: {error}"))?;
+    Ok(Arc::new(agents))
 }
 
 /// A CORS origin as browsers send it: `http://` or `https://`, a host, maybe a port, nothing

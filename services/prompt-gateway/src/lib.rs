@@ -326,6 +326,7 @@ fn prompts(
 ) -> anyhow::Result<Prompts> {
     let hub = Hub::default();
     let guardrails = config::guardrails(config)?;
+    let operator_agents = config::operator_agents(config, &guardrails)?;
     let runner = Runner::new(
         (store.clone(), hub.clone()),
         Admission::new(admission::Limits {
@@ -353,7 +354,7 @@ fn prompts(
         modes,
         max_run_time: Duration::from_secs(config.max_run_secs),
         guardrails,
-        operator_agents: config::operator_agents(config)?,
+        operator_agents,
         max_agent_depth: config.max_agent_depth,
         sub_agent_starts: app::sub_agents::SubAgentStarts::default(),
         rates: std::sync::Arc::new(app::rates::Rates::new(

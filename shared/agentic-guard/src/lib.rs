@@ -165,6 +165,26 @@ impl Guardrails {
                 .any(|user| user == "*" || user == user_id)
         })
     }
+
+    /// The group named `name` (an agent's own guardrails name one).
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|group| group.name == name)
+    }
+
+    /// The groups that check `user_id`'s text in a prompt running as an agent whose own
+    /// guardrails are the group `agent_group` (empty: none): the user's, then the agent's
+    /// when it is another.
+    pub fn groups_for<'a>(&'a self, user_id: &str, agent_group: &str) -> Vec<&'a Group> {
+        let mut groups: Vec<&Group> = self.group_of(user_id).into_iter().collect();
+        if let Some(agent) = (!agent_group.is_empty())
+            .then(|| self.group(agent_group))
+            .flatten()
+            && !groups.iter().any(|group| group.name == agent.name)
+        {
+            groups.push(agent);
+        }
+        groups
+    }
 }
 
 impl Group {

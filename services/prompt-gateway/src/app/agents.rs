@@ -73,6 +73,8 @@ struct FileAgent {
     tokens_per_minute: u64,
     #[serde(default)]
     sub_agents: Vec<FileSubAgent>,
+    #[serde(default)]
+    guardrails: String,
 }
 
 /// An agent another may call, in the operator's file.
@@ -104,6 +106,16 @@ impl OperatorAgents {
         let text = std::fs::read_to_string(path)
             .map_err(|error| anyhow::anyhow!("reading {}: {error}", path.display()))?;
         OperatorAgents::parse(&text).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
+    }
+
+    /// Refuses an agent whose own guardrails name no group of `guardrails`.
+    pub fn check_guardrails(
+        &self,
+        guardrails: &agentic_guard::Guardrails,
+    ) -> Result<(), GatewayError> {
+        self.0
+            .values()
+            .try_for_each(|agent| check_group(agent, guardrails))
     }
 
     fn parse(text: &str) -> anyhow::Result<OperatorAgents> {
@@ -160,6 +172,7 @@ impl FileAgent {
                     r#final: sub.r#final,
                 })
                 .collect(),
+            guardrails: self.guardrails,
         })
     }
 }
@@ -276,6 +289,17 @@ fn check_sub_agents(agent: &Agent) -> Result<(), GatewayError> {
     Ok(())
 }
 
+/// Refuses `agent` when its own guardrails name no group of the operator's `guardrails`.
+fn check_group(agent: &Agent, guardrails: &agentic_guard::Guardrails) -> Result<(), GatewayError> {
+    if agent.guardrails.is_empty() || guardrails.group(&agent.guardrails).is_some() {
+        return Ok(());
+    }
+    Err(GatewayError::InvalidArgument(format!(
+        "guardrails: the operator's guardrails have no group named {:?}",
+        agentic_telemetry::text::truncate_chars(&agent.guardrails, 60, "…")
+    )))
+}
+
 /// `name` or `name@version` (a version of 0 or none: the newest).
 fn reference(text: &str) -> Result<(&str, Option<u32>), GatewayError> {
     match text.split_once('@') {
@@ -354,6 +378,7 @@ fn apply(agent: &Agent, request: &mut NewPrompt) -> Result<(), GatewayError> {
         version: agent.version,
         instructions: agent.instructions.clone(),
         tools: agent.tools.clone(),
+        guardrails: agent.guardrails.clone(),
         ..AgentRun::default()
     });
     Ok(())
@@ -370,6 +395,7 @@ impl Prompts {
         agent.version = 0;
         agent.created_at = None;
         check(&agent)?;
+        check_group(&agent, &self.guardrails)?;
         let own = self
             .store
             .agent(user_id, &agent.name, None)

@@ -40,7 +40,7 @@ impl Prompts {
         self.check_conversation_quota(&request.user_id).await?;
         // A title is often the conversation's first input: the input guards see it first.
         (request.title, _) = self
-            .guard_input(&request.user_id, &request.title, "the title")
+            .guard_input(&request.user_id, "", &request.title, "the title")
             .await?;
         crate::engine::state::check_state(request.state.as_ref())?;
         if let Some(mode) = &request.default_mode
@@ -95,7 +95,7 @@ impl Prompts {
         let title = match title {
             Some(title) => {
                 check_title(&title)?;
-                Some(self.guard_input(user_id, &title, "the title").await?.0)
+                Some(self.guard_input(user_id, "", &title, "the title").await?.0)
             }
             None => None,
         };

@@ -54,6 +54,10 @@ pub enum AgentsCommand {
         /// (repeatable).
         #[arg(long = "hands-off-to", value_name = "AGENT")]
         hands_off_to: Vec<String>,
+        /// Its own guardrails: a group of the operator's guardrails file whose input and
+        /// output guards check its prompts too.
+        #[arg(long, value_name = "GROUP", default_value = "")]
+        guardrails: String,
     },
     /// One version of an agent as JSON (NAME: the newest; NAME@VERSION).
     Show { name: String },
@@ -138,6 +142,7 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
         memory_namespaces,
         calls,
         hands_off_to,
+        guardrails,
     } = save
     else {
         anyhow::bail!("not a save");
@@ -169,6 +174,7 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
                 r#final: true,
             }))
             .collect(),
+        guardrails,
         ..Agent::default()
     })
 }

@@ -150,6 +150,10 @@ pub struct AgentRun {
     /// depth is their number; an agent already among them is not started again (a cycle).
     #[prost(string, repeated, tag = "7")]
     pub callers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Its agent's own guardrails: a group of the operator's guardrails file whose input and
+    /// output guards check the prompt besides its user's group's (empty: none).
+    #[prost(string, tag = "8")]
+    pub guardrails: ::prost::alloc::string::String,
 }
 /// An agent a prompt's agent may call, as the prompt took it.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -771,6 +775,10 @@ pub struct Agent {
     /// agent's mode, and answers with the child's final answer.
     #[prost(message, repeated, tag = "15")]
     pub sub_agents: ::prost::alloc::vec::Vec<SubAgent>,
+    /// Its own guardrails: the name of a group of the operator's guardrails file whose input
+    /// and output guards check its prompts besides their user's group's (empty: none).
+    #[prost(string, tag = "16")]
+    pub guardrails: ::prost::alloc::string::String,
 }
 /// An agent another agent may call.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

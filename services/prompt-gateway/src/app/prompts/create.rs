@@ -150,8 +150,12 @@ impl Prompts {
         &self,
         request: &mut NewPrompt,
     ) -> Result<Vec<agentic_guard::Tripped>, GatewayError> {
+        let agent_group = request
+            .agent_run
+            .as_ref()
+            .map_or("", |run| run.guardrails.as_str());
         let (input, tripped) = self
-            .guard_input(&request.user_id, &request.input, "the prompt")
+            .guard_input(&request.user_id, agent_group, &request.input, "the prompt")
             .await?;
         if input.trim().is_empty() {
             let guards: Vec<&str> = tripped.iter().map(|t| t.guard.as_str()).collect();
@@ -289,25 +293,39 @@ impl Prompts {
     }
 
     /// `text` from `user_id` (`what` names it in a refusal) as the input guards of the user's
-    /// group leave it, with the guards that redacted it; a guard that blocks it refuses it.
-    /// Whatever a user writes that is stored or reaches a model passes here first: prompts'
-    /// input and conversations' titles.
+    /// group, then of the agent's own group (`agent_group`; empty: none), leave it, with the
+    /// guards that redacted it; a guard that blocks it refuses it. Whatever a user writes
+    /// that is stored or reaches a model passes here first: prompts' input and
+    /// conversations' titles.
     pub async fn guard_input(
         &self,
         user_id: &UserId,
+        agent_group: &str,
         text: &str,
         what: &str,
     ) -> Result<(String, Vec<agentic_guard::Tripped>), GatewayError> {
         use agentic_guard::{Checked, Stage};
-        let Some(group) = self.guardrails.group_of(user_id.as_str()) else {
-            return Ok((text.to_owned(), Vec::new()));
-        };
-        match group.check_text(Stage::Input, user_id.as_str(), text).await {
-            Checked::Blocked(blocked) => Err(GatewayError::FailedPrecondition(format!(
-                "{what} was {blocked}"
-            ))),
-            Checked::Pass { text, redacted } => Ok((text, redacted)),
+        let (mut text, mut tripped) = (text.to_owned(), Vec::new());
+        for group in self.guardrails.groups_for(user_id.as_str(), agent_group) {
+            match group
+                .check_text(Stage::Input, user_id.as_str(), &text)
+                .await
+            {
+                Checked::Blocked(blocked) => {
+                    return Err(GatewayError::FailedPrecondition(format!(
+                        "{what} was {blocked}"
+                    )));
+                }
+                Checked::Pass {
+                    text: passed,
+                    redacted,
+                } => {
+                    text = passed;
+                    tripped.extend(redacted);
+                }
+            }
         }
+        Ok((text, tripped))
     }
 
     /// Stores `prompt` in its conversation as `policy` decides given what else runs there,

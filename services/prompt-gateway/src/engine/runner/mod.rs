@@ -35,6 +35,10 @@ mod run;
 pub use run::SubCall;
 use run::{Delegation, Run, Spending};
 
+/// What a run takes of its prompt besides its outputs: what it may spend, the calls its
+/// sub-agents answer, and its agent's own guardrail group (empty: none).
+type RunParts = (Spending, Delegation, String);
+
 /// What the gateway sends a run: boxed, because a channel allocates its first block of 32
 /// slots when it is made, and a start (the whole prompt) is large.
 type Input = Box<ExecuteInput>;
@@ -256,6 +260,11 @@ impl Runner {
         let spending = (
             Spending::of(prompt, self.daily),
             Delegation::of(prompt, self.sub_calls.as_ref()),
+            prompt
+                .agent
+                .as_ref()
+                .map(|agent| agent.guardrails.clone())
+                .unwrap_or_default(),
         );
         let span = run.span.clone();
         tokio::spawn(
@@ -420,7 +429,7 @@ impl Runner {
         &self,
         prompt_id: &PromptId,
         mode: &str,
-        (outputs, spending): (usize, (Spending, Delegation)),
+        (outputs, spending): (usize, RunParts),
         run: OpenRun,
         mut commands: mpsc::Receiver<Command>,
         refresh: &Notify,
@@ -489,7 +498,7 @@ impl Runner {
         &self,
         prompt_id: &PromptId,
         mode: &str,
-        (outputs, spending): (usize, (Spending, Delegation)),
+        (outputs, spending): (usize, RunParts),
         run: OpenRun,
     ) -> (Run, Streaming<ExecuteEvent>) {
         let OpenRun {
@@ -500,14 +509,15 @@ impl Runner {
             notices,
             ..
         } = run;
+        let (spending, delegation, agent_guardrails) = spending;
         let mut run = Run::new(
             (prompt_id, mode),
             (self.store.clone(), self.hub.clone()),
             inputs,
             (outputs, recording, approval_timeout),
-            spending,
+            (spending, delegation),
         );
-        run.guard_output(&self.guardrails);
+        run.guard_output(&self.guardrails, agent_guardrails);
         for tripped in &notices {
             if let Err(error) = Box::pin(run.notice(tripped)).await {
                 tracing::warn!(%prompt_id, %error, "guardrail event not stored");

@@ -48,7 +48,7 @@ pub(super) struct Run {
     recording: bool,
     /// The guardrails, when the prompt's user is in a group that checks text output: text
     /// is then not streamed, and each text output is checked before it is stored.
-    output_guard: Option<Arc<agentic_guard::Guardrails>>,
+    output_guard: Option<(Arc<agentic_guard::Guardrails>, String)>,
     /// How long a call the run pauses on may wait for a person: each pause expires then.
     approval_timeout: std::time::Duration,
     /// Its calls that sub-agents answer.
@@ -85,13 +85,20 @@ impl Run {
     }
 
     /// Checks the prompt's text output with `guardrails` if its user's group asks for it.
-    pub(super) fn guard_output(&mut self, guardrails: &Arc<agentic_guard::Guardrails>) {
+    /// Checks the prompt's text output with `guardrails` if its user's group, or its agent's
+    /// own (`agent_group`), asks for it.
+    pub(super) fn guard_output(
+        &mut self,
+        guardrails: &Arc<agentic_guard::Guardrails>,
+        agent_group: String,
+    ) {
         let user = self.spending.user_id.as_str();
         if guardrails
-            .group_of(user)
-            .is_some_and(agentic_guard::Group::guards_output)
+            .groups_for(user, &agent_group)
+            .into_iter()
+            .any(agentic_guard::Group::guards_output)
         {
-            self.output_guard = Some(Arc::clone(guardrails));
+            self.output_guard = Some((Arc::clone(guardrails), agent_group));
         }
     }
 
@@ -123,13 +130,14 @@ impl Run {
         &mut self,
         mut event: ExecuteEvent,
     ) -> Result<Option<ExecuteEvent>, GatewayError> {
-        let Some(guardrails) = self.output_guard.clone() else {
+        let Some((guardrails, agent_group)) = self.output_guard.clone() else {
             return Ok(Some(event));
         };
         let user = self.spending.user_id.to_string();
-        let Some(group) = guardrails.group_of(&user) else {
+        let groups = guardrails.groups_for(&user, &agent_group);
+        if groups.is_empty() {
             return Ok(Some(event));
-        };
+        }
         let text = match &mut event.kind {
             Some(execute_event::Kind::TextDelta(_)) => return Ok(None),
             // Log lines are shown too: checked as text.
@@ -139,7 +147,9 @@ impl Run {
             _ => None,
         };
         if let Some(text) = text {
-            self.check_output(group, &user, text).await?;
+            for group in groups {
+                self.check_output(group, &user, text).await?;
+            }
         }
         Ok(Some(event))
     }
