@@ -178,7 +178,7 @@ pub enum Claim {
 }
 
 /// Events read at a time looking back for a prompt's last pause.
-const LOOK_BACK_PAGE: i64 = 200;
+const LOOK_BACK_PAGE: i64 = 32;
 
 impl Store {
     /// Whether the last pause among `prompt_id`'s events up to sequence `through` is a
