@@ -189,6 +189,7 @@ async fn through_an_agent(client: &Client, iterations: usize) -> anyhow::Result<
             instructions: "Answer briefly.".into(),
             tools: Some(agentic_proto::v1::ToolScope {
                 allowed: vec!["demo.*".into(), "artifact.get".into()],
+                ..Default::default()
             }),
             ..agentic_proto::v1::Agent::default()
         })

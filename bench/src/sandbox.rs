@@ -23,7 +23,7 @@ enum Backend {
     /// the call's input, or with `input` when it is given.
     Grpc {
         tool_host: Box<ToolHost>,
-        scope: RunScope,
+        scope: Box<RunScope>,
         tool_id: &'static str,
         input: Option<Json>,
     },
@@ -266,7 +266,7 @@ pub async fn tool_calls(effort: Effort) -> anyhow::Result<Vec<Figure>> {
         &sandboxes,
         BenchHost::new(Backend::Grpc {
             tool_host: Box::new(ToolHost::new(channel)),
-            scope: scope(),
+            scope: Box::new(scope()),
             tool_id: "demo.echo",
             input: None,
         }),
@@ -352,7 +352,7 @@ pub async fn mcp_tool_calls(
     ] {
         let host = BenchHost::new(Backend::Grpc {
             tool_host: Box::new(tool_host.clone()),
-            scope: scope(),
+            scope: Box::new(scope()),
             tool_id,
             input,
         });

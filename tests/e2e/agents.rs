@@ -20,6 +20,7 @@ fn agent(name: &str, instructions: &str, tools: Option<&[&str]>) -> Agent {
         instructions: instructions.into(),
         tools: tools.map(|tools| ToolScope {
             allowed: tools.iter().map(|tool| (*tool).to_owned()).collect(),
+            ..Default::default()
         }),
         ..Agent::default()
     }

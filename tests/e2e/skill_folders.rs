@@ -547,3 +547,50 @@ async fn the_hosted_executor_sweeps_a_deleted_skills_provider_copy_with_no_promp
         "no prompt ran"
     );
 }
+
+#[tokio::test]
+async fn an_agent_that_names_its_skills_sees_and_reads_no_other_skill_folder() {
+    let stack = Stack::start(reading_rules("fill the form")).await.unwrap();
+    let alice = stack.client("alice").await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    alice
+        .add_skill_folder_from(&write_skill(dir.path(), "Fills PDF forms."))
+        .await
+        .unwrap();
+    let letters = dir.path().join("letters");
+    std::fs::create_dir_all(&letters).unwrap();
+    std::fs::write(
+        letters.join("SKILL.md"),
+        skill_md("letters", "Writes letters."),
+    )
+    .unwrap();
+    alice.add_skill_folder_from(&letters).await.unwrap();
+    alice
+        .create_agent(agentic_proto::v1::Agent {
+            name: "letter-writer".into(),
+            skills: vec!["letters".into()],
+            ..agentic_proto::v1::Agent::default()
+        })
+        .await
+        .unwrap();
+    let prompt = completed(
+        &alice,
+        NewPrompt::new("fill the form").agent("letter-writer"),
+    )
+    .await;
+    let system = system_of(&stack.model.requests()[0].body);
+    assert!(system.contains("letters: Writes letters."), "{system}");
+    assert!(!system.contains("pdf-forms"), "{system}");
+    let refused = prompt
+        .output
+        .iter()
+        .find_map(|output| tool_of(output).filter(|(function, _)| *function == "skill.read"))
+        .map(|(_, result)| result)
+        .unwrap();
+    let error = refused.unwrap_err();
+    assert!(error.contains("for this agent"), "{error}");
+    assert!(
+        !stack.model.requests()[1].body.to_string().contains(MARKER),
+        "the hidden skill's instructions never reach the model"
+    );
+}

@@ -112,8 +112,13 @@ impl Executor {
             let room = container::MAX_SKILLS.saturating_sub(skills.len());
             let client = tool_host.skills();
             let user = request.user_id.as_str();
-            let folders =
-                crate::skill_uploads::container_skills(&self.provider, client, user, room).await;
+            let folders = crate::skill_uploads::container_skills(
+                &self.provider,
+                client,
+                (user, request.tool_scope.as_ref()),
+                room,
+            )
+            .await;
             skills.extend(folders);
         }
         skills

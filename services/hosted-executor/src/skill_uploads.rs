@@ -22,7 +22,7 @@ const MAX_VERSIONS_LISTED: usize = 100;
 pub async fn container_skills(
     provider: &Provider,
     mut skills: SkillsClient<InternalChannel>,
-    user_id: &str,
+    (user_id, scope): (&str, Option<&pb::ToolScope>),
     room: usize,
 ) -> Vec<Json> {
     let listed = match skills
@@ -46,15 +46,18 @@ pub async fn container_skills(
             async move { delete_pending(&provider, client, listed.pending_deletions).await },
         );
     }
-    if listed.skills.len() > room {
+    // An agent's prompt loads only the skill folders it sees.
+    let mut seen = listed.skills;
+    seen.retain(|skill| agentic_proto::scope::sees_skill(scope, &skill.name));
+    if seen.len() > room {
         tracing::warn!(
-            skills = listed.skills.len(),
+            skills = seen.len(),
             room,
             "more skill folders than the container loads: the first by name go in"
         );
     }
     let mut loaded = Vec::new();
-    for skill in listed.skills.into_iter().take(room) {
+    for skill in seen.into_iter().take(room) {
         match uploaded(provider, &mut skills, user_id, &skill).await {
             Ok(copy) => loaded.push(json!({
                 "type": "custom",

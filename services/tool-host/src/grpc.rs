@@ -56,6 +56,18 @@ pub struct ToolHostService {
     modules: Vec<pb::SandboxModule>,
 }
 
+/// Whether a run with `scope` gets the sandbox module `name`: a skill folder's
+/// (`skills/<skill>/<path>`) only when it sees that skill.
+fn sees_module(scope: Option<&pb::ToolScope>, name: &str) -> bool {
+    match name
+        .strip_prefix(agentic_proto::SKILL_MODULE_PREFIX)
+        .and_then(|rest| rest.split('/').next())
+    {
+        Some(skill) => agentic_proto::scope::sees_skill(scope, skill),
+        None => true,
+    }
+}
+
 #[tonic::async_trait]
 impl ToolHost for ToolHostService {
     async fn prepare(
@@ -89,7 +101,12 @@ impl ToolHost for ToolHostService {
                 .modules
                 .iter()
                 .cloned()
-                .chain(user_modules.into_iter().map(sandbox_module))
+                .chain(
+                    user_modules
+                        .into_iter()
+                        .filter(|module| sees_module(ctx.tool_scope.as_ref(), &module.name))
+                        .map(sandbox_module),
+                )
                 .collect(),
         }))
     }

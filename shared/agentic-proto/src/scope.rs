@@ -26,6 +26,13 @@ pub fn allows(scope: Option<&ToolScope>, tool_id: &str) -> bool {
     scope.is_none_or(|scope| scope.allows(tool_id))
 }
 
+/// Whether a run with `scope` (none: every skill) sees the skill folder `skill`.
+pub fn sees_skill(scope: Option<&ToolScope>, skill: &str) -> bool {
+    scope.is_none_or(|scope| {
+        scope.skills.is_empty() || scope.skills.iter().any(|name| name == skill)
+    })
+}
+
 /// What a tool outside the run's scope answers, in every service that refuses it.
 pub fn refusal(tool_id: &str) -> String {
     format!("{tool_id} is not one of this agent's tools")
@@ -39,6 +46,7 @@ mod tests {
     fn ids_and_prefix_patterns_match_and_an_empty_scope_allows_nothing() {
         let scope = ToolScope {
             allowed: vec!["everything.*".into(), "artifact.get".into()],
+            ..Default::default()
         };
         assert!(scope.allows("everything.echo"));
         assert!(scope.allows("artifact.get"));

@@ -372,6 +372,7 @@ async fn a_runs_tool_scope_limits_what_is_prepared_and_what_may_be_called(
     let mut tools = host.tools().await?;
     let scope = agentic_proto::v1::ToolScope {
         allowed: vec!["demo.e*".into(), "artifact.get".into()],
+        ..Default::default()
     };
     let prepared = tools
         .prepare(PrepareRequest {

@@ -12,9 +12,9 @@ use agentic_proto::v1::{Agent, AgentRun, Budget, ModelTier};
 use prost::Message as _;
 
 use crate::app::prompts::{NewPrompt, Prompts};
-use crate::app::sub_agents::MAX_SUB_AGENTS;
 use crate::error::GatewayError;
 use crate::store::AgentLimits;
+use checks::{check_group, check_sub_agents, valid_skill_name};
 
 /// Agents one user may keep, and versions of one agent.
 pub const LIMITS: AgentLimits = AgentLimits {
@@ -25,6 +25,8 @@ const MAX_NAME_CHARS: usize = 48;
 const MAX_DESCRIPTION_CHARS: usize = 1024;
 const MAX_INSTRUCTIONS_BYTES: usize = 32 * 1024;
 const MAX_TOOLS: usize = 100;
+/// Skill folders an agent names, at most.
+const MAX_SKILLS: usize = 32;
 /// A tool id's longest (a pattern may name one whole).
 const MAX_TOOL_PATTERN_CHARS: usize = 256;
 /// Memory namespaces an agent reads into its prompts, items per namespace, and the bytes of
@@ -75,6 +77,8 @@ struct FileAgent {
     sub_agents: Vec<FileSubAgent>,
     #[serde(default)]
     guardrails: String,
+    #[serde(default)]
+    skills: Vec<String>,
 }
 
 /// An agent another may call, in the operator's file.
@@ -145,9 +149,10 @@ impl FileAgent {
             version: self.version.unwrap_or(1).max(1),
             description: self.description,
             instructions: self.instructions,
-            tools: self
-                .tools
-                .map(|allowed| agentic_proto::v1::ToolScope { allowed }),
+            tools: self.tools.map(|allowed| agentic_proto::v1::ToolScope {
+                allowed,
+                ..Default::default()
+            }),
             mode: self.mode,
             model: model.into(),
             budget: self.budget.map(|budget| Budget {
@@ -173,6 +178,7 @@ impl FileAgent {
                 })
                 .collect(),
             guardrails: self.guardrails,
+            skills: self.skills,
         })
     }
 }
@@ -251,6 +257,15 @@ pub fn check(agent: &Agent) -> Result<(), GatewayError> {
         return invalid("model: not a model tier".into());
     }
     check_sub_agents(agent)?;
+    if agent.skills.len() > MAX_SKILLS {
+        return invalid(format!("skills names more than {MAX_SKILLS} skill folders"));
+    }
+    if let Some(bad) = agent.skills.iter().find(|skill| !valid_skill_name(skill)) {
+        return invalid(format!(
+            "skills: {:?} is not a skill folder's name",
+            agentic_telemetry::text::truncate_chars(bad, 60, "…")
+        ));
+    }
     crate::engine::answers::check_schema(agent.output_schema.as_ref())?;
     if agent.encoded_len() > MAX_DEFINITION_BYTES {
         return invalid(format!(
@@ -260,44 +275,21 @@ pub fn check(agent: &Agent) -> Result<(), GatewayError> {
     Ok(())
 }
 
-/// The agents `agent` calls: at most [`MAX_SUB_AGENTS`], each a valid name, once, and not
-/// itself.
-fn check_sub_agents(agent: &Agent) -> Result<(), GatewayError> {
-    let invalid = |reason: String| Err(GatewayError::InvalidArgument(reason));
-    if agent.sub_agents.len() > MAX_SUB_AGENTS {
-        return invalid(format!(
-            "sub_agents names more than {MAX_SUB_AGENTS} agents"
-        ));
+/// The scope a prompt running as `agent` takes: its tools, and its skill folders when it
+/// names some (with every tool when it names no tools).
+fn scope_of(agent: &Agent) -> Option<agentic_proto::v1::ToolScope> {
+    if agent.skills.is_empty() {
+        return agent.tools.clone();
     }
-    for (index, sub) in agent.sub_agents.iter().enumerate() {
-        if !valid_name(&sub.name) {
-            return invalid(format!(
-                "sub_agents: {:?} is not an agent's name",
-                agentic_telemetry::text::truncate_chars(&sub.name, 60, "…")
-            ));
-        }
-        if sub.name == agent.name {
-            return invalid(format!("agent {} cannot call itself", agent.name));
-        }
-        if agent.sub_agents[..index]
-            .iter()
-            .any(|earlier| earlier.name == sub.name)
-        {
-            return invalid(format!("sub_agents names {} twice", sub.name));
-        }
-    }
-    Ok(())
-}
-
-/// Refuses `agent` when its own guardrails name no group of the operator's `guardrails`.
-fn check_group(agent: &Agent, guardrails: &agentic_guard::Guardrails) -> Result<(), GatewayError> {
-    if agent.guardrails.is_empty() || guardrails.group(&agent.guardrails).is_some() {
-        return Ok(());
-    }
-    Err(GatewayError::InvalidArgument(format!(
-        "guardrails: the operator's guardrails have no group named {:?}",
-        agentic_telemetry::text::truncate_chars(&agent.guardrails, 60, "…")
-    )))
+    let mut scope = agent
+        .tools
+        .clone()
+        .unwrap_or_else(|| agentic_proto::v1::ToolScope {
+            allowed: vec!["*".to_owned()],
+            skills: Vec::new(),
+        });
+    scope.skills.clone_from(&agent.skills);
+    Some(scope)
 }
 
 /// `name` or `name@version` (a version of 0 or none: the newest).
@@ -377,7 +369,7 @@ fn apply(agent: &Agent, request: &mut NewPrompt) -> Result<(), GatewayError> {
         name: agent.name.clone(),
         version: agent.version,
         instructions: agent.instructions.clone(),
-        tools: agent.tools.clone(),
+        tools: scope_of(agent),
         guardrails: agent.guardrails.clone(),
         ..AgentRun::default()
     });
@@ -565,5 +557,6 @@ impl Prompts {
     }
 }
 
+mod checks;
 #[cfg(test)]
 mod tests;

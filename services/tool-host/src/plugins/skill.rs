@@ -201,7 +201,7 @@ impl Plugin for SkillPlugin {
     }
 
     async fn context(&self, ctx: &PrepareContext) -> Vec<ContextItem> {
-        read::listing(&self.folders, &ctx.user_id)
+        read::listing(&self.folders, &ctx.user_id, ctx.tool_scope.as_ref())
             .await
             .into_iter()
             .collect()
@@ -245,7 +245,7 @@ impl Plugin for SkillPlugin {
             return self.save(input, ctx).await;
         }
         if tool_id.as_str() == read::READ {
-            return read::read(&self.folders, &ctx.user_id, &input).await;
+            return read::read(&self.folders, &ctx.user_id, ctx.tool_scope.as_ref(), &input).await;
         }
         let skill = self.skill_for(tool_id, &input, ctx).await?;
         Ok(ToolOutcome::run_code(Self::request(&skill, &input, ctx)))

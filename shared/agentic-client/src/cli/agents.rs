@@ -58,6 +58,9 @@ pub enum AgentsCommand {
         /// output guards check its prompts too.
         #[arg(long, value_name = "GROUP", default_value = "")]
         guardrails: String,
+        /// A skill folder its prompts see (repeatable, at most 32); none: every one of yours.
+        #[arg(long = "skill", value_name = "NAME")]
+        skills: Vec<String>,
     },
     /// One version of an agent as JSON (NAME: the newest; NAME@VERSION).
     Show { name: String },
@@ -143,6 +146,7 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
         calls,
         hands_off_to,
         guardrails,
+        skills,
     } = save
     else {
         anyhow::bail!("not a save");
@@ -156,7 +160,10 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
         name,
         description,
         instructions,
-        tools: (no_tools || !tools.is_empty()).then_some(ToolScope { allowed: tools }),
+        tools: (no_tools || !tools.is_empty()).then_some(ToolScope {
+            allowed: tools,
+            ..Default::default()
+        }),
         mode,
         model: tier(model) as i32,
         output_schema: output_schema
@@ -175,6 +182,7 @@ fn definition(save: AgentsCommand) -> anyhow::Result<Agent> {
             }))
             .collect(),
         guardrails,
+        skills,
         ..Agent::default()
     })
 }

@@ -186,6 +186,11 @@ pub struct SubPromptParent {
 pub struct ToolScope {
     #[prost(string, repeated, tag = "1")]
     pub allowed: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// The skill folders the run sees, by name: listed in its context, readable with
+    /// `skill.read`, importable in the sandbox, loaded into a hosted container. Empty: every
+    /// one of the user's.
+    #[prost(string, repeated, tag = "2")]
+    pub skills: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 /// A prompt's attachments as the gateway stores them (one column of the prompt).
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -779,6 +784,11 @@ pub struct Agent {
     /// and output guards check its prompts besides their user's group's (empty: none).
     #[prost(string, tag = "16")]
     pub guardrails: ::prost::alloc::string::String,
+    /// The skill folders its prompts see, by name (at most 32): no other is listed, readable,
+    /// importable or loaded into a container. Empty: every one of the user's (a tool list
+    /// without `skill.read` gives it none).
+    #[prost(string, repeated, tag = "17")]
+    pub skills: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 /// An agent another agent may call.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -5,6 +5,7 @@ fn agent(name: &str) -> Agent {
         name: name.into(),
         tools: Some(agentic_proto::v1::ToolScope {
             allowed: vec!["demo.*".into(), "artifact.get".into()],
+            ..Default::default()
         }),
         ..Agent::default()
     }
@@ -27,14 +28,21 @@ fn names_patterns_and_sizes_are_bounded() {
         let mut bad = agent("ok");
         bad.tools = Some(agentic_proto::v1::ToolScope {
             allowed: vec![pattern.to_owned()],
+            ..Default::default()
         });
         assert!(check(&bad).is_err(), "{pattern:?}");
     }
     let mut many = agent("ok");
     many.tools = Some(agentic_proto::v1::ToolScope {
         allowed: (0..101).map(|n| format!("t.{n}")).collect(),
+        ..Default::default()
     });
     assert!(check(&many).is_err());
+    let mut skills = agent("ok");
+    skills.skills = (0..33).map(|n| format!("s{n}")).collect();
+    assert!(check(&skills).is_err(), "past 32 skill folders");
+    skills.skills = vec!["Not A Name".into()];
+    assert!(check(&skills).is_err(), "not a skill folder's name");
     let mut long = agent("ok");
     long.instructions = "x".repeat(MAX_INSTRUCTIONS_BYTES + 1);
     assert!(check(&long).is_err());

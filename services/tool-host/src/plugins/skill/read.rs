@@ -45,14 +45,19 @@ pub fn read_spec() -> ToolSpec {
 }
 
 /// The context item listing the skills `user_id` sees: names and descriptions only.
-pub async fn listing(folders: &Folders, user_id: &UserId) -> Option<ContextItem> {
-    let skills = match folders.list(user_id).await {
+pub async fn listing(
+    folders: &Folders,
+    user_id: &UserId,
+    scope: Option<&agentic_proto::v1::ToolScope>,
+) -> Option<ContextItem> {
+    let mut skills = match folders.list(user_id).await {
         Ok(skills) => skills,
         Err(error) => {
             tracing::warn!(error = %agentic_telemetry::errors::error_chain(&error), "listing skill folders failed: the prompt goes without them");
             return None;
         }
     };
+    skills.retain(|skill| agentic_proto::scope::sees_skill(scope, &skill.name));
     if skills.is_empty() {
         return None;
     }
@@ -76,9 +81,15 @@ pub async fn listing(folders: &Folders, user_id: &UserId) -> Option<ContextItem>
 pub async fn read(
     folders: &Folders,
     user_id: &UserId,
+    scope: Option<&agentic_proto::v1::ToolScope>,
     input: &Value,
 ) -> Result<ToolOutcome, ToolFailure> {
     let name = input["skill"].as_str().unwrap_or_default();
+    if !agentic_proto::scope::sees_skill(scope, name) {
+        return Err(ToolFailure::new(format!(
+            "there is no skill folder {name:?} for this agent: the context's \"skills\" lists its own"
+        )));
+    }
     let path = input["path"]
         .as_str()
         .filter(|path| !path.is_empty())
