@@ -491,7 +491,7 @@ fn tool_of<'a>(prompt: &'a Prompt, tool_call_id: &str) -> &'a str {
 }
 
 /// Ids of the prompt's tool calls that wait for a decision.
-fn pending_calls(prompt: &Prompt) -> Vec<&str> {
+pub(crate) fn pending_calls(prompt: &Prompt) -> Vec<&str> {
     prompt
         .output
         .iter()

@@ -228,21 +228,18 @@ impl Prompts {
     }
 }
 
-/// `call` of `prompt` while it waits for a decision: its index and output.
+/// `call` of `prompt` while it waits for a decision (the approvals' own reading of what
+/// waits): its index and output.
 fn pending_call(prompt: &Prompt, call: &str) -> Option<(usize, agentic_proto::v1::ToolOutput)> {
+    if !crate::app::approvals::pending_calls(prompt).contains(&call) {
+        return None;
+    }
     prompt
         .output
         .iter()
         .enumerate()
         .find_map(|(index, output)| match &output.kind {
-            Some(prompt_output::Kind::Tool(tool))
-                if tool.id == call
-                    && tool.approval.as_ref().is_some_and(|approval| {
-                        approval.state == ApprovalState::Pending as i32
-                    }) =>
-            {
-                Some((index, tool.clone()))
-            }
+            Some(prompt_output::Kind::Tool(tool)) if tool.id == call => Some((index, tool.clone())),
             _ => None,
         })
 }
